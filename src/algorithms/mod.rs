@@ -1,0 +1,5 @@
+//! The schedules: who sends what to whom, when. Written against
+//! [`crate::transport::Transport`] only, so that each runs between threads, between MPI
+//! processes and in the simulator alike.
+
+pub(crate) mod barrier;

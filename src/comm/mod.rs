@@ -1,0 +1,129 @@
+//! The communicator: what a rank calls. Validation and dispatch only; the schedules live in
+//! `algorithms` and the data movement in `transport`.
+
+mod split;
+pub(crate) mod world;
+
+use crate::algorithms;
+use crate::error::Result;
+use crate::transport::shm::ShmTransport;
+use crate::transport::{Kind, Tag, Transport};
+use std::cell::Cell;
+use std::sync::Arc;
+use world::{CommShared, Context, RunState};
+
+/// One rank's handle on a communicator: a group of ranks that exchange messages and take part
+/// in collectives together, as an MPI communicator.
+///
+/// `Team::run` hands each rank a `Comm` over all ranks (the world); [`Comm::split`] makes
+/// sub-communicators, which are full communicators in their own right. A `Comm` is used by one
+/// thread at a time (it is `Send` but not `Sync`). Ranks must call collectives (`barrier`,
+/// `split`, …) on a communicator in the same order; a rank that calls another collective, or
+/// skips one, makes the others fail with [`crate::Error::Mismatch`] or
+/// [`crate::Error::PeerExited`] instead of hanging.
+///
+/// Messages between two ranks of one communicator are received in the order they were sent
+/// (point-to-point and collectives are separate streams, as in MPI).
+pub struct Comm {
+    rank: usize,
+    shared: Arc<CommShared>,
+    run: Arc<RunState>,
+    /// Number of collective calls made on this communicator by this rank: the sequence number
+    /// in the tags of the next one.
+    coll_seq: Cell<u64>,
+}
+
+impl std::fmt::Debug for Comm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Comm")
+            .field("rank", &self.rank)
+            .field("size", &self.size())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Comm {
+    pub(crate) fn new(rank: usize, shared: Arc<CommShared>, run: Arc<RunState>) -> Self {
+        Comm {
+            rank,
+            shared,
+            run,
+            coll_seq: Cell::new(0),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &CommShared {
+        &self.shared
+    }
+
+    pub(crate) fn run(&self) -> &RunState {
+        &self.run
+    }
+
+    /// The tag of this rank's next collective call of kind `kind`.
+    pub(crate) fn next_tag(&self, kind: Kind) -> Tag {
+        let seq = self.coll_seq.get();
+        self.coll_seq.set(seq.wrapping_add(1));
+        Tag { kind, seq }
+    }
+
+    /// The transport of the collective context, for operation `op`.
+    pub(crate) fn coll(&self, op: &'static str) -> ShmTransport<'_> {
+        ShmTransport::new(self, Context::Coll, op)
+    }
+
+    fn p2p(&self, op: &'static str) -> ShmTransport<'_> {
+        ShmTransport::new(self, Context::P2p, op)
+    }
+
+    /// This rank's number in the communicator, `0..size()`.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks in the communicator.
+    pub fn size(&self) -> usize {
+        self.shared.size()
+    }
+
+    /// Team rank (rank in the world communicator of the run) of communicator rank `rank`.
+    pub fn team_rank(&self, rank: usize) -> Option<usize> {
+        self.shared.members.get(rank).copied()
+    }
+
+    /// Blocks until every rank of the communicator has called `barrier`.
+    ///
+    /// Dissemination barrier (Hensgen, Finkel and Manber 1988): ⌈log₂ p⌉ rounds, in round k
+    /// rank r signals r + 2ᵏ and waits for r − 2ᵏ (mod p).
+    pub fn barrier(&self) -> Result<()> {
+        let tag = self.next_tag(Kind::Barrier);
+        algorithms::barrier::dissemination(&self.coll("barrier"), tag)
+    }
+
+    /// Sends `data` to rank `dest`. Up to [`crate::EAGER_MAX`] bytes are copied into the
+    /// mailbox and the call returns at once (unless the receiver is several messages behind);
+    /// larger messages are read by the receiver straight from `data`, and the call returns
+    /// when it has.
+    pub fn send<T: Copy + Send + Sync + 'static>(&self, dest: usize, data: &[T]) -> Result<()> {
+        self.p2p("send").send(dest, Tag::P2P, data)
+    }
+
+    /// Receives exactly `buf.len()` elements of type `T` from rank `src`: the next message
+    /// `src` sent this rank. A message of another length or element type is an error
+    /// ([`crate::Error::Mismatch`]), not a partial read.
+    pub fn recv<T: Copy + Send + Sync + 'static>(&self, src: usize, buf: &mut [T]) -> Result<()> {
+        self.p2p("recv").recv(src, Tag::P2P, buf)
+    }
+
+    /// Sends `send` to `dest` and receives `recv` from `src` in one call that cannot deadlock
+    /// against a matching `sendrecv` (as `MPI_Sendrecv`). `dest` and `src` may be this rank.
+    pub fn sendrecv<T: Copy + Send + Sync + 'static>(
+        &self,
+        dest: usize,
+        send: &[T],
+        src: usize,
+        recv: &mut [T],
+    ) -> Result<()> {
+        self.p2p("sendrecv").sendrecv(dest, send, src, recv, Tag::P2P)
+    }
+}

@@ -1,0 +1,134 @@
+//! The crate's error type. Every variant names the rank that reports it and, where there is
+//! one, the peer and the operation, so that the message alone says what went wrong where.
+//!
+//! Ranks are ranks of the communicator the failing call was made on, except in
+//! [`Error::Panicked`], which names the team rank (the rank in the world communicator).
+
+use std::time::Duration;
+
+/// Result of corecoll's operations.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Why an operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A team or run was asked for zero ranks.
+    #[error("a team needs at least one rank (asked for 0)")]
+    ZeroRanks,
+    /// A call named a rank the communicator does not have.
+    #[error("rank {rank}: {op} names rank {peer}, but the communicator has only {size} ranks")]
+    RankOutOfRange {
+        /// The calling rank.
+        rank: usize,
+        /// The operation.
+        op: &'static str,
+        /// The rank named.
+        peer: usize,
+        /// The communicator's size.
+        size: usize,
+    },
+    /// A rank sent or received something that could never complete because it would wait
+    /// for itself.
+    #[error("rank {rank}: {op} with itself cannot complete: {why}")]
+    SelfDeadlock {
+        /// The calling rank.
+        rank: usize,
+        /// The operation.
+        op: &'static str,
+        /// Why it cannot complete.
+        why: &'static str,
+    },
+    /// A receiver found a message other than the one it expected: another operation kind or
+    /// call, another element type, or another length.
+    #[error("rank {rank}: {op} from rank {peer} expected {expected}, but rank {peer} sent {found}")]
+    Mismatch {
+        /// The receiving rank.
+        rank: usize,
+        /// The sender.
+        peer: usize,
+        /// The receiving operation.
+        op: &'static str,
+        /// What the receiver expected.
+        expected: String,
+        /// What the sender sent.
+        found: String,
+    },
+    /// The arguments of one call were inconsistent (lengths, counts, a core list).
+    #[error("rank {rank}: {op}: {what}")]
+    InvalidArgument {
+        /// The calling rank.
+        rank: usize,
+        /// The operation.
+        op: &'static str,
+        /// What is wrong.
+        what: String,
+    },
+    /// A wait lasted longer than the team's timeout.
+    #[error("rank {rank}: {op} waited {waited:?} for rank {peer} and timed out")]
+    Timeout {
+        /// The waiting rank.
+        rank: usize,
+        /// The rank it waited for.
+        peer: usize,
+        /// The operation.
+        op: &'static str,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// The peer a call waits for has already returned from the run's closure without sending
+    /// what the call needs (it skipped a call, or sent to someone else).
+    #[error("rank {rank}: {op} waits for rank {peer}, which has already returned from the run")]
+    PeerExited {
+        /// The waiting rank.
+        rank: usize,
+        /// The rank that has returned.
+        peer: usize,
+        /// The operation.
+        op: &'static str,
+    },
+    /// A rank's closure panicked.
+    #[error("rank {rank} panicked: {message}")]
+    Panicked {
+        /// The team rank that panicked.
+        rank: usize,
+        /// The panic's message.
+        message: String,
+    },
+    /// This call could not go on because another call of the run failed first; `cause` is that
+    /// first failure, on whichever rank it happened.
+    #[error("rank {rank}: {op} abandoned because the run failed: {cause}")]
+    Aborted {
+        /// The rank of this call.
+        rank: usize,
+        /// This call's operation.
+        op: &'static str,
+        /// The run's first failure.
+        cause: Box<Error>,
+    },
+    /// `Team::run` was called while the team was already running (from another thread, or
+    /// from inside one of its own ranks).
+    #[error("the team is already running a closure; runs of one team do not nest or overlap")]
+    TeamBusy,
+    /// Pinning could not be set up as asked.
+    #[error("pinning: {0}")]
+    Pinning(String),
+    /// A rank thread could not be started.
+    #[error("could not start rank thread {rank}: {message}")]
+    Spawn {
+        /// The team rank of the thread.
+        rank: usize,
+        /// The operating system's message.
+        message: String,
+    },
+}
+
+impl Error {
+    /// The run's root cause: the error itself, or what an [`Error::Aborted`] wraps.
+    pub fn root_cause(&self) -> &Error {
+        match self {
+            Error::Aborted { cause, .. } => cause.root_cause(),
+            other => other,
+        }
+    }
+}

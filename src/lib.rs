@@ -1,0 +1,41 @@
+//! # corecoll
+//!
+//! Collective communication between threads pinned to cores, with MPI's semantics: each
+//! thread is a rank, ranks exchange messages through lock-free single-producer mailboxes (an
+//! eager copy for small messages, a single-copy rendezvous for large ones), and call
+//! collectives on communicators that can be split like MPI's.
+//!
+//! ```
+//! // Four ranks pass a token around a ring and meet at a barrier.
+//! let out = corecoll::run(4, |comm| {
+//!     let (r, p) = (comm.rank(), comm.size());
+//!     let mut token = [0u64];
+//!     comm.sendrecv((r + 1) % p, &[r as u64], (r + p - 1) % p, &mut token)?;
+//!     comm.barrier()?;
+//!     Ok::<u64, corecoll::Error>(token[0])
+//! })
+//! .unwrap();
+//! let tokens: Vec<u64> = out.into_iter().map(Result::unwrap).collect();
+//! assert_eq!(tokens, vec![3, 0, 1, 2]);
+//! ```
+//!
+//! Parts (see `DESIGN.md`): [`Team`] starts and pins rank threads and runs SPMD closures;
+//! [`Comm`] is the per-rank API; the mailbox, the transport and the waiting protocol are
+//! internal and described in `docs/protocol.md`.
+
+mod algorithms;
+mod comm;
+mod error;
+mod mailbox;
+mod sync;
+mod team;
+mod transport;
+
+pub use comm::Comm;
+pub use error::{Error, Result};
+pub use mailbox::EAGER_MAX;
+pub use team::{run, Pinning, Team, TeamBuilder};
+
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_api;

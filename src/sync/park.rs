@@ -1,0 +1,164 @@
+//! Spin → yield → park waiting, and the parker a waiting rank sleeps on.
+//!
+//! Each rank thread of a team owns one [`Parker`]. A rank that waits for something (a message,
+//! a free mailbox slot, an acknowledgement, a new job) first polls its condition in a short
+//! spin, then yields the core a while, then parks. Whoever makes a condition true that another
+//! rank may wait for calls [`Parker::unpark`] on that rank's parker after publishing.
+//!
+//! The parker is an event count: a waiter announces itself in `waiters`, then re-checks its
+//! condition under the parker's lock before it sleeps; a writer publishes, then reads
+//! `waiters`, and only when someone is announced takes the lock and notifies. Both sides use
+//! `SeqCst` for the announce/publish and the matching read, so at least one of them sees the
+//! other (the store-buffering pattern): either the writer sees the announcement and notifies
+//! under the lock, or the waiter's re-check sees the publication. The full argument is written
+//! out in `docs/protocol.md` and checked by `tests/loom_park.rs`.
+//!
+//! Several threads may wait on one parker at once (a rank may hand a sub-communicator to a
+//! helper thread), which is why it counts waiters and notifies all of them rather than keeping
+//! a single sleeping flag.
+
+use super::{spin_hint, yield_now, AtomicUsize, Condvar, Mutex, Ordering};
+use std::time::{Duration, Instant};
+
+/// Where a waiting thread sleeps once spinning and yielding have not satisfied it.
+#[derive(Debug)]
+pub(crate) struct Parker {
+    /// Number of threads between announcing themselves and leaving `park_until`. Written by
+    /// waiters only (so a writer's read of it is a read of a line it does not own), read by
+    /// every writer after each publication.
+    waiters: AtomicUsize,
+    /// Held by a waiter while it re-checks its condition and until the condvar releases it;
+    /// taken by a writer before notifying, which is what closes the window between the re-check
+    /// and the sleep.
+    lock: Mutex<()>,
+    /// Where waiters sleep.
+    cv: Condvar,
+}
+
+impl Default for Parker {
+    fn default() -> Self {
+        Parker::new()
+    }
+}
+
+impl Parker {
+    /// A parker with nobody waiting.
+    pub(crate) fn new() -> Self {
+        Parker {
+            waiters: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
+    /// Wakes every thread parked here. Call it after publishing (with a `SeqCst` store or
+    /// read-modify-write) whatever they may be waiting for. Costs one load when nobody sleeps.
+    #[inline]
+    pub(crate) fn unpark(&self) {
+        if self.waiters.load(Ordering::SeqCst) > 0 {
+            self.wake_slow();
+        }
+    }
+
+    #[cold]
+    fn wake_slow(&self) {
+        // Taking the lock orders this notification after any waiter's re-check that is
+        // already under way: that waiter is then inside `cv.wait` and receives it.
+        drop(self.lock.lock());
+        self.cv.notify_all();
+    }
+
+    /// Sleeps until `ready()` is true or `deadline` passes; returns whether `ready()` held.
+    /// `ready` must only read (`SeqCst` loads of what writers publish before `unpark`).
+    pub(crate) fn park_until(
+        &self,
+        mut ready: impl FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let mut guard = self.lock.lock();
+        let satisfied = loop {
+            if ready() {
+                break true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break false;
+            }
+            self.cv.wait(&mut guard, deadline);
+        };
+        drop(guard);
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        satisfied
+    }
+}
+
+/// How long a waiter spins and yields before it parks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct WaitPolicy {
+    /// Polls of the condition with a spin hint between them.
+    pub spins: u32,
+    /// How long to keep polling with `yield_now` between polls once spinning is over.
+    pub yield_for: Duration,
+}
+
+impl WaitPolicy {
+    /// One rank per core: spin long enough to catch a peer that is a few microseconds behind,
+    /// yield for a while, then sleep.
+    pub(crate) const DEDICATED: WaitPolicy = WaitPolicy {
+        spins: 1 << 13,
+        yield_for: Duration::from_micros(500),
+    };
+    /// More ranks than cores: the peer we wait for probably needs our core, so spin only
+    /// briefly and hand the core over.
+    pub(crate) const OVERSUBSCRIBED: WaitPolicy = WaitPolicy {
+        spins: 64,
+        yield_for: Duration::from_micros(200),
+    };
+
+    /// The policy for `ranks` threads on `cores` cores.
+    pub(crate) fn for_load(ranks: usize, cores: usize) -> WaitPolicy {
+        if ranks > cores.max(1) {
+            WaitPolicy::OVERSUBSCRIBED
+        } else {
+            WaitPolicy::DEDICATED
+        }
+    }
+}
+
+/// Waits until `ready()` holds or `deadline` passes: spins, then yields, then parks on
+/// `parker`. Returns whether `ready()` held. Under loom it parks at once (loom has no time and
+/// spinning only multiplies the states to explore).
+#[inline]
+pub(crate) fn wait_until(
+    parker: &Parker,
+    policy: &WaitPolicy,
+    deadline: Option<Instant>,
+    mut ready: impl FnMut() -> bool,
+) -> bool {
+    if ready() {
+        return true;
+    }
+    if !cfg!(loom) {
+        for _ in 0..policy.spins {
+            spin_hint();
+            if ready() {
+                return true;
+            }
+        }
+        let start = Instant::now();
+        loop {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return ready();
+            }
+            if now.duration_since(start) >= policy.yield_for {
+                break;
+            }
+            yield_now();
+            if ready() {
+                return true;
+            }
+        }
+    }
+    parker.park_until(ready, deadline)
+}

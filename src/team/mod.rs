@@ -1,0 +1,270 @@
+//! Teams of rank threads: spawning, pinning, running SPMD closures, catching panics, tear-down.
+//!
+//! A [`Team`] keeps `ranks − 1` threads alive between runs, each pinned to its core; rank 0 of
+//! every run is the thread that calls [`Team::run`] (pinned to rank 0's core for the run and
+//! given its own affinity back afterwards), so that a hybrid program's MPI-initialising thread
+//! is rank 0. A run hands the workers a lifetime-erased reference to the closure, and does not
+//! return before every worker has finished with it, which is what lets closures borrow from
+//! the caller's stack.
+
+mod affinity;
+
+pub use affinity::Pinning;
+
+use crate::comm::world::{CommShared, Ranks, RunState};
+use crate::comm::Comm;
+use crate::error::{Error, Result};
+use crate::sync::park::{wait_until, WaitPolicy};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// A job as the workers see it: the run's per-rank body with its lifetime erased.
+type Job = &'static (dyn Fn(usize) + Sync);
+
+/// What the caller and the workers share.
+struct Shared {
+    /// Parkers and waiting policy, shared with every run.
+    ranks: Arc<Ranks>,
+    /// Bumped by the caller after `job` is set (to start a run) or after `shutdown` is set.
+    /// Read by the workers.
+    epoch: CachePadded<AtomicU64>,
+    /// The current run's body; written by the caller while no worker runs.
+    job: Mutex<Option<Job>>,
+    /// Workers that have not finished the current run. The last one unparks rank 0.
+    remaining: CachePadded<AtomicUsize>,
+    /// Set by `Drop for Team`.
+    shutdown: AtomicBool,
+}
+
+/// A team of rank threads, reusable across runs. See [`Team::run`].
+pub struct Team {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+    /// Core of each rank (rank 0: the caller's core during a run).
+    cores: Vec<Option<usize>>,
+    /// Held for the length of a run: runs of one team neither overlap nor nest.
+    running: Mutex<()>,
+}
+
+impl std::fmt::Debug for Team {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Team")
+            .field("size", &self.size())
+            .field("cores", &self.cores)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Team`]: `Team::builder().ranks(8).pinning(Pinning::Spread).build()`.
+#[derive(Debug, Clone, Default)]
+pub struct TeamBuilder {
+    ranks: Option<usize>,
+    pinning: Pinning,
+    timeout: Option<Duration>,
+}
+
+impl TeamBuilder {
+    /// Number of ranks (threads, the caller included). Default: the number of cores the
+    /// process may use.
+    pub fn ranks(mut self, ranks: usize) -> Self {
+        self.ranks = Some(ranks);
+        self
+    }
+
+    /// Where ranks run. Default [`Pinning::Compact`].
+    pub fn pinning(mut self, pinning: Pinning) -> Self {
+        self.pinning = pinning;
+        self
+    }
+
+    /// Longest a single wait of a communication call may last; a longer one fails with
+    /// [`Error::Timeout`] naming the peer and the operation (and fails the run). Default: no
+    /// limit — a rank that skips a call is still detected when it returns from the closure
+    /// ([`Error::PeerExited`]), but one that waits elsewhere forever is not.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Starts the team's threads.
+    pub fn build(self) -> Result<Team> {
+        let cores = affinity::available_cores();
+        let ranks = self.ranks.unwrap_or(cores.len().max(1));
+        if ranks == 0 {
+            return Err(Error::ZeroRanks);
+        }
+        let plan = affinity::plan(&self.pinning, ranks, &cores)?;
+        let policy = WaitPolicy::for_load(ranks, cores.len());
+        let shared = Arc::new(Shared {
+            ranks: Arc::new(Ranks::new(ranks, policy, self.timeout)),
+            epoch: CachePadded::new(AtomicU64::new(0)),
+            job: Mutex::new(None),
+            remaining: CachePadded::new(AtomicUsize::new(0)),
+            shutdown: AtomicBool::new(false),
+        });
+        let mut team = Team {
+            shared: shared.clone(),
+            workers: Vec::with_capacity(ranks - 1),
+            cores: plan.clone(),
+            running: Mutex::new(()),
+        };
+        for (rank, core) in plan.into_iter().enumerate().skip(1) {
+            let shared = shared.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("corecoll-rank-{rank}"))
+                .spawn(move || worker(shared, rank, core))
+                .map_err(|e| Error::Spawn {
+                    rank,
+                    message: e.to_string(),
+                })?;
+            // On error, dropping `team` shuts down the workers started so far.
+            team.workers.push(handle);
+        }
+        Ok(team)
+    }
+}
+
+fn worker(shared: Arc<Shared>, rank: usize, core: Option<usize>) {
+    if let Some(c) = core {
+        affinity::pin_current(c);
+    }
+    let parker = &shared.ranks.parkers[rank];
+    let policy = shared.ranks.policy;
+    let mut seen = 0;
+    loop {
+        wait_until(parker, &policy, None, || {
+            shared.epoch.load(Ordering::SeqCst) != seen
+        });
+        seen = shared.epoch.load(Ordering::SeqCst);
+        if shared.shutdown.load(Ordering::SeqCst) {
+            return;
+        }
+        let job = *shared.job.lock();
+        if let Some(job) = job {
+            job(rank);
+        }
+        if shared.remaining.fetch_sub(1, Ordering::SeqCst) == 1 {
+            shared.ranks.parkers[0].unpark();
+        }
+    }
+}
+
+/// The message of a caught panic.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic payload that is not a string)".to_string()
+    }
+}
+
+impl Team {
+    /// A team of `ranks` ranks with the default settings ([`Pinning::Compact`], no timeout).
+    pub fn new(ranks: usize) -> Result<Team> {
+        Team::builder().ranks(ranks).build()
+    }
+
+    /// A builder with the default settings.
+    pub fn builder() -> TeamBuilder {
+        TeamBuilder::default()
+    }
+
+    /// Number of ranks.
+    pub fn size(&self) -> usize {
+        self.shared.ranks.parkers.len()
+    }
+
+    /// The core each rank is pinned to (`None`: not pinned), by rank.
+    pub fn cores(&self) -> &[Option<usize>] {
+        &self.cores
+    }
+
+    /// Runs `f` on every rank (SPMD) and returns the results in rank order. Rank 0 runs on the
+    /// calling thread.
+    ///
+    /// Returns only after every rank has returned or panicked. If a rank panics, every other
+    /// rank's pending and later communication calls return `Err`, and `run` returns
+    /// [`Error::Panicked`] with the first panic's rank and message; the team stays usable.
+    pub fn run<R: Send, F: Fn(&Comm) -> R + Sync>(&self, f: F) -> Result<Vec<R>> {
+        let _running = self.running.try_lock().ok_or(Error::TeamBusy)?;
+        let size = self.size();
+        let run = Arc::new(RunState::new(self.shared.ranks.clone()));
+        let world = Arc::new(CommShared::new((0..size).collect()));
+        let results: Vec<Mutex<Option<R>>> = (0..size).map(|_| Mutex::new(None)).collect();
+        let body = |rank: usize| {
+            let comm = Comm::new(rank, world.clone(), run.clone());
+            match catch_unwind(AssertUnwindSafe(|| f(&comm))) {
+                Ok(value) => *results[rank].lock() = Some(value),
+                Err(payload) => run.panicked(Error::Panicked {
+                    rank,
+                    message: panic_message(payload.as_ref()),
+                }),
+            }
+            drop(comm);
+            run.mark_done(rank);
+        };
+        let job: &(dyn Fn(usize) + Sync) = &body;
+        // SAFETY: the workers use `job` only between observing the epoch bump below and
+        // decrementing `remaining`; this function waits for `remaining` to reach zero before
+        // it clears the slot and before `body` (and what it borrows) goes out of scope, even
+        // if a rank panics (`body` catches panics, so neither rank 0 nor a worker unwinds past
+        // this point).
+        let job: Job = unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), Job>(job) };
+        *self.shared.job.lock() = Some(job);
+        self.shared.remaining.store(size - 1, Ordering::SeqCst);
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        for p in &self.shared.ranks.parkers[1..] {
+            p.unpark();
+        }
+
+        let saved = self.cores[0].map(|c| {
+            let saved = affinity::save();
+            affinity::pin_current(c);
+            saved
+        });
+        body(0);
+        if let Some(saved) = saved {
+            affinity::restore(saved);
+        }
+        let remaining = &self.shared.remaining;
+        wait_until(
+            &self.shared.ranks.parkers[0],
+            &self.shared.ranks.policy,
+            None,
+            || remaining.load(Ordering::SeqCst) == 0,
+        );
+        *self.shared.job.lock() = None;
+
+        if let Some(panic) = run.first_panic() {
+            return Err(panic);
+        }
+        Ok(results
+            .into_iter()
+            .map(|m| m.into_inner().expect("every rank returned a value"))
+            .collect())
+    }
+}
+
+impl Drop for Team {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.epoch.fetch_add(1, Ordering::SeqCst);
+        for p in self.shared.ranks.parkers.iter() {
+            p.unpark();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Runs `f` on `ranks` ranks of a new team with default settings (see [`Team::run`]) and
+/// returns the results in rank order.
+pub fn run<R: Send, F: Fn(&Comm) -> R + Sync>(ranks: usize, f: F) -> Result<Vec<R>> {
+    Team::new(ranks)?.run(f)
+}

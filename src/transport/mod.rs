@@ -1,0 +1,163 @@
+//! The point-to-point layer every schedule is written against.
+//!
+//! [`Transport`] is what an algorithm may ask of the ranks it runs on: send, receive,
+//! exchange, and receive-and-combine, each naming a peer and a [`Tag`]. The shared-memory
+//! implementation ([`shm`]) runs over the mailboxes; an MPI one and a cost-model simulator
+//! implement the same trait in later parts, so one schedule serves all three.
+
+pub(crate) mod shm;
+
+use crate::error::Result;
+use std::any::TypeId;
+use std::hash::{Hash, Hasher};
+
+/// Element types that can travel between ranks: plain `Copy` data with no borrowed parts.
+pub trait Elem: Copy + Send + Sync + 'static {}
+impl<T: Copy + Send + Sync + 'static> Elem for T {}
+
+/// What kind of operation a message belongs to; with the call's sequence number it forms the
+/// [`Tag`] a receiver checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Kind {
+    /// User point-to-point (`send`, `recv`, `sendrecv`).
+    P2p = 1,
+    /// `barrier`.
+    Barrier = 2,
+    /// `split`.
+    Split = 3,
+}
+
+impl Kind {
+    fn from_u8(v: u8) -> Option<Kind> {
+        Some(match v {
+            1 => Kind::P2p,
+            2 => Kind::Barrier,
+            3 => Kind::Split,
+            _ => return None,
+        })
+    }
+
+    /// The user-facing name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::P2p => "point-to-point",
+            Kind::Barrier => "barrier",
+            Kind::Split => "split",
+        }
+    }
+}
+
+/// Operation kind plus call sequence number: every message carries one, and a receiver that
+/// finds another than it expects reports a mismatch instead of reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tag {
+    /// The operation kind.
+    pub kind: Kind,
+    /// Which collective call of the communicator (0 for point-to-point).
+    pub seq: u64,
+}
+
+impl Tag {
+    /// A point-to-point tag.
+    pub(crate) const P2P: Tag = Tag {
+        kind: Kind::P2p,
+        seq: 0,
+    };
+
+    /// Packs the tag into a header word: the kind in the low byte, the sequence number above.
+    pub(crate) fn encode(self) -> u64 {
+        (self.seq << 8) | self.kind as u64
+    }
+
+    /// Describes a packed tag for an error message.
+    pub(crate) fn describe(word: u64) -> String {
+        match Kind::from_u8((word & 0xff) as u8) {
+            Some(Kind::P2p) => "point-to-point".to_string(),
+            Some(k) => format!("{} (collective call #{})", k.name(), word >> 8),
+            None => format!("an unknown kind {:#x}", word & 0xff),
+        }
+    }
+}
+
+/// A hasher that folds what it is given; enough to turn a `TypeId` (already a hash) into a
+/// word at no cost.
+struct Fold(u64);
+
+impl Hasher for Fold {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(17) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A word identifying the element type `T`: a fingerprint of its `TypeId` with its size in the
+/// low 16 bits (so an error can say how large the other side's elements were).
+#[inline]
+pub(crate) fn type_fingerprint<T: 'static>() -> u64 {
+    let mut h = Fold(0);
+    TypeId::of::<T>().hash(&mut h);
+    (h.finish() << 16) | (std::mem::size_of::<T>() as u64 & 0xffff)
+}
+
+/// The element size recorded in a fingerprint.
+pub(crate) fn fingerprint_size(fp: u64) -> usize {
+    (fp & 0xffff) as usize
+}
+
+/// Point-to-point between the ranks of one communicator, in the terms schedules need.
+///
+/// Every method blocks until its part is done: a send until the data may be reused, a receive
+/// until the data is in place. A failure (peer gone, mismatch, timeout, another rank's
+/// failure) is an `Err` on this rank and stops the whole run, so that no rank is left waiting.
+pub(crate) trait Transport {
+    /// This rank.
+    fn rank(&self) -> usize;
+    /// Number of ranks.
+    fn size(&self) -> usize;
+    /// Sends `data` to `dest`.
+    fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()>;
+    /// Receives exactly `buf.len()` elements from `src`.
+    fn recv<T: Elem>(&self, src: usize, tag: Tag, buf: &mut [T]) -> Result<()>;
+    /// Sends `send` to `dest` while receiving `recv` from `src`, without deadlock whatever the
+    /// sizes (the send is posted before the receive is waited for).
+    fn sendrecv<T: Elem>(
+        &self,
+        dest: usize,
+        send: &[T],
+        src: usize,
+        recv: &mut [T],
+        tag: Tag,
+    ) -> Result<()>;
+    /// Receives `acc.len()` elements from `src` and combines them into `acc` with
+    /// `combine(acc, incoming)`, reading the incoming elements where the sender published them
+    /// (no intermediate copy for large messages).
+    #[allow(dead_code)] // the allreduce schedules' primitive (issue 3)
+    fn recv_reduce<T: Elem>(
+        &self,
+        src: usize,
+        tag: Tag,
+        acc: &mut [T],
+        combine: &mut dyn FnMut(&mut [T], &[T]),
+    ) -> Result<()>;
+    /// [`Transport::sendrecv`] whose receive combines like [`Transport::recv_reduce`].
+    #[allow(dead_code)] // the allreduce schedules' primitive (issue 3)
+    fn sendrecv_reduce<T: Elem>(
+        &self,
+        dest: usize,
+        send: &[T],
+        src: usize,
+        acc: &mut [T],
+        tag: Tag,
+        combine: &mut dyn FnMut(&mut [T], &[T]),
+    ) -> Result<()>;
+}
