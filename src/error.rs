@@ -41,7 +41,9 @@ pub enum Error {
     },
     /// A receiver found a message other than the one it expected: another operation kind or
     /// call, another element type, or another length.
-    #[error("rank {rank}: {op} from rank {peer} expected {expected}, but rank {peer} sent {found}")]
+    #[error(
+        "rank {rank}: {op} from rank {peer} expected {expected}, but rank {peer} sent {found}"
+    )]
     Mismatch {
         /// The receiving rank.
         rank: usize,

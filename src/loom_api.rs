@@ -1,9 +1,11 @@
 //! Internals exposed to the loom models in `tests/loom_*.rs` (built only under `--cfg loom`;
 //! not part of the public API).
 
-use crate::comm::world::{CommShared, Ranks, RunState};
+use crate::comm::world::{CommShared, Context, Ranks, RunState};
 use crate::comm::Comm;
 use crate::sync::park::WaitPolicy;
+use crate::transport::shm::ShmTransport;
+use crate::transport::{Tag, Transport};
 use std::sync::Arc;
 
 pub use crate::mailbox::EAGER_MAX;
@@ -19,25 +21,35 @@ impl Mailbox {
     pub fn new(slots: usize) -> Self {
         Mailbox(crate::mailbox::Mailbox::new(slots))
     }
-    /// Producer: posts `data` eagerly if a cell is free.
-    pub fn try_send_eager(&self, tag: u64, data: &[u8]) -> Option<Seq> {
-        let h = crate::mailbox::Header { tag, typ: 1, len: data.len() };
-        assert!(data.len() <= EAGER_MAX);
-        // SAFETY: `data` is readable for its length, which is at most EAGER_MAX.
-        unsafe { self.0.try_send_eager(h, data.as_ptr()) }
+    /// A mailbox with `slots` cells and an arena of `arena` bytes (at least EAGER_MAX).
+    pub fn with_arena(slots: usize, arena: usize) -> Self {
+        Mailbox(crate::mailbox::Mailbox::with_arena(slots, arena))
     }
-    /// Producer: lends `len` bytes at `data` by rendezvous if a cell is free.
+    /// Producer: posts `data` (inline up to 16 bytes, through the arena up to EAGER_MAX) if
+    /// there is room.
+    pub fn try_send_eager(&self, tag: u64, data: &[u8]) -> Option<Seq> {
+        let h = crate::mailbox::Header {
+            tag,
+            typ: 1,
+            len: data.len(),
+        };
+        assert!(data.len() <= EAGER_MAX);
+        // SAFETY: `data` is readable for its length, and at most EAGER_MAX bytes are not lent.
+        unsafe { self.0.try_post(h, data.as_ptr()) }.map(|(n, _)| n)
+    }
+    /// Producer: lends `len` (> EAGER_MAX) bytes at `data` by rendezvous if there is room.
     ///
     /// # Safety
     /// `data` must stay readable and unwritten until `is_consumed` or `withdraw` says so.
     pub unsafe fn try_post_rendezvous(&self, tag: u64, data: *const u8, len: usize) -> Option<Seq> {
+        assert!(len > EAGER_MAX);
         let h = crate::mailbox::Header { tag, typ: 1, len };
         // SAFETY: forwarded contract.
-        unsafe { self.0.try_post_rendezvous(h, data) }
+        unsafe { self.0.try_post(h, data) }.map(|(n, _)| n)
     }
-    /// Producer: whether a cell is free.
-    pub fn has_room(&self) -> bool {
-        self.0.has_room()
+    /// Producer: whether a message of `len` bytes can be posted now.
+    pub fn has_room(&self, len: usize) -> bool {
+        self.0.has_room(len)
     }
     /// Producer: whether message `n` has been released by the consumer.
     pub fn is_consumed(&self, n: Seq) -> bool {
@@ -55,6 +67,19 @@ impl Mailbox {
     pub fn front(&self) -> Option<(u64, usize)> {
         self.0.front().map(|h| (h.tag, h.len))
     }
+    /// Consumer: calls `read` on the next message's payload (the cell's bytes for an eager
+    /// message, the producer's lent slice for a rendezvous one) and releases its cell, also if
+    /// `read` unwinds; `None` if there is no message yet or the producer withdrew it.
+    pub fn take_with<R>(&self, read: impl FnOnce(&[u8]) -> R) -> Option<R> {
+        let len = self.0.front()?.len;
+        self.0
+            .take(|p| {
+                // SAFETY: the mailbox hands `len` readable bytes that nobody writes until the
+                // cell is released, which happens after `read` returns or unwinds.
+                read(unsafe { std::slice::from_raw_parts(p, len) })
+            })
+            .ok()
+    }
     /// Consumer: copies the next message into a vector and releases its cell; `None` if the
     /// producer withdrew it.
     pub fn take(&self) -> Option<Vec<u8>> {
@@ -71,13 +96,8 @@ impl Mailbox {
 }
 
 /// The parker a rank sleeps on.
+#[derive(Default)]
 pub struct Parker(crate::sync::park::Parker);
-
-impl Default for Parker {
-    fn default() -> Self {
-        Parker(crate::sync::park::Parker::new())
-    }
-}
 
 impl Parker {
     /// Wakes parked waiters (call after publishing with SeqCst).
@@ -90,11 +110,95 @@ impl Parker {
     }
 }
 
+/// Waits as every wait of the crate does (`sync::park::wait_until`, which under loom checks
+/// `ready` once and then parks): returns once `ready()` holds. `ready` must only read.
+pub fn wait_until(parker: &Parker, ready: impl FnMut() -> bool) {
+    assert!(crate::sync::park::wait_until(
+        &parker.0,
+        &WaitPolicy::DEDICATED,
+        None,
+        ready
+    ));
+}
+
+/// A handle on the run a world's communicators belong to: it lets a model do what `Team::run`
+/// does around the ranks' closures (report a panic, mark a rank as returned) from any thread.
+#[derive(Clone)]
+pub struct RunHandle(Arc<RunState>);
+
+impl RunHandle {
+    /// Fails the run as a panic of team rank `rank` would (`RunState::panicked`): every
+    /// pending and later communication call of the run returns `Err`.
+    pub fn panicked(&self, rank: usize) {
+        self.0.panicked(crate::Error::Panicked {
+            rank,
+            message: "failed by the model".into(),
+        });
+    }
+    /// Team rank `rank` has returned from its closure (`RunState::mark_done`): waits that
+    /// depend on it end with `Error::PeerExited`.
+    pub fn mark_done(&self, rank: usize) {
+        self.0.mark_done(rank);
+    }
+    /// Whether the run has failed.
+    pub fn is_aborted(&self) -> bool {
+        self.0.is_aborted()
+    }
+}
+
+/// `recv_reduce` on `comm`'s point-to-point stream (the allreduce schedules' primitive):
+/// receives `acc.len()` elements from `src` and combines them into `acc` with `combine`,
+/// reading a rendezvous message in the sender's own slice. Pairs with [`Comm::send`].
+pub fn recv_reduce<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    src: usize,
+    acc: &mut [T],
+    combine: &mut dyn FnMut(&mut [T], &[T]),
+) -> crate::Result<()> {
+    let t = ShmTransport::new(comm, Context::P2p, "recv_reduce");
+    t.recv_reduce(src, Tag::P2P, acc, combine)
+}
+
+/// `sendrecv_reduce` on `comm`'s point-to-point stream: sends `send` to `dest` while
+/// receiving from `src` and combining into `acc` with `combine`, as [`recv_reduce`]. Pairs
+/// with itself or with [`Comm::send`] / [`recv_reduce`] on the other side.
+pub fn sendrecv_reduce<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    dest: usize,
+    send: &[T],
+    src: usize,
+    acc: &mut [T],
+    combine: &mut dyn FnMut(&mut [T], &[T]),
+) -> crate::Result<()> {
+    let t = ShmTransport::new(comm, Context::P2p, "sendrecv_reduce");
+    t.sendrecv_reduce(dest, send, src, acc, Tag::P2P, combine)
+}
+
 /// The world communicators of a `p`-rank run without a team: one `Comm` per rank, to be moved
 /// into loom threads.
 pub fn world(p: usize) -> Vec<Comm> {
+    world_with_run(p).0
+}
+
+/// As [`world`], with a handle on the run to fail it or mark ranks as returned.
+pub fn world_with_run(p: usize) -> (Vec<Comm>, RunHandle) {
     let ranks = Arc::new(Ranks::new(p, WaitPolicy::OVERSUBSCRIBED, None));
     let run = Arc::new(RunState::new(ranks));
     let shared = Arc::new(CommShared::new((0..p).collect()));
-    (0..p).map(|r| Comm::new(r, shared.clone(), run.clone())).collect()
+    // Make every mailbox now, on the model's main thread, rather than on first use: the
+    // communicator makes them lazily through a std `OnceLock`, whose synchronisation loom
+    // cannot see, so a mailbox made by one loom thread and then used by another would be
+    // reported as a race on its freshly made atomics and cells. Made before the rank threads
+    // are spawned, they are ordered before every use.
+    for ctx in [Context::P2p, Context::Coll] {
+        for src in 0..p {
+            for dst in 0..p {
+                shared.mailbox(ctx, src, dst);
+            }
+        }
+    }
+    let comms = (0..p)
+        .map(|r| Comm::new(r, shared.clone(), run.clone()))
+        .collect();
+    (comms, RunHandle(run))
 }

@@ -1,26 +1,28 @@
 //! The single-producer single-consumer mailbox of one directed edge.
 //!
-//! A ring of `slots` cells (a bounded SPSC queue in the manner of Lamport's and of
+//! A ring of `slots` header cells (a bounded SPSC queue in the manner of Lamport's and of
 //! FastForward's: the producer publishes a cell by writing its sequence word last, the consumer
-//! releases cells by advancing one counter). Each cell is cache-line aligned and begins with
-//! its sequence word, followed by the message header and the payload, so a message of up to
-//! [`INLINE`] bytes travels in the same cache line as the flag that announces it.
+//! releases cells by advancing one counter) plus a payload arena. Each cell is one cache line:
+//! its sequence word, then the message header, then [`INLINE`] payload bytes, so a small
+//! message travels in the same line as the flag that announces it.
 //!
-//! Two protocols share the ring:
+//! Three ways to carry a payload share the ring, chosen by its length:
 //!
-//! * **eager** (payload ≤ [`EAGER_MAX`] bytes): the payload is copied into the cell; the
-//!   producer goes on as soon as the cell is published.
-//! * **rendezvous** (larger): the cell carries the address and length of the producer's own
-//!   slice; the consumer reads (copies or reduces) straight from it — one copy in all — and
-//!   the producer stays in its send until the consumer has released the cell, which is the
+//! * **inline** (≤ [`INLINE`] bytes): in the cell itself.
+//! * **eager** (≤ [`EAGER_MAX`] bytes): copied into the arena, a byte ring that the producer
+//!   fills in cache-line-aligned pieces and that is freed in message order as cells are
+//!   released; the producer goes on as soon as the cell is published.
+//! * **rendezvous** (larger): the cell carries the address of the producer's own slice; the
+//!   consumer reads (copies or reduces) straight from it — one copy in all — and the producer
+//!   stays in its send until the consumer has released the cell, which is the
 //!   acknowledgement. A claim word makes cancelling safe: the consumer claims the cell before
 //!   it touches the producer's memory and the producer may withdraw an unclaimed cell, so a
 //!   producer that gives up (abort, timeout) never returns while its slice is being read.
 //!
 //! Sequence numbers are 64-bit message counts compared for equality or by wrapping difference,
-//! so they are monotone and wrap-safe. The producer writes only the cells and its own padded
-//! line; the consumer writes only its padded `consumed` line (and, for rendezvous cells, the
-//! claim word it must share with the producer).
+//! so they are monotone and wrap-safe. The producer writes only the cells, the arena and its
+//! own padded line; the consumer writes only its padded `consumed` line (and, for rendezvous
+//! cells, the claim word it must share with the producer).
 //!
 //! Who may call what is a contract of the crate, not of the types: only the edge's source
 //! rank calls the producer methods and only its destination rank calls the consumer methods,
@@ -34,10 +36,16 @@ use std::mem::MaybeUninit;
 pub const EAGER_MAX: usize = 4096;
 /// Payload bytes that share the cache line of a cell's sequence word: a message this small
 /// arrives in the one line the receiver polls.
-#[cfg_attr(loom, allow(dead_code))]
 pub(crate) const INLINE: usize = 16;
-/// Cells per mailbox.
-pub(crate) const DEFAULT_SLOTS: usize = 4;
+/// Header cells per mailbox: how many messages may be in flight on one edge. (Loom models use
+/// small mailboxes: the state space grows with them and the protocol does not depend on it.)
+pub(crate) const DEFAULT_SLOTS: usize = if cfg!(loom) { 4 } else { 32 };
+/// Bytes of eager payload arena per mailbox: four messages of `EAGER_MAX` bytes (one under
+/// loom).
+pub(crate) const DEFAULT_ARENA: usize = if cfg!(loom) { EAGER_MAX } else { 4 * EAGER_MAX };
+/// The arena's unit of allocation: each eager payload starts on a line of its own, so the
+/// producer writing one message and the consumer reading another never share a line.
+const CHUNK: usize = 64;
 
 const CLAIM_IDLE: u32 = 0;
 const CLAIM_POSTED: u32 = 1;
@@ -60,9 +68,10 @@ struct Body {
     tag: u64,
     typ: u64,
     len: u64,
-    /// Producer's slice address for a rendezvous message, 0 for an eager one.
-    far: u64,
-    data: [MaybeUninit<u8>; EAGER_MAX],
+    /// Where the payload is: the arena offset (eager), the producer's slice address
+    /// (rendezvous), unused (inline).
+    loc: u64,
+    inline: [MaybeUninit<u8>; INLINE],
 }
 
 #[repr(C, align(64))]
@@ -72,9 +81,9 @@ struct Slot {
     seq: AtomicU64,
     /// Rendezvous claim: the producer sets POSTED before publishing; the consumer moves
     /// POSTED → TAKEN before reading the producer's memory; the producer may move
-    /// POSTED → WITHDRAWN to cancel. Unused by eager messages.
+    /// POSTED → WITHDRAWN to cancel. Unused by other messages.
     claim: AtomicU32,
-    /// Header and eager payload: written by the producer before `seq`, read by the consumer
+    /// Header and inline payload: written by the producer before `seq`, read by the consumer
     /// after it.
     body: UnsafeCell<Body>,
     /// Under loom, stands for the producer's lent slice of a rendezvous message: the consumer
@@ -83,6 +92,13 @@ struct Slot {
     #[cfg(loom)]
     lent: UnsafeCell<()>,
 }
+
+// The layout promised above: the inline payload fills the end of the cell's only line.
+#[cfg(not(loom))]
+const _: () = {
+    assert!(std::mem::offset_of!(Slot, body) + std::mem::offset_of!(Body, inline) == 64 - INLINE);
+    assert!(std::mem::size_of::<Slot>() == 64);
+};
 
 impl Slot {
     fn new() -> Self {
@@ -93,8 +109,8 @@ impl Slot {
                 tag: 0,
                 typ: 0,
                 len: 0,
-                far: 0,
-                data: [MaybeUninit::uninit(); EAGER_MAX],
+                loc: 0,
+                inline: [MaybeUninit::uninit(); INLINE],
             }),
             #[cfg(loom)]
             lent: UnsafeCell::new(()),
@@ -102,60 +118,186 @@ impl Slot {
     }
 }
 
-// The layout promised above: the payload starts INLINE bytes before the end of the first line.
+/// One cache line of arena bytes: the arena is made of them so that it is line-aligned.
 #[cfg(not(loom))]
-const _: () = assert!(
-    std::mem::offset_of!(Slot, body) + std::mem::offset_of!(Body, data) == 64 - INLINE
-);
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([MaybeUninit<u8>; CHUNK]);
 
-/// Producer-private counters, on a line of their own.
+/// The eager payload ring. Outside loom one cell over all bytes; under loom one cell per
+/// chunk, so that loom checks exactly the byte ranges the protocol keeps apart.
+struct Arena {
+    #[cfg(not(loom))]
+    bytes: UnsafeCell<Box<[Line]>>,
+    #[cfg(loom)]
+    chunks: Box<[UnsafeCell<[MaybeUninit<u8>; CHUNK]>]>,
+    /// Capacity in bytes (a multiple of `CHUNK`).
+    len: usize,
+}
+
+impl Arena {
+    fn new(bytes: usize) -> Self {
+        let len = bytes.div_ceil(CHUNK).max(1) * CHUNK;
+        Arena {
+            #[cfg(not(loom))]
+            bytes: UnsafeCell::new(
+                vec![Line([MaybeUninit::uninit(); CHUNK]); len / CHUNK].into_boxed_slice(),
+            ),
+            #[cfg(loom)]
+            chunks: (0..len / CHUNK)
+                .map(|_| UnsafeCell::new([MaybeUninit::uninit(); CHUNK]))
+                .collect(),
+            len,
+        }
+    }
+
+    /// Copies `len` bytes from `src` to offset `at`.
+    ///
+    /// # Safety
+    /// `src` readable for `len` bytes; `at + len <= self.len`; nobody reads the range now.
+    unsafe fn write(&self, at: usize, src: *const u8, len: usize) {
+        #[cfg(not(loom))]
+        self.bytes.with_mut(|b| {
+            // SAFETY: per the contract; the range lies inside the boxed slice.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src, (*b).as_mut_ptr().cast::<u8>().add(at), len)
+            }
+        });
+        #[cfg(loom)]
+        for (i, c) in (at / CHUNK..(at + len).div_ceil(CHUNK)).enumerate() {
+            let (from, n) = (i * CHUNK, CHUNK.min(len - i * CHUNK));
+            // SAFETY: per the contract, chunk by chunk (messages start on chunk boundaries).
+            self.chunks[c].with_mut(|d| unsafe {
+                std::ptr::copy_nonoverlapping(src.add(from), (*d).as_mut_ptr().cast(), n)
+            });
+        }
+    }
+
+    /// Calls `f` with a pointer to the `len` bytes at offset `at`.
+    ///
+    /// # Safety
+    /// The range was written by `write` and nobody writes it now; `at + len <= self.len`.
+    unsafe fn read<R>(&self, at: usize, len: usize, f: impl FnOnce(*const u8) -> R) -> R {
+        #[cfg(not(loom))]
+        {
+            let _ = len;
+            // SAFETY: per the contract.
+            self.bytes
+                .with(|b| f(unsafe { (*b).as_ptr().cast::<u8>().add(at) }))
+        }
+        #[cfg(loom)]
+        {
+            let mut copy = vec![0u8; len];
+            for (i, c) in (at / CHUNK..(at + len).div_ceil(CHUNK)).enumerate() {
+                let (to, n) = (i * CHUNK, CHUNK.min(len - i * CHUNK));
+                // SAFETY: per the contract, chunk by chunk.
+                self.chunks[c].with(|d| unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        (*d).as_ptr().cast(),
+                        copy.as_mut_ptr().add(to),
+                        n,
+                    )
+                });
+            }
+            f(copy.as_ptr())
+        }
+    }
+}
+
+/// Producer-private state, on a line of its own.
 struct Producer {
-    /// Index of the next message to publish. Written and read by the producer only.
+    /// Index of the next message to publish. Producer only.
     tail: AtomicU64,
     /// Last value of `Consumer::consumed` the producer read, to skip re-reading the
-    /// consumer's line while the ring is not full. Producer only.
+    /// consumer's line while cells and arena are known to be free. Producer only.
     seen: AtomicU64,
+    /// Virtual arena offset (bytes ever allocated, a multiple of `CHUNK`) where the next eager
+    /// payload goes. Producer only.
+    head: AtomicU64,
 }
 
 /// Consumer-published progress, on a line of its own.
 struct Consumer {
     /// Number of messages the consumer has finished with: the next one it reads is message
     /// `consumed`. Written by the consumer only; read by the producer to find free cells and
-    /// to learn that a rendezvous message has been read.
+    /// arena space and to learn that a rendezvous message has been read.
     consumed: AtomicU64,
 }
 
 /// The mailbox of one directed edge: see the module documentation.
 pub(crate) struct Mailbox {
     slots: Box<[Slot]>,
+    arena: Arena,
+    /// Per cell, the virtual arena offset where the payload of the message it holds starts
+    /// (the arena head at that time for a message without arena payload): everything before
+    /// `starts[m % slots]` is free while message `m` is the oldest unreleased. Producer only.
+    starts: Box<[AtomicU64]>,
     prod: CachePadded<Producer>,
     cons: CachePadded<Consumer>,
 }
 
-// SAFETY: the cells' `UnsafeCell`s are written by the producer before it publishes `seq`
-// (SeqCst) and read by the consumer only after it observes that `seq`; the producer rewrites
-// a cell only after observing (SeqCst) that the consumer has advanced `consumed` past it. So
-// every access to a cell body is ordered by a release/acquire pair and never concurrent with a
-// write. The raw pointer of a rendezvous message is only dereferenced while its claim is
-// TAKEN, during which the producer cannot return (see `finish_rendezvous`).
+// SAFETY: the cells' and the arena's `UnsafeCell`s are written by the producer before it
+// publishes `seq` (release) and read by the consumer only after it observes that `seq`
+// (acquire); the producer rewrites a cell, or an arena range, only after observing (acquire)
+// that the consumer
+// has advanced `consumed` past the message that used it. So every access to them is ordered by
+// a release/acquire pair and never concurrent with a write. The address in a rendezvous cell
+// is only dereferenced while its claim is TAKEN, during which the producer cannot return (see
+// the transport's cleanup of a lent send).
 unsafe impl Sync for Mailbox {}
-// SAFETY: a mailbox owns its cells; the pointer inside a rendezvous cell is only a value until
-// claimed as described above.
+// SAFETY: a mailbox owns its cells and arena; the address inside a rendezvous cell is only a
+// value until claimed as described above.
 unsafe impl Send for Mailbox {}
+
+impl std::fmt::Debug for Mailbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mailbox")
+            .field("slots", &self.slots.len())
+            .field("arena", &self.arena.len)
+            .finish_non_exhaustive()
+    }
+}
 
 /// Returned by [`Mailbox::take`] when the producer withdrew a rendezvous message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Withdrawn;
 
+/// How a payload of `len` bytes travels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Carry {
+    Inline,
+    Arena,
+    Lent,
+}
+
+fn carry(len: usize) -> Carry {
+    if len <= INLINE {
+        Carry::Inline
+    } else if len <= EAGER_MAX {
+        Carry::Arena
+    } else {
+        Carry::Lent
+    }
+}
+
 impl Mailbox {
-    /// A mailbox with `slots` cells (at least one).
+    /// A mailbox with `slots` cells (at least one) and the default arena.
     pub(crate) fn new(slots: usize) -> Self {
+        Mailbox::with_arena(slots, DEFAULT_ARENA)
+    }
+
+    /// A mailbox with `slots` cells and an arena of at least `arena` bytes (at least one
+    /// message of `EAGER_MAX` bytes must fit, so it is rounded up to that).
+    pub(crate) fn with_arena(slots: usize, arena: usize) -> Self {
         let slots = slots.max(1);
         Mailbox {
             slots: (0..slots).map(|_| Slot::new()).collect(),
+            arena: Arena::new(arena.max(EAGER_MAX)),
+            starts: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             prod: CachePadded::new(Producer {
                 tail: AtomicU64::new(0),
                 seen: AtomicU64::new(0),
+                head: AtomicU64::new(0),
             }),
             cons: CachePadded::new(Consumer {
                 consumed: AtomicU64::new(0),
@@ -169,84 +311,117 @@ impl Mailbox {
 
     // ----- producer side -------------------------------------------------------------------
 
-    /// Producer: whether a cell is free (only reads).
-    pub(crate) fn has_room(&self) -> bool {
-        let tail = self.prod.tail.load(Ordering::Relaxed);
-        let cap = self.slots.len() as u64;
-        if tail.wrapping_sub(self.prod.seen.load(Ordering::Relaxed)) < cap {
-            return true;
+    /// Where a payload of `len` bytes would go in the arena now: (virtual start, virtual
+    /// end). A payload never wraps around the ring's end; it skips to the next lap instead.
+    fn place(&self, len: usize) -> (u64, u64) {
+        let head = self.prod.head.load(Ordering::Relaxed);
+        if carry(len) != Carry::Arena {
+            return (head, head);
         }
-        tail.wrapping_sub(self.cons.consumed.load(Ordering::SeqCst)) < cap
+        let need = len.div_ceil(CHUNK) as u64 * CHUNK as u64;
+        let cap = self.arena.len as u64;
+        let start = if head % cap + need > cap {
+            head.div_ceil(cap) * cap
+        } else {
+            head
+        };
+        (start, start + need)
     }
 
-    /// Producer: the index the next message gets if a cell is free.
-    fn reserve(&self) -> Option<u64> {
+    /// Whether message `tail`, with a payload placed up to virtual offset `end`, fits given
+    /// that the consumer has released `consumed` messages: a cell must be free, and the arena
+    /// bytes from the oldest unreleased message's start to `end` must fit in the arena.
+    fn fits(&self, tail: u64, end: u64, consumed: u64) -> bool {
+        let busy = tail.wrapping_sub(consumed);
+        if busy >= self.slots.len() as u64 {
+            return false;
+        }
+        if busy == 0 {
+            // Nothing is live: any placement fits (a payload is at most EAGER_MAX <= arena).
+            return true;
+        }
+        let oldest =
+            self.starts[(consumed % self.slots.len() as u64) as usize].load(Ordering::Relaxed);
+        end.wrapping_sub(oldest) <= self.arena.len as u64
+    }
+
+    /// Producer: whether a message of `len` bytes can be posted now (only reads, apart from
+    /// the producer's own cache of `consumed`).
+    pub(crate) fn has_room(&self, len: usize) -> bool {
+        self.reserve(len).is_some()
+    }
+
+    /// Producer: the index and arena placement the next message of `len` bytes gets, if there
+    /// is room for it.
+    fn reserve(&self, len: usize) -> Option<(u64, u64, u64)> {
         let tail = self.prod.tail.load(Ordering::Relaxed);
-        let cap = self.slots.len() as u64;
-        if tail.wrapping_sub(self.prod.seen.load(Ordering::Relaxed)) >= cap {
-            let consumed = self.cons.consumed.load(Ordering::SeqCst);
+        let (start, end) = self.place(len);
+        if !self.fits(tail, end, self.prod.seen.load(Ordering::Relaxed)) {
+            let consumed = self.cons.consumed.load(Ordering::Acquire);
             self.prod.seen.store(consumed, Ordering::Relaxed);
-            if tail.wrapping_sub(consumed) >= cap {
+            if !self.fits(tail, end, consumed) {
                 return None;
             }
         }
-        Some(tail)
+        Some((tail, start, end))
     }
 
-    fn publish(&self, n: u64, header: Header, far: u64, fill: impl FnOnce(*mut MaybeUninit<u8>)) {
+    /// Producer: posts a message of `header.len` bytes at `src` if there is room — inline or
+    /// through the arena up to `EAGER_MAX` bytes, lent (rendezvous) beyond. Returns the
+    /// message's number and whether its payload is lent.
+    ///
+    /// # Safety
+    /// `src` must be valid for reads of `header.len` bytes. If the payload is lent, `src` must
+    /// stay valid and unwritten until `is_consumed` or `withdraw` returns true for the
+    /// returned number.
+    pub(crate) unsafe fn try_post(&self, header: Header, src: *const u8) -> Option<(u64, bool)> {
+        let (n, start, end) = self.reserve(header.len)?;
+        let how = carry(header.len);
+        let loc = match how {
+            Carry::Inline => 0,
+            Carry::Arena => {
+                let at = (start % self.arena.len as u64) as usize;
+                // SAFETY: `fits` saw the consumer release every message that used this range;
+                // `src` is readable per the contract.
+                unsafe { self.arena.write(at, src, header.len) };
+                at as u64
+            }
+            Carry::Lent => src as u64,
+        };
         let slot = self.slot(n);
+        if how == Carry::Lent {
+            slot.claim.store(CLAIM_POSTED, Ordering::Relaxed);
+        }
         slot.body.with_mut(|body| {
-            // SAFETY: the cell is free (reserve saw the consumer release it, SeqCst), so
-            // nobody else accesses its body until `seq` is published below.
+            // SAFETY: the cell is free (reserve saw the consumer release it), so nobody else
+            // accesses its body until `seq` is published below.
             unsafe {
                 (*body).tag = header.tag;
                 (*body).typ = header.typ;
                 (*body).len = header.len as u64;
-                (*body).far = far;
-                fill((*body).data.as_mut_ptr());
+                (*body).loc = loc;
+                if how == Carry::Inline {
+                    std::ptr::copy_nonoverlapping(
+                        src,
+                        (*body).inline.as_mut_ptr().cast::<u8>(),
+                        header.len,
+                    );
+                }
             }
         });
+        self.starts[(n % self.slots.len() as u64) as usize].store(start, Ordering::Relaxed);
+        self.prod.head.store(end, Ordering::Relaxed);
         self.prod.tail.store(n.wrapping_add(1), Ordering::Relaxed);
-        // SeqCst: the Dekker pairing with the consumer's parker (see sync::park).
-        slot.seq.store(n.wrapping_add(1), Ordering::SeqCst);
-    }
-
-    /// Producer: copies `header.len` bytes from `src` into a free cell and publishes it.
-    /// Returns the message's sequence number, or `None` if every cell is in use.
-    ///
-    /// # Safety
-    /// `src` must be valid for reads of `header.len` bytes, and `header.len <= EAGER_MAX`.
-    pub(crate) unsafe fn try_send_eager(&self, header: Header, src: *const u8) -> Option<u64> {
-        debug_assert!(header.len <= EAGER_MAX);
-        let n = self.reserve()?;
-        self.publish(n, header, 0, |dst| {
-            // SAFETY: the caller guarantees `src` is readable for `len` bytes; the cell's data
-            // area holds EAGER_MAX >= len bytes and is exclusively ours (see publish).
-            unsafe { std::ptr::copy_nonoverlapping(src, dst.cast::<u8>(), header.len) }
-        });
-        Some(n)
-    }
-
-    /// Producer: publishes a rendezvous cell that lends `header.len` bytes at `src`. Returns
-    /// its sequence number, or `None` if every cell is in use. The producer must then call
-    /// [`Mailbox::is_consumed`] / [`Mailbox::withdraw`] as `finish_rendezvous` in the transport
-    /// does, and keep `src` valid until one of them says the consumer is done with it.
-    ///
-    /// # Safety
-    /// `src` must stay valid for reads of `header.len` bytes, and must not be written, until
-    /// `is_consumed` returns true or `withdraw` returns true for the returned number.
-    pub(crate) unsafe fn try_post_rendezvous(&self, header: Header, src: *const u8) -> Option<u64> {
-        let n = self.reserve()?;
-        let slot = self.slot(n);
-        slot.claim.store(CLAIM_POSTED, Ordering::Relaxed);
-        self.publish(n, header, src as u64, |_| {});
-        Some(n)
+        // Release: the body and arena writes above happen before the consumer's acquire of
+        // `seq`. The caller then unparks the consumer, whose fence pairs with this store.
+        slot.seq.store(n.wrapping_add(1), Ordering::Release);
+        Some((n, how == Carry::Lent))
     }
 
     /// Producer: whether the consumer has finished with message `n` (the rendezvous
     /// acknowledgement). Only reads.
     pub(crate) fn is_consumed(&self, n: u64) -> bool {
-        let done = self.cons.consumed.load(Ordering::SeqCst);
+        let done = self.cons.consumed.load(Ordering::Acquire);
         done.wrapping_sub(n.wrapping_add(1)) < (1 << 63)
     }
 
@@ -259,8 +434,8 @@ impl Mailbox {
             .compare_exchange(
                 CLAIM_POSTED,
                 CLAIM_WITHDRAWN,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
+                Ordering::AcqRel,
+                Ordering::Acquire,
             )
             .is_ok()
     }
@@ -277,7 +452,7 @@ impl Mailbox {
     pub(crate) fn front(&self) -> Option<Header> {
         let n = self.cons.consumed.load(Ordering::Relaxed);
         let slot = self.slot(n);
-        if slot.seq.load(Ordering::SeqCst) != n.wrapping_add(1) {
+        if slot.seq.load(Ordering::Acquire) != n.wrapping_add(1) {
             return None;
         }
         Some(slot.body.with(|body| {
@@ -294,44 +469,180 @@ impl Mailbox {
     }
 
     /// Consumer: reads the next message (which [`Mailbox::front`] must have returned) by
-    /// calling `read` with a pointer to its `len` payload bytes — the cell for an eager
-    /// message, the producer's own slice for a rendezvous one — then releases the cell, which
-    /// acknowledges a rendezvous message. The cell is released even if `read` unwinds.
+    /// calling `read` with a pointer to its `len` payload bytes — in the cell, in the arena,
+    /// or the producer's own lent slice — then releases the cell, which acknowledges a lent
+    /// message. The cell is released even if `read` unwinds.
     pub(crate) fn take<R>(&self, read: impl FnOnce(*const u8) -> R) -> Result<R, Withdrawn> {
         let n = self.cons.consumed.load(Ordering::Relaxed);
         let slot = self.slot(n);
         debug_assert_eq!(slot.seq.load(Ordering::Relaxed), n.wrapping_add(1));
         // SAFETY: as in `front`.
-        let far = slot.body.with(|body| unsafe { (*body).far });
+        let (len, loc) = slot
+            .body
+            .with(|body| unsafe { ((*body).len as usize, (*body).loc) });
 
         /// Releases the cell when dropped, on return or unwind.
         struct Release<'a>(&'a AtomicU64, u64);
         impl Drop for Release<'_> {
             fn drop(&mut self) {
-                self.0.store(self.1.wrapping_add(1), Ordering::SeqCst);
+                // Release: our reads of the cell, arena or lent slice happen before the
+                // producer's acquire of `consumed` lets it reuse them.
+                self.0.store(self.1.wrapping_add(1), Ordering::Release);
             }
         }
 
-        if far == 0 {
-            let _release = Release(&self.cons.consumed, n);
-            // SAFETY: as in `front`; the data area holds the `len` bytes the producer copied.
-            Ok(slot
-                .body
-                .with(|body| read(unsafe { (*body).data.as_ptr().cast::<u8>() })))
-        } else {
-            let claimed = slot
-                .claim
-                .compare_exchange(CLAIM_POSTED, CLAIM_TAKEN, Ordering::SeqCst, Ordering::SeqCst)
-                .is_ok();
-            let _release = Release(&self.cons.consumed, n);
-            if !claimed {
-                return Err(Withdrawn);
+        match carry(len) {
+            Carry::Inline => {
+                let _release = Release(&self.cons.consumed, n);
+                // SAFETY: as in `front`; the inline bytes hold the `len` bytes copied.
+                Ok(slot
+                    .body
+                    .with(|body| read(unsafe { (*body).inline.as_ptr().cast::<u8>() })))
             }
-            #[cfg(loom)]
-            let out = slot.lent.with(|_| read(far as usize as *const u8));
-            #[cfg(not(loom))]
-            let out = read(far as usize as *const u8);
-            Ok(out)
+            Carry::Arena => {
+                let _release = Release(&self.cons.consumed, n);
+                // SAFETY: the producer wrote this range before publishing `seq` and leaves it
+                // alone until we release the cell.
+                Ok(unsafe { self.arena.read(loc as usize, len, read) })
+            }
+            Carry::Lent => {
+                let claimed = slot
+                    .claim
+                    .compare_exchange(
+                        CLAIM_POSTED,
+                        CLAIM_TAKEN,
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
+                    .is_ok();
+                let _release = Release(&self.cons.consumed, n);
+                if !claimed {
+                    return Err(Withdrawn);
+                }
+                #[cfg(loom)]
+                let out = slot.lent.with(|_| read(loc as usize as *const u8));
+                #[cfg(not(loom))]
+                let out = read(loc as usize as *const u8);
+                Ok(out)
+            }
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::VecDeque;
+
+    fn header(n: u64, len: usize) -> Header {
+        Header {
+            tag: n,
+            typ: 7,
+            len,
+        }
+    }
+
+    fn payload(n: u64, len: usize) -> Vec<u8> {
+        (0..len).map(|i| (n as usize * 31 + i * 7) as u8).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        /// Any interleaving of posts (inline, arena, lent) and takes on one thread: messages
+        /// come out in order with their bytes intact, a post is refused only when cells or
+        /// arena are really full, and lent messages are acknowledged exactly when taken.
+        #[test]
+        fn ring_and_arena_keep_messages_intact(
+            slots in 1usize..6,
+            arena_msgs in 1usize..4,
+            ops in proptest::collection::vec((any::<bool>(), 0usize..3, 0usize..5000), 1..120),
+        ) {
+            let mb = Mailbox::with_arena(slots, arena_msgs * EAGER_MAX);
+            let mut next = 0u64;
+            // In flight: (number, bytes, lent buffer kept alive until acknowledged).
+            let mut queue: VecDeque<(u64, Vec<u8>, bool)> = VecDeque::new();
+            for (post, class, raw) in ops {
+                if post {
+                    let len = match class {
+                        0 => raw % (INLINE + 1),
+                        1 => INLINE + 1 + raw % (EAGER_MAX - INLINE),
+                        _ => EAGER_MAX + 1 + raw,
+                    };
+                    let data = payload(next, len);
+                    // SAFETY: `data` lives in `queue` until its message is taken.
+                    let posted = unsafe { mb.try_post(header(next, len), data.as_ptr()) };
+                    match posted {
+                        Some((n, lent)) => {
+                            prop_assert_eq!(n, next);
+                            prop_assert_eq!(lent, len > EAGER_MAX);
+                            queue.push_back((n, data, lent));
+                            next += 1;
+                        }
+                        None => {
+                            // Refused: either every cell is in use or the arena cannot hold it
+                            // next to the payloads still in flight.
+                            let in_arena: usize = queue
+                                .iter()
+                                .filter(|(_, d, _)| d.len() > INLINE && d.len() <= EAGER_MAX)
+                                .map(|(_, d, _)| d.len().div_ceil(CHUNK) * CHUNK)
+                                .sum();
+                            let cells_full = queue.len() == slots;
+                            // Live payloads, the gaps skipped between them (each smaller than
+                            // the payload after it) and the new one with its own skip.
+                            let arena_tight = len > INLINE
+                                && len <= EAGER_MAX
+                                && 2 * in_arena + 2 * len.div_ceil(CHUNK) * CHUNK > mb.arena.len;
+                            prop_assert!(!queue.is_empty(), "an empty mailbox refused {} bytes", len);
+                            prop_assert!(cells_full || arena_tight,
+                                "refused {} bytes with {} cells busy and {} arena bytes live",
+                                len, queue.len(), in_arena);
+                        }
+                    }
+                } else if let Some((n, data, lent)) = queue.pop_front() {
+                    let h = mb.front().expect("a posted message is visible");
+                    prop_assert_eq!(h, header(n, data.len()));
+                    if lent {
+                        prop_assert!(!mb.is_consumed(n));
+                    }
+                    let got = mb
+                        .take(|p| unsafe { std::slice::from_raw_parts(p, h.len) }.to_vec())
+                        .expect("not withdrawn");
+                    prop_assert_eq!(got, data);
+                    prop_assert!(mb.is_consumed(n));
+                } else {
+                    prop_assert!(mb.front().is_none());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn withdrawn_message_is_not_read() {
+        let mb = Mailbox::new(2);
+        let data = vec![5u8; EAGER_MAX + 10];
+        // SAFETY: `data` outlives the mailbox's use of it (withdrawn before it is dropped).
+        let (n, lent) = unsafe { mb.try_post(header(0, data.len()), data.as_ptr()) }.unwrap();
+        assert!(lent);
+        assert!(mb.withdraw(n));
+        assert_eq!(
+            mb.take(|_| unreachable!("a withdrawn slice is never read")),
+            Err(Withdrawn)
+        );
+        assert!(mb.is_consumed(n));
+    }
+
+    #[test]
+    fn claimed_message_cannot_be_withdrawn() {
+        let mb = Mailbox::new(2);
+        let data = vec![9u8; EAGER_MAX + 1];
+        // SAFETY: as above.
+        let (n, _) = unsafe { mb.try_post(header(0, data.len()), data.as_ptr()) }.unwrap();
+        let got = mb.take(|p| {
+            // While the consumer reads, the producer's withdrawal fails.
+            assert!(!mb.withdraw(n));
+            unsafe { *p.add(EAGER_MAX) }
+        });
+        assert_eq!(got, Ok(9));
     }
 }

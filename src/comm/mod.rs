@@ -67,6 +67,19 @@ impl Comm {
         Tag { kind, seq }
     }
 
+    /// Fails if the run has already failed: every collective starts with this, so that even a
+    /// collective that sends nothing (on one rank) reports an earlier failure.
+    pub(crate) fn enter(&self, op: &'static str) -> Result<()> {
+        if self.run.is_aborted() {
+            return Err(crate::Error::Aborted {
+                rank: self.rank,
+                op,
+                cause: Box::new(self.run.cause()),
+            });
+        }
+        Ok(())
+    }
+
     /// The transport of the collective context, for operation `op`.
     pub(crate) fn coll(&self, op: &'static str) -> ShmTransport<'_> {
         ShmTransport::new(self, Context::Coll, op)
@@ -96,6 +109,7 @@ impl Comm {
     /// Dissemination barrier (Hensgen, Finkel and Manber 1988): ⌈log₂ p⌉ rounds, in round k
     /// rank r signals r + 2ᵏ and waits for r − 2ᵏ (mod p).
     pub fn barrier(&self) -> Result<()> {
+        self.enter("barrier")?;
         let tag = self.next_tag(Kind::Barrier);
         algorithms::barrier::dissemination(&self.coll("barrier"), tag)
     }
@@ -124,6 +138,7 @@ impl Comm {
         src: usize,
         recv: &mut [T],
     ) -> Result<()> {
-        self.p2p("sendrecv").sendrecv(dest, send, src, recv, Tag::P2P)
+        self.p2p("sendrecv")
+            .sendrecv(dest, send, src, recv, Tag::P2P)
     }
 }

@@ -19,6 +19,7 @@ impl Comm {
     /// call it. The new communicators are full communicators (point-to-point, barrier,
     /// collectives, further splits).
     pub fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Comm>> {
+        self.enter("split")?;
         let tag = self.next_tag(Kind::Split);
         let p = self.size();
         {
@@ -30,9 +31,7 @@ impl Comm {
             });
             round.votes[self.rank()] = Some((color, key));
         }
-        if let Err(e) = algorithms::barrier::dissemination(&self.coll("split"), tag) {
-            return Err(e);
-        }
+        algorithms::barrier::dissemination(&self.coll("split"), tag)?;
         let mut rounds = self.shared().splits.lock();
         let Some(round) = rounds.get_mut(&tag.seq) else {
             return Err(Error::InvalidArgument {
@@ -60,7 +59,10 @@ impl Comm {
                 .made
                 .entry(c)
                 .or_insert_with(|| {
-                    let members = group.iter().map(|&(_, r)| self.shared().members[r]).collect();
+                    let members = group
+                        .iter()
+                        .map(|&(_, r)| self.shared().members[r])
+                        .collect();
                     Arc::new(CommShared::new(members))
                 })
                 .clone();

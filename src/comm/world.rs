@@ -36,7 +36,7 @@ impl Ranks {
 pub(crate) struct RunState {
     /// The team's parkers and waiting policy.
     pub ranks: Arc<Ranks>,
-    /// Set (once, SeqCst) by the first failure of the run; read by every wait.
+    /// Set (once, release) by the first failure of the run; read (acquire) by every wait.
     aborted: AtomicBool,
     /// The first failure; written under the lock before `aborted` is set.
     cause: Mutex<Option<Error>>,
@@ -55,14 +55,16 @@ impl RunState {
             aborted: AtomicBool::new(false),
             cause: Mutex::new(None),
             panic: Mutex::new(None),
-            done: (0..n).map(|_| CachePadded::new(AtomicBool::new(false))).collect(),
+            done: (0..n)
+                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .collect(),
         }
     }
 
     /// Whether the run has failed.
     #[inline]
     pub(crate) fn is_aborted(&self) -> bool {
-        self.aborted.load(Ordering::SeqCst)
+        self.aborted.load(Ordering::Acquire)
     }
 
     /// The run's first failure (only meaningful once `is_aborted`).
@@ -82,7 +84,7 @@ impl RunState {
                 *c = Some(e);
             }
         }
-        self.aborted.store(true, Ordering::SeqCst);
+        self.aborted.store(true, Ordering::Release);
         self.wake_all();
     }
 
@@ -104,14 +106,14 @@ impl RunState {
 
     /// Team rank `rank` has returned from its closure: wake whoever waits for it.
     pub(crate) fn mark_done(&self, rank: usize) {
-        self.done[rank].store(true, Ordering::SeqCst);
+        self.done[rank].store(true, Ordering::Release);
         self.wake_all();
     }
 
     /// Whether team rank `rank` has returned from its closure.
     #[inline]
     pub(crate) fn is_done(&self, rank: usize) -> bool {
-        self.done[rank].load(Ordering::SeqCst)
+        self.done[rank].load(Ordering::Acquire)
     }
 
     fn wake_all(&self) {
@@ -152,12 +154,6 @@ pub(crate) struct CommShared {
     boxes: Box<[OnceLock<Box<Mailbox>>]>,
     /// Split rounds in progress, by the parent's collective call number.
     pub splits: Mutex<HashMap<u64, SplitRound>>,
-}
-
-impl std::fmt::Debug for Mailbox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Mailbox")
-    }
 }
 
 impl CommShared {

@@ -12,7 +12,9 @@ pub(crate) use crossbeam_utils::CachePadded;
 
 #[cfg(not(loom))]
 mod imp {
-    pub(crate) use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
     /// One iteration of a busy-wait.
     #[inline(always)]
     pub(crate) fn spin_hint() {
@@ -97,7 +99,9 @@ mod imp {
 #[cfg(loom)]
 mod imp {
     pub(crate) use loom::cell::UnsafeCell;
-    pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+    pub(crate) use loom::sync::atomic::{
+        fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+    };
 
     /// Under loom a spin is a yield, so that the model checker can schedule the writer.
     pub(crate) fn spin_hint() {

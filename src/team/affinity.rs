@@ -44,15 +44,23 @@ pub(crate) fn plan(pinning: &Pinning, ranks: usize, cores: &[usize]) -> Result<V
         Pinning::None => vec![None; ranks],
         Pinning::Compact => (0..ranks).map(|r| Some(cores[r % n])).collect(),
         Pinning::Spread => (0..ranks)
-            .map(|r| Some(if ranks <= n { cores[r * n / ranks] } else { cores[r % n] }))
+            .map(|r| {
+                Some(if ranks <= n {
+                    cores[r * n / ranks]
+                } else {
+                    cores[r % n]
+                })
+            })
             .collect(),
         Pinning::Cores(list) => {
             if list.is_empty() {
-                return Err(Error::Pinning("Pinning::Cores was given an empty list".into()));
+                return Err(Error::Pinning(
+                    "Pinning::Cores was given an empty list".into(),
+                ));
             }
             if let Some(bad) = list.iter().find(|c| !cores.contains(c)) {
                 return Err(Error::Pinning(format!(
-                    "core {bad} is not one this process may run on (available: {cores:?})"
+                    "core {bad} is not one the thread building the team may run on (available: {cores:?})"
                 )));
             }
             (0..ranks).map(|r| Some(list[r % list.len()])).collect()

@@ -132,7 +132,7 @@ fn worker(shared: Arc<Shared>, rank: usize, core: Option<usize>) {
         affinity::pin_current(c);
     }
     let parker = &shared.ranks.parkers[rank];
-    let policy = shared.ranks.policy;
+    let policy = WaitPolicy::IDLE;
     let mut seen = 0;
     loop {
         wait_until(parker, &policy, None, || {

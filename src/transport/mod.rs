@@ -100,18 +100,20 @@ impl Hasher for Fold {
     }
 }
 
-/// A word identifying the element type `T`: a fingerprint of its `TypeId` with its size in the
-/// low 16 bits (so an error can say how large the other side's elements were).
+/// A word identifying the element type `T`: a 32-bit fingerprint of its `TypeId` above its
+/// size in bytes (saturated at `u32::MAX`), so that an error can say how large the other
+/// side's elements were.
 #[inline]
 pub(crate) fn type_fingerprint<T: 'static>() -> u64 {
     let mut h = Fold(0);
     TypeId::of::<T>().hash(&mut h);
-    (h.finish() << 16) | (std::mem::size_of::<T>() as u64 & 0xffff)
+    let size = u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX);
+    (h.finish() & 0xffff_ffff_0000_0000) | u64::from(size)
 }
 
 /// The element size recorded in a fingerprint.
 pub(crate) fn fingerprint_size(fp: u64) -> usize {
-    (fp & 0xffff) as usize
+    (fp & 0xffff_ffff) as usize
 }
 
 /// Point-to-point between the ranks of one communicator, in the terms schedules need.

@@ -14,9 +14,9 @@ use super::{fingerprint_size, type_fingerprint, Elem, Tag, Transport};
 use crate::comm::world::Context;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
-use crate::mailbox::{Header, Mailbox, EAGER_MAX};
-use crate::sync::park::wait_until;
-use std::mem::size_of_val;
+use crate::mailbox::{Header, Mailbox};
+use crate::sync::park::{wait_until, Parker, WaitPolicy};
+use std::mem::{size_of, size_of_val};
 use std::time::Instant;
 
 /// The transport of one rank of one communicator, in one context (user point-to-point or
@@ -41,14 +41,40 @@ struct Incoming<F> {
     read: F,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum SendState {
-    /// No cell was free yet.
-    Pending,
-    /// Rendezvous message `n` posted; its slice is lent until the consumer releases it.
-    Lent(u64),
-    /// Nothing (more) to do.
-    Done,
+/// A rendezvous send in flight: the caller's slice is lent to the receiver. Dropping it —
+/// on return, on error, or while unwinding from a panicking reader in the same call — settles
+/// the loan first: the message is withdrawn if the receiver has not claimed it, otherwise
+/// the drop waits for the receiver to finish reading (it is copying, not waiting, and
+/// releases the cell even if it unwinds). So the slice is never freed or written while a
+/// peer may read it.
+struct Lent<'a> {
+    mb: &'a Mailbox,
+    n: u64,
+    /// Set once the receiver has released the message: nothing left to settle.
+    released: bool,
+    parker: &'a Parker,
+    policy: &'a WaitPolicy,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if !self.released && !self.mb.withdraw(self.n) {
+            let (mb, n) = (self.mb, self.n);
+            wait_until(self.parker, self.policy, None, || mb.is_consumed(n));
+        }
+        #[cfg(loom)]
+        self.mb.reclaim_lent(self.n);
+    }
+}
+
+/// Wakes a rank when dropped: after taking a message its sender may be waiting to reuse the
+/// cell or for the acknowledgement, and it must be woken even if the reader unwinds.
+struct WakeOnDrop<'t, 'a>(&'t ShmTransport<'a>, usize);
+
+impl Drop for WakeOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.0.unpark(self.1);
+    }
 }
 
 impl<'a> ShmTransport<'a> {
@@ -100,7 +126,8 @@ impl<'a> ShmTransport<'a> {
         let members = &self.comm.shared().members;
         let me = members[self.comm.rank()];
         let started = run.ranks.timeout.map(|t| (Instant::now(), t));
-        let deadline = started.map(|(s, t)| s + t);
+        // A timeout too large to add to now is no limit.
+        let deadline = started.and_then(|(s, t)| s.checked_add(t));
         let peer_gone = || peers.iter().any(|&p| run.is_done(members[p]));
         wait_until(&run.ranks.parkers[me], &run.ranks.policy, deadline, || {
             ready() || run.is_aborted() || peer_gone()
@@ -128,29 +155,30 @@ impl<'a> ShmTransport<'a> {
         }))
     }
 
-    fn mismatch(&self, src: usize, expect: &Header, found: &Header) -> Error {
-        let describe = |h: &Header| {
-            let elem = fingerprint_size(h.typ);
+    /// The error for a message that is not the one expected: `found` against `expect`, for
+    /// elements of type `T` on this side.
+    fn mismatch<T: Elem>(&self, src: usize, expect: &Header, found: &Header) -> Error {
+        let describe = |h: &Header, name: Option<&str>| {
             let what = Tag::describe(h.tag);
-            if elem == 0 {
-                format!("{what}: {} bytes", h.len)
-            } else {
-                format!(
-                    "{what}: {} bytes ({} elements of {elem} bytes)",
+            let name = name.map(|n| format!(", {n}")).unwrap_or_default();
+            match fingerprint_size(h.typ) {
+                0 => format!("{what}: elements of a zero-sized type{name}"),
+                size => format!(
+                    "{what}: {} bytes ({} elements of {size} bytes{name})",
                     h.len,
-                    h.len / elem
-                )
+                    h.len / size
+                ),
             }
         };
-        let mut found_s = describe(found);
-        if found.typ != expect.typ && fingerprint_size(found.typ) == fingerprint_size(expect.typ) {
+        let mut found_s = describe(found, None);
+        if found.typ != expect.typ {
             found_s.push_str(" of another element type");
         }
         self.fail(Error::Mismatch {
             rank: self.comm.rank(),
             peer: src,
             op: self.op,
-            expected: describe(expect),
+            expected: describe(expect, Some(std::any::type_name::<T>())),
             found: found_s,
         })
     }
@@ -161,6 +189,7 @@ impl<'a> ShmTransport<'a> {
         &self,
         send: Option<Outgoing>,
         recv: Option<Incoming<F>>,
+        mismatch: fn(&Self, usize, &Header, &Header) -> Error,
     ) -> Result<Option<R>> {
         let run = self.comm.run();
         if run.is_aborted() {
@@ -174,30 +203,35 @@ impl<'a> ShmTransport<'a> {
             self.check_rank(i.src)?;
         }
         let out = send.as_ref().map(|o| (o, self.mailbox(me, o.dest)));
-        let inb = recv.as_ref().map(|i| (i.src, i.expect, self.mailbox(i.src, me)));
+        let inb = recv
+            .as_ref()
+            .map(|i| (i.src, i.expect, self.mailbox(i.src, me)));
         let mut read = recv.map(|i| i.read);
-        let mut state = if send.is_some() {
-            SendState::Pending
-        } else {
-            SendState::Done
-        };
+        let parker = &run.ranks.parkers[self.comm.shared().members[me]];
+        let policy = &run.ranks.policy;
+        // Not yet posted (no cell or arena room so far)?
+        let mut pending = send.is_some();
+        // The loan of a posted rendezvous send, until the receiver releases it.
+        let mut lent: Option<Lent<'_>> = None;
         let mut result = None;
 
         let outcome = loop {
             let mut progressed = false;
-            if let (SendState::Pending, Some((o, mb))) = (state, out) {
+            if let (true, Some((o, mb))) = (pending, out) {
                 // SAFETY: `o.data` is the caller's slice of `o.header.len` bytes, borrowed for
-                // this whole call; a lent slice is not released before `state` leaves `Lent`
-                // (below, or in the cleanup after the loop).
-                let posted = unsafe {
-                    if o.header.len <= EAGER_MAX {
-                        mb.try_send_eager(o.header, o.data).map(|_| SendState::Done)
-                    } else {
-                        mb.try_post_rendezvous(o.header, o.data).map(SendState::Lent)
+                // this whole call; if it is lent, `lent` settles the loan before the call ends,
+                // however it ends.
+                if let Some((n, is_lent)) = unsafe { mb.try_post(o.header, o.data) } {
+                    if is_lent {
+                        lent = Some(Lent {
+                            mb,
+                            n,
+                            released: false,
+                            parker,
+                            policy,
+                        });
                     }
-                };
-                if let Some(s) = posted {
-                    state = s;
+                    pending = false;
                     progressed = true;
                     self.unpark(o.dest);
                 }
@@ -205,11 +239,13 @@ impl<'a> ShmTransport<'a> {
             if let (true, Some((src, expect, mb))) = (read.is_some(), inb) {
                 if let Some(found) = mb.front() {
                     if found != expect {
-                        break Err(self.mismatch(src, &expect, &found));
+                        break Err(mismatch(self, src, &expect, &found));
                     }
                     let f = read.take().expect("reader present");
-                    let taken = mb.take(f);
-                    self.unpark(src);
+                    let taken = {
+                        let _wake = WakeOnDrop(self, src);
+                        mb.take(f)
+                    };
                     match taken {
                         Ok(r) => result = Some(r),
                         Err(_withdrawn) => break Err(self.aborted()),
@@ -217,16 +253,16 @@ impl<'a> ShmTransport<'a> {
                     progressed = true;
                 }
             }
-            if let (SendState::Lent(n), Some((_, mb))) = (state, out) {
-                if mb.is_consumed(n) {
-                    #[cfg(loom)]
-                    mb.reclaim_lent(n);
-                    state = SendState::Done;
+            if let Some(l) = &mut lent {
+                if l.mb.is_consumed(l.n) {
+                    l.released = true;
+                    lent = None;
                     progressed = true;
                 }
             }
             let receiving = read.is_some();
-            if state == SendState::Done && !receiving {
+            let sending = pending || lent.is_some();
+            if !sending && !receiving {
                 break Ok(());
             }
             if progressed {
@@ -234,7 +270,7 @@ impl<'a> ShmTransport<'a> {
             }
             let mut peers = [0usize; 2];
             let mut np = 0;
-            if let (true, Some((o, _))) = (state != SendState::Done, out) {
+            if let (true, Some((o, _))) = (sending, out) {
                 peers[np] = o.dest;
                 np += 1;
             }
@@ -256,62 +292,73 @@ impl<'a> ShmTransport<'a> {
                 }));
             }
             let waited = self.wait(&peers[..np], || {
-                let can_post = state == SendState::Pending && out.is_some_and(|(_, mb)| mb.has_room());
+                let can_post = pending && out.is_some_and(|(o, mb)| mb.has_room(o.header.len));
                 let arrived = receiving && inb.is_some_and(|(_, _, mb)| mb.front().is_some());
-                let acked = match (state, out) {
-                    (SendState::Lent(n), Some((_, mb))) => mb.is_consumed(n),
-                    _ => false,
-                };
+                let acked = lent.as_ref().is_some_and(|l| l.mb.is_consumed(l.n));
                 can_post || arrived || acked
             });
             if let Err(e) = waited {
                 break Err(e);
             }
         };
-
-        if let (SendState::Lent(n), Some((_, mb))) = (state, out) {
-            // Failing with a slice still lent: take it back, or — if the receiver has already
-            // claimed it — wait for the receiver to finish reading (it is copying, not waiting,
-            // and releases the cell even if it unwinds).
-            if !mb.withdraw(n) {
-                let parker = &run.ranks.parkers[self.comm.shared().members[me]];
-                wait_until(parker, &run.ranks.policy, None, || mb.is_consumed(n));
-            }
-            #[cfg(loom)]
-            mb.reclaim_lent(n);
-        }
+        // An unsettled loan is settled here (failure) or during unwinding, by `Lent::drop`.
+        drop(lent);
         outcome.map(|()| result)
     }
 }
 
-fn header_of<T: Elem>(tag: Tag, data: &[T]) -> Header {
+/// Bytes on the wire for `n` elements of `T`. Zero-sized elements travel as their count (one
+/// `u64`), so that counts are checked for them too.
+fn wire_len<T: Elem>(n: usize) -> usize {
+    if size_of::<T>() == 0 {
+        size_of::<u64>()
+    } else {
+        n * size_of::<T>()
+    }
+}
+
+fn header_of<T: Elem>(tag: Tag, n: usize) -> Header {
     Header {
         tag: tag.encode(),
         typ: type_fingerprint::<T>(),
-        len: size_of_val(data),
+        len: wire_len::<T>(n),
     }
 }
 
-fn outgoing<T: Elem>(dest: usize, tag: Tag, data: &[T]) -> Outgoing {
+/// The message carrying `data`; `count` must hold `data.len()` and outlive the call (it is the
+/// payload when `T` is zero-sized).
+fn outgoing<T: Elem>(dest: usize, tag: Tag, data: &[T], count: &u64) -> Outgoing {
+    let ptr: *const u8 = if size_of::<T>() == 0 {
+        (count as *const u64).cast()
+    } else {
+        data.as_ptr().cast()
+    };
     Outgoing {
         dest,
-        header: header_of(tag, data),
-        data: data.as_ptr().cast(),
+        header: header_of::<T>(tag, data.len()),
+        data: ptr,
     }
 }
 
-/// Reads `buf.len()` elements of `T` from `p` into `buf`.
+/// Reads `buf.len()` elements of `T` from `p` into `buf`; returns the count received.
 ///
 /// # Safety
-/// `p` must point to `size_of_val(buf)` readable bytes that are a copy of valid `T`s.
-unsafe fn copy_in<T: Elem>(p: *const u8, buf: &mut [T]) {
+/// `p` must point to the `wire_len::<T>(buf.len())` readable bytes of a message whose header
+/// matched, which are a copy of valid `T`s.
+unsafe fn copy_in<T: Elem>(p: *const u8, buf: &mut [T]) -> usize {
+    if size_of::<T>() == 0 {
+        // SAFETY: a zero-sized payload is its count, one u64 (see `wire_len`).
+        return unsafe { p.cast::<u64>().read_unaligned() } as usize;
+    }
     // SAFETY: per the contract; `buf` is exclusively borrowed and disjoint from `p`'s memory
-    // (a mailbox cell or another call's lent slice).
-    unsafe { std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr().cast::<u8>(), size_of_val(buf)) }
+    // (a mailbox cell, the arena, or another call's lent slice).
+    unsafe { std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr().cast::<u8>(), size_of_val(buf)) };
+    buf.len()
 }
 
 /// Combines `acc.len()` incoming elements at `p` into `acc`, in place where `p` is aligned for
-/// `T` (a lent slice always is), through a temporary otherwise (an eager cell).
+/// `T` (a lent slice always is), through a temporary otherwise (an eager cell); returns the
+/// count received.
 ///
 /// # Safety
 /// As [`copy_in`].
@@ -320,9 +367,19 @@ unsafe fn reduce_in<T: Elem>(
     p: *const u8,
     acc: &mut [T],
     combine: &mut dyn FnMut(&mut [T], &[T]),
-) {
+) -> usize {
     let n = acc.len();
-    if (p as usize) % std::mem::align_of::<T>() == 0 {
+    if size_of::<T>() == 0 {
+        // SAFETY: as in `copy_in`.
+        let got = unsafe { p.cast::<u64>().read_unaligned() } as usize;
+        if got == n {
+            let dangling = std::ptr::NonNull::<T>::dangling().as_ptr();
+            // SAFETY: a slice of zero-sized values needs only a dangling, aligned pointer.
+            combine(acc, unsafe { std::slice::from_raw_parts(dangling, n) });
+        }
+        return got;
+    }
+    if (p as usize).is_multiple_of(std::mem::align_of::<T>()) {
         // SAFETY: aligned, readable for n elements that are valid `T`s (contract), and not
         // written by anyone while the mailbox holds the message (eager) or the claim (lent).
         let incoming = unsafe { std::slice::from_raw_parts(p.cast::<T>(), n) };
@@ -331,10 +388,47 @@ unsafe fn reduce_in<T: Elem>(
         let mut tmp: Vec<T> = Vec::with_capacity(n);
         // SAFETY: `tmp` has capacity for n elements; the bytes are n valid `T`s (contract).
         unsafe {
-            std::ptr::copy_nonoverlapping(p, tmp.as_mut_ptr().cast::<u8>(), n * size_of::<T>());
+            std::ptr::copy_nonoverlapping(p, tmp.as_mut_ptr().cast::<u8>(), size_of_val(acc));
             tmp.set_len(n);
         }
         combine(acc, &tmp);
+    }
+    n
+}
+
+impl ShmTransport<'_> {
+    /// Sends `send` (if any) and receives `n` elements through `read` (if any); checks the
+    /// received count, which differs from `n` only for zero-sized elements.
+    fn typed<T: Elem>(
+        &self,
+        send: Option<(usize, Tag, &[T])>,
+        recv: Option<(usize, Tag, usize)>,
+        read: impl FnOnce(*const u8) -> usize,
+    ) -> Result<()> {
+        let count = send.map_or(0, |(_, _, d)| d.len() as u64);
+        let out = send.map(|(dest, tag, data)| outgoing(dest, tag, data, &count));
+        let inc = recv.map(|(src, tag, n)| Incoming {
+            src,
+            expect: header_of::<T>(tag, n),
+            read,
+        });
+        let got = self.exchange(out, inc, Self::mismatch::<T>)?;
+        if let (Some(got), Some((src, tag, n))) = (got, recv) {
+            if got != n {
+                let expect = header_of::<T>(tag, n);
+                let mut e = self.mismatch::<T>(src, &expect, &expect);
+                if let Error::Mismatch {
+                    expected, found, ..
+                } = &mut e
+                {
+                    let what = Tag::describe(expect.tag);
+                    *expected = format!("{what}: {n} elements of a zero-sized type");
+                    *found = format!("{what}: {got} elements of a zero-sized type");
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -348,17 +442,14 @@ impl Transport for ShmTransport<'_> {
     }
 
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {
-        self.exchange::<(), fn(*const u8)>(Some(outgoing(dest, tag, data)), None)
-            .map(drop)
+        self.typed::<T>(Some((dest, tag, data)), None, |_| 0)
     }
 
     fn recv<T: Elem>(&self, src: usize, tag: Tag, buf: &mut [T]) -> Result<()> {
-        let expect = header_of(tag, buf);
+        let n = buf.len();
         // SAFETY (of the closure's call): the mailbox checked the header, so the bytes are
-        // `buf.len()` `T`s published by the sender.
-        let read = |p: *const u8| unsafe { copy_in(p, buf) };
-        self.exchange(None::<Outgoing>, Some(Incoming { src, expect, read }))
-            .map(drop)
+        // the wire form of `n` `T`s published by the sender.
+        self.typed::<T>(None, Some((src, tag, n)), |p| unsafe { copy_in(p, buf) })
     }
 
     fn sendrecv<T: Elem>(
@@ -369,14 +460,11 @@ impl Transport for ShmTransport<'_> {
         recv: &mut [T],
         tag: Tag,
     ) -> Result<()> {
-        let expect = header_of(tag, recv);
+        let n = recv.len();
         // SAFETY: as in `recv`.
-        let read = |p: *const u8| unsafe { copy_in(p, recv) };
-        self.exchange(
-            Some(outgoing(dest, tag, send)),
-            Some(Incoming { src, expect, read }),
-        )
-        .map(drop)
+        self.typed::<T>(Some((dest, tag, send)), Some((src, tag, n)), |p| unsafe {
+            copy_in(p, recv)
+        })
     }
 
     fn recv_reduce<T: Elem>(
@@ -386,11 +474,11 @@ impl Transport for ShmTransport<'_> {
         acc: &mut [T],
         combine: &mut dyn FnMut(&mut [T], &[T]),
     ) -> Result<()> {
-        let expect = header_of(tag, acc);
+        let n = acc.len();
         // SAFETY: as in `recv`.
-        let read = |p: *const u8| unsafe { reduce_in(p, acc, combine) };
-        self.exchange(None::<Outgoing>, Some(Incoming { src, expect, read }))
-            .map(drop)
+        self.typed::<T>(None, Some((src, tag, n)), |p| unsafe {
+            reduce_in(p, acc, combine)
+        })
     }
 
     fn sendrecv_reduce<T: Elem>(
@@ -402,13 +490,75 @@ impl Transport for ShmTransport<'_> {
         tag: Tag,
         combine: &mut dyn FnMut(&mut [T], &[T]),
     ) -> Result<()> {
-        let expect = header_of(tag, acc);
+        let n = acc.len();
         // SAFETY: as in `recv`.
-        let read = |p: *const u8| unsafe { reduce_in(p, acc, combine) };
-        self.exchange(
-            Some(outgoing(dest, tag, send)),
-            Some(Incoming { src, expect, read }),
-        )
-        .map(drop)
+        self.typed::<T>(Some((dest, tag, send)), Some((src, tag, n)), |p| unsafe {
+            reduce_in(p, acc, combine)
+        })
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::mailbox::EAGER_MAX;
+
+    /// A non-commutative combination (string-like concatenation of spans) so that operand
+    /// order mistakes show: acc := acc ⊙ incoming with (a, b) ⊙ (c, d) = (a, d) when b == c.
+    fn concat(acc: &mut [(u32, u32)], inc: &[(u32, u32)]) {
+        for (a, b) in acc.iter_mut().zip(inc) {
+            assert_eq!(a.1, b.0, "spans must be adjacent");
+            a.1 = b.1;
+        }
+    }
+
+    #[test]
+    fn recv_reduce_and_sendrecv_reduce_combine_in_order_for_every_size() {
+        for n in [0usize, 1, 2, 3, EAGER_MAX / 8, EAGER_MAX / 8 + 1, 100_000] {
+            for p in [1usize, 2, 3, 5] {
+                let out = crate::run(p, |comm| {
+                    let t = comm.coll("test");
+                    let r = comm.rank() as u32;
+                    // Chain: rank r receives the span [0, r) from r − 1, appends its own
+                    // [r, r + 1), and passes [0, r + 1) on.
+                    let mut acc = vec![(0u32, 0u32); n];
+                    if r > 0 {
+                        t.recv_reduce(comm.rank() - 1, Tag::P2P, &mut acc, &mut concat)
+                            .unwrap();
+                    }
+                    concat(&mut acc, &vec![(r, r + 1); n]);
+                    if comm.rank() + 1 < p {
+                        t.send(comm.rank() + 1, Tag::P2P, &acc).unwrap();
+                    }
+                    // Ring exchange: acc := acc·31 + incoming, which shows a swapped operand
+                    // order or a misplaced element.
+                    let (left, right) = ((comm.rank() + p - 1) % p, (comm.rank() + 1) % p);
+                    let send: Vec<u64> = (0..n as u64).map(|i| r as u64 * 7 + i).collect();
+                    let mut got: Vec<u64> = (0..n as u64).map(|i| r as u64 * 1000 + i).collect();
+                    let mut f = |a: &mut [u64], b: &[u64]| {
+                        for (x, y) in a.iter_mut().zip(b) {
+                            *x = x.wrapping_mul(31).wrapping_add(*y);
+                        }
+                    };
+                    t.sendrecv_reduce(right, &send, left, &mut got, Tag::P2P, &mut f)
+                        .unwrap();
+                    (acc, got)
+                })
+                .unwrap();
+                let last = &out[p - 1].0;
+                assert!(last.iter().all(|&s| s == (0, p as u32)), "n={n} p={p}");
+                for (r, (_, got)) in out.iter().enumerate() {
+                    let l = ((r + p - 1) % p) as u64;
+                    for (i, &g) in got.iter().enumerate() {
+                        let i = i as u64;
+                        assert_eq!(
+                            g,
+                            (r as u64 * 1000 + i) * 31 + l * 7 + i,
+                            "n={n} p={p} r={r}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,424 @@
+//! The project's main job for now: measures point-to-point latency, barriers and a large
+//! pairwise exchange on this machine and prints them in a table beside the goals.
+//!
+//! ```text
+//! cargo run --release --example latency
+//! ```
+//!
+//! Every row is 30 samples; a sample is one timed loop of N repetitions (N chosen so that a
+//! sample lasts about 10 ms), and the table shows the median, minimum and 95th percentile of
+//! the per-repetition time over the samples. Ranks run in one persistent [`Team`] per size,
+//! pinned compactly (rank r on the r-th available core, wrapping around); rank 0 is the calling
+//! thread and its clock is the one reported. One-way latency is half a ping-pong round trip.
+//! Before measuring, a short self-check sends known data around rings of several sizes and
+//! splits a communicator, so that a broken build cannot print fast numbers.
+
+use corecoll::{Comm, Team, EAGER_MAX};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+/// Samples per row.
+const SAMPLES: usize = 30;
+/// How long one sample should last.
+const SAMPLE_TARGET: Duration = Duration::from_millis(10);
+/// Size of the large exchange and of the memcpy it is compared with.
+const BIG: usize = 8 << 20;
+
+type AnyResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// What the ranks repeat in one sample.
+#[derive(Debug, Clone, Copy)]
+enum Work {
+    /// Rank 0 sends `n` bytes to rank 1, which sends them back; ranks ≥ 2 idle.
+    PingPong(usize),
+    /// Every rank calls `barrier`.
+    Barrier,
+    /// Ranks 0 and 1 swap `n` bytes with one `sendrecv` each; ranks ≥ 2 idle.
+    Exchange(usize),
+    /// Every rank copies `n` bytes between its own two buffers (`copy_from_slice`): the memory
+    /// traffic of an exchange without any communication.
+    Copy(usize),
+}
+
+/// One rank's message buffers for a `Work`: `a` is sent (or, for a ping-pong, sent and
+/// received into), `b` is received into. An exchange swaps them after each repetition, so
+/// that what a rank sends is always data it has just written, as in an application: the
+/// bytes really move between the cores instead of being re-read from a clean copy left in the
+/// receiver's cache by the previous repetition.
+struct Buffers {
+    a: Vec<u8>,
+    b: Vec<u8>,
+}
+
+impl Buffers {
+    fn new(work: Work, rank: usize) -> Buffers {
+        let n = match work {
+            Work::PingPong(n) | Work::Exchange(n) | Work::Copy(n) => n,
+            Work::Barrier => 0,
+        };
+        Buffers {
+            a: vec![rank as u8 + 1; n],
+            b: vec![0; n],
+        }
+    }
+}
+
+/// Repeats `work` `iters` times on this rank.
+fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::Result<()> {
+    let rank = comm.rank();
+    match work {
+        // One buffer per rank: each message carries what the sender has just received.
+        Work::PingPong(_) if rank == 0 => {
+            for _ in 0..iters {
+                comm.send(1, &bufs.a)?;
+                comm.recv(1, &mut bufs.a)?;
+            }
+        }
+        Work::PingPong(_) if rank == 1 => {
+            for _ in 0..iters {
+                comm.recv(0, &mut bufs.a)?;
+                comm.send(0, &bufs.a)?;
+            }
+        }
+        Work::Exchange(_) if rank < 2 => {
+            let peer = 1 - rank;
+            for _ in 0..iters {
+                comm.sendrecv(peer, &bufs.a, peer, &mut bufs.b)?;
+                std::mem::swap(&mut bufs.a, &mut bufs.b);
+            }
+        }
+        Work::Barrier => {
+            for _ in 0..iters {
+                comm.barrier()?;
+            }
+        }
+        Work::Copy(_) => {
+            for _ in 0..iters {
+                bufs.b.copy_from_slice(black_box(&bufs.a));
+                std::mem::swap(black_box(&mut bufs.a), black_box(&mut bufs.b));
+            }
+        }
+        Work::PingPong(_) | Work::Exchange(_) => {}
+    }
+    Ok(())
+}
+
+/// Runs `samples` timed loops of `iters` repetitions of `work` in one run of `team` (after a
+/// warm-up, with a barrier before each loop) and returns rank 0's time per loop.
+fn run_samples(team: &Team, work: Work, samples: usize, iters: u64) -> AnyResult<Vec<Duration>> {
+    let mut per_rank = team.run(|comm| -> corecoll::Result<Vec<Duration>> {
+        let mut bufs = Buffers::new(work, comm.rank());
+        repeat(comm, work, &mut bufs, iters.div_ceil(10).min(1000))?;
+        let mut times = Vec::with_capacity(samples);
+        for _ in 0..samples {
+            comm.barrier()?;
+            let t0 = Instant::now();
+            repeat(comm, work, &mut bufs, iters)?;
+            times.push(t0.elapsed());
+        }
+        Ok(times)
+    })?;
+    Ok(per_rank.swap_remove(0)?)
+}
+
+/// The repetition count that makes one sample last about `SAMPLE_TARGET`, found by timing
+/// growing loops with `time(iters)`.
+fn calibrate(mut time: impl FnMut(u64) -> AnyResult<Duration>) -> AnyResult<u64> {
+    let mut iters = 1u64;
+    loop {
+        let t = time(iters)?;
+        if t >= SAMPLE_TARGET / 2 || iters >= 1 << 30 {
+            let scale = SAMPLE_TARGET.as_secs_f64() / t.as_secs_f64().max(1e-9);
+            return Ok(((iters as f64 * scale).round() as u64).max(1));
+        }
+        let grow = (SAMPLE_TARGET.as_secs_f64() / t.as_secs_f64().max(1e-9)).clamp(2.0, 100.0);
+        iters = (iters as f64 * grow).ceil() as u64;
+    }
+}
+
+/// Per-repetition statistics over the samples.
+#[derive(Debug, Clone, Copy)]
+struct Stats {
+    median: f64,
+    min: f64,
+    p95: f64,
+}
+
+/// Seconds per repetition: median, minimum and 95th percentile (nearest rank) of the samples,
+/// each divided by `iters * per` (`per` = 2 turns a ping-pong round trip into one way).
+fn stats(samples: &[Duration], iters: u64, per: f64) -> Stats {
+    let mut s: Vec<f64> = samples
+        .iter()
+        .map(|d| d.as_secs_f64() / (iters as f64 * per))
+        .collect();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    let median = if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    };
+    let p95 = s[((n as f64 * 0.95).ceil() as usize).clamp(1, n) - 1];
+    Stats {
+        median,
+        min: s[0],
+        p95,
+    }
+}
+
+/// Measures `work` on `team`; `per` as in [`stats`].
+fn measure(team: &Team, work: Work, per: f64) -> AnyResult<Stats> {
+    let iters = calibrate(|i| Ok(run_samples(team, work, 1, i)?[0]))?;
+    Ok(stats(&run_samples(team, work, SAMPLES, iters)?, iters, per))
+}
+
+/// Measures a plain memcpy of `n` bytes (`copy_from_slice`) on the calling thread, swapping
+/// source and destination after each copy as the exchange swaps its buffers.
+fn measure_memcpy(n: usize) -> AnyResult<Stats> {
+    let mut src = vec![1u8; n];
+    let mut dst = vec![0u8; n];
+    let mut time = |iters: u64| {
+        let t0 = Instant::now();
+        for _ in 0..iters {
+            dst.copy_from_slice(black_box(&src));
+            std::mem::swap(black_box(&mut src), black_box(&mut dst));
+        }
+        t0.elapsed()
+    };
+    time(2);
+    let iters = calibrate(|i| Ok(time(i)))?;
+    let samples: Vec<Duration> = (0..SAMPLES).map(|_| time(iters)).collect();
+    Ok(stats(&samples, iters, 1.0))
+}
+
+/// Sends known data around rings of several sizes and lengths (eager, exactly eager max,
+/// rendezvous), then splits the world by parity and meets at a barrier in each half.
+fn self_check() -> AnyResult<()> {
+    let lens = [0usize, 1, EAGER_MAX / 8, EAGER_MAX / 8 + 1, 100_000];
+    for p in [1usize, 2, 3, 5, 8, 17] {
+        let out = corecoll::run(p, |comm| -> corecoll::Result<(usize, usize)> {
+            let (r, p) = (comm.rank(), comm.size());
+            let (next, prev) = ((r + 1) % p, (r + p - 1) % p);
+            for len in lens {
+                let send: Vec<u64> = (0..len as u64).map(|i| i * 1000 + r as u64).collect();
+                let mut recv = vec![u64::MAX; len];
+                comm.sendrecv(next, &send, prev, &mut recv)?;
+                let good = recv
+                    .iter()
+                    .enumerate()
+                    .all(|(i, &v)| v == i as u64 * 1000 + prev as u64);
+                assert!(
+                    good,
+                    "rank {r} of {p}: wrong data from rank {prev} ({len} u64)"
+                );
+                comm.barrier()?;
+            }
+            let sub = comm
+                .split(Some(r % 2), p - r)?
+                .expect("every rank has a colour");
+            sub.barrier()?;
+            Ok((sub.rank(), sub.size()))
+        })?;
+        for (r, res) in out.into_iter().enumerate() {
+            let (sub_rank, sub_size) = res?;
+            let same_parity = (r % 2..p).step_by(2).count();
+            // Keys p - r order each half by descending world rank.
+            let expected_rank = (r + 2..p).step_by(2).count();
+            if (sub_rank, sub_size) != (expected_rank, same_parity) {
+                return Err(format!(
+                    "split on p = {p}: rank {r} got rank {sub_rank} of {sub_size}, \
+                     expected {expected_rank} of {same_parity}"
+                )
+                .into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A time in the unit that suits it.
+fn fmt_time(secs: f64) -> String {
+    if secs < 1e-6 {
+        format!("{:.0} ns", secs * 1e9)
+    } else if secs < 1e-3 {
+        format!("{:.2} µs", secs * 1e6)
+    } else {
+        format!("{:.3} ms", secs * 1e3)
+    }
+}
+
+/// A byte count as it is usually written (8 B, 4 KiB, 8 MiB; exact otherwise).
+fn fmt_bytes(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} B"),
+    }
+}
+
+/// One line of the table.
+struct Row {
+    what: String,
+    stats: Stats,
+    /// Bytes moved per repetition, for the bandwidth column.
+    bytes: Option<usize>,
+    /// The goal as text, and whether the median meets it.
+    goal: Option<(String, bool)>,
+}
+
+impl Row {
+    fn new(what: impl Into<String>, stats: Stats) -> Row {
+        Row {
+            what: what.into(),
+            stats,
+            bytes: None,
+            goal: None,
+        }
+    }
+    fn bytes(mut self, n: usize) -> Row {
+        self.bytes = Some(n);
+        self
+    }
+    /// Goal: median at most `limit` seconds.
+    fn at_most(mut self, limit: f64) -> Row {
+        self.goal = Some((format!("≤ {}", fmt_time(limit)), self.stats.median <= limit));
+        self
+    }
+}
+
+fn print_rows(title: &str, rows: &[Row]) {
+    println!("\n{title}");
+    println!(
+        "  {:<48} {:>10} {:>10} {:>10} {:>7}   {:<24} met",
+        "measurement", "median", "min", "p95", "GB/s", "goal"
+    );
+    for r in rows {
+        let bw = r.bytes.map_or("".to_string(), |n| {
+            format!("{:.2}", n as f64 / r.stats.median / 1e9)
+        });
+        let (goal, met) = match &r.goal {
+            Some((g, ok)) => (g.as_str(), if *ok { "yes" } else { "NO" }),
+            None => ("", ""),
+        };
+        println!(
+            "  {:<48} {:>10} {:>10} {:>10} {:>7}   {:<24} {}",
+            r.what,
+            fmt_time(r.stats.median),
+            fmt_time(r.stats.min),
+            fmt_time(r.stats.p95),
+            bw,
+            goal,
+            met
+        );
+    }
+}
+
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("model name"))?;
+    Some(line.split_once(':')?.1.trim().to_string())
+}
+
+/// How a team of `p` ranks sits on `cores` cores, for a row label.
+fn placement(p: usize, cores: usize) -> String {
+    if p > cores {
+        format!("p={p}, {p} ranks on {cores} cores")
+    } else {
+        format!("p={p}")
+    }
+}
+
+fn main() -> AnyResult<()> {
+    let started = Instant::now();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("corecoll latency: point-to-point, barrier and exchange on this machine");
+    println!(
+        "  cores: {cores}{}; ranks pinned compactly (rank r on core r mod {cores}); \
+         rank 0 = the calling thread",
+        cpu_model().map_or(String::new(), |m| format!(" ({m})"))
+    );
+    println!(
+        "  each row: {SAMPLES} samples of ~{} ms; median / min / p95 per operation; \
+         GB/s = bytes / median",
+        SAMPLE_TARGET.as_millis()
+    );
+
+    let t = Instant::now();
+    self_check()?;
+    println!(
+        "  self-check: ok (ring sendrecv p = 1, 2, 3, 5, 8, 17 with 0 … 100000 u64; split) in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let team2 = Team::new(2)?;
+    let one_way = |n: usize| measure(&team2, Work::PingPong(n), 2.0);
+    let barrier = |p: usize| -> AnyResult<Stats> {
+        let team = Team::new(p)?;
+        measure(&team, Work::Barrier, 1.0)
+    };
+
+    let lat8 = one_way(8)?;
+    let bar2 = measure(&team2, Work::Barrier, 1.0)?;
+    let bar8 = barrier(8)?;
+    let exch = measure(&team2, Work::Exchange(BIG), 1.0)?;
+    let copy = measure_memcpy(BIG)?;
+    let ratio = exch.median / copy.median;
+    let mut exch_row = Row::new(
+        format!("sendrecv {} pairwise exchange, p=2", fmt_bytes(BIG)),
+        exch,
+    )
+    .bytes(BIG);
+    exch_row.goal = Some((format!("≤ 1.2× memcpy (is {ratio:.2}×)"), ratio <= 1.2));
+    let goals = [
+        Row::new("one-way latency 8 B, p=2 (ping-pong / 2)", lat8)
+            .bytes(8)
+            .at_most(60e-9),
+        Row::new("barrier p=2", bar2).at_most(100e-9),
+        Row::new(format!("barrier {}", placement(8, cores)), bar8).at_most(20e-6),
+        exch_row,
+        Row::new(format!("memcpy {} (copy_from_slice)", fmt_bytes(BIG)), copy).bytes(BIG),
+    ];
+    print_rows("goals", &goals);
+
+    let mut more = Vec::new();
+    for (n, note) in [
+        (64, String::new()),
+        (EAGER_MAX, " (eager max)".to_string()),
+        (EAGER_MAX + 1, " (first rendezvous)".to_string()),
+        (64 << 10, String::new()),
+        (1 << 20, String::new()),
+    ] {
+        let label = if n == EAGER_MAX + 1 {
+            format!("{}+1", fmt_bytes(EAGER_MAX))
+        } else {
+            fmt_bytes(n)
+        };
+        more.push(Row::new(format!("one-way latency {label}, p=2{note}"), one_way(n)?).bytes(n));
+    }
+    more.push(
+        Row::new(
+            format!("memcpy {} on each of 2 ranks at once", fmt_bytes(BIG)),
+            measure(&team2, Work::Copy(BIG), 1.0)?,
+        )
+        .bytes(BIG),
+    );
+    for p in [4, 16] {
+        more.push(Row::new(
+            format!("barrier {}", placement(p, cores)),
+            barrier(p)?,
+        ));
+    }
+    print_rows("more", &more);
+
+    let met = goals
+        .iter()
+        .filter(|r| matches!(r.goal, Some((_, true))))
+        .count();
+    let total = goals.iter().filter(|r| r.goal.is_some()).count();
+    println!(
+        "\ngoals met: {met} of {total} (medians; goals are stated for a 2-core machine). \
+         Took {:.1} s.",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
