@@ -108,26 +108,14 @@ fn await_message(e: &Edge) -> (u64, usize) {
 }
 
 /// (a) Four eager messages through two cells: inline (≤ 16 bytes) and arena-borne ones. The
-/// third reuses the first's cell, and the two 3000-byte payloads cannot both be in the
-/// 4096-byte arena, so the producer waits for the ring and for the arena and is woken by the
-/// consumer's releases. Messages arrive in order, intact, and no cell or arena chunk is
-/// written while it is read.
+/// third reuses the first's cell, and the two payloads of ¾ `EAGER_MAX` cannot both be in an
+/// arena of `EAGER_MAX` bytes, so the producer waits for the ring and for the arena and is
+/// woken by the consumer's releases. Messages arrive in order, intact, and no cell or arena
+/// chunk is written while it is read.
 #[test]
 fn eager_fifo_through_two_cells_and_a_full_arena() {
-    const SIZES: [usize; 4] = [5, 3000, 3000, 16];
-    static ITER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    struct P;
-    impl Drop for P {
-        fn drop(&mut self) {
-            eprintln!(
-                "ITERATIONS {}",
-                ITER.load(std::sync::atomic::Ordering::Relaxed)
-            );
-        }
-    }
-    let _p = P;
+    const SIZES: [usize; 4] = [5, EAGER_MAX * 3 / 4, EAGER_MAX * 3 / 4, 16];
     loom::model(|| {
-        ITER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let e = Edge::new(Mailbox::with_arena(2, EAGER_MAX));
         let producer = {
             let e = e.clone();
@@ -156,19 +144,7 @@ fn eager_fifo_through_two_cells_and_a_full_arena() {
 #[test]
 fn rendezvous_slice_stays_lent_until_released() {
     const LEN: usize = EAGER_MAX + 8;
-    static ITER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    struct P;
-    impl Drop for P {
-        fn drop(&mut self) {
-            eprintln!(
-                "ITERATIONS {}",
-                ITER.load(std::sync::atomic::Ordering::Relaxed)
-            );
-        }
-    }
-    let _p = P;
     loom::model(|| {
-        ITER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let e = Edge::new(Mailbox::with_arena(1, EAGER_MAX));
         let bufs = [LentBuf::new(payload(0, LEN)), LentBuf::new(payload(1, LEN))];
         let producer = {
@@ -213,19 +189,7 @@ fn rendezvous_slice_stays_lent_until_released() {
 #[test]
 fn withdraw_races_with_take() {
     const LEN: usize = EAGER_MAX + 1;
-    static ITER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    struct P;
-    impl Drop for P {
-        fn drop(&mut self) {
-            eprintln!(
-                "ITERATIONS {}",
-                ITER.load(std::sync::atomic::Ordering::Relaxed)
-            );
-        }
-    }
-    let _p = P;
     loom::model(|| {
-        ITER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let e = Edge::new(Mailbox::with_arena(1, EAGER_MAX));
         let buf = LentBuf::new(payload(7, LEN));
         let producer = {

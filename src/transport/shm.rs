@@ -14,7 +14,7 @@ use super::{fingerprint_size, type_fingerprint, Elem, Tag, Transport};
 use crate::comm::world::Context;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
-use crate::mailbox::{Header, Mailbox};
+use crate::mailbox::{copy_small, Header, Mailbox, EAGER_MAX, INLINE};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use std::mem::{size_of, size_of_val};
 use std::time::Instant;
@@ -350,9 +350,16 @@ unsafe fn copy_in<T: Elem>(p: *const u8, buf: &mut [T]) -> usize {
         // SAFETY: a zero-sized payload is its count, one u64 (see `wire_len`).
         return unsafe { p.cast::<u64>().read_unaligned() } as usize;
     }
+    let (dst, len) = (buf.as_mut_ptr().cast::<u8>(), size_of_val(buf));
     // SAFETY: per the contract; `buf` is exclusively borrowed and disjoint from `p`'s memory
     // (a mailbox cell, the arena, or another call's lent slice).
-    unsafe { std::ptr::copy_nonoverlapping(p, buf.as_mut_ptr().cast::<u8>(), size_of_val(buf)) };
+    unsafe {
+        if len <= INLINE {
+            copy_small(p, dst, len)
+        } else {
+            std::ptr::copy_nonoverlapping(p, dst, len)
+        }
+    };
     buf.len()
 }
 
@@ -397,6 +404,14 @@ unsafe fn reduce_in<T: Elem>(
 }
 
 impl ShmTransport<'_> {
+    /// The mailbox from `src` to `dst` if the fast paths may use it: the run has not failed
+    /// and both ranks exist (otherwise the general path reports why).
+    #[inline]
+    fn fast_mailbox(&self, src: usize, dst: usize) -> Option<&Mailbox> {
+        let size = self.comm.size();
+        (src < size && dst < size && !self.comm.run().is_aborted()).then(|| self.mailbox(src, dst))
+    }
+
     /// Sends `send` (if any) and receives `n` elements through `read` (if any); checks the
     /// received count, which differs from `n` only for zero-sized elements.
     fn typed<T: Elem>(
@@ -432,6 +447,63 @@ impl ShmTransport<'_> {
     }
 }
 
+impl ShmTransport<'_> {
+    /// Fast path of every send: posts `data` if it is eager and a cell is free — copy,
+    /// publish, wake — and returns whether it did (if not, the general path takes over).
+    #[inline]
+    fn try_send_eager<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> bool {
+        if size_of::<T>() == 0 || size_of_val(data) > EAGER_MAX {
+            return false;
+        }
+        let Some(mb) = self.fast_mailbox(self.comm.rank(), dest) else {
+            return false;
+        };
+        let header = header_of::<T>(tag, data.len());
+        // SAFETY: `data` is readable for `header.len` bytes, and an eager payload is copied
+        // before `try_post` returns (it is never lent).
+        let posted = unsafe { mb.try_post(header, data.as_ptr().cast()) }.is_some();
+        if posted {
+            self.unpark(dest);
+        }
+        posted
+    }
+
+    /// Every receive: waits for the next message from `src`; if it is the expected one (`n`
+    /// elements of `T` tagged `tag`), reads it with `read`, releases it and wakes the sender.
+    /// Anything else — a mismatch, a message to oneself that is not there, zero-sized
+    /// elements — goes to the general path, which reports or handles it.
+    #[inline]
+    fn recv_with<T: Elem>(
+        &self,
+        src: usize,
+        tag: Tag,
+        n: usize,
+        read: impl FnOnce(*const u8) -> usize,
+    ) -> Result<()> {
+        let me = self.comm.rank();
+        if size_of::<T>() != 0 {
+            if let Some(mb) = self.fast_mailbox(src, me) {
+                let expect = header_of::<T>(tag, n);
+                loop {
+                    match mb.front() {
+                        Some(h) if h == expect => {
+                            let _wake = WakeOnDrop(self, src);
+                            return match mb.take(read) {
+                                Ok(_) => Ok(()),
+                                Err(_withdrawn) => Err(self.aborted()),
+                            };
+                        }
+                        Some(_) => break,
+                        None if src == me => break,
+                        None => self.wait(&[src], || mb.front().is_some())?,
+                    }
+                }
+            }
+        }
+        self.typed::<T>(None, Some((src, tag, n)), read)
+    }
+}
+
 impl Transport for ShmTransport<'_> {
     fn rank(&self) -> usize {
         self.comm.rank()
@@ -442,14 +514,16 @@ impl Transport for ShmTransport<'_> {
     }
 
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {
+        if self.try_send_eager(dest, tag, data) {
+            return Ok(());
+        }
         self.typed::<T>(Some((dest, tag, data)), None, |_| 0)
     }
 
     fn recv<T: Elem>(&self, src: usize, tag: Tag, buf: &mut [T]) -> Result<()> {
-        let n = buf.len();
-        // SAFETY (of the closure's call): the mailbox checked the header, so the bytes are
-        // the wire form of `n` `T`s published by the sender.
-        self.typed::<T>(None, Some((src, tag, n)), |p| unsafe { copy_in(p, buf) })
+        // SAFETY (of the closure's call): the header matched, so the bytes are the wire form
+        // of `buf.len()` `T`s published by the sender.
+        self.recv_with::<T>(src, tag, buf.len(), |p| unsafe { copy_in(p, buf) })
     }
 
     fn sendrecv<T: Elem>(
@@ -461,6 +535,11 @@ impl Transport for ShmTransport<'_> {
         tag: Tag,
     ) -> Result<()> {
         let n = recv.len();
+        // Posted first, then received: the order that makes `sendrecv` deadlock-free.
+        if self.try_send_eager(dest, tag, send) {
+            // SAFETY: as in `recv`.
+            return self.recv_with::<T>(src, tag, n, |p| unsafe { copy_in(p, recv) });
+        }
         // SAFETY: as in `recv`.
         self.typed::<T>(Some((dest, tag, send)), Some((src, tag, n)), |p| unsafe {
             copy_in(p, recv)
@@ -474,9 +553,8 @@ impl Transport for ShmTransport<'_> {
         acc: &mut [T],
         combine: &mut dyn FnMut(&mut [T], &[T]),
     ) -> Result<()> {
-        let n = acc.len();
         // SAFETY: as in `recv`.
-        self.typed::<T>(None, Some((src, tag, n)), |p| unsafe {
+        self.recv_with::<T>(src, tag, acc.len(), |p| unsafe {
             reduce_in(p, acc, combine)
         })
     }
@@ -491,6 +569,10 @@ impl Transport for ShmTransport<'_> {
         combine: &mut dyn FnMut(&mut [T], &[T]),
     ) -> Result<()> {
         let n = acc.len();
+        if self.try_send_eager(dest, tag, send) {
+            // SAFETY: as in `recv`.
+            return self.recv_with::<T>(src, tag, n, |p| unsafe { reduce_in(p, acc, combine) });
+        }
         // SAFETY: as in `recv`.
         self.typed::<T>(Some((dest, tag, send)), Some((src, tag, n)), |p| unsafe {
             reduce_in(p, acc, combine)
