@@ -38,6 +38,9 @@ enum Work {
     /// Every rank copies `n` bytes between its own two buffers (`copy_from_slice`): the memory
     /// traffic of an exchange without any communication.
     Copy(usize),
+    /// Every rank sends `n` bytes to itself and receives them: the library's own cost for one
+    /// message at both ends, with no waiting and no data crossing cores.
+    SelfMessage(usize),
 }
 
 /// One rank's message buffers for a `Work`: `a` is sent (or, for a ping-pong, sent and
@@ -53,7 +56,7 @@ struct Buffers {
 impl Buffers {
     fn new(work: Work, rank: usize) -> Buffers {
         let n = match work {
-            Work::PingPong(n) | Work::Exchange(n) | Work::Copy(n) => n,
+            Work::PingPong(n) | Work::Exchange(n) | Work::Copy(n) | Work::SelfMessage(n) => n,
             Work::Barrier => 0,
         };
         Buffers {
@@ -96,6 +99,12 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
             for _ in 0..iters {
                 bufs.b.copy_from_slice(black_box(&bufs.a));
                 std::mem::swap(black_box(&mut bufs.a), black_box(&mut bufs.b));
+            }
+        }
+        Work::SelfMessage(_) => {
+            for _ in 0..iters {
+                comm.send(rank, &bufs.a)?;
+                comm.recv(rank, &mut bufs.a)?;
             }
         }
         Work::PingPong(_) | Work::Exchange(_) => {}
@@ -189,6 +198,70 @@ fn measure_memcpy(n: usize) -> AnyResult<Stats> {
     let iters = calibrate(|i| Ok(time(i)))?;
     let samples: Vec<Duration> = (0..SAMPLES).map(|_| time(iters)).collect();
     Ok(stats(&samples, iters, 1.0))
+}
+
+/// The floor under any message: two plain threads on the cores of ranks 0 and 1 handing a
+/// counter back and forth through two cache-line-padded atomics (no library, no payload, no
+/// checks). Reported one way, as the ping-pong rows are, so the two can be compared within one
+/// run (on a virtual machine this floor itself moves from run to run).
+fn measure_handoff(cores: &[Option<usize>]) -> AnyResult<Stats> {
+    use crossbeam_utils::CachePadded;
+    use std::sync::atomic::{AtomicU64, Ordering::*};
+    let pin = |r: usize| {
+        if let Some(Some(c)) = cores.get(r) {
+            core_affinity::set_for_current(core_affinity::CoreId { id: *c });
+        }
+    };
+    let (ping, pong) = (
+        CachePadded::new(AtomicU64::new(0)),
+        CachePadded::new(AtomicU64::new(0)),
+    );
+    let rounds = |from: u64, iters: u64| {
+        let t0 = Instant::now();
+        for i in from + 1..=from + iters {
+            ping.store(i, Release);
+            while pong.load(Acquire) != i {
+                std::hint::spin_loop();
+            }
+        }
+        t0.elapsed()
+    };
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            pin(1);
+            let mut i = 0;
+            loop {
+                let v = ping.load(Acquire);
+                if v == u64::MAX {
+                    return;
+                }
+                if v != i {
+                    i = v;
+                    pong.store(i, Release);
+                }
+                std::hint::spin_loop();
+            }
+        });
+        // The timing side on a thread of its own too, so the caller's affinity is untouched.
+        let timer = s.spawn(|| {
+            pin(0);
+            let mut next = 0u64;
+            let mut time = |iters: u64| {
+                let t = rounds(next, iters);
+                next += iters;
+                t
+            };
+            time(1000);
+            let stats = calibrate(|i| Ok(time(i))).map(|iters| {
+                let samples: Vec<Duration> = (0..SAMPLES).map(|_| time(iters)).collect();
+                stats(&samples, iters, 2.0)
+            });
+            ping.store(u64::MAX, Release);
+            stats.map_err(|e| e.to_string())
+        });
+        let stats = timer.join().map_err(|_| "the handoff timer panicked")?;
+        Ok(stats?)
+    })
 }
 
 /// Sends known data around rings of several sizes and lengths (eager, exactly eager max,
@@ -328,7 +401,41 @@ fn placement(p: usize, cores: usize) -> String {
     }
 }
 
+/// `--sweep`: one-way latency over message sizes around the eager/rendezvous boundary and
+/// beyond, the measurement `EAGER_MAX` was chosen by (rebuild with another `EAGER_MAX` in
+/// src/mailbox.rs to compare).
+fn sweep() -> AnyResult<()> {
+    let team2 = Team::new(2)?;
+    println!("one-way latency by size, p=2 (EAGER_MAX = {EAGER_MAX} B)");
+    println!(
+        "  {:>8}  {:>10}  {:>10}  {:>7}  protocol",
+        "bytes", "median", "min", "GB/s"
+    );
+    for n in [
+        8, 64, 256, 512, 768, 1024, 1025, 1536, 2048, 3072, 4096, 4097, 8192, 16384, 65536,
+    ] {
+        let s = measure(&team2, Work::PingPong(n), 2.0)?;
+        let how = if n <= 16 {
+            "inline"
+        } else if n <= EAGER_MAX {
+            "eager"
+        } else {
+            "rendezvous"
+        };
+        println!(
+            "  {n:>8}  {:>10}  {:>10}  {:>7.2}  {how}",
+            fmt_time(s.median),
+            fmt_time(s.min),
+            n as f64 / s.median / 1e9
+        );
+    }
+    Ok(())
+}
+
 fn main() -> AnyResult<()> {
+    if std::env::args().any(|a| a == "--sweep") {
+        return sweep();
+    }
     let started = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("corecoll latency: point-to-point, barrier and exchange on this machine");
@@ -358,6 +465,7 @@ fn main() -> AnyResult<()> {
     };
 
     let lat8 = one_way(8)?;
+    let floor = measure_handoff(team2.cores())?;
     let bar2 = measure(&team2, Work::Barrier, 1.0)?;
     let bar8 = barrier(8)?;
     let exch = measure(&team2, Work::Exchange(BIG), 1.0)?;
@@ -373,6 +481,7 @@ fn main() -> AnyResult<()> {
         Row::new("one-way latency 8 B, p=2 (ping-pong / 2)", lat8)
             .bytes(8)
             .at_most(60e-9),
+        Row::new("  floor: bare cache-line handoff, same cores", floor),
         Row::new("barrier p=2", bar2).at_most(100e-9),
         Row::new(format!("barrier {}", placement(8, cores)), bar8).at_most(20e-6),
         exch_row,
@@ -402,6 +511,10 @@ fn main() -> AnyResult<()> {
         )
         .bytes(BIG),
     );
+    more.push(Row::new(
+        "send + recv to itself, 8 B, 1 rank (library cost, no waiting)",
+        measure(&Team::new(1)?, Work::SelfMessage(8), 1.0)?,
+    ));
     for p in [4, 16] {
         more.push(Row::new(
             format!("barrier {}", placement(p, cores)),

@@ -110,9 +110,11 @@ const _: () = {
 };
 
 impl Slot {
-    fn new() -> Self {
+    /// A cell that last held message `prev` (a message of the previous lap), so that no
+    /// message number, not even the one that wraps to `seq == 0`, finds it published.
+    fn new(prev: u64) -> Self {
         Slot {
-            seq: AtomicU64::new(0),
+            seq: AtomicU64::new(prev.wrapping_add(1)),
             claim: AtomicU32::new(CLAIM_IDLE),
             body: UnsafeCell::new(Body {
                 tag: 0,
@@ -338,21 +340,31 @@ impl Mailbox {
     /// A mailbox with at least `slots` cells and an arena of at least `arena` bytes, both
     /// rounded up to powers of two (and the arena to at least one message of `EAGER_MAX`).
     pub(crate) fn with_arena(slots: usize, arena: usize) -> Self {
+        Mailbox::starting_at(slots, arena, 0)
+    }
+
+    /// As [`Mailbox::with_arena`], with the counters starting at message `first` (so that
+    /// tests can cross the wrap of the 64-bit counters; 0 otherwise).
+    fn starting_at(slots: usize, arena: usize, first: u64) -> Self {
         let slots = slots.max(1).next_power_of_two();
+        let mask = slots as u64 - 1;
+        // Cell j last held the message of the previous lap with number ≡ j (mod slots).
+        let prev = |j: u64| first.wrapping_sub(slots as u64) + (j.wrapping_sub(first) & mask);
         Mailbox {
-            slots: (0..slots).map(|_| Slot::new()).collect(),
+            slots: (0..slots as u64).map(|j| Slot::new(prev(j))).collect(),
             slot_mask: slots as u64 - 1,
             arena: Arena::new(arena.max(EAGER_MAX).next_power_of_two()),
             starts: (0..slots.div_ceil(8))
                 .map(|_| Starts(std::array::from_fn(|_| AtomicU64::new(0))))
                 .collect(),
             prod: CachePadded::new(Producer {
-                tail: AtomicU64::new(0),
-                seen: AtomicU64::new(0),
-                head: AtomicU64::new(0),
+                tail: AtomicU64::new(first),
+                seen: AtomicU64::new(first),
+                // The arena's virtual offsets start just as close to their wrap.
+                head: AtomicU64::new(first.wrapping_mul(CHUNK as u64)),
             }),
             cons: CachePadded::new(Consumer {
-                consumed: AtomicU64::new(0),
+                consumed: AtomicU64::new(first),
             }),
         }
     }
@@ -383,7 +395,7 @@ impl Mailbox {
         } else {
             head
         };
-        (start, start + need)
+        (start, start.wrapping_add(need))
     }
 
     /// Whether message `tail`, with a payload placed up to virtual offset `end`, fits given
@@ -597,7 +609,9 @@ mod tests {
     }
 
     fn payload(n: u64, len: usize) -> Vec<u8> {
-        (0..len).map(|i| (n as usize * 31 + i * 7) as u8).collect()
+        (0..len)
+            .map(|i| (n.wrapping_mul(31) as usize).wrapping_add(i * 7) as u8)
+            .collect()
     }
 
     proptest! {
@@ -610,9 +624,12 @@ mod tests {
             slots in 1usize..6,
             arena_msgs in 1usize..4,
             ops in proptest::collection::vec((any::<bool>(), 0usize..3, 0usize..5000), 1..120),
+            near_wrap in any::<bool>(),
         ) {
-            let mb = Mailbox::with_arena(slots, arena_msgs * EAGER_MAX);
-            let mut next = 0u64;
+            // Half the cases start 40 messages (and 40 arena lines) before the counters wrap.
+            let first = if near_wrap { u64::MAX - 40 } else { 0 };
+            let mb = Mailbox::starting_at(slots, arena_msgs * EAGER_MAX, first);
+            let mut next = first;
             // In flight: (number, bytes, lent buffer kept alive until acknowledged).
             let mut queue: VecDeque<(u64, Vec<u8>, bool)> = VecDeque::new();
             for (post, class, raw) in ops {
@@ -630,7 +647,7 @@ mod tests {
                             prop_assert_eq!(n, next);
                             prop_assert_eq!(lent, len > EAGER_MAX);
                             queue.push_back((n, data, lent));
-                            next += 1;
+                            next = next.wrapping_add(1);
                         }
                         None => {
                             // Refused: either every cell is in use or the arena cannot hold it
