@@ -403,7 +403,7 @@ fn placement(p: usize, cores: usize) -> String {
 
 /// `--sweep`: one-way latency over message sizes around the eager/rendezvous boundary and
 /// beyond, the measurement `EAGER_MAX` was chosen by (rebuild with another `EAGER_MAX` in
-/// src/mailbox.rs to compare).
+/// src/mailbox/mod.rs to compare).
 fn sweep() -> AnyResult<()> {
     let team2 = Team::new(2)?;
     println!("one-way latency by size, p=2 (EAGER_MAX = {EAGER_MAX} B)");

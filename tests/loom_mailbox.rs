@@ -1,4 +1,4 @@
-//! Loom models of the mailbox protocol (`src/mailbox.rs`, described in `docs/protocol.md`).
+//! Loom models of the mailbox protocol (`src/mailbox/mod.rs`, described in `docs/protocol.md`).
 //!
 //! Each model is one producer and one consumer on one mailbox, each with its own parker, the
 //! way two ranks use an edge: the producer posts and unparks the consumer; the consumer takes

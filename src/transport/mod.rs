@@ -6,6 +6,7 @@
 //! implement the same trait in later parts, so one schedule serves all three.
 
 pub(crate) mod shm;
+mod wire;
 
 use crate::error::Result;
 use std::any::TypeId;

@@ -29,7 +29,11 @@
 //! each from one thread at a time (a `Comm` is `!Sync`). The protocol is described in
 //! `docs/protocol.md` and model-checked in `tests/loom_mailbox.rs`.
 
+mod arena;
+
 use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering, UnsafeCell};
+pub(crate) use arena::copy_small;
+use arena::Arena;
 use std::mem::MaybeUninit;
 
 /// Largest payload in bytes sent by the eager protocol; larger messages use rendezvous.
@@ -129,92 +133,6 @@ impl Slot {
     }
 }
 
-/// One cache line of arena bytes: the arena is made of them so that it is line-aligned.
-#[cfg(not(loom))]
-#[derive(Clone, Copy)]
-#[repr(C, align(64))]
-struct Line([MaybeUninit<u8>; CHUNK]);
-
-/// The eager payload ring. Outside loom one cell over all bytes; under loom one cell per
-/// chunk, so that loom checks exactly the byte ranges the protocol keeps apart.
-struct Arena {
-    #[cfg(not(loom))]
-    bytes: UnsafeCell<Box<[Line]>>,
-    #[cfg(loom)]
-    chunks: Box<[UnsafeCell<[MaybeUninit<u8>; CHUNK]>]>,
-    /// Capacity in bytes (a multiple of `CHUNK`).
-    len: usize,
-}
-
-impl Arena {
-    fn new(bytes: usize) -> Self {
-        let len = bytes.div_ceil(CHUNK).max(1) * CHUNK;
-        Arena {
-            #[cfg(not(loom))]
-            bytes: UnsafeCell::new(
-                vec![Line([MaybeUninit::uninit(); CHUNK]); len / CHUNK].into_boxed_slice(),
-            ),
-            #[cfg(loom)]
-            chunks: (0..len / CHUNK)
-                .map(|_| UnsafeCell::new([MaybeUninit::uninit(); CHUNK]))
-                .collect(),
-            len,
-        }
-    }
-
-    /// Copies `len` bytes from `src` to offset `at`.
-    ///
-    /// # Safety
-    /// `src` readable for `len` bytes; `at + len <= self.len`; nobody reads the range now.
-    unsafe fn write(&self, at: usize, src: *const u8, len: usize) {
-        #[cfg(not(loom))]
-        self.bytes.with_mut(|b| {
-            // SAFETY: per the contract; the range lies inside the boxed slice.
-            unsafe {
-                std::ptr::copy_nonoverlapping(src, (*b).as_mut_ptr().cast::<u8>().add(at), len)
-            }
-        });
-        #[cfg(loom)]
-        for (i, c) in (at / CHUNK..(at + len).div_ceil(CHUNK)).enumerate() {
-            let (from, n) = (i * CHUNK, CHUNK.min(len - i * CHUNK));
-            // SAFETY: per the contract, chunk by chunk (messages start on chunk boundaries).
-            self.chunks[c].with_mut(|d| unsafe {
-                std::ptr::copy_nonoverlapping(src.add(from), (*d).as_mut_ptr().cast(), n)
-            });
-        }
-    }
-
-    /// Calls `f` with a pointer to the `len` bytes at offset `at`.
-    ///
-    /// # Safety
-    /// The range was written by `write` and nobody writes it now; `at + len <= self.len`.
-    unsafe fn read<R>(&self, at: usize, len: usize, f: impl FnOnce(*const u8) -> R) -> R {
-        #[cfg(not(loom))]
-        {
-            let _ = len;
-            // SAFETY: per the contract.
-            self.bytes
-                .with(|b| f(unsafe { (*b).as_ptr().cast::<u8>().add(at) }))
-        }
-        #[cfg(loom)]
-        {
-            let mut copy = vec![0u8; len];
-            for (i, c) in (at / CHUNK..(at + len).div_ceil(CHUNK)).enumerate() {
-                let (to, n) = (i * CHUNK, CHUNK.min(len - i * CHUNK));
-                // SAFETY: per the contract, chunk by chunk.
-                self.chunks[c].with(|d| unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        (*d).as_ptr().cast(),
-                        copy.as_mut_ptr().add(to),
-                        n,
-                    )
-                });
-            }
-            f(copy.as_ptr())
-        }
-    }
-}
-
 /// Eight cells' arena starts: a line written by the producer only, aligned so that it shares
 /// no line with anything another thread writes (a plain array from the allocator could).
 #[repr(C, align(64))]
@@ -275,37 +193,6 @@ impl std::fmt::Debug for Mailbox {
             .field("slots", &self.slots.len())
             .field("arena", &self.arena.len)
             .finish_non_exhaustive()
-    }
-}
-
-/// Copies `len <= 16` bytes with at most two overlapping unaligned loads and stores of the
-/// largest width that fits, instead of a call to `memcpy` (whose call overhead is a good part
-/// of a small message's cost).
-///
-/// # Safety
-/// `src` readable and `dst` writable for `len` bytes, not overlapping.
-#[inline(always)]
-pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
-    debug_assert!(len <= 16);
-    // SAFETY (every arm): both accesses of each arm lie within the first `len` bytes of `src`
-    // and of `dst` (the second starts at `len − width` ≥ 0), and unaligned accesses are used.
-    unsafe {
-        macro_rules! two {
-            ($t:ty) => {{
-                let w = std::mem::size_of::<$t>();
-                let a = src.cast::<$t>().read_unaligned();
-                let b = src.add(len - w).cast::<$t>().read_unaligned();
-                dst.cast::<$t>().write_unaligned(a);
-                dst.add(len - w).cast::<$t>().write_unaligned(b);
-            }};
-        }
-        match len {
-            8..=16 => two!(u64),
-            4..=7 => two!(u32),
-            2..=3 => two!(u16),
-            1 => *dst = *src,
-            _ => {}
-        }
     }
 }
 
@@ -595,140 +482,4 @@ impl Mailbox {
 }
 
 #[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
-    use std::collections::VecDeque;
-
-    fn header(n: u64, len: usize) -> Header {
-        Header {
-            tag: n,
-            typ: 7,
-            len,
-        }
-    }
-
-    fn payload(n: u64, len: usize) -> Vec<u8> {
-        (0..len)
-            .map(|i| (n.wrapping_mul(31) as usize).wrapping_add(i * 7) as u8)
-            .collect()
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(200))]
-        /// Any interleaving of posts (inline, arena, lent) and takes on one thread: messages
-        /// come out in order with their bytes intact, a post is refused only when cells or
-        /// arena are really full, and lent messages are acknowledged exactly when taken.
-        #[test]
-        fn ring_and_arena_keep_messages_intact(
-            slots in 1usize..6,
-            arena_msgs in 1usize..4,
-            ops in proptest::collection::vec((any::<bool>(), 0usize..3, 0usize..5000), 1..120),
-            near_wrap in any::<bool>(),
-        ) {
-            // Half the cases start 40 messages (and 40 arena lines) before the counters wrap.
-            let first = if near_wrap { u64::MAX - 40 } else { 0 };
-            let mb = Mailbox::starting_at(slots, arena_msgs * EAGER_MAX, first);
-            let mut next = first;
-            // In flight: (number, bytes, lent buffer kept alive until acknowledged).
-            let mut queue: VecDeque<(u64, Vec<u8>, bool)> = VecDeque::new();
-            for (post, class, raw) in ops {
-                if post {
-                    let len = match class {
-                        0 => raw % (INLINE + 1),
-                        1 => INLINE + 1 + raw % (EAGER_MAX - INLINE),
-                        _ => EAGER_MAX + 1 + raw,
-                    };
-                    let data = payload(next, len);
-                    // SAFETY: `data` lives in `queue` until its message is taken.
-                    let posted = unsafe { mb.try_post(header(next, len), data.as_ptr()) };
-                    match posted {
-                        Some((n, lent)) => {
-                            prop_assert_eq!(n, next);
-                            prop_assert_eq!(lent, len > EAGER_MAX);
-                            queue.push_back((n, data, lent));
-                            next = next.wrapping_add(1);
-                        }
-                        None => {
-                            // Refused: either every cell is in use or the arena cannot hold it
-                            // next to the payloads still in flight.
-                            let in_arena: usize = queue
-                                .iter()
-                                .filter(|(_, d, _)| d.len() > INLINE && d.len() <= EAGER_MAX)
-                                .map(|(_, d, _)| d.len().div_ceil(CHUNK) * CHUNK)
-                                .sum();
-                            let cells_full = queue.len() == mb.slots.len();
-                            // Live payloads, the gaps skipped between them (each smaller than
-                            // the payload after it) and the new one with its own skip.
-                            let arena_tight = len > INLINE
-                                && len <= EAGER_MAX
-                                && 2 * in_arena + 2 * len.div_ceil(CHUNK) * CHUNK > mb.arena.len;
-                            prop_assert!(!queue.is_empty(), "an empty mailbox refused {} bytes", len);
-                            prop_assert!(cells_full || arena_tight,
-                                "refused {} bytes with {} cells busy and {} arena bytes live",
-                                len, queue.len(), in_arena);
-                        }
-                    }
-                } else if let Some((n, data, lent)) = queue.pop_front() {
-                    let h = mb.front().expect("a posted message is visible");
-                    prop_assert_eq!(h, header(n, data.len()));
-                    if lent {
-                        prop_assert!(!mb.is_consumed(n));
-                    }
-                    let got = mb
-                        .take(|p| unsafe { std::slice::from_raw_parts(p, h.len) }.to_vec())
-                        .expect("not withdrawn");
-                    prop_assert_eq!(got, data);
-                    prop_assert!(mb.is_consumed(n));
-                } else {
-                    prop_assert!(mb.front().is_none());
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn copy_small_copies_exactly_len_bytes() {
-        for len in 0..=16usize {
-            let src: Vec<u8> = (1..=16).collect();
-            let mut dst = [0xAAu8; 18];
-            // SAFETY: both buffers hold at least `len` bytes (dst one past, to see overruns).
-            unsafe { copy_small(src.as_ptr(), dst[1..].as_mut_ptr(), len) };
-            assert_eq!(&dst[1..=len], &src[..len], "len {len}");
-            assert_eq!(dst[0], 0xAA);
-            assert!(
-                dst[len + 1..].iter().all(|&b| b == 0xAA),
-                "len {len} wrote past the end"
-            );
-        }
-    }
-
-    #[test]
-    fn withdrawn_message_is_not_read() {
-        let mb = Mailbox::new(2);
-        let data = vec![5u8; EAGER_MAX + 10];
-        // SAFETY: `data` outlives the mailbox's use of it (withdrawn before it is dropped).
-        let (n, lent) = unsafe { mb.try_post(header(0, data.len()), data.as_ptr()) }.unwrap();
-        assert!(lent);
-        assert!(mb.withdraw(n));
-        assert_eq!(
-            mb.take(|_| unreachable!("a withdrawn slice is never read")),
-            Err(Withdrawn)
-        );
-        assert!(mb.is_consumed(n));
-    }
-
-    #[test]
-    fn claimed_message_cannot_be_withdrawn() {
-        let mb = Mailbox::new(2);
-        let data = vec![9u8; EAGER_MAX + 1];
-        // SAFETY: as above.
-        let (n, _) = unsafe { mb.try_post(header(0, data.len()), data.as_ptr()) }.unwrap();
-        let got = mb.take(|p| {
-            // While the consumer reads, the producer's withdrawal fails.
-            assert!(!mb.withdraw(n));
-            unsafe { *p.add(EAGER_MAX) }
-        });
-        assert_eq!(got, Ok(9));
-    }
-}
+mod tests;
