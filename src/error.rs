@@ -66,6 +66,17 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// The requested algorithm cannot do what was asked (for example keep the rank order of
+    /// a non-commutative op).
+    #[error("rank {rank}: {op}: {what}")]
+    Unsupported {
+        /// The calling rank.
+        rank: usize,
+        /// The operation.
+        op: &'static str,
+        /// What cannot be done, and what to use instead.
+        what: String,
+    },
     /// A wait lasted longer than the team's timeout.
     #[error("rank {rank}: {op} waited {waited:?} for rank {peer} and timed out")]
     Timeout {

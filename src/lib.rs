@@ -6,27 +6,35 @@
 //! collectives on communicators that can be split like MPI's.
 //!
 //! ```
-//! // Four ranks pass a token around a ring and meet at a barrier.
+//! use corecoll::op;
+//!
+//! // Four ranks pass a token around a ring, meet at a barrier, and sum a vector.
 //! let out = corecoll::run(4, |comm| {
 //!     let (r, p) = (comm.rank(), comm.size());
 //!     let mut token = [0u64];
 //!     comm.sendrecv((r + 1) % p, &[r as u64], (r + p - 1) % p, &mut token)?;
 //!     comm.barrier()?;
-//!     Ok::<u64, corecoll::Error>(token[0])
+//!     let mut v = vec![r as f64; 3];
+//!     comm.allreduce(&mut v, op::Sum)?;
+//!     Ok::<(u64, Vec<f64>), corecoll::Error>((token[0], v))
 //! })
 //! .unwrap();
-//! let tokens: Vec<u64> = out.into_iter().map(Result::unwrap).collect();
+//! let (tokens, sums): (Vec<u64>, Vec<Vec<f64>>) = out.into_iter().map(Result::unwrap).unzip();
 //! assert_eq!(tokens, vec![3, 0, 1, 2]);
+//! assert!(sums.iter().all(|v| v == &vec![6.0; 3]));
 //! ```
 //!
 //! Parts (see `DESIGN.md`): [`Team`] starts and pins rank threads and runs SPMD closures;
-//! [`Comm`] is the per-rank API; the mailbox, the transport and the waiting protocol are
+//! [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its [`Algorithm`]s; [`op`] holds
+//! the reduction operations; the mailbox, the transport and the waiting protocol are
 //! internal and described in `docs/protocol.md`.
 
 mod algorithms;
 mod comm;
 mod error;
 mod mailbox;
+pub mod op;
+mod select;
 mod sync;
 mod team;
 mod transport;
@@ -34,6 +42,7 @@ mod transport;
 pub use comm::Comm;
 pub use error::{Error, Result};
 pub use mailbox::EAGER_MAX;
+pub use select::{Algorithm, Block};
 pub use team::{run, Pinning, Team, TeamBuilder};
 
 #[cfg(loom)]

@@ -2,4 +2,5 @@
 //! [`crate::transport::Transport`] only, so that each runs between threads, between MPI
 //! processes and in the simulator alike.
 
+pub(crate) mod allreduce;
 pub(crate) mod barrier;

@@ -1,6 +1,7 @@
 //! The communicator: what a rank calls. Validation and dispatch only; the schedules live in
 //! `algorithms` and the data movement in `transport`.
 
+mod allreduce;
 mod split;
 pub(crate) mod world;
 
@@ -64,7 +65,11 @@ impl Comm {
     pub(crate) fn next_tag(&self, kind: Kind) -> Tag {
         let seq = self.coll_seq.get();
         self.coll_seq.set(seq.wrapping_add(1));
-        Tag { kind, seq }
+        Tag {
+            kind,
+            variant: 0,
+            seq,
+        }
     }
 
     /// Fails if the run has already failed: every collective starts with this, so that even a
@@ -78,6 +83,13 @@ impl Comm {
             });
         }
         Ok(())
+    }
+
+    /// Fails the run with `e` (if it is the first failure), so that no other rank waits for
+    /// this one, and returns it.
+    pub(crate) fn fail(&self, e: crate::Error) -> crate::Error {
+        self.run.abort(e.clone());
+        e
     }
 
     /// The transport of the collective context, for operation `op`.

@@ -27,6 +27,8 @@ pub(crate) enum Kind {
     Barrier = 2,
     /// `split`.
     Split = 3,
+    /// `allreduce` and its variants.
+    Allreduce = 4,
 }
 
 impl Kind {
@@ -35,6 +37,7 @@ impl Kind {
             1 => Kind::P2p,
             2 => Kind::Barrier,
             3 => Kind::Split,
+            4 => Kind::Allreduce,
             _ => return None,
         })
     }
@@ -45,16 +48,19 @@ impl Kind {
             Kind::P2p => "point-to-point",
             Kind::Barrier => "barrier",
             Kind::Split => "split",
+            Kind::Allreduce => "allreduce",
         }
     }
 }
 
-/// Operation kind plus call sequence number: every message carries one, and a receiver that
-/// finds another than it expects reports a mismatch instead of reading it.
+/// Operation kind, variant and call sequence number: every message carries one, and a receiver
+/// that finds another than it expects reports a mismatch instead of reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Tag {
     /// The operation kind.
     pub kind: Kind,
+    /// Which variant of the operation (the algorithm of a collective; 0 if there is one).
+    pub variant: u8,
     /// Which collective call of the communicator (0 for point-to-point).
     pub seq: u64,
 }
@@ -63,19 +69,30 @@ impl Tag {
     /// A point-to-point tag.
     pub(crate) const P2P: Tag = Tag {
         kind: Kind::P2p,
+        variant: 0,
         seq: 0,
     };
 
-    /// Packs the tag into a header word: the kind in the low byte, the sequence number above.
+    /// The same tag with variant `v`.
+    pub(crate) fn with_variant(self, v: u8) -> Tag {
+        Tag { variant: v, ..self }
+    }
+
+    /// Packs the tag into a header word: the kind in the low byte, the variant in the next,
+    /// the sequence number above.
     pub(crate) fn encode(self) -> u64 {
-        (self.seq << 8) | self.kind as u64
+        (self.seq << 16) | (u64::from(self.variant) << 8) | self.kind as u64
     }
 
     /// Describes a packed tag for an error message.
     pub(crate) fn describe(word: u64) -> String {
+        let (variant, seq) = ((word >> 8) & 0xff, word >> 16);
         match Kind::from_u8((word & 0xff) as u8) {
             Some(Kind::P2p) => "point-to-point".to_string(),
-            Some(k) => format!("{} (collective call #{})", k.name(), word >> 8),
+            Some(k) if variant != 0 => {
+                format!("{} (collective call #{seq}, variant {variant})", k.name())
+            }
+            Some(k) => format!("{} (collective call #{seq})", k.name()),
             None => format!("an unknown kind {:#x}", word & 0xff),
         }
     }

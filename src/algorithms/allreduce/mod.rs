@@ -1,0 +1,54 @@
+//! Allreduce schedules, one file per family, each written against `Transport` only.
+//!
+//! Every schedule leaves x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} (rank order) in `buf` on every rank, with
+//! bit-identical results on all ranks. Schedules that combine on several ranks keep the
+//! lower ranks' operand on the left (`Op::fold_left` / `fold_right`); those that cannot keep
+//! the order for a non-commutative op are refused before they start (`comm::allreduce`).
+//! Every schedule runs all its rounds even for an empty vector, so that a rank whose length
+//! differs from the others' meets a mismatch rather than a missing message.
+
+mod binomial;
+mod chain;
+mod linear;
+mod rabenseifner;
+mod recursive_doubling;
+mod ring;
+
+use crate::error::Result;
+use crate::op::Op;
+use crate::select::{auto_block, Algorithm};
+use crate::transport::{Elem, Tag, Transport};
+use std::ops::Range;
+
+/// Where block `j` of `n` elements cut into `parts` nearly equal blocks begins, for
+/// `j ∈ 0..=parts` (`block_start(n, parts, parts) == n`). The first `n % parts` blocks have
+/// one element more than the others; block `j` is `block_start(j)..block_start(j + 1)`.
+pub(super) fn block_start(n: usize, parts: usize, j: usize) -> usize {
+    debug_assert!(parts >= 1 && j <= parts);
+    // j · ⌊n/parts⌋ ≤ n, so nothing overflows.
+    j * (n / parts) + j.min(n % parts)
+}
+
+/// The elements that blocks `blocks` (a range of block indices) of `n` over `parts` cover.
+pub(super) fn elements(n: usize, parts: usize, blocks: Range<usize>) -> Range<usize> {
+    block_start(n, parts, blocks.start)..block_start(n, parts, blocks.end)
+}
+
+/// Runs allreduce `alg` (not `Auto`) on `buf`.
+pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
+    t: &Tr,
+    buf: &mut [T],
+    op: &O,
+    alg: Algorithm,
+    tag: Tag,
+) -> Result<()> {
+    let block = auto_block(std::mem::size_of::<T>());
+    match alg {
+        Algorithm::Auto | Algorithm::Linear => linear::linear(t, buf, op, tag),
+        Algorithm::Chain => chain::chain(t, buf, op, block, tag),
+        Algorithm::Binomial => binomial::binomial(t, buf, op, tag),
+        Algorithm::RecursiveDoubling => recursive_doubling::recursive_doubling(t, buf, op, tag),
+        Algorithm::Rabenseifner => rabenseifner::rabenseifner(t, buf, op, tag),
+        Algorithm::Ring => ring::ring(t, buf, op, block, tag),
+    }
+}

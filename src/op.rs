@@ -1,0 +1,204 @@
+//! Reduction operations: what `allreduce` (and later `reduce`, `scan`, …) combine with.
+//!
+//! An [`Op<T>`] combines slices element by element in either operand order, so that a schedule
+//! can always put the operand from the lower ranks on the left: MPI's semantics are
+//! x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} in rank order, which an associative but non-commutative op must get
+//! exactly. [`Op::is_commutative`] tells a schedule whether it may reorder.
+//!
+//! The built-in ops are unit structs ([`Sum`], [`Prod`], [`Min`], [`Max`], [`BitAnd`],
+//! [`BitOr`], [`BitXor`], [`LogicalAnd`], [`LogicalOr`]) implemented for every primitive type
+//! they make sense for; user ops come from [`commutative`] and [`non_commutative`]. Nothing
+//! here allocates.
+//!
+//! Integer `Sum` and `Prod` wrap on overflow (two's complement), so results do not depend on
+//! the order of combination. Float `Min` and `Max` follow `total_cmp` (−0.0 < +0.0, NaNs at
+//! the ends by sign), so they are commutative bit for bit and every rank gets the same bits.
+
+/// An associative operation on `T`, applied element-wise to slices.
+pub trait Op<T>: Sync {
+    /// `acc[i] = acc[i] ⊙ rhs[i]`: `acc` holds the operand from lower ranks.
+    fn fold_right(&self, acc: &mut [T], rhs: &[T]);
+    /// `acc[i] = lhs[i] ⊙ acc[i]`: `lhs` holds the operand from lower ranks.
+    fn fold_left(&self, lhs: &[T], acc: &mut [T]);
+    /// Whether `a ⊙ b == b ⊙ a` for all values (bit for bit), so that a schedule may combine
+    /// in any order.
+    fn is_commutative(&self) -> bool;
+}
+
+impl<T, O: Op<T> + ?Sized> Op<T> for &O {
+    fn fold_right(&self, acc: &mut [T], rhs: &[T]) {
+        (**self).fold_right(acc, rhs)
+    }
+    fn fold_left(&self, lhs: &[T], acc: &mut [T]) {
+        (**self).fold_left(lhs, acc)
+    }
+    fn is_commutative(&self) -> bool {
+        (**self).is_commutative()
+    }
+}
+
+/// Implements `Op<T>` for a built-in op from a binary function `$f(a, b) = a ⊙ b`.
+macro_rules! builtin {
+    ($op:ident, $f:expr, $($t:ty),*) => {$(
+        impl Op<$t> for $op {
+            #[inline]
+            fn fold_right(&self, acc: &mut [$t], rhs: &[$t]) {
+                let f: fn($t, $t) -> $t = $f;
+                for (a, &b) in acc.iter_mut().zip(rhs) {
+                    *a = f(*a, b);
+                }
+            }
+            #[inline]
+            fn fold_left(&self, lhs: &[$t], acc: &mut [$t]) {
+                let f: fn($t, $t) -> $t = $f;
+                for (&a, b) in lhs.iter().zip(acc.iter_mut()) {
+                    *b = f(a, *b);
+                }
+            }
+            fn is_commutative(&self) -> bool {
+                true
+            }
+        }
+    )*};
+}
+
+/// Sum (`MPI_SUM`); integers wrap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sum;
+/// Product (`MPI_PROD`); integers wrap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Prod;
+/// Minimum (`MPI_MIN`); floats by `total_cmp`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Min;
+/// Maximum (`MPI_MAX`); floats by `total_cmp`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Max;
+/// Bitwise and (`MPI_BAND`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BitAnd;
+/// Bitwise or (`MPI_BOR`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BitOr;
+/// Bitwise exclusive or (`MPI_BXOR`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BitXor;
+/// Logical and (`MPI_LAND`): for integers, nonzero is true and the result is 0 or 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogicalAnd;
+/// Logical or (`MPI_LOR`): for integers, nonzero is true and the result is 0 or 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogicalOr;
+
+macro_rules! ints {
+    ($($t:ty),*) => {$(
+        builtin!(Sum, |a, b| a.wrapping_add(b), $t);
+        builtin!(Prod, |a, b| a.wrapping_mul(b), $t);
+        builtin!(Min, |a, b| if b < a { b } else { a }, $t);
+        builtin!(Max, |a, b| if b > a { b } else { a }, $t);
+        builtin!(BitAnd, |a, b| a & b, $t);
+        builtin!(BitOr, |a, b| a | b, $t);
+        builtin!(BitXor, |a, b| a ^ b, $t);
+        builtin!(LogicalAnd, |a, b| (a != 0 && b != 0) as $t, $t);
+        builtin!(LogicalOr, |a, b| (a != 0 || b != 0) as $t, $t);
+    )*};
+}
+ints!(u8, u16, u32, u64, u128, usize, i8, i16, i32, i64, i128, isize);
+
+macro_rules! floats {
+    ($($t:ty),*) => {
+        builtin!(Sum, |a, b| a + b, $($t),*);
+        builtin!(Prod, |a, b| a * b, $($t),*);
+        builtin!(Min, |a, b| if b.total_cmp(&a).is_lt() { b } else { a }, $($t),*);
+        builtin!(Max, |a, b| if b.total_cmp(&a).is_gt() { b } else { a }, $($t),*);
+    };
+}
+floats!(f32, f64);
+
+builtin!(BitAnd, |a, b| a & b, bool);
+builtin!(BitOr, |a, b| a | b, bool);
+builtin!(BitXor, |a, b| a ^ b, bool);
+builtin!(LogicalAnd, |a, b| a && b, bool);
+builtin!(LogicalOr, |a, b| a || b, bool);
+builtin!(Min, |a, b| a & b, bool);
+builtin!(Max, |a, b| a | b, bool);
+
+/// A user operation from a function `f(a, b) = a ⊙ b`, where `a` comes from lower ranks.
+/// Made by [`commutative`] or [`non_commutative`].
+#[derive(Clone, Copy)]
+pub struct FnOp<F> {
+    f: F,
+    commutative: bool,
+}
+
+impl<F> std::fmt::Debug for FnOp<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnOp")
+            .field("commutative", &self.commutative)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Copy, F: Fn(&T, &T) -> T + Sync> Op<T> for FnOp<F> {
+    #[inline]
+    fn fold_right(&self, acc: &mut [T], rhs: &[T]) {
+        for (a, b) in acc.iter_mut().zip(rhs) {
+            *a = (self.f)(a, b);
+        }
+    }
+    #[inline]
+    fn fold_left(&self, lhs: &[T], acc: &mut [T]) {
+        for (a, b) in lhs.iter().zip(acc.iter_mut()) {
+            *b = (self.f)(a, b);
+        }
+    }
+    fn is_commutative(&self) -> bool {
+        self.commutative
+    }
+}
+
+/// A user operation that is associative and commutative: schedules may combine in any order.
+/// (Floating-point addition, for instance, is commutative but not associative: results may
+/// then differ between algorithms, though never between the ranks of one call.)
+pub fn commutative<T: Copy, F: Fn(&T, &T) -> T + Sync>(f: F) -> FnOp<F> {
+    FnOp {
+        f,
+        commutative: true,
+    }
+}
+
+/// A user operation that is associative but not commutative: every algorithm that accepts it
+/// combines exactly x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} in rank order; one that cannot returns an error.
+pub fn non_commutative<T: Copy, F: Fn(&T, &T) -> T + Sync>(f: F) -> FnOp<F> {
+    FnOp {
+        f,
+        commutative: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_orders_and_builtins() {
+        let mut acc = [1u8, 200, 3];
+        Op::<u8>::fold_right(&Sum, &mut acc, &[1, 100, 0]);
+        assert_eq!(acc, [2, 44, 3]);
+        let concat = non_commutative(|a: &u32, b: &u32| a * 10 + b);
+        let mut acc = [2u32];
+        concat.fold_right(&mut acc, &[3]);
+        assert_eq!(acc, [23]);
+        concat.fold_left(&[1], &mut acc);
+        assert_eq!(acc, [33]); // 1 ⊙ 23; the other order would give 231
+        assert!(!concat.is_commutative());
+        let mut m = [0.0f64, -0.0, f64::NAN];
+        Op::<f64>::fold_right(&Min, &mut m, &[-0.0, 0.0, 1.0]);
+        assert_eq!(m[0].to_bits(), (-0.0f64).to_bits());
+        assert_eq!(m[1].to_bits(), (-0.0f64).to_bits());
+        assert_eq!(m[2], 1.0);
+        let mut l = [0i32, 5, 7];
+        Op::<i32>::fold_right(&LogicalAnd, &mut l, &[3, 0, -1]);
+        assert_eq!(l, [0, 0, 1]);
+    }
+}

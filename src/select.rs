@@ -1,0 +1,94 @@
+//! Which algorithm a collective runs: the user's choice, or `Auto`'s.
+//!
+//! `Auto` is provisional until the measured decision tables of the tuning work: short vectors
+//! go by recursive doubling (⌈log₂ p⌉ rounds, latency-bound), long ones by Rabenseifner
+//! (reduce-scatter + allgather, 2·(p−1)/p of the data per rank) or — commutative ops only — the
+//! ring. The switch point is the eager limit: below it every message is one cell copy.
+
+use crate::mailbox::EAGER_MAX;
+
+/// An allreduce algorithm (see `Comm::allreduce_with`). More (the pipelined tree, Träff's
+/// dual-root, the two-tree and the shared-memory direct algorithm) join as they are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Algorithm {
+    /// Let the library choose by rank count, size and operation.
+    #[default]
+    Auto,
+    /// Star: everything to rank 0, combined there in rank order, sent back.
+    Linear,
+    /// Chain 0 → 1 → … → p−1 and back, segmented into blocks that pipeline.
+    Chain,
+    /// Binomial-tree reduce to rank 0, binomial-tree broadcast.
+    Binomial,
+    /// Butterfly exchange, ⌈log₂ p⌉ rounds; any p (the extra ranks fold in first).
+    RecursiveDoubling,
+    /// Reduce-scatter by recursive halving, allgather by recursive doubling; any p.
+    Rabenseifner,
+    /// Ring reduce-scatter and ring allgather, segmented; commutative ops only.
+    Ring,
+}
+
+impl Algorithm {
+    /// A short name (error messages, benchmarks).
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Auto => "auto",
+            Algorithm::Linear => "linear",
+            Algorithm::Chain => "chain",
+            Algorithm::Binomial => "binomial",
+            Algorithm::RecursiveDoubling => "recursive-doubling",
+            Algorithm::Rabenseifner => "rabenseifner",
+            Algorithm::Ring => "ring",
+        }
+    }
+
+    /// The algorithm with id `id`.
+    pub(crate) fn from_id(id: u8) -> Option<Algorithm> {
+        [
+            Algorithm::Auto,
+            Algorithm::Linear,
+            Algorithm::Chain,
+            Algorithm::Binomial,
+            Algorithm::RecursiveDoubling,
+            Algorithm::Rabenseifner,
+            Algorithm::Ring,
+        ]
+        .into_iter()
+        .find(|a| a.id() == id)
+    }
+
+    /// A small number carried in message tags, so that ranks that chose different algorithms
+    /// get a mismatch error instead of talking past each other.
+    pub(crate) fn id(self) -> u8 {
+        self as u8
+    }
+}
+
+/// Pipeline block size of the segmented algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Block {
+    /// Let the library choose.
+    #[default]
+    Auto,
+    /// Blocks of this many elements (at least 1).
+    Elements(usize),
+}
+
+/// `Auto`'s choice for an allreduce of `bytes` bytes per rank on `p` ranks.
+pub(crate) fn choose_allreduce(p: usize, bytes: usize, commutative: bool) -> Algorithm {
+    if p <= 2 || bytes <= EAGER_MAX {
+        Algorithm::RecursiveDoubling
+    } else if commutative {
+        Algorithm::Ring
+    } else {
+        Algorithm::Rabenseifner
+    }
+}
+
+/// Elements per pipeline block of a segmented algorithm when the user said `Block::Auto`:
+/// blocks of about 64 KiB, so that a block is several rendezvous messages' worth of work but
+/// the pipeline still has many stages for long vectors.
+pub(crate) fn auto_block(elem_size: usize) -> usize {
+    ((64 << 10) / elem_size.max(1)).max(1)
+}
