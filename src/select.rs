@@ -27,6 +27,13 @@ pub enum Algorithm {
     Rabenseifner,
     /// Ring reduce-scatter and ring allgather, segmented; commutative ops only.
     Ring,
+    /// Pipelined reduce to the root of one post-order binary tree, then pipelined broadcast,
+    /// in blocks (the baseline of Träff 2021): 2(2h + 2(b − 1)) rounds for b blocks and tree
+    /// height h.
+    PipelinedTree {
+        /// Pipeline block size.
+        block: Block,
+    },
 }
 
 impl Algorithm {
@@ -40,28 +47,51 @@ impl Algorithm {
             Algorithm::RecursiveDoubling => "recursive-doubling",
             Algorithm::Rabenseifner => "rabenseifner",
             Algorithm::Ring => "ring",
+            Algorithm::PipelinedTree { .. } => "pipelined-tree",
         }
     }
 
-    /// The algorithm with id `id`.
+    /// Every algorithm (blocks `Auto`), in id order.
+    pub(crate) const ALL: [Algorithm; 8] = [
+        Algorithm::Auto,
+        Algorithm::Linear,
+        Algorithm::Chain,
+        Algorithm::Binomial,
+        Algorithm::RecursiveDoubling,
+        Algorithm::Rabenseifner,
+        Algorithm::Ring,
+        Algorithm::PipelinedTree { block: Block::Auto },
+    ];
+
+    /// The algorithm with id `id` (blocks `Auto`).
     pub(crate) fn from_id(id: u8) -> Option<Algorithm> {
-        [
-            Algorithm::Auto,
-            Algorithm::Linear,
-            Algorithm::Chain,
-            Algorithm::Binomial,
-            Algorithm::RecursiveDoubling,
-            Algorithm::Rabenseifner,
-            Algorithm::Ring,
-        ]
-        .into_iter()
-        .find(|a| a.id() == id)
+        Algorithm::ALL.into_iter().find(|a| a.id() == id)
     }
 
     /// A small number carried in message tags, so that ranks that chose different algorithms
     /// get a mismatch error instead of talking past each other.
     pub(crate) fn id(self) -> u8 {
-        self as u8
+        match self {
+            Algorithm::Auto => 0,
+            Algorithm::Linear => 1,
+            Algorithm::Chain => 2,
+            Algorithm::Binomial => 3,
+            Algorithm::RecursiveDoubling => 4,
+            Algorithm::Rabenseifner => 5,
+            Algorithm::Ring => 6,
+            Algorithm::PipelinedTree { .. } => 7,
+        }
+    }
+
+    /// Elements per pipeline block for elements of `elem_size` bytes (every algorithm has
+    /// one; those without a `Block` use the automatic size for their segments).
+    pub(crate) fn block_elements(self, elem_size: usize) -> usize {
+        match self {
+            Algorithm::PipelinedTree {
+                block: Block::Elements(n),
+            } => n.max(1),
+            _ => auto_block(elem_size),
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 //! property test over rank count, length and algorithm with a non-commutative op.
 
 use corecoll::op::{self, Op};
-use corecoll::{Algorithm, Comm, Error, Team};
+use corecoll::{Algorithm, Block, Comm, Error, Team};
 use proptest::prelude::*;
 use std::fmt::Debug;
 use std::time::Duration;
@@ -24,7 +24,7 @@ const PS: [usize; 11] = [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33];
 const SOME_PS: [usize; 6] = [1, 2, 3, 5, 8, 17];
 
 /// Every algorithm.
-const ALL: [Algorithm; 7] = [
+const ALL: [Algorithm; 9] = [
     Algorithm::Auto,
     Algorithm::Linear,
     Algorithm::Chain,
@@ -32,16 +32,24 @@ const ALL: [Algorithm; 7] = [
     Algorithm::RecursiveDoubling,
     Algorithm::Rabenseifner,
     Algorithm::Ring,
+    Algorithm::PipelinedTree { block: Block::Auto },
+    Algorithm::PipelinedTree {
+        block: Block::Elements(3),
+    },
 ];
 
 /// The algorithms that accept a non-commutative op (all but the ring).
-const ORDERED: [Algorithm; 6] = [
+const ORDERED: [Algorithm; 8] = [
     Algorithm::Auto,
     Algorithm::Linear,
     Algorithm::Chain,
     Algorithm::Binomial,
     Algorithm::RecursiveDoubling,
     Algorithm::Rabenseifner,
+    Algorithm::PipelinedTree { block: Block::Auto },
+    Algorithm::PipelinedTree {
+        block: Block::Elements(3),
+    },
 ];
 
 /// Elements of a `u64` pipeline block (64 KiB).

@@ -4,3 +4,4 @@
 
 pub(crate) mod allreduce;
 pub(crate) mod barrier;
+pub(crate) mod tree;

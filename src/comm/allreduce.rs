@@ -54,12 +54,13 @@ impl Comm {
             }));
         }
         let t = self.coll("allreduce");
-        self.agree_on_call(&t, tag, alg, buf.len(), type_fingerprint::<T>())?;
+        let block = alg.block_elements(std::mem::size_of::<T>());
+        self.agree_on_call(&t, tag, alg, buf.len(), block, type_fingerprint::<T>())?;
         algorithms::allreduce::run(&t, buf, &op, alg, tag.with_variant(alg.id()))
     }
 
     /// Checks that every rank makes the same call — same algorithm (after `Auto`), same
-    /// length, same element type — before any schedule starts. Each rank posts its descriptor to
+    /// length, same pipeline block, same element type — before any schedule starts. Each rank posts its descriptor to
     /// rank r+1 and reads rank r−1's (one `sendrecv`, which cannot deadlock); if the ranks do
     /// not all agree, some rank differs from its left neighbour and fails the run, which ends
     /// every other rank's call. Without this, ranks that picked different schedules could all
@@ -70,24 +71,30 @@ impl Comm {
         tag: Tag,
         alg: Algorithm,
         len: usize,
+        block: usize,
         elem_fp: u64,
     ) -> Result<()> {
         let (p, r) = (self.size(), self.rank());
         if p == 1 {
             return Ok(());
         }
-        let mine = [(len as u64) << 8 | u64::from(alg.id()), elem_fp];
-        let mut left = [0u64; 2];
+        let mine = [
+            (len as u64) << 8 | u64::from(alg.id()),
+            elem_fp,
+            block as u64,
+        ];
+        let mut left = [0u64; 3];
         t.sendrecv((r + 1) % p, &mine, (r + p - 1) % p, &mut left, tag)?;
         if left != mine {
-            let describe = |d: &[u64; 2]| {
+            let describe = |d: &[u64; 3]| {
                 let alg = Algorithm::from_id((d[0] & 0xff) as u8).map_or("?", Algorithm::name);
                 format!(
-                    "allreduce of {} elements with the {alg} algorithm",
-                    d[0] >> 8
+                    "allreduce of {} elements with the {alg} algorithm in blocks of {}",
+                    d[0] >> 8,
+                    d[2]
                 )
             };
-            let found = if left[0] == mine[0] {
+            let found = if left[0] == mine[0] && left[2] == mine[2] {
                 "the same call with another element type".to_string()
             } else {
                 describe(&left)

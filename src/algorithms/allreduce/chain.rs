@@ -29,6 +29,7 @@
 //! waiting for a block the other never sends. Each edge carries its blocks in order, up edges
 //! r → r+1 in the up phase and down edges r+1 → r in the down phase.
 
+use super::{block_range, pipeline_blocks};
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{Elem, Tag, Transport};
@@ -60,12 +61,6 @@ pub(crate) fn chain<Tr: Transport, T: Elem, O: Op<T>>(
 /// copied over it.
 type Combine<'a, T> = Option<&'a mut dyn FnMut(&mut [T], &[T])>;
 
-/// The elements of block `k` of a vector of `n` elements in blocks of `block`.
-fn block_range(n: usize, block: usize, k: usize) -> std::ops::Range<usize> {
-    let start = (k * block).min(n);
-    start..start.saturating_add(block).min(n)
-}
-
 /// One pipelined pass through this rank: each block is received from `src` (if any) — into
 /// `buf` by `combine` if given, else copied over it — and then sent on to `dest` (if any), the
 /// send of block k overlapping the receive of block k + 1.
@@ -80,7 +75,7 @@ fn relay<Tr: Transport, T: Elem>(
 ) -> Result<()> {
     let n = buf.len();
     // The full blocks and then the short one (possibly empty): see the module docs.
-    let blocks = n / block + 1;
+    let blocks = pipeline_blocks(n, block);
     match (src, dest) {
         (None, None) => Ok(()),
         (None, Some(dest)) => {

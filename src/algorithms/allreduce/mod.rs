@@ -10,13 +10,14 @@
 mod binomial;
 mod chain;
 mod linear;
+mod pipelined_tree;
 mod rabenseifner;
 mod recursive_doubling;
 mod ring;
 
 use crate::error::Result;
 use crate::op::Op;
-use crate::select::{auto_block, Algorithm};
+use crate::select::Algorithm;
 use crate::transport::{Elem, Tag, Transport};
 use std::ops::Range;
 
@@ -34,6 +35,21 @@ pub(super) fn elements(n: usize, parts: usize, blocks: Range<usize>) -> Range<us
     block_start(n, parts, blocks.start)..block_start(n, parts, blocks.end)
 }
 
+/// Number of pipeline blocks of a vector of `n` elements cut into blocks of `block`: all the
+/// full blocks plus one final block of `n mod block` elements, which is empty when `block`
+/// divides `n` (and is the only block of an empty vector). Because only the last block is
+/// short, ranks whose lengths differ never agree on a sequence of message lengths, so a
+/// length mistake shows as a mismatch rather than a missing message.
+pub(super) fn pipeline_blocks(n: usize, block: usize) -> usize {
+    n / block + 1
+}
+
+/// The elements of pipeline block `k` (see [`pipeline_blocks`]).
+pub(super) fn block_range(n: usize, block: usize, k: usize) -> Range<usize> {
+    let start = k.saturating_mul(block).min(n);
+    start..start.saturating_add(block).min(n)
+}
+
 /// Runs allreduce `alg` (not `Auto`) on `buf`.
 pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
@@ -42,7 +58,7 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     alg: Algorithm,
     tag: Tag,
 ) -> Result<()> {
-    let block = auto_block(std::mem::size_of::<T>());
+    let block = alg.block_elements(std::mem::size_of::<T>());
     match alg {
         Algorithm::Auto | Algorithm::Linear => linear::linear(t, buf, op, tag),
         Algorithm::Chain => chain::chain(t, buf, op, block, tag),
@@ -50,5 +66,6 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
         Algorithm::RecursiveDoubling => recursive_doubling::recursive_doubling(t, buf, op, tag),
         Algorithm::Rabenseifner => rabenseifner::rabenseifner(t, buf, op, tag),
         Algorithm::Ring => ring::ring(t, buf, op, block, tag),
+        Algorithm::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, op, block, tag),
     }
 }
