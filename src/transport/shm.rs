@@ -162,6 +162,20 @@ impl<'a> ShmTransport<'a> {
         }))
     }
 
+    /// Takes the front message of `mb` (from `src`, already checked against what is expected)
+    /// with `read`, and wakes `src` afterwards — even if `read` unwinds — since it may wait for
+    /// the cell or for the acknowledgement. A message its sender withdrew (the run failed)
+    /// is the run's failure.
+    fn take_from<R>(
+        &self,
+        mb: &Mailbox,
+        src: usize,
+        read: impl FnOnce(*const u8) -> R,
+    ) -> Result<R> {
+        let _wake = WakeOnDrop(self, src);
+        mb.take(read).map_err(|_withdrawn| self.aborted())
+    }
+
     /// The error for a message that is not the one expected: `found` against `expect`, for
     /// elements of type `T` on this side.
     fn mismatch<T: Elem>(&self, src: usize, expect: &Header, found: &Header) -> Error {
@@ -249,13 +263,9 @@ impl<'a> ShmTransport<'a> {
                         break Err(mismatch(self, src, &expect, &found));
                     }
                     let f = read.take().expect("reader present");
-                    let taken = {
-                        let _wake = WakeOnDrop(self, src);
-                        mb.take(f)
-                    };
-                    match taken {
+                    match self.take_from(mb, src, f) {
                         Ok(r) => result = Some(r),
-                        Err(_withdrawn) => break Err(self.aborted()),
+                        Err(e) => break Err(e),
                     }
                     progressed = true;
                 }
@@ -395,13 +405,7 @@ impl ShmTransport<'_> {
                 let expect = header_of::<T>(tag, n);
                 loop {
                     match mb.front() {
-                        Some(h) if h == expect => {
-                            let _wake = WakeOnDrop(self, src);
-                            return match mb.take(read) {
-                                Ok(_) => Ok(()),
-                                Err(_withdrawn) => Err(self.aborted()),
-                            };
-                        }
+                        Some(h) if h == expect => return self.take_from(mb, src, read).map(drop),
                         Some(_) => break,
                         None if src == me => break,
                         None => self.wait(&[src], || mb.front().is_some())?,

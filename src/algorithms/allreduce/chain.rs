@@ -15,21 +15,14 @@
 //! left of its own (`Op::fold_left`), so rank p−1 ends with x₀ ⊙ … ⊙ x_{p−1} exactly, for any
 //! associative op; every other rank gets a copy of its bits.
 //!
-//! **Overlap.** A middle rank sends block k on while it receives block k+1
-//! (`sendrecv_reduce` up, `sendrecv` down, on disjoint blocks): a rendezvous send lends the
-//! block to the successor, which reduces straight from it while this rank reduces the next
-//! block straight from its predecessor. Every step waits only on a lower rank at the same
-//! step or a higher rank two steps back (up; mirrored down), so the schedule cannot deadlock.
-//!
-//! **Blocks.** Block k is `buf[k·B .. (k+1)·B]`; the blocks are all the full ones followed by
-//! one shorter block of the remaining n mod B elements — empty when B divides n, and the only
-//! block when n < B (so an empty vector still sends one empty message per hop). Since only the
-//! last block is shorter than B, no rank's sequence of block lengths is a prefix of another's:
-//! ranks whose lengths differ meet a length mismatch on some message rather than one of them
-//! waiting for a block the other never sends. Each edge carries its blocks in order, up edges
-//! r → r+1 in the up phase and down edges r+1 → r in the down phase.
+//! **Shape.** The chain is the tree in which rank r's only child is r − 1 and its parent is
+//! r + 1, so both passes are the pipelined reduce and broadcast of [`super::pipeline`], which
+//! the binary-tree allreduce runs over its own tree: a middle rank reduces block k straight
+//! from its predecessor while its successor reduces block k − 1 straight from it, blocks are
+//! cut so that ranks with different lengths meet a mismatch, and neither pass can deadlock
+//! (argued there).
 
-use super::{block_range, pipeline_blocks};
+use super::pipeline::{broadcast, reduce};
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{Elem, Tag, Transport};
@@ -52,82 +45,10 @@ pub(crate) fn chain<Tr: Transport, T: Elem, O: Op<T>>(
     let succ = (r + 1 < p).then_some(r + 1);
     // Up: the prefix from the predecessor goes on the left of what this rank holds.
     let mut up = |acc: &mut [T], inc: &[T]| op.fold_left(inc, acc);
-    relay(t, buf, block, pred, succ, tag, Some(&mut up))?;
-    // Down: the result, copied.
-    relay(t, buf, block, succ, pred, tag, None)
-}
-
-/// How a pass treats what it receives: combined into the buffer by the function, or (`None`)
-/// copied over it.
-type Combine<'a, T> = Option<&'a mut dyn FnMut(&mut [T], &[T])>;
-
-/// One pipelined pass through this rank: each block is received from `src` (if any) — into
-/// `buf` by `combine` if given, else copied over it — and then sent on to `dest` (if any), the
-/// send of block k overlapping the receive of block k + 1.
-fn relay<Tr: Transport, T: Elem>(
-    t: &Tr,
-    buf: &mut [T],
-    block: usize,
-    src: Option<usize>,
-    dest: Option<usize>,
-    tag: Tag,
-    mut combine: Combine<'_, T>,
-) -> Result<()> {
-    let n = buf.len();
-    // The full blocks and then the short one (possibly empty): see the module docs.
-    let blocks = pipeline_blocks(n, block);
-    match (src, dest) {
-        (None, None) => Ok(()),
-        (None, Some(dest)) => {
-            for k in 0..blocks {
-                t.send(dest, tag, &buf[block_range(n, block, k)])?;
-            }
-            Ok(())
-        }
-        (Some(src), None) => {
-            for k in 0..blocks {
-                let acc = &mut buf[block_range(n, block, k)];
-                receive(t, src, tag, acc, &mut combine)?;
-            }
-            Ok(())
-        }
-        (Some(src), Some(dest)) => {
-            receive(
-                t,
-                src,
-                tag,
-                &mut buf[block_range(n, block, 0)],
-                &mut combine,
-            )?;
-            for k in 1..blocks {
-                let (prev, next) = (block_range(n, block, k - 1), block_range(n, block, k));
-                // Block k − 1 (done, sent on) and block k (being received) are disjoint.
-                let (done, rest) = buf.split_at_mut(next.start);
-                let send = &done[prev];
-                let acc = &mut rest[..next.len()];
-                match combine.as_deref_mut() {
-                    Some(f) => t.sendrecv_reduce(dest, send, src, acc, tag, f)?,
-                    None => t.sendrecv(dest, send, src, acc, tag)?,
-                }
-            }
-            t.send(dest, tag, &buf[block_range(n, block, blocks - 1)])
-        }
-    }
-}
-
-/// Receives `acc.len()` elements from `src` into `acc`: combined by `combine` if given,
-/// otherwise copied.
-fn receive<Tr: Transport, T: Elem>(
-    t: &Tr,
-    src: usize,
-    tag: Tag,
-    acc: &mut [T],
-    combine: &mut Combine<'_, T>,
-) -> Result<()> {
-    match combine.as_deref_mut() {
-        Some(f) => t.recv_reduce(src, tag, acc, f),
-        None => t.recv(src, tag, acc),
-    }
+    // The chain is the tree in which rank r's one child is r − 1 and its parent r + 1.
+    reduce(t, buf, block, succ, pred, None, tag, &mut up)?;
+    // Down: the result, copied, with the same overlap.
+    broadcast(t, buf, block, succ, [None, pred], tag)
 }
 
 #[cfg(all(test, not(loom)))]

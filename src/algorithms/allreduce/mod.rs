@@ -10,6 +10,7 @@
 mod binomial;
 mod chain;
 mod linear;
+mod pipeline;
 mod pipelined_tree;
 mod rabenseifner;
 mod recursive_doubling;

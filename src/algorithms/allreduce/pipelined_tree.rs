@@ -24,30 +24,10 @@
 //! broadcast, step k sends block k − 1 to the second child (the right one), then sends it to
 //! the left child while receiving block k from the parent (`sendrecv`).
 //!
-//! **Blocks.** Cut as in [`super::chain`]: all full blocks of B elements, then one block of the
-//! remaining n mod B elements — possibly empty, and the only block when n < B, so an empty
-//! vector still sends one empty message per edge and direction. Only the last block is
-//! short, so ranks whose lengths differ meet a length mismatch rather than one waiting for a
-//! block the other never sends.
-//!
-//! **No deadlock.** Every directed edge carries its blocks in order, and a posted send can be
-//! taken by its receiver while the sender waits on the receive of the same `sendrecv`.
-//! Write m(c, k) for block k on the edge from c to its parent q in the reduce. Its send is
-//! posted once c has finished its steps up to k, which needs only blocks < k anywhere and
-//! block k from c's own children; its receive is posted once q has finished its steps
-//! before k and, if c is q's left child of two, received block k from the right child.
-//! So m(c, k) waits only for messages of smaller (k, height of sender, left-after-right)
-//! — a right sibling's subtree is never taller than the left one's — and the order is
-//! well-founded: every message is delivered. In the broadcast, block k on the edge q → c
-//! waits only for blocks < k, for block k on the edges above q, and (for the left child) for
-//! block k on q's edge to its right child: smaller (k, depth of receiver,
-//! left-after-right). A rank starts the broadcast only after its reduce, and reduce messages
-//! never wait for broadcast ones (they use the other direction of each edge), so the two
-//! phases cannot wait on each other in a cycle either. This holds for every p (a rank with
-//! one child has a left child only and skips the second receive and send) and every number
-//! of blocks.
+//! **Blocks** and **no deadlock**: the pipelined reduce and broadcast are shared with the chain
+//! and argued in [`super::pipeline`].
 
-use super::{block_range, pipeline_blocks};
+use super::pipeline::{broadcast, reduce};
 use crate::algorithms::tree;
 use crate::error::Result;
 use crate::op::Op;
@@ -80,81 +60,6 @@ pub(crate) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
     // The broadcast serves the right child (if any) first, then the left one, whose send
     // overlaps the receive from the parent.
     broadcast(t, buf, block, parent, [right, left], tag)
-}
-
-/// The pipelined reduce: each block is combined with `first`'s and then `second`'s partial
-/// result (by `combine`) and sent to `parent`, the send of block k − 1 overlapping the
-/// receive of block k from `first`.
-#[allow(clippy::too_many_arguments)]
-fn reduce<Tr: Transport, T: Elem>(
-    t: &Tr,
-    buf: &mut [T],
-    block: usize,
-    parent: Option<usize>,
-    first: Option<usize>,
-    second: Option<usize>,
-    tag: Tag,
-    combine: &mut dyn FnMut(&mut [T], &[T]),
-) -> Result<()> {
-    let n = buf.len();
-    // The full blocks and then the short one (possibly empty): see the module docs.
-    let blocks = pipeline_blocks(n, block);
-    for k in 0..blocks {
-        let cur = block_range(n, block, k);
-        // Block k − 1 (finished, going up) and block k (being combined) are disjoint.
-        let (done, rest) = buf.split_at_mut(cur.start);
-        let acc = &mut rest[..cur.len()];
-        let prev = (k > 0).then(|| &done[block_range(n, block, k - 1)]);
-        match (parent.zip(prev), first) {
-            (Some((q, send)), Some(c)) => t.sendrecv_reduce(q, send, c, acc, tag, combine)?,
-            (Some((q, send)), None) => t.send(q, tag, send)?,
-            (None, Some(c)) => t.recv_reduce(c, tag, acc, combine)?,
-            (None, None) => {}
-        }
-        if let Some(c) = second {
-            t.recv_reduce(c, tag, acc, combine)?;
-        }
-    }
-    match parent {
-        Some(q) => t.send(q, tag, &buf[block_range(n, block, blocks - 1)]),
-        None => Ok(()),
-    }
-}
-
-/// The pipelined broadcast: each block is received from `parent` (the root has none) and sent
-/// on to `children` in order, the send of block k − 1 to the last child overlapping the
-/// receive of block k.
-fn broadcast<Tr: Transport, T: Elem>(
-    t: &Tr,
-    buf: &mut [T],
-    block: usize,
-    parent: Option<usize>,
-    children: [Option<usize>; 2],
-    tag: Tag,
-) -> Result<()> {
-    let n = buf.len();
-    let blocks = pipeline_blocks(n, block);
-    let [early, last] = children;
-    for k in 0..blocks {
-        let cur = block_range(n, block, k);
-        let (done, rest) = buf.split_at_mut(cur.start);
-        let recv = &mut rest[..cur.len()];
-        let prev = (k > 0).then(|| &done[block_range(n, block, k - 1)]);
-        if let (Some(c), Some(send)) = (early, prev) {
-            t.send(c, tag, send)?;
-        }
-        match (parent, last.zip(prev)) {
-            (Some(q), Some((c, send))) => t.sendrecv(c, send, q, recv, tag)?,
-            (Some(q), None) => t.recv(q, tag, recv)?,
-            (None, Some((c, send))) => t.send(c, tag, send)?,
-            (None, None) => {}
-        }
-    }
-    let end = &buf[block_range(n, block, blocks - 1)];
-    for c in children.into_iter().flatten() {
-        t.send(c, tag, end)?;
-    }
-    Ok(())
 }
 
 #[cfg(all(test, not(loom)))]
