@@ -7,8 +7,7 @@
 
 use crate::mailbox::EAGER_MAX;
 
-/// An allreduce algorithm (see `Comm::allreduce_with`). More (the pipelined tree, Träff's
-/// dual-root, the two-tree and the shared-memory direct algorithm) join as they are built.
+/// An allreduce algorithm (see `Comm::allreduce_with`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum Algorithm {
@@ -34,6 +33,24 @@ pub enum Algorithm {
         /// Pipeline block size.
         block: Block,
     },
+    /// Träff 2021's doubly-pipelined dual-root algorithm: two post-order binary trees whose
+    /// roots exchange, every edge carrying partial results up and final blocks down at once;
+    /// (4h − 3 + 3(b − 1)) rounds for b blocks on trees of p = 2^h − 2 ranks.
+    DualRoot {
+        /// Pipeline block size.
+        block: Block,
+    },
+    /// Sanders, Speck and Träff 2009's two-tree algorithm: two binary trees in which every
+    /// rank is interior in at most one, each carrying half of the vector, reduce then
+    /// broadcast scheduled on a 2-colouring of the edges.
+    TwoTree {
+        /// Pipeline block size.
+        block: Block,
+    },
+    /// Shared memory only: each rank reduces its own slice of the vector reading all p
+    /// buffers in rank order and writes the result into all p buffers (2pS bytes moved, the
+    /// lower bound); two synchronisations.
+    Direct,
 }
 
 impl Algorithm {
@@ -48,11 +65,14 @@ impl Algorithm {
             Algorithm::Rabenseifner => "rabenseifner",
             Algorithm::Ring => "ring",
             Algorithm::PipelinedTree { .. } => "pipelined-tree",
+            Algorithm::DualRoot { .. } => "dual-root",
+            Algorithm::TwoTree { .. } => "two-tree",
+            Algorithm::Direct => "direct",
         }
     }
 
     /// Every algorithm (blocks `Auto`), in id order.
-    pub(crate) const ALL: [Algorithm; 8] = [
+    pub(crate) const ALL: [Algorithm; 11] = [
         Algorithm::Auto,
         Algorithm::Linear,
         Algorithm::Chain,
@@ -61,6 +81,9 @@ impl Algorithm {
         Algorithm::Rabenseifner,
         Algorithm::Ring,
         Algorithm::PipelinedTree { block: Block::Auto },
+        Algorithm::DualRoot { block: Block::Auto },
+        Algorithm::TwoTree { block: Block::Auto },
+        Algorithm::Direct,
     ];
 
     /// The algorithm with id `id` (blocks `Auto`).
@@ -80,6 +103,9 @@ impl Algorithm {
             Algorithm::Rabenseifner => 5,
             Algorithm::Ring => 6,
             Algorithm::PipelinedTree { .. } => 7,
+            Algorithm::DualRoot { .. } => 8,
+            Algorithm::TwoTree { .. } => 9,
+            Algorithm::Direct => 10,
         }
     }
 
@@ -88,6 +114,12 @@ impl Algorithm {
     pub(crate) fn block_elements(self, elem_size: usize) -> usize {
         match self {
             Algorithm::PipelinedTree {
+                block: Block::Elements(n),
+            }
+            | Algorithm::DualRoot {
+                block: Block::Elements(n),
+            }
+            | Algorithm::TwoTree {
                 block: Block::Elements(n),
             } => n.max(1),
             _ => auto_block(elem_size),

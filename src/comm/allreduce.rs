@@ -56,7 +56,11 @@ impl Comm {
         let t = self.coll("allreduce");
         let block = alg.block_elements(std::mem::size_of::<T>());
         self.agree_on_call(&t, tag, alg, buf.len(), block, type_fingerprint::<T>())?;
-        algorithms::allreduce::run(&t, buf, &op, alg, tag.with_variant(alg.id()))
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            Algorithm::Direct => algorithms::allreduce::direct::direct(self, None, buf, &op, tag),
+            _ => algorithms::allreduce::run(&t, buf, &op, alg, tag),
+        }
     }
 
     /// Checks that every rank makes the same call — same algorithm (after `Auto`), same

@@ -9,12 +9,15 @@
 
 mod binomial;
 mod chain;
+pub(crate) mod direct;
+mod dual_root;
 mod linear;
 mod pipeline;
 mod pipelined_tree;
 mod rabenseifner;
 mod recursive_doubling;
 mod ring;
+mod two_tree;
 
 use crate::error::Result;
 use crate::op::Op;
@@ -68,5 +71,8 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
         Algorithm::Rabenseifner => rabenseifner::rabenseifner(t, buf, op, tag),
         Algorithm::Ring => ring::ring(t, buf, op, block, tag),
         Algorithm::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, op, block, tag),
+        Algorithm::DualRoot { .. } => dual_root::dual_root(t, buf, op, block, tag),
+        Algorithm::TwoTree { .. } => two_tree::two_tree(t, buf, op, block, tag),
+        Algorithm::Direct => unreachable!("Direct runs on the communicator, not a transport"),
     }
 }
