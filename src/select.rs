@@ -109,22 +109,105 @@ impl Algorithm {
         }
     }
 
-    /// Elements per pipeline block for elements of `elem_size` bytes (every algorithm has
-    /// one; those without a `Block` use the automatic size for their segments).
-    pub(crate) fn block_elements(self, elem_size: usize) -> usize {
-        match self {
+    /// Elements per pipeline block (or ring piece) for `n` elements of `elem_size` bytes on
+    /// `p` ranks: the user's `Block::Elements`, or for `Block::Auto` the pipelining lemma
+    /// ([`lemma_block`]) with this algorithm's step counts. Algorithms without a pipeline get
+    /// the cache cap ([`MAX_AUTO_BLOCK`]) as their segment size.
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        let (a, c) = match self {
             Algorithm::PipelinedTree {
-                block: Block::Elements(n),
+                block: Block::Elements(b),
             }
             | Algorithm::DualRoot {
-                block: Block::Elements(n),
+                block: Block::Elements(b),
             }
             | Algorithm::TwoTree {
-                block: Block::Elements(n),
-            } => n.max(1),
-            _ => auto_block(elem_size),
+                block: Block::Elements(b),
+            } => return b.max(1),
+            // Träff 2021: 2(2h + 2(b − 1)) steps for a tree of 2^h − 1 ranks (height h − 1).
+            Algorithm::PipelinedTree { .. } => (4 * tree_height(p), 4),
+            // Träff 2021: 4h − 3 + 3(b − 1) steps for two trees of 2^(h−1) − 1 ranks each
+            // (height h − 2); two single-rank trees (p ≤ 3) gain nothing from pipelining.
+            Algorithm::DualRoot { .. } => {
+                let h = tree_height(p.div_ceil(2));
+                (if h == 0 { 0 } else { 4 * h + 2 }, 3)
+            }
+            // Reduce and broadcast through two trees of height about log₂ p, each step moving
+            // one block: 2(2h + b) steps.
+            Algorithm::TwoTree { .. } => (4 * (tree_height(p) + 1), 2),
+            // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps.
+            Algorithm::Chain => (2 * p.saturating_sub(2), 2),
+            _ => (0, 1),
+        };
+        lemma_block(a, c, n, elem_size, costs)
+    }
+}
+
+/// Height ⌊log₂ n⌋ of a balanced binary tree of `n ≥ 1` ranks (0 for `n ≤ 1`).
+fn tree_height(n: usize) -> usize {
+    n.max(1).ilog2() as usize
+}
+
+/// The largest block `Block::Auto` picks: 128 KiB. The lemma counts messages only; a cap keeps
+/// the block being combined (and the root's side buffer) inside the L2 cache (2 MiB per core
+/// on the machine measured), so long vectors are not streamed through memory twice.
+pub(crate) const MAX_AUTO_BLOCK: usize = 128 << 10;
+
+/// The cost constants of the pipelining lemma: start-up time per message (α) and time per
+/// byte (β) of a single-copy transfer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Costs {
+    /// Nanoseconds per message.
+    pub alpha_ns: f64,
+    /// Nanoseconds per byte.
+    pub beta_ns: f64,
+}
+
+impl Costs {
+    /// A rank per core, measured on the development machine (docs/benchmarks.md): an 8-byte
+    /// message takes about 100 ns one way, a 1 MiB one 73 µs (0.07 ns per byte).
+    pub(crate) const DEDICATED: Costs = Costs {
+        alpha_ns: 100.0,
+        beta_ns: 0.07,
+    };
+    /// More ranks than cores: a message usually waits for its peer to be scheduled; a barrier
+    /// round of 8 ranks on 2 cores takes about 3 µs (docs/benchmarks.md).
+    pub(crate) const OVERSUBSCRIBED: Costs = Costs {
+        alpha_ns: 3000.0,
+        beta_ns: 0.07,
+    };
+
+    /// The defaults for a team that is (or is not) oversubscribed.
+    pub(crate) fn for_team(oversubscribed: bool) -> Costs {
+        if oversubscribed {
+            Costs::OVERSUBSCRIBED
+        } else {
+            Costs::DEDICATED
         }
     }
+}
+
+/// The pipelining lemma (Träff 2021, §1.2): a pipeline of `a + c·b` steps of α + βm/b each
+/// over b blocks of an m-byte vector takes (a + cb)(α + βm/b), least at b* = √(aβm / (cα)).
+/// Returns the block size in elements for b* blocks of `n` elements of `elem_size` bytes,
+/// capped at [`MAX_AUTO_BLOCK`] bytes and at least one element. With `a = 0` (nothing to fill)
+/// one block would do, so the cap decides.
+pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs: Costs) -> usize {
+    let elem = elem_size.max(1);
+    let cap = (MAX_AUTO_BLOCK / elem).max(1);
+    let m = (n * elem) as f64;
+    let blocks = (a as f64 * costs.beta_ns * m / (c.max(1) as f64 * costs.alpha_ns)).sqrt();
+    if blocks < 1.0 {
+        return n.clamp(1, cap);
+    }
+    let per_block = (n as f64 / blocks).ceil() as usize;
+    per_block.clamp(1, cap)
 }
 
 /// Pipeline block size of the segmented algorithms.
@@ -148,9 +231,52 @@ pub(crate) fn choose_allreduce(p: usize, bytes: usize, commutative: bool) -> Alg
     }
 }
 
-/// Elements per pipeline block of a segmented algorithm when the user said `Block::Auto`:
-/// blocks of about 64 KiB, so that a block is several rendezvous messages' worth of work but
-/// the pipeline still has many stages for long vectors.
-pub(crate) fn auto_block(elem_size: usize) -> usize {
-    ((64 << 10) / elem_size.max(1)).max(1)
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The lemma's block is within 1..=cap, and a longer vector never gets smaller blocks
+        /// on the same pipeline.
+        #[test]
+        fn lemma_block_is_bounded_and_monotone(a in 0usize..200, c in 1usize..5, n in 0usize..1 << 26, e in 1usize..17) {
+            for costs in [Costs::DEDICATED, Costs::OVERSUBSCRIBED] {
+                let b = lemma_block(a, c, n, e, costs);
+                prop_assert!(b >= 1 && b * e <= MAX_AUTO_BLOCK.max(e));
+                prop_assert!(lemma_block(a, c, 2 * n + 1, e, costs) >= b);
+            }
+        }
+    }
+
+    /// The lemma's optimum: b* = √(aβm/(cα)) blocks.
+    #[test]
+    fn lemma_block_matches_the_formula() {
+        let costs = Costs {
+            alpha_ns: 100.0,
+            beta_ns: 0.1,
+        };
+        // a = 10, c = 3, m = 3 MB: b* = √(10 · 0.1 · 3e6 / 300) = 100 blocks of 30 000 bytes.
+        assert_eq!(lemma_block(10, 3, 3_000_000, 1, costs), 30_000);
+        // Nothing to fill: one block, up to the cap.
+        assert_eq!(lemma_block(0, 3, 1000, 8, costs), 1000);
+        assert_eq!(lemma_block(0, 3, 1 << 20, 8, costs), MAX_AUTO_BLOCK / 8);
+        assert_eq!(lemma_block(5, 2, 0, 8, costs), 1);
+    }
+
+    /// `Block::Elements` is taken as given; every id round-trips.
+    #[test]
+    fn explicit_blocks_and_ids() {
+        let alg = Algorithm::DualRoot {
+            block: Block::Elements(7),
+        };
+        assert_eq!(alg.block_elements(9, 1000, 8, Costs::DEDICATED), 7);
+        let alg = Algorithm::TwoTree {
+            block: Block::Elements(0),
+        };
+        assert_eq!(alg.block_elements(9, 1000, 8, Costs::DEDICATED), 1);
+        for a in Algorithm::ALL {
+            assert_eq!(Algorithm::from_id(a.id()), Some(a));
+        }
+    }
 }

@@ -32,6 +32,21 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        self.allreduce_impl(None, buf, op, algorithm)
+    }
+
+    /// The allreduce behind every entry point: `send` is the input when out of place.
+    fn allreduce_impl<T, O>(
+        &self,
+        send: Option<&[T]>,
+        buf: &mut [T],
+        op: O,
+        algorithm: Algorithm,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
         self.enter("allreduce")?;
         let tag = self.next_tag(Kind::Allreduce);
         let alg = match algorithm {
@@ -54,12 +69,27 @@ impl Comm {
             }));
         }
         let t = self.coll("allreduce");
-        let block = alg.block_elements(std::mem::size_of::<T>());
-        self.agree_on_call(&t, tag, alg, buf.len(), block, type_fingerprint::<T>())?;
+        let costs = select::Costs::for_team(self.run().ranks.policy.oversubscribed);
+        let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
+        // At p = 2, recursive doubling is one exchange of the whole vector, and its message
+        // carries what the check compares: the algorithm (tag variant), element type and
+        // length, all checked by the receiving mailbox. Every other choice starts with the
+        // check's own exchange, whose message has another tag, so either rank's first receive
+        // meets the other's first message and a disagreement is an error on both; the check
+        // would only double the latency of the shortest allreduce.
+        if !(self.size() == 2 && alg == Algorithm::RecursiveDoubling) {
+            self.agree_on_call(&t, tag, alg, buf.len(), block, type_fingerprint::<T>())?;
+        }
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Algorithm::Direct => algorithms::allreduce::direct::direct(self, None, buf, &op, tag),
-            _ => algorithms::allreduce::run(&t, buf, &op, alg, tag),
+        match (alg, send) {
+            (Algorithm::Direct, _) => {
+                algorithms::allreduce::direct::direct(self, send, buf, &op, tag)
+            }
+            (_, Some(send)) => {
+                buf.copy_from_slice(send);
+                algorithms::allreduce::run(&t, buf, &op, alg, block, tag)
+            }
+            (_, None) => algorithms::allreduce::run(&t, buf, &op, alg, block, tag),
         }
     }
 
@@ -133,7 +163,6 @@ impl Comm {
                 ),
             }));
         }
-        recv.copy_from_slice(send);
-        self.allreduce(recv, op)
+        self.allreduce_impl(Some(send), recv, op, Algorithm::Auto)
     }
 }

@@ -106,6 +106,8 @@ pub(crate) struct WaitPolicy {
     pub spins: u32,
     /// How long to keep polling with `yield_now` between polls once spinning is over.
     pub yield_for: Duration,
+    /// Whether the team has more ranks than cores (schedules' cost estimates use it).
+    pub oversubscribed: bool,
 }
 
 impl WaitPolicy {
@@ -114,18 +116,21 @@ impl WaitPolicy {
     pub(crate) const DEDICATED: WaitPolicy = WaitPolicy {
         spins: 2048,
         yield_for: Duration::from_micros(200),
+        oversubscribed: false,
     };
     /// More ranks than cores: the peer we wait for probably needs our core, so poll only a
     /// few times and hand the core over.
     pub(crate) const OVERSUBSCRIBED: WaitPolicy = WaitPolicy {
         spins: 8,
         yield_for: Duration::from_micros(200),
+        oversubscribed: true,
     };
     /// A worker between runs: catch a run that follows at once (a benchmark loop), otherwise
     /// sleep soon so that an idle team costs nothing.
     pub(crate) const IDLE: WaitPolicy = WaitPolicy {
         spins: 256,
         yield_for: Duration::from_micros(50),
+        oversubscribed: false,
     };
 
     /// The policy for `ranks` threads on `cores` cores, overridden field by field by the

@@ -17,6 +17,8 @@ mod pipelined_tree;
 mod rabenseifner;
 mod recursive_doubling;
 mod ring;
+#[cfg(all(test, not(loom)))]
+mod testkit;
 mod two_tree;
 
 use crate::error::Result;
@@ -54,15 +56,16 @@ pub(super) fn block_range(n: usize, block: usize, k: usize) -> Range<usize> {
     start..start.saturating_add(block).min(n)
 }
 
-/// Runs allreduce `alg` (not `Auto`) on `buf`.
+/// Runs allreduce `alg` (not `Auto`, not `Direct`) on `buf`, in pipeline blocks (or ring
+/// pieces) of `block` elements.
 pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     buf: &mut [T],
     op: &O,
     alg: Algorithm,
+    block: usize,
     tag: Tag,
 ) -> Result<()> {
-    let block = alg.block_elements(std::mem::size_of::<T>());
     match alg {
         Algorithm::Auto | Algorithm::Linear => linear::linear(t, buf, op, tag),
         Algorithm::Chain => chain::chain(t, buf, op, block, tag),

@@ -64,120 +64,24 @@ pub(crate) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::*;
-    use crate::op::{non_commutative, Sum};
-    use crate::select::{Algorithm, Block};
+    use super::super::testkit::{self, schedule};
+    use crate::select::Algorithm;
 
-    const PS: [usize; 18] = [
-        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 33,
-    ];
+    schedule!(PipelinedTree, super::pipelined_tree);
 
-    /// Element counts for blocks of `block`: empty, one, just under, at and over one block,
-    /// and several blocks with a remainder.
-    fn counts(block: usize) -> Vec<usize> {
-        let mut c = vec![0, 1, block - 1, block, block + 1, 5 * block + 2];
-        c.sort_unstable();
-        c.dedup();
-        c
-    }
-
-    /// Rank r contributes the span (r, r + 1) at every element; spans only combine when
-    /// adjacent (the op panics otherwise), so the result is (0, p) exactly when every
-    /// combination was in rank order.
     #[test]
     fn non_commutative_spans_in_rank_order_for_every_block_size() {
-        let span = non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
-            assert_eq!(a.1, b.0, "operands out of rank order");
-            (a.0, b.1)
-        });
-        for p in PS {
-            for block in [1usize, 4, 64] {
-                for n in counts(block) {
-                    let out = crate::run(p, |comm| {
-                        let r = comm.rank() as u32;
-                        let mut v = vec![(r, r + 1); n];
-                        pipelined_tree(&comm.coll("test"), &mut v, &span, block, Tag::P2P)
-                            .map(|()| v)
-                    })
-                    .unwrap();
-                    for v in out {
-                        let want = vec![(0, p as u32); n];
-                        assert_eq!(v.unwrap(), want, "p={p} block={block} n={n}");
-                    }
-                }
-            }
-        }
+        testkit::spans_in_rank_order(&PipelinedTree);
     }
 
-    /// Float sums are bit-identical on every rank (and integer sums exact), with small blocks
-    /// and through the public API with automatic and explicit blocks.
     #[test]
     fn f64_sums_bit_identical_on_every_rank() {
-        let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as f64 / 7.0 - 50.0;
-        for p in PS {
-            for n in [0usize, 1, 2, p + 1, 9, 1001, 8192 * 2 + 7] {
-                let want_u: Vec<u64> = (0..n)
-                    .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
-                    .collect();
-                let out = crate::run(p, |comm| {
-                    let r = comm.rank();
-                    let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                    let auto = Algorithm::PipelinedTree { block: Block::Auto };
-                    comm.allreduce_with(&mut u, Sum, auto)?;
-                    let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    comm.allreduce_with(&mut f, Sum, auto)?;
-                    let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    let three = Algorithm::PipelinedTree {
-                        block: Block::Elements(3),
-                    };
-                    comm.allreduce_with(&mut g, Sum, three)?;
-                    let mut h: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    pipelined_tree(&comm.coll("test"), &mut h, &Sum, 7, Tag::P2P)?;
-                    crate::Result::Ok((u, f, g, h))
-                })
-                .unwrap();
-                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                let mut first: Option<(Vec<u64>, Vec<u64>, Vec<u64>)> = None;
-                for res in out {
-                    let (u, f, g, h) = res.unwrap();
-                    assert_eq!(u, want_u, "p={p} n={n}");
-                    // The tree's order is the same for every block size.
-                    assert_eq!(bits(&f), bits(&g), "p={p} n={n}");
-                    assert_eq!(bits(&f), bits(&h), "p={p} n={n}");
-                    let mine = (bits(&f), bits(&g), bits(&h));
-                    match &first {
-                        None => first = Some(mine),
-                        Some(f0) => assert_eq!(&mine, f0, "p={p} n={n}: ranks differ"),
-                    }
-                }
-            }
-        }
+        let alg = |block| Algorithm::PipelinedTree { block };
+        testkit::sums_bit_identical(&PipelinedTree, alg, true);
     }
 
-    /// A rank with another length gets an error (it, or a peer, sees a mismatch), never a
-    /// hang — including lengths that differ by whole blocks.
     #[test]
     fn length_mismatch_is_an_error_not_a_hang() {
-        for (p, odd) in [
-            (2usize, 0usize),
-            (2, 1),
-            (3, 0),
-            (3, 1),
-            (4, 3),
-            (5, 2),
-            (7, 4),
-        ] {
-            for (n, m) in [(0usize, 1usize), (8, 16), (16, 8), (8, 0), (7, 8), (24, 26)] {
-                let out = crate::run(p, |comm| {
-                    let len = if comm.rank() == odd { m } else { n };
-                    let mut v = vec![1u64; len];
-                    pipelined_tree(&comm.coll("test"), &mut v, &Sum, 8, Tag::P2P)
-                })
-                .unwrap();
-                assert!(out.iter().all(|r| r.is_err()), "p={p} n={n} m={m}: {out:?}");
-                let mismatch = |r: &Result<()>| matches!(r, Err(crate::Error::Mismatch { .. }));
-                assert!(out.iter().any(mismatch), "p={p} n={n} m={m}: {out:?}");
-            }
-        }
+        testkit::length_mismatch_fails(&PipelinedTree);
     }
 }

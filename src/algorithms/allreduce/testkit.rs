@@ -1,0 +1,196 @@
+//! Checks that every pipelined tree schedule (the pipelined tree, the dual root, the two-tree)
+//! must pass, written once: rank order for a non-commutative op at every block size,
+//! bit-identical float sums on every rank, and a length mismatch failing everywhere.
+
+use crate::comm::Comm;
+use crate::error::Result;
+use crate::op::{non_commutative, Op, Sum};
+use crate::select::{Algorithm, Block};
+
+/// Rank counts of the checks: 1 to 17 and the oversubscribed 31, 32, 33.
+pub(super) const PS: [usize; 20] = [
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 32, 33,
+];
+
+/// Element counts for blocks of `block`: empty, one, just under, at and over one block, and
+/// several blocks with a remainder.
+fn counts(block: usize) -> Vec<usize> {
+    let mut c = vec![0, 1, block - 1, block, block + 1, 5 * block + 2];
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// Rank r contributes the span (r, r + 1) at every element; spans only combine when
+/// adjacent (the op panics otherwise), so the result is (0, p) exactly when every
+/// combination was in rank order.
+pub(super) fn span_op() -> impl Op<(u32, u32)> {
+    non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
+        assert_eq!(a.1, b.0, "operands out of rank order");
+        (a.0, b.1)
+    })
+}
+
+/// A schedule under test, called as `schedule(transport, buf, op, block, tag)` for each
+/// element type the checks use.
+pub(super) trait Schedule: Sync {
+    /// Runs the schedule on spans.
+    fn spans(&self, comm: &Comm, buf: &mut [(u32, u32)], block: usize) -> Result<()>;
+    /// Runs the schedule on `f64` sums.
+    fn f64_sum(&self, comm: &Comm, buf: &mut [f64], block: usize) -> Result<()>;
+    /// Runs the schedule on `u64` sums.
+    fn u64_sum(&self, comm: &Comm, buf: &mut [u64], block: usize) -> Result<()>;
+}
+
+/// Implements [`Schedule`] for a unit struct `$name` by calling the generic schedule `$f`.
+macro_rules! schedule {
+    ($name:ident, $f:path) => {
+        /// The schedule under test.
+        struct $name;
+        impl $crate::algorithms::allreduce::testkit::Schedule for $name {
+            fn spans(
+                &self,
+                comm: &$crate::comm::Comm,
+                buf: &mut [(u32, u32)],
+                block: usize,
+            ) -> $crate::error::Result<()> {
+                let op = $crate::algorithms::allreduce::testkit::span_op();
+                $f(
+                    &comm.coll("test"),
+                    buf,
+                    &op,
+                    block,
+                    $crate::transport::Tag::P2P,
+                )
+            }
+            fn f64_sum(
+                &self,
+                comm: &$crate::comm::Comm,
+                buf: &mut [f64],
+                block: usize,
+            ) -> $crate::error::Result<()> {
+                let op = $crate::op::Sum;
+                $f(
+                    &comm.coll("test"),
+                    buf,
+                    &op,
+                    block,
+                    $crate::transport::Tag::P2P,
+                )
+            }
+            fn u64_sum(
+                &self,
+                comm: &$crate::comm::Comm,
+                buf: &mut [u64],
+                block: usize,
+            ) -> $crate::error::Result<()> {
+                let op = $crate::op::Sum;
+                $f(
+                    &comm.coll("test"),
+                    buf,
+                    &op,
+                    block,
+                    $crate::transport::Tag::P2P,
+                )
+            }
+        }
+    };
+}
+pub(super) use schedule;
+
+/// Non-commutative spans come out as (0, p) for every p, block size and count.
+pub(super) fn spans_in_rank_order(s: &dyn Schedule) {
+    for p in PS {
+        for block in [1usize, 4, 64] {
+            for n in counts(block) {
+                let out = crate::run(p, |comm| {
+                    let r = comm.rank() as u32;
+                    let mut v = vec![(r, r + 1); n];
+                    s.spans(comm, &mut v, block).map(|()| v)
+                })
+                .unwrap();
+                for v in out {
+                    let want = vec![(0, p as u32); n];
+                    assert_eq!(v.unwrap(), want, "p={p} block={block} n={n}");
+                }
+            }
+        }
+    }
+}
+
+/// Float sums are bit-identical on every rank (and integer sums exact), with small blocks
+/// and through the public API (`alg(block)`) with automatic and explicit blocks. With
+/// `same_bits_any_block`, the schedule's order of combination does not depend on the block
+/// size, so all block sizes give the same bits too.
+pub(super) fn sums_bit_identical(
+    s: &dyn Schedule,
+    alg: fn(Block) -> Algorithm,
+    same_bits_any_block: bool,
+) {
+    let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as f64 / 7.0 - 50.0;
+    for p in PS {
+        for n in [0usize, 1, 2, p + 1, 9, 1001, 8192 * 2 + 7] {
+            let want_u: Vec<u64> = (0..n)
+                .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
+                .collect();
+            let out = crate::run(p, |comm| {
+                let r = comm.rank();
+                let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
+                comm.allreduce_with(&mut u, Sum, alg(Block::Auto))?;
+                let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
+                comm.allreduce_with(&mut f, Sum, alg(Block::Auto))?;
+                let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
+                comm.allreduce_with(&mut g, Sum, alg(Block::Elements(3)))?;
+                let mut h: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
+                s.f64_sum(comm, &mut h, 7)?;
+                let mut w: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
+                s.u64_sum(comm, &mut w, 5)?;
+                crate::Result::Ok((u, w, f, g, h))
+            })
+            .unwrap();
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let mut first: Option<(Vec<u64>, Vec<u64>, Vec<u64>)> = None;
+            for res in out {
+                let (u, w, f, g, h) = res.unwrap();
+                assert_eq!(u, want_u, "p={p} n={n}");
+                assert_eq!(w, want_u, "p={p} n={n}");
+                if same_bits_any_block {
+                    assert_eq!(bits(&f), bits(&g), "p={p} n={n}");
+                    assert_eq!(bits(&f), bits(&h), "p={p} n={n}");
+                }
+                let mine = (bits(&f), bits(&g), bits(&h));
+                match &first {
+                    None => first = Some(mine),
+                    Some(f0) => assert_eq!(&mine, f0, "p={p} n={n}: ranks differ"),
+                }
+            }
+        }
+    }
+}
+
+/// A rank with another length gets an error (it, or a peer, sees a mismatch), never a hang —
+/// including lengths that differ by whole blocks.
+pub(super) fn length_mismatch_fails(s: &dyn Schedule) {
+    for (p, odd) in [
+        (2usize, 0usize),
+        (2, 1),
+        (3, 0),
+        (3, 1),
+        (4, 3),
+        (5, 2),
+        (7, 4),
+        (9, 8),
+    ] {
+        for (n, m) in [(0usize, 1usize), (8, 16), (16, 8), (8, 0), (7, 8), (24, 26)] {
+            let out = crate::run(p, |comm| {
+                let len = if comm.rank() == odd { m } else { n };
+                let mut v = vec![1u64; len];
+                s.u64_sum(comm, &mut v, 8)
+            })
+            .unwrap();
+            assert!(out.iter().all(|r| r.is_err()), "p={p} n={n} m={m}: {out:?}");
+            let mismatch = |r: &Result<()>| matches!(r, Err(crate::Error::Mismatch { .. }));
+            assert!(out.iter().any(mismatch), "p={p} n={n} m={m}: {out:?}");
+        }
+    }
+}
