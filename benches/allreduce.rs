@@ -15,9 +15,9 @@
 //!
 //! # `allreduce_p2`
 //!
-//! f64 `Sum` of 8 B, 32 B, 128 B, … (×4) … 32 MiB and 64 MiB per rank; ids
-//! `allreduce_p2/<algorithm>/<bytes>`, throughput in bytes per rank. Every [`Algorithm`] runs
-//! with `Block::Auto`; one whose first (tiny) call returns `Err` — an algorithm still being
+//! f64 `Sum` of 8 B, 32 B, 128 B, … (×4) … 32 MiB, plus 256 KiB (where the `Direct` goal
+//! starts) and 64 MiB per rank; ids `allreduce_p2/<algorithm>/<bytes>`, throughput in bytes
+//! per rank. Every [`Algorithm`] runs with `Block::Auto`; one whose first (tiny) call returns `Err` — an algorithm still being
 //! written — is skipped with a note on stderr, so the bench measures it once it lands.
 //!
 //! Starting a team costs far more than one call, so, as in `benches/runtime.rs`, one [`Team`]
@@ -93,7 +93,9 @@ const SPAN: i32 = 1000;
 /// Sizes per rank of `allreduce_p2`, in bytes: 8 · 4^k up to 32 MiB, then 64 MiB.
 fn sizes() -> Vec<usize> {
     let mut v: Vec<usize> = (0..12).map(|k| 8 << (2 * k)).collect();
+    v.push(256 << 10);
     v.push(64 << 20);
+    v.sort_unstable();
     v
 }
 
