@@ -17,8 +17,8 @@
 //!
 //! f64 `Sum` of 8 B, 32 B, 128 B, … (×4) … 32 MiB, plus 256 KiB (where the `Direct` goal
 //! starts) and 64 MiB per rank; ids `allreduce_p2/<algorithm>/<bytes>`, throughput in bytes
-//! per rank. Every [`Algorithm`] runs with `Block::Auto`; one whose first (tiny) call returns `Err` — an algorithm still being
-//! written — is skipped with a note on stderr, so the bench measures it once it lands.
+//! per rank. Every [`Algorithm`] runs with `Block::Auto`; one whose first (tiny) call returns
+//! `Err` is skipped with a note on stderr.
 //!
 //! Starting a team costs far more than one call, so, as in `benches/runtime.rs`, one [`Team`]
 //! of 2 serves every benchmark and `iter_custom` runs one `Team::run` per criterion sample: each
