@@ -162,8 +162,6 @@ pub(crate) fn colouring(p: usize) -> Vec<u8> {
 /// The two trees over p ranks with the broadcast delay of every in-edge (module docs).
 #[derive(Debug, Clone)]
 pub(crate) struct TwoTrees {
-    /// Number of ranks.
-    p: usize,
     /// Delay of each in-edge, indexed by [`edge`]; `u32::MAX` for the roots.
     delay: Vec<u32>,
     /// The largest delay of any edge (0 if there is none).
@@ -198,17 +196,7 @@ impl TwoTrees {
                 }
             }
         }
-        TwoTrees {
-            p,
-            delay,
-            max_delay,
-        }
-    }
-
-    /// Number of ranks.
-    #[allow(dead_code)] // part of the interface; the schedule knows p already
-    pub(crate) fn size(&self) -> usize {
-        self.p
+        TwoTrees { delay, max_delay }
     }
 
     /// The broadcast delay of rank `r`'s in-edge in tree `t`; `None` for the root.

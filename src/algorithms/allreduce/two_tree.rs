@@ -17,7 +17,10 @@
 //! * the reduce: block k of a tree goes up edge e (child to parent) at step D − dₑ + 2k;
 //! * then the broadcast: block k goes down edge e at step dₑ + 2k.
 //!
-//! (A block index outside 0..bₜ is virtual: no message, and both ends agree on that.) At a
+//! The reduce is the broadcast run backwards in time with the block numbers reversed, so that
+//! along every edge both phases carry block 0 first and the short block last (see **No
+//! deadlock** for why that matters when lengths differ). A block index outside 0..bₜ is
+//! virtual: no message, and both ends agree on that. At a
 //! step only edges of one colour are busy, so a rank sends at most one block and receives at
 //! most one: one `sendrecv_reduce` (send to the parent, combine from a child), `send` or
 //! `recv_reduce` per reduce step; one `sendrecv` (send to a child, receive from the parent),
@@ -54,7 +57,11 @@
 //! half lengths first differs at an index both ends have. So the first disagreement is a
 //! message of the reduce that both ends post at the same step with different lengths, the
 //! steps before it run as above, and its receiver reports a mismatch (which stops the run)
-//! instead of anyone waiting for a message that never comes.
+//! instead of anyone waiting for a message that never comes. (Two different lengths differ in
+//! at least one half, and for p ≥ 2 every rank has an edge in both trees.) Had the reduce
+//! carried the short block first, lengths 8 and 24 in blocks of 8 (halves 4 + 4 and 12 + 12:
+//! short blocks of 4 elements in both) would agree on the first message up every edge and
+//! then wait on each other; the tests cover that case.
 //!
 //! **Order.** In both trees a subtree is a contiguous range of ranks, the lower child's below
 //! the node and the higher child's above: a block from the lower child is combined as
@@ -107,12 +114,11 @@ impl Plan {
     fn new(r: usize, p: usize, n: usize, block: usize) -> Plan {
         let trees = TwoTrees::new(p);
         let half = n - n / 2;
-        let link = |tree: usize, peer: usize, edge_of: usize| Link {
+        // The edge to `peer` in `tree`, which is the in-edge of `below` (this rank or `peer`).
+        let link = |tree: usize, peer: usize, below: usize| Link {
             peer,
             tree,
-            delay: trees
-                .delay(tree, edge_of)
-                .expect("non-root edge has a delay"),
+            delay: trees.delay(tree, below).expect("a non-root has an in-edge"),
             lower: peer < r,
         };
         let mut up = [None; 2];
