@@ -289,6 +289,7 @@ mod tests {
         for r in 0..p {
             prop_assert!(!(i1[r] && i2[r]), "rank {} interior in both trees", r);
             prop_assert_eq!(i1[r], r % 2 == 1);
+            prop_assert_eq!(i2[r], if r == 0 { p >= 2 } else { r % 2 == 0 });
         }
         let colour = colouring(p);
         let trees = TwoTrees::new(p);
