@@ -4,4 +4,5 @@
 
 pub(crate) mod allreduce;
 pub(crate) mod barrier;
+pub(crate) mod inorder;
 pub(crate) mod tree;
