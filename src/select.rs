@@ -138,9 +138,9 @@ impl Algorithm {
                 let h = tree_height(p.div_ceil(2));
                 (if h == 0 { 0 } else { 4 * h + 2 }, 3)
             }
-            // Reduce and broadcast through two trees of height about log₂ p, each step moving
-            // one block: 2(2h + b) steps.
-            Algorithm::TwoTree { .. } => (4 * (tree_height(p) + 1), 2),
+            // Reduce then broadcast over both trees, each phase D + 2(b/2 − 1) + 1 steps for
+            // b blocks in all (b/2 per tree) with D = 2⌊log₂(p − 1)⌋: (2D − 2) + 2b steps.
+            Algorithm::TwoTree { .. } => ((4 * tree_height(p - 1)).saturating_sub(2), 2),
             // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps.
             Algorithm::Chain => (2 * p.saturating_sub(2), 2),
             _ => (0, 1),

@@ -139,10 +139,12 @@ pub(super) fn sums_bit_identical(
                 comm.allreduce_with(&mut u, Sum, alg(Block::Auto))?;
                 let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
                 comm.allreduce_with(&mut f, Sum, alg(Block::Auto))?;
+                // Tiny blocks, but not thousands of steps on an oversubscribed machine.
+                let (tiny, small) = if n > 2000 { (61, 67) } else { (3, 7) };
                 let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                comm.allreduce_with(&mut g, Sum, alg(Block::Elements(3)))?;
+                comm.allreduce_with(&mut g, Sum, alg(Block::Elements(tiny)))?;
                 let mut h: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                s.f64_sum(comm, &mut h, 7)?;
+                s.f64_sum(comm, &mut h, small)?;
                 let mut w: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
                 s.u64_sum(comm, &mut w, 5)?;
                 crate::Result::Ok((u, w, f, g, h))
@@ -169,7 +171,8 @@ pub(super) fn sums_bit_identical(
 }
 
 /// A rank with another length gets an error (it, or a peer, sees a mismatch), never a hang —
-/// including lengths that differ by whole blocks.
+/// including lengths that differ by whole blocks and lengths whose halves end in blocks of the
+/// same length.
 pub(super) fn length_mismatch_fails(s: &dyn Schedule) {
     for (p, odd) in [
         (2usize, 0usize),
@@ -178,10 +181,23 @@ pub(super) fn length_mismatch_fails(s: &dyn Schedule) {
         (3, 1),
         (4, 3),
         (5, 2),
+        (3, 2),
         (7, 4),
         (9, 8),
+        (12, 5),
     ] {
-        for (n, m) in [(0usize, 1usize), (8, 16), (16, 8), (8, 0), (7, 8), (24, 26)] {
+        // 8 against 24 in blocks of 8: a schedule that halves the vector (the two-tree) sees
+        // halves of 4 and 12, whose last blocks have the same length.
+        for (n, m) in [
+            (0usize, 1usize),
+            (8, 16),
+            (16, 8),
+            (8, 0),
+            (7, 8),
+            (24, 26),
+            (8, 24),
+            (24, 8),
+        ] {
             let out = crate::run(p, |comm| {
                 let len = if comm.rank() == odd { m } else { n };
                 let mut v = vec![1u64; len];

@@ -254,53 +254,28 @@ pub(crate) fn two_tree<Tr: Transport, T: Elem, O: Op<T>>(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::testkit::{self, schedule, span_op};
     use super::*;
-    use crate::op::{non_commutative, Sum};
+    use crate::op::Sum;
     use crate::select::{Algorithm, Block};
 
-    /// Team sizes: every p up to 17 and around 32.
-    const PS: [usize; 20] = [
-        1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 32, 33,
-    ];
-
-    /// Element counts for blocks of `block`: empty, one, just under, at and over one block,
-    /// and several blocks with a remainder.
-    fn counts(block: usize) -> Vec<usize> {
-        let mut c = vec![0, 1, block - 1, block, block + 1, 5 * block + 2];
-        c.sort_unstable();
-        c.dedup();
-        c
-    }
-
-    /// Rank r contributes the span (r, r + 1) at every element; spans only combine when
-    /// adjacent (the op panics otherwise), so the result is (0, p) exactly when every
-    /// combination was in rank order.
-    fn span_op() -> impl Op<(u32, u32)> {
-        non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
-            assert_eq!(a.1, b.0, "operands out of rank order");
-            (a.0, b.1)
-        })
-    }
+    schedule!(TwoTree, super::two_tree);
 
     #[test]
     fn non_commutative_spans_in_rank_order_for_every_block_size() {
-        let span = span_op();
-        for p in PS {
-            for block in [1usize, 4, 64] {
-                for n in counts(block) {
-                    let out = crate::run(p, |comm| {
-                        let r = comm.rank() as u32;
-                        let mut v = vec![(r, r + 1); n];
-                        two_tree(&comm.coll("test"), &mut v, &span, block, Tag::P2P).map(|()| v)
-                    })
-                    .unwrap();
-                    for v in out {
-                        let want = vec![(0, p as u32); n];
-                        assert_eq!(v.unwrap(), want, "p={p} block={block} n={n}");
-                    }
-                }
-            }
-        }
+        testkit::spans_in_rank_order(&TwoTree);
+    }
+
+    /// The trees fix the order of combination, so every block size gives the same bits.
+    #[test]
+    fn f64_sums_bit_identical_on_every_rank() {
+        let alg = |block| Algorithm::TwoTree { block };
+        testkit::sums_bit_identical(&TwoTree, alg, true);
+    }
+
+    #[test]
+    fn length_mismatch_is_an_error_not_a_hang() {
+        testkit::length_mismatch_fails(&TwoTree);
     }
 
     /// The same through the public API, with blocks of 7 elements.
@@ -321,84 +296,6 @@ mod tests {
                 for v in out {
                     assert_eq!(v.unwrap(), vec![(0, p as u32); n], "p={p} n={n}");
                 }
-            }
-        }
-    }
-
-    /// Float sums are bit-identical on every rank and the same for every block size (the
-    /// trees fix the order of combination), integer sums exact.
-    #[test]
-    fn f64_sums_bit_identical_on_every_rank() {
-        let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as f64 / 7.0 - 50.0;
-        for p in PS {
-            for n in [0usize, 1, 2, p + 1, 9, 1001, 8192 * 2 + 7] {
-                let want_u: Vec<u64> = (0..n)
-                    .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
-                    .collect();
-                let out = crate::run(p, |comm| {
-                    let r = comm.rank();
-                    let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                    let auto = Algorithm::TwoTree { block: Block::Auto };
-                    comm.allreduce_with(&mut u, Sum, auto)?;
-                    let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    comm.allreduce_with(&mut f, Sum, auto)?;
-                    let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    // Tiny blocks, but not thousands of steps on an oversubscribed machine.
-                    let small = if n > 2000 { 61 } else { 3 };
-                    two_tree(&comm.coll("test"), &mut g, &Sum, small, Tag::P2P)?;
-                    crate::Result::Ok((u, f, g))
-                })
-                .unwrap();
-                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                let mut first: Option<Vec<u64>> = None;
-                for res in out {
-                    let (u, f, g) = res.unwrap();
-                    assert_eq!(u, want_u, "p={p} n={n}");
-                    assert_eq!(bits(&f), bits(&g), "p={p} n={n}: block sizes differ");
-                    match &first {
-                        None => first = Some(bits(&f)),
-                        Some(f0) => assert_eq!(&bits(&f), f0, "p={p} n={n}: ranks differ"),
-                    }
-                }
-            }
-        }
-    }
-
-    /// A rank with another length gets an error (it, or a peer, sees a mismatch), never a
-    /// hang — including lengths that differ by whole blocks and lengths whose halves end in
-    /// blocks of the same length (8 and 24 in blocks of 8: halves of 4 and 12).
-    #[test]
-    fn length_mismatch_is_an_error_not_a_hang() {
-        for (p, odd) in [
-            (2usize, 0usize),
-            (2, 1),
-            (3, 0),
-            (3, 1),
-            (3, 2),
-            (4, 3),
-            (5, 2),
-            (7, 4),
-            (12, 5),
-        ] {
-            for (n, m) in [
-                (0usize, 1usize),
-                (8, 16),
-                (16, 8),
-                (8, 0),
-                (7, 8),
-                (24, 26),
-                (8, 24),
-                (24, 8),
-            ] {
-                let out = crate::run(p, |comm| {
-                    let len = if comm.rank() == odd { m } else { n };
-                    let mut v = vec![1u64; len];
-                    two_tree(&comm.coll("test"), &mut v, &Sum, 8, Tag::P2P)
-                })
-                .unwrap();
-                assert!(out.iter().all(|r| r.is_err()), "p={p} n={n} m={m}: {out:?}");
-                let mismatch = |r: &Result<()>| matches!(r, Err(crate::Error::Mismatch { .. }));
-                assert!(out.iter().any(mismatch), "p={p} n={n} m={m}: {out:?}");
             }
         }
     }
