@@ -130,9 +130,10 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
     let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
     let inputs = |k: usize| session.call(k).input.cast::<T>();
     let outputs = |k: usize| session.call(k).output.cast::<T>();
-    // In place, the accumulator may be this rank's own chunk only if it already holds x₀, that
-    // is on rank 0; elsewhere it would overwrite xₘₑ before it is folded in.
-    let own_acc = out_of_place || me == 0;
+    // In place, the accumulator may be this rank's own chunk only if that does not lose an
+    // operand: on rank 0 it already holds x₀, and on rank 1 folding x₀ in from the left gives
+    // x₀ ⊙ x₁, the same prefix. Further ranks would overwrite xₘₑ before it is folded in.
+    let own_acc = out_of_place || me <= 1;
     let mut scratch: Vec<T> = if own_acc {
         Vec::new()
     } else {
@@ -154,15 +155,20 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
             } else {
                 scratch.as_mut_ptr()
             };
-            if out_of_place || me != 0 {
+            let input = |k: usize| std::slice::from_raw_parts(inputs(k).add(start), len);
+            // The operands already in `acc`: x₀ … x_{first − 1}.
+            let first = if out_of_place || me >= 2 {
                 ptr::copy_nonoverlapping(inputs(0).add(start), acc, len);
-            }
+                1
+            } else if me == 1 {
+                op.fold_left(input(0), std::slice::from_raw_parts_mut(acc, len));
+                2
+            } else {
+                1
+            };
             let acc_slice = std::slice::from_raw_parts_mut(acc, len);
-            for k in 1..p {
-                op.fold_right(
-                    acc_slice,
-                    std::slice::from_raw_parts(inputs(k).add(start), len),
-                );
+            for k in first..p {
+                op.fold_right(acc_slice, input(k));
             }
             for j in 0..p {
                 let dst = outputs(j).add(start);
