@@ -72,17 +72,32 @@ fn two_ranks_two_calls() {
     });
 }
 
-/// Three ranks, one call in place (one element each). Explored with at most one preemption,
-/// like the three-rank barrier model.
+/// Three ranks, one call in place (one element each).
 #[test]
 fn three_ranks_in_place() {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(builder.preemption_bound.map_or(1, |b| b.min(1)));
-    builder.check(|| {
+    loom::model(|| {
         spmd(3, |comm, _| {
             let mut v = input(comm.rank(), 3);
             allreduce_direct(&comm, None, &mut v, op::Sum).expect("in place");
             assert_eq!(v, total(3, 3));
+        });
+    });
+}
+
+/// Three ranks, rank 2 fails the run instead of calling while ranks 0 and 1 arrive: both
+/// withdraw, each waiting for the other to resolve, and neither touches the other's buffer.
+#[test]
+fn three_ranks_one_failing() {
+    loom::model(|| {
+        spmd(3, |comm, run| {
+            if comm.rank() == 2 {
+                run.panicked(2);
+                return;
+            }
+            let mut v = input(comm.rank(), 3);
+            let e = allreduce_direct(&comm, None, &mut v, op::Sum).expect_err("rank 2 failed");
+            assert!(matches!(e, Error::Aborted { .. }), "{e:?}");
+            assert_eq!(v, input(comm.rank(), 3), "nobody wrote into the buffer");
         });
     });
 }

@@ -249,7 +249,10 @@ impl Board {
                 rank: me,
                 peer,
                 op: "allreduce",
-                expected: format!("direct allreduce, collective call #{}", epoch - 1),
+                expected: format!(
+                    "direct allreduce, collective call #{}",
+                    epoch.wrapping_sub(1)
+                ),
                 found: "a later direct collective call".into(),
             }),
             Scan::Pending(_) if run.is_aborted() => session.aborted(),
