@@ -471,4 +471,40 @@ mod tests {
         assert!(matches!(out[0], Err(Error::Timeout { .. })), "{:?}", out[0]);
         assert!(matches!(out[1], Err(Error::Aborted { .. })), "{:?}", out[1]);
     }
+
+    /// Small calls in place and out of place on three ranks, with a mismatch after them: the
+    /// unsafe paths, small enough to run under Miri
+    /// (`cargo +nightly miri test --lib direct::tests::small_calls_for_miri`).
+    #[test]
+    fn small_calls_for_miri() {
+        let team = Team::builder()
+            .ranks(3)
+            .pinning(crate::Pinning::None)
+            .build()
+            .unwrap();
+        let out = team
+            .run(|comm| {
+                let r = comm.rank() as u64;
+                let mut v: Vec<u64> = (0..7).map(|i| r * 10 + i).collect();
+                call(comm, None, &mut v, op::Sum)?;
+                let send = v.clone();
+                let mut w = vec![0u64; 7];
+                call(comm, Some(&send), &mut w, op::Sum)?;
+                let mut s = vec![(r as u32, r as u32 + 1); 4];
+                call(comm, None, &mut s, span_op())?;
+                let mut bad = vec![0u8; 2 + comm.rank() % 2];
+                let e = call(comm, None, &mut bad, op::Sum).unwrap_err();
+                Ok::<_, Error>((w, s, e))
+            })
+            .unwrap();
+        for res in out {
+            let (w, s, e) = res.unwrap();
+            assert!(w
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == 3 * (30 + 3 * i as u64)));
+            assert!(s.iter().all(|&x| x == (0, 3)));
+            assert!(matches!(e, Error::Mismatch { .. }), "{e:?}");
+        }
+    }
 }
