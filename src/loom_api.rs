@@ -5,7 +5,7 @@ use crate::comm::world::{CommShared, Context, Ranks, RunState};
 use crate::comm::Comm;
 use crate::sync::park::WaitPolicy;
 use crate::transport::shm::ShmTransport;
-use crate::transport::{Tag, Transport};
+use crate::transport::{Kind, Tag, Transport};
 use std::sync::Arc;
 
 pub use crate::mailbox::EAGER_MAX;
@@ -172,6 +172,20 @@ pub fn sendrecv_reduce<T: Copy + Send + Sync + 'static>(
 ) -> crate::Result<()> {
     let t = ShmTransport::new(comm, Context::P2p, "sendrecv_reduce");
     t.sendrecv_reduce(dest, send, src, acc, Tag::P2P, combine)
+}
+
+/// The direct allreduce (`Algorithm::Direct`) on `comm` with `op`, out of place when `send` is
+/// given: the board protocol of `src/comm/board.rs` alone, without the agreement check that
+/// `Comm::allreduce_with` makes first (which would add a mailbox exchange to every model).
+pub fn allreduce_direct<T: Copy + Send + Sync + 'static, O: crate::op::Op<T>>(
+    comm: &Comm,
+    send: Option<&[T]>,
+    buf: &mut [T],
+    op: O,
+) -> crate::Result<()> {
+    comm.enter("allreduce")?;
+    let tag = comm.next_tag(Kind::Allreduce);
+    crate::algorithms::allreduce::direct::direct(comm, send, buf, &op, tag)
 }
 
 /// The world communicators of a `p`-rank run without a team: one `Comm` per rank, to be moved

@@ -2,6 +2,7 @@
 //! `algorithms` and the data movement in `transport`.
 
 mod allreduce;
+pub(crate) mod board;
 mod split;
 pub(crate) mod world;
 

@@ -1,6 +1,7 @@
 //! State shared by the ranks: per team (parkers), per run (failure, who has returned) and per
 //! communicator (members and mailboxes).
 
+use super::board::Board;
 use crate::error::Error;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
 use crate::sync::park::{Parker, WaitPolicy};
@@ -154,6 +155,9 @@ pub(crate) struct CommShared {
     boxes: Box<[OnceLock<Box<Mailbox>>]>,
     /// Split rounds in progress, by the parent's collective call number.
     pub splits: Mutex<HashMap<u64, SplitRound>>,
+    /// Where the shared-memory direct collectives publish their buffers and meet; each slot
+    /// written by its rank only (see `board`).
+    pub board: Board,
 }
 
 impl CommShared {
@@ -164,6 +168,7 @@ impl CommShared {
             members: members.into_boxed_slice(),
             boxes: (0..2 * p * p).map(|_| OnceLock::new()).collect(),
             splits: Mutex::new(HashMap::new()),
+            board: Board::new(p),
         }
     }
 
