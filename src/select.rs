@@ -1,9 +1,10 @@
 //! Which algorithm a collective runs: the user's choice, or `Auto`'s.
 //!
-//! `Auto` is provisional until the measured decision tables of the tuning work: short vectors
-//! go by recursive doubling (⌈log₂ p⌉ rounds, latency-bound), long ones by Rabenseifner
-//! (reduce-scatter + allgather, 2·(p−1)/p of the data per rank) or — commutative ops only — the
-//! ring. The switch point is the eager limit: below it every message is one cell copy.
+//! `Auto` for allreduce ([`choose_allreduce`]) goes by size: recursive doubling for short
+//! vectors, the shared-memory direct algorithm for the rest, a rule read off the measurements
+//! in docs/benchmarks.md until the calibrated decision tables of the tuning work replace it.
+//! `Block::Auto` comes from the pipelining lemma ([`lemma_block`]) with measured defaults for
+//! α and β ([`Costs`]).
 
 use crate::mailbox::EAGER_MAX;
 
@@ -220,14 +221,17 @@ pub enum Block {
     Elements(usize),
 }
 
-/// `Auto`'s choice for an allreduce of `bytes` bytes per rank on `p` ranks.
-pub(crate) fn choose_allreduce(p: usize, bytes: usize, commutative: bool) -> Algorithm {
-    if p <= 2 || bytes <= EAGER_MAX {
+/// `Auto`'s choice for an allreduce of `bytes` bytes per rank on `p` ranks: recursive
+/// doubling while every message is an eager copy (⌈log₂ p⌉ exchanges, and at p = 2 no
+/// separate agreement round), the shared-memory direct algorithm above that (two
+/// synchronisations, every byte read and written once: the traffic lower bound). Both keep
+/// rank order, so commutativity does not matter. The switch point is measured
+/// (docs/benchmarks.md, `benches/allreduce.rs`).
+pub(crate) fn choose_allreduce(_p: usize, bytes: usize, _commutative: bool) -> Algorithm {
+    if bytes <= EAGER_MAX {
         Algorithm::RecursiveDoubling
-    } else if commutative {
-        Algorithm::Ring
     } else {
-        Algorithm::Rabenseifner
+        Algorithm::Direct
     }
 }
 
