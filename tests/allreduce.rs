@@ -15,19 +15,23 @@
 //! full dual-root and post-order trees, powers of two and one more, the last two
 //! oversubscribed); at all twenty p the matrix would take about three times as long.
 //!
-//! **Sampled** (p ∈ {1, 2, 3, 5, 8, 17, 33}, [`SOME_PS`], counts up to 1000, plus 65 537 at one
-//! p): `Sum` on `f64` (exact for small integers; for arbitrary values bit-identical on all
-//! ranks, the left fold exactly for `Linear` and `Direct`, within the rounding bound for the
-//! others), `Max` and `Min` on integers and on `f64` with −0.0, +0.0, infinities and NaNs,
-//! `BitXor` on `u64` (and the other bitwise and logical ops on integers and `bool`), wrapping
-//! `Prod` on integers and exact `Prod` on `f64`, wrapping `Sum` on `i32`; adjacent spans, an
-//! op that panics on operands out of rank order, at every p. Long vectors whose chunks
-//! straddle 64 KiB block boundaries at p ∈ {2, 3, 5, 8} (and 33 for three algorithms).
+//! **Sampled** (the other ops at p ∈ {1, 2, 3, 5, 8, 17, 33}, [`SOME_PS`], with the counts up
+//! to 1000; every algorithm): `Sum` on `f64` of small integers (exact) and of arbitrary values
+//! (also 24 583 elements; bit-identical on all ranks, the left fold exactly for `Linear` and
+//! `Direct`, within the rounding bound for the others), `Max` and `Min` on `u64`, `i32` and on
+//! `f64` with −0.0, +0.0, infinities and NaNs, `BitXor` on `u64` and the other bitwise and
+//! logical ops on integers and `bool`, wrapping `Prod` on integers and exact `Prod` on `f64`,
+//! wrapping `Sum` on `i32`; the count 65 537 at one p (5 or 7) for `Sum` on `i32` and `f64`,
+//! `Max` on `f64`, `BitXor` and `LogicalAnd`. Adjacent spans, an op that panics on operands
+//! out of rank order, at all twenty p (65 537 at p = 3 and 8). Long vectors whose chunks
+//! straddle 64 KiB block boundaries at p ∈ {2, 3, 5, 8} (33 for three algorithms), for the
+//! algorithms whose block is automatic.
 //!
 //! **One-element blocks** run counts above 1000 only on up to 3 ranks ([`feasible`]): 65 537
 //! blocks of one element on 33 oversubscribed ranks take seconds per call in a debug build.
 //!
-//! **Semantics and bad input**: bit-identical results run after run (float sums); `Auto`
+//! **Semantics and bad input**: bit-identical results run after run (float sums of 1000 and
+//! 65 537 elements, p ∈ {3, 8, 17, 33}; at 33 the ring and the newest schedules only); `Auto`
 //! never picks the ring for a non-commutative op; `allreduce_into` leaves `send` alone;
 //! `send` and `recv` of different lengths, ranks passing different lengths (short, long and
 //! block-boundary counts) and ranks choosing different algorithms or blocks all fail on every
@@ -39,8 +43,9 @@
 //! `Auto`) and inputs, in place or through `allreduce_into` (which always runs `Auto`), with
 //! the matrix product, against the reference ([`PROPTEST_CASES`] cases).
 //!
-//! Teams larger than the machine's cores (it has 2) must still finish promptly: the whole file
-//! takes about a minute of wall time in a debug build on an idle 2-core machine.
+//! Teams larger than the machine's cores (it has 2) must still finish promptly. Budget: the
+//! whole file should take at most 2–3 minutes of wall time in a debug build on an idle 2-core
+//! machine (CI runs it twice); time it before adding to it.
 //!
 //! Debugging aid: `CORECOLL_TEST_SKIP=dual-root,two-tree,direct` (names as
 //! `Algorithm::name`, comma-separated) leaves those algorithms out of every test, e.g. while
@@ -569,8 +574,7 @@ fn sum_f64_of_small_integers_is_exact() {
 
 /// Arbitrary floats: every rank gets the same bits; the linear algorithm (rank 0 folds in rank
 /// order) and the direct one (each slice folded in rank order) give exactly the left-to-right
-/// fold; the others are within the rounding bound of a
-/// sum of p terms.
+/// fold; the others are within the rounding bound of a sum of p terms.
 #[test]
 fn sum_f64_bit_identical_on_all_ranks() {
     let input = |r: usize, i: usize| float(r, i, 5);
