@@ -1,30 +1,98 @@
-//! The allreduce reference suite: every algorithm of [`Algorithm`] (`Auto` included) against a
-//! sequential fold computed here, over rank counts 1, 2, 3, 4, 5, 7, 8, 9, 16, 17 and 33 (33 is
-//! oversubscribed on a small machine), counts 0, 1, p − 1, p + 1, 1001 and a few long vectors
-//! (more than one 64 KiB pipeline block per chunk, chunks whose piece counts differ within a
-//! step), and the built-in ops: wrapping `Sum` and `Prod` on integers, `Sum` on `f64` (exact
-//! for small integers, bit-identical on all ranks and run after run for arbitrary values),
-//! `Min` and `Max` with −0.0, +0.0, infinities and NaNs, the bitwise and logical ops on integers
-//! and `bool`; non-commutative ops (adjacent spans, 2×2 matrix products) on every algorithm
-//! but the ring, which must refuse them on every rank; `allreduce_into`; bad input — send and
-//! receive buffers of different lengths, ranks passing different lengths, ranks choosing
-//! different algorithms — failing on every rank without a hang; allreduces in a row on one
-//! communicator and on split sub-communicators whose ranks are not in team order; and a
-//! property test over rank count, length and algorithm with a non-commutative op.
+//! The allreduce reference suite: every algorithm against a sequential fold computed here.
+//!
+//! **Algorithms** ([`ALGORITHMS`], the one list every test draws from): `Auto`, `Linear`,
+//! `Chain`, `Binomial`, `RecursiveDoubling`, `Rabenseifner`, `Ring`, `Direct`, and
+//! `PipelinedTree`, `DualRoot` and `TwoTree` each with blocks of 1 and 7 elements and `Auto`
+//! (`Chain` and `Ring` cut the automatic segment).
+//!
+//! **The full matrix** (`sum_i64_full_matrix_*`, `matrix_full_matrix_*`, split by rank count
+//! so that the test harness runs them in parallel): every algorithm × p ∈ 1..=17 ∪ {31, 32,
+//! 33} × count ∈ {0, 1, 2, p − 1, p + 1, 1000} (deduplicated) for wrapping `Sum` on `i64`
+//! (exact) and for a non-commutative op, the product of 2×2 integer matrices that differ per
+//! rank and element, which every algorithm but the ring must compute in rank order and the
+//! ring must refuse with `Unsupported` on every rank. The count 65 537 runs at
+//! p ∈ {1, 2, 3, 6, 7, 16, 17, 32, 33} ([`LONG_PS`]: one rank, a pair, the smallest odd p,
+//! full dual-root and post-order trees, powers of two and one more, the last two
+//! oversubscribed); at all twenty p the matrix would take about three times as long.
+//!
+//! **Sampled** (the other ops at p ∈ {1, 2, 3, 5, 8, 17, 33}, [`SOME_PS`], with the counts up
+//! to 1000; every algorithm): `Sum` on `f64` of small integers (exact) and of arbitrary values
+//! (also 24 583 elements; bit-identical on all ranks, the left fold exactly for `Linear` and
+//! `Direct`, within the rounding bound for the others), `Max` and `Min` on `u64`, `i32` and on
+//! `f64` with −0.0, +0.0, infinities and NaNs, `BitXor` on `u64` and the other bitwise and
+//! logical ops on integers and `bool`, wrapping `Prod` on integers and exact `Prod` on `f64`,
+//! wrapping `Sum` on `i32`; the count 65 537 at one p (5 or 7) for `Sum` on `i32` and `f64`,
+//! `Max` on `f64`, `BitXor` and `LogicalAnd`. Adjacent spans, an op that panics on operands
+//! out of rank order, at all twenty p (65 537 at p = 3 and 8). Long vectors whose chunks
+//! straddle 64 KiB block boundaries at p ∈ {2, 3, 5, 8} (33 for three algorithms), for the
+//! algorithms whose block is automatic.
+//!
+//! **One-element blocks** run counts above 1000 only on up to 3 ranks ([`feasible`]): 65 537
+//! blocks of one element on 33 oversubscribed ranks take seconds per call in a debug build.
+//!
+//! **Semantics and bad input**: bit-identical results run after run (float sums of 1000 and
+//! 65 537 elements, p ∈ {3, 8, 17, 33}; at 33 the ring and the newest schedules only); `Auto`
+//! never picks the ring for a non-commutative op; `allreduce_into` leaves `send` alone;
+//! `send` and `recv` of different lengths, ranks passing different lengths (short, long and
+//! block-boundary counts) and ranks choosing different algorithms or blocks all fail on every
+//! rank, with a mismatch or the invalid argument as the root cause, without a hang (every team
+//! times out after 30 s); allreduces in a row on one communicator and on split
+//! sub-communicators whose rank order is not the team's.
+//!
+//! **Property test**: random p ∈ 1..=33, count ∈ 0..=3000, algorithm, block (1..=64 or
+//! `Auto`) and inputs, in place or through `allreduce_into` (which always runs `Auto`), with
+//! the matrix product, against the reference ([`PROPTEST_CASES`] cases).
+//!
+//! Teams larger than the machine's cores (it has 2) must still finish promptly. Budget: the
+//! whole file should take at most 2–3 minutes of wall time in a debug build on an idle 2-core
+//! machine (CI runs it twice); time it before adding to it.
+//!
+//! Debugging aid: `CORECOLL_TEST_SKIP=dual-root,two-tree,direct` (names as
+//! `Algorithm::name`, comma-separated) leaves those algorithms out of every test, e.g. while
+//! one of them is being written. Never set it in CI.
 
 use corecoll::op::{self, Op};
 use corecoll::{Algorithm, Block, Comm, Error, Team};
 use proptest::prelude::*;
 use std::fmt::Debug;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Rank counts of the full sweeps.
-const PS: [usize; 11] = [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 33];
-/// Rank counts of the sweeps of the less central ops.
-const SOME_PS: [usize; 6] = [1, 2, 3, 5, 8, 17];
+/// Rank counts of the matrix: 1..=17, 31, 32 and 33 (the last ones oversubscribe a
+/// small machine many times over).
+fn all_ps() -> Vec<usize> {
+    (1..=17).chain([31, 32, 33]).collect()
+}
 
-/// Every algorithm.
-const ALL: [Algorithm; 9] = [
+/// Rank counts of the sweeps of the less central ops (a sample of [`all_ps`]: the smallest,
+/// odd and even, a power of two, one above a power of two, and the oversubscribed 33).
+const SOME_PS: [usize; 7] = [1, 2, 3, 5, 8, 17, 33];
+
+/// Rank counts at which the full matrix also runs the long count [`LONG`].
+const LONG_PS: [usize; 9] = [1, 2, 3, 6, 7, 16, 17, 32, 33];
+
+/// Cases of the property test.
+const PROPTEST_CASES: u32 = 256;
+
+/// The long count of the matrix (an odd number just past 2¹⁶).
+const LONG: usize = 65_537;
+
+/// The largest count run with pipeline blocks of one element on more than
+/// [`MAX_P_LONG_BLOCK_1`] ranks, and the longest on those: one-element blocks mean one
+/// message per element and edge, so 65 537 of them cost about 0.5 s per call on 3 ranks but
+/// 3 s on 33 oversubscribed ranks (debug build, busy machine), too slow for every long count
+/// and rank count.
+const MAX_COUNT_BLOCK_1: usize = 1000;
+
+/// The most ranks on which one-element blocks run counts up to [`LONG`] (so that the deepest
+/// pipelines, 65 538 blocks, are tested somewhere).
+const MAX_P_LONG_BLOCK_1: usize = 3;
+
+/// Every algorithm the suite runs, in one list: every variant of [`Algorithm`], the three
+/// that take a pipeline block each with blocks of 1 and 7 elements and `Auto`'s (`Chain` and
+/// `Ring` always use the automatic segment). Filtered by `CORECOLL_TEST_SKIP` (see
+/// [`algorithms`]).
+const ALGORITHMS: [Algorithm; 17] = [
     Algorithm::Auto,
     Algorithm::Linear,
     Algorithm::Chain,
@@ -32,34 +100,116 @@ const ALL: [Algorithm; 9] = [
     Algorithm::RecursiveDoubling,
     Algorithm::Rabenseifner,
     Algorithm::Ring,
-    Algorithm::PipelinedTree { block: Block::Auto },
     Algorithm::PipelinedTree {
-        block: Block::Elements(3),
+        block: Block::Elements(1),
     },
+    Algorithm::PipelinedTree {
+        block: Block::Elements(7),
+    },
+    Algorithm::PipelinedTree { block: Block::Auto },
+    Algorithm::DualRoot {
+        block: Block::Elements(1),
+    },
+    Algorithm::DualRoot {
+        block: Block::Elements(7),
+    },
+    Algorithm::DualRoot { block: Block::Auto },
+    Algorithm::TwoTree {
+        block: Block::Elements(1),
+    },
+    Algorithm::TwoTree {
+        block: Block::Elements(7),
+    },
+    Algorithm::TwoTree { block: Block::Auto },
+    Algorithm::Direct,
 ];
 
-/// The algorithms that accept a non-commutative op (all but the ring).
-const ORDERED: [Algorithm; 8] = [
-    Algorithm::Auto,
-    Algorithm::Linear,
-    Algorithm::Chain,
-    Algorithm::Binomial,
-    Algorithm::RecursiveDoubling,
-    Algorithm::Rabenseifner,
-    Algorithm::PipelinedTree { block: Block::Auto },
-    Algorithm::PipelinedTree {
-        block: Block::Elements(3),
-    },
-];
+/// The algorithm names (`Algorithm::name`) listed, comma-separated, in the environment
+/// variable `CORECOLL_TEST_SKIP`: a debugging aid, read once.
+fn skipped() -> &'static [String] {
+    static SKIPPED: OnceLock<Vec<String>> = OnceLock::new();
+    SKIPPED.get_or_init(|| {
+        let names: Vec<String> = std::env::var("CORECOLL_TEST_SKIP")
+            .unwrap_or_default()
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !names.is_empty() {
+            eprintln!("CORECOLL_TEST_SKIP: not testing {}", names.join(", "));
+        }
+        names
+    })
+}
+
+/// [`ALGORITHMS`] without those named in `CORECOLL_TEST_SKIP`.
+fn algorithms() -> Vec<Algorithm> {
+    ALGORITHMS
+        .into_iter()
+        .filter(|a| !skipped().iter().any(|s| s == a.name()))
+        .collect()
+}
+
+/// Whether `alg` must honour a non-commutative op (all but the ring; `Auto` must pick one
+/// that does).
+fn keeps_order(alg: Algorithm) -> bool {
+    alg != Algorithm::Ring
+}
+
+/// The algorithms of [`algorithms`] that accept a non-commutative op.
+fn ordered() -> Vec<Algorithm> {
+    algorithms()
+        .into_iter()
+        .filter(|&a| keeps_order(a))
+        .collect()
+}
+
+/// The pipeline block `alg` was given, if it takes one.
+fn block_of(alg: Algorithm) -> Option<Block> {
+    match alg {
+        Algorithm::PipelinedTree { block }
+        | Algorithm::DualRoot { block }
+        | Algorithm::TwoTree { block } => Some(block),
+        _ => None,
+    }
+}
+
+/// Whether `alg` cuts vectors into pipeline blocks of one element.
+fn one_element_blocks(alg: Algorithm) -> bool {
+    block_of(alg) == Some(Block::Elements(1))
+}
+
+/// `counts` without those too long for `alg` on `p` ranks: with one-element blocks, counts
+/// above [`MAX_COUNT_BLOCK_1`] run only on up to [`MAX_P_LONG_BLOCK_1`] ranks and only up to
+/// [`LONG`].
+fn feasible(alg: Algorithm, p: usize, counts: &[usize]) -> Vec<usize> {
+    let max = match (one_element_blocks(alg), p <= MAX_P_LONG_BLOCK_1) {
+        (false, _) => usize::MAX,
+        (true, true) => LONG,
+        (true, false) => MAX_COUNT_BLOCK_1,
+    };
+    counts.iter().copied().filter(|&n| n <= max).collect()
+}
 
 /// Elements of a `u64` pipeline block (64 KiB).
 const BLOCK_U64: usize = (64 << 10) / 8;
 
-/// The short counts every sweep tries on `p` ranks: 0, 1, p − 1, p + 1 and an odd 1001.
+/// The counts on `p` ranks but the long one: 0, 1, 2, p − 1, p + 1 and 1000,
+/// deduplicated.
 fn counts(p: usize) -> Vec<usize> {
-    let mut c = vec![0, 1, p - 1, p + 1, 1001];
+    let mut c = vec![0, 1, 2, p - 1, p + 1, 1000];
     c.sort_unstable();
     c.dedup();
+    c
+}
+
+/// The counts on `p` ranks, [`counts`] and [`LONG`], the long one only at the rank
+/// counts of [`LONG_PS`].
+fn full_counts(p: usize) -> Vec<usize> {
+    let mut c = counts(p);
+    if LONG_PS.contains(&p) {
+        c.push(LONG);
+    }
     c
 }
 
@@ -84,9 +234,11 @@ fn float(r: usize, i: usize, salt: u64) -> f64 {
 
 /// Equality bit for bit (`==` is not, for floats).
 trait Same: Copy + Send + Sync + Debug + 'static {
+    /// Whether `self` and `other` have the same value, bit for bit.
     fn same(&self, other: &Self) -> bool;
 }
 
+/// Implements [`Same`] by `==` for types whose equality is bitwise.
 macro_rules! same_by_eq {
     ($($t:ty),*) => {$(
         impl Same for $t {
@@ -96,7 +248,7 @@ macro_rules! same_by_eq {
         }
     )*};
 }
-same_by_eq!(u8, u32, u64, i32, bool, (u32, u32), [u32; 4]);
+same_by_eq!(u8, u32, u64, i32, i64, bool, (u32, u32), [u32; 4]);
 
 impl Same for f64 {
     fn same(&self, other: &Self) -> bool {
@@ -155,7 +307,7 @@ fn reference<T: Copy>(
 }
 
 /// Checks `op` with `alg` on `team` against the sequential fold with `f` (`a ⊙ b = f(a, b)`),
-/// bit for bit on every rank, for every count in `counts`.
+/// bit for bit on every rank, for every count in `counts` that is [`feasible`] for `alg`.
 fn check<T: Same, O: Op<T>>(
     team: &Team,
     alg: Algorithm,
@@ -166,7 +318,8 @@ fn check<T: Same, O: Op<T>>(
     what: &str,
 ) {
     let p = team.size();
-    let got = run_counts(team, alg, counts, input, op);
+    let counts = feasible(alg, p, counts);
+    let got = run_counts(team, alg, &counts, input, op);
     for (&n, per_rank) in counts.iter().zip(&got) {
         let want = reference(p, n, input, f);
         for (r, v) in per_rank.iter().enumerate() {
@@ -183,6 +336,58 @@ fn check<T: Same, O: Op<T>>(
     }
 }
 
+/// Checks that `alg`, which cannot keep a non-commutative op's order, refuses `op` with
+/// `Unsupported` on every rank (another rank's refusal may reach a rank first, as the cause
+/// of an `Aborted`), for every count in `counts`.
+fn check_refused<T: Same, O: Op<T>>(
+    team: &Team,
+    alg: Algorithm,
+    counts: &[usize],
+    input: &(dyn Fn(usize, usize) -> T + Sync),
+    op: &O,
+    what: &str,
+) {
+    let p = team.size();
+    for &n in counts {
+        let out = team
+            .run(|comm| {
+                let mut v: Vec<T> = (0..n).map(|i| input(comm.rank(), i)).collect();
+                comm.allreduce_with(&mut v, op, alg)
+            })
+            .unwrap_or_else(|e| panic!("{alg:?} on {p} ranks: {e}"));
+        for (r, res) in out.into_iter().enumerate() {
+            let e = res.expect_err(&format!(
+                "{what}, p = {p}, n = {n}, rank {r}: {alg:?} accepted a non-commutative op"
+            ));
+            match e.root_cause() {
+                Error::Unsupported { op, what: why, .. } => {
+                    assert_eq!(*op, "allreduce");
+                    assert!(why.contains(alg.name()), "{e}");
+                }
+                other => panic!("{what}, {alg:?}, p = {p}, n = {n}, rank {r}: {other}"),
+            }
+        }
+    }
+}
+
+/// [`check`] for a non-commutative `op`: the left-to-right fold in rank order where `alg`
+/// [keeps the order](keeps_order), [`check_refused`] where it cannot.
+fn check_ordered<T: Same, O: Op<T>>(
+    team: &Team,
+    alg: Algorithm,
+    counts: &[usize],
+    input: &(dyn Fn(usize, usize) -> T + Sync),
+    op: &O,
+    f: &dyn Fn(T, T) -> T,
+    what: &str,
+) {
+    if keeps_order(alg) {
+        check(team, alg, counts, input, op, f, what);
+    } else {
+        check_refused(team, alg, counts, input, op, what);
+    }
+}
+
 /// A team of `p` ranks whose waits time out, so that a hang fails the test (with a
 /// `Timeout` that no check here accepts) instead of stalling it.
 fn team(p: usize) -> Team {
@@ -193,9 +398,10 @@ fn team(p: usize) -> Team {
         .unwrap()
 }
 
-/// One team per rank count in `ps`.
-fn teams(ps: &[usize]) -> Vec<Team> {
-    ps.iter().map(|&p| team(p)).collect()
+/// One team per rank count in `ps`, each made when the previous one is done with (so that
+/// the threads of only one team exist at a time).
+fn teams(ps: &[usize]) -> impl Iterator<Item = Team> + '_ {
+    ps.iter().map(|&p| team(p))
 }
 
 /// The span op: `(a, b) ⊙ (b, c) = (a, c)`; it panics (failing the run) when the spans are
@@ -219,6 +425,7 @@ fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
     ]
 }
 
+/// The non-commutative op of 2×2 matrix products ([`matmul`]).
 fn matrix_op() -> impl Op<[u32; 4]> + Copy {
     op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b))
 }
@@ -229,32 +436,82 @@ fn matrix(r: usize, i: usize, salt: u64) -> [u32; 4] {
     [0, 16, 32, 48].map(|s| ((h >> s) & 0xffff) as u32 % 7)
 }
 
-#[test]
-fn sum_u64_every_algorithm_rank_count_and_short_count() {
-    let input = |r: usize, i: usize| mix(r, i, 1);
-    for team in teams(&PS) {
-        let c = counts(team.size());
-        for alg in ALL {
+/// The full matrix for `Sum` on `i64` (wrapping, so exact whatever the order) at the rank
+/// counts `ps`: every algorithm × every count of [`full_counts`].
+fn sum_i64_full_matrix(ps: &[usize]) {
+    let input = |r: usize, i: usize| mix(r, i, 1) as i64;
+    for team in teams(ps) {
+        let c = full_counts(team.size());
+        for alg in algorithms() {
             check(
                 &team,
                 alg,
                 &c,
                 &input,
                 &op::Sum,
-                &|a: u64, b| a.wrapping_add(b),
-                "sum u64",
+                &|a: i64, b| a.wrapping_add(b),
+                "sum i64",
             );
         }
     }
 }
 
+#[test]
+fn sum_i64_full_matrix_p_1_to_9() {
+    sum_i64_full_matrix(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+}
+
+#[test]
+fn sum_i64_full_matrix_p_10_to_17() {
+    sum_i64_full_matrix(&[10, 11, 12, 13, 14, 15, 16, 17]);
+}
+
+#[test]
+fn sum_i64_full_matrix_p_31_to_33() {
+    sum_i64_full_matrix(&[31, 32, 33]);
+}
+
+/// The full matrix for the non-commutative product of 2×2 matrices that differ per rank and
+/// per element at the rank counts `ps`: every algorithm × every count of [`full_counts`],
+/// against the sequential product in rank order; the ring refuses on every rank.
+fn matrix_full_matrix(ps: &[usize]) {
+    let input = |r: usize, i: usize| matrix(r, i, 23);
+    for team in teams(ps) {
+        let c = full_counts(team.size());
+        for alg in algorithms() {
+            check_ordered(&team, alg, &c, &input, &matrix_op(), &matmul, "matrices");
+        }
+    }
+}
+
+#[test]
+fn matrix_full_matrix_p_1_to_9() {
+    matrix_full_matrix(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+}
+
+#[test]
+fn matrix_full_matrix_p_10_to_17() {
+    matrix_full_matrix(&[10, 11, 12, 13, 14, 15, 16, 17]);
+}
+
+#[test]
+fn matrix_full_matrix_p_31_to_33() {
+    matrix_full_matrix(&[31, 32, 33]);
+}
+
 /// Long vectors: 100 003 elements (several 64 KiB blocks per chunk), and counts whose chunks
 /// straddle a block boundary so that the outgoing and incoming chunks of one ring step take
-/// different numbers of pieces, or are exact multiples of a block.
+/// different numbers of pieces, or are exact multiples of a block. The boundaries are those of
+/// the automatic 64 KiB block, so algorithms given an explicit block size are left out (the
+/// full matrix runs them on 65 537 elements).
 #[test]
 fn sum_u64_long_vectors() {
     let input = |r: usize, i: usize| mix(r, i, 2);
     let f = |a: u64, b: u64| a.wrapping_add(b);
+    let auto_blocks: Vec<Algorithm> = algorithms()
+        .into_iter()
+        .filter(|&a| matches!(block_of(a), None | Some(Block::Auto)))
+        .collect();
     for team in teams(&[2, 3, 5, 8]) {
         let p = team.size();
         let c = [
@@ -263,7 +520,7 @@ fn sum_u64_long_vectors() {
             2 * p * BLOCK_U64,
             p * BLOCK_U64 - 1,
         ];
-        for alg in ALL {
+        for &alg in &auto_blocks {
             check(&team, alg, &c, &input, &op::Sum, &f, "long sum u64");
         }
     }
@@ -287,13 +544,13 @@ fn sum_i32_wraps() {
     let f = |a: i32, b: i32| a.wrapping_add(b);
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in ALL {
+        for alg in algorithms() {
             check(&team, alg, &c, &input, &op::Sum, &f, "sum i32");
         }
     }
     let team = team(7);
-    for alg in ALL {
-        check(&team, alg, &[100_003], &input, &op::Sum, &f, "long sum i32");
+    for alg in algorithms() {
+        check(&team, alg, &[LONG], &input, &op::Sum, &f, "long sum i32");
     }
 }
 
@@ -303,29 +560,28 @@ fn sum_i32_wraps() {
 fn sum_f64_of_small_integers_is_exact() {
     let input = |r: usize, i: usize| (mix(r, i, 4) % 2001) as f64 - 1000.0;
     let f = |a: f64, b: f64| a + b;
-    for team in teams(&PS) {
-        let p = team.size();
-        let c: Vec<usize> = if p == 33 { vec![1, 34] } else { counts(p) };
-        for alg in ALL {
+    for team in teams(&SOME_PS) {
+        let c = counts(team.size());
+        for alg in algorithms() {
             check(&team, alg, &c, &input, &op::Sum, &f, "sum f64 (integers)");
         }
     }
     let team = team(5);
-    for alg in ALL {
-        check(&team, alg, &[100_003], &input, &op::Sum, &f, "long sum f64");
+    for alg in algorithms() {
+        check(&team, alg, &[LONG], &input, &op::Sum, &f, "long sum f64");
     }
 }
 
 /// Arbitrary floats: every rank gets the same bits; the linear algorithm (rank 0 folds in rank
-/// order) gives exactly the left-to-right fold; the others are within the rounding bound of a
-/// sum of p terms.
+/// order) and the direct one (each slice folded in rank order) give exactly the left-to-right
+/// fold; the others are within the rounding bound of a sum of p terms.
 #[test]
 fn sum_f64_bit_identical_on_all_ranks() {
     let input = |r: usize, i: usize| float(r, i, 5);
-    for team in teams(&[2, 3, 5, 8, 17]) {
+    for team in teams(&SOME_PS) {
         let p = team.size();
-        let c = [1, p + 1, 1001, 3 * BLOCK_U64 + 7];
-        for alg in ALL {
+        for alg in algorithms() {
+            let c = feasible(alg, p, &[1, p + 1, 1000, 3 * BLOCK_U64 + 7]);
             let got = run_counts(&team, alg, &c, &input, &op::Sum);
             for (&n, per_rank) in c.iter().zip(&got) {
                 let want = reference(p, n, &input, &|a, b| a + b);
@@ -335,8 +591,8 @@ fn sum_f64_bit_identical_on_all_ranks() {
                         "{alg:?} p = {p} n = {n}: rank {r} differs from rank 0"
                     );
                 }
-                if alg == Algorithm::Linear {
-                    assert!(same_vec(&per_rank[0], &want), "linear is the left fold");
+                if matches!(alg, Algorithm::Linear | Algorithm::Direct) {
+                    assert!(same_vec(&per_rank[0], &want), "{alg:?} is the left fold");
                 }
                 for (i, (&x, &w)) in per_rank[0].iter().zip(&want).enumerate() {
                     let scale: f64 = (0..p).map(|r| input(r, i).abs()).sum();
@@ -367,7 +623,7 @@ fn prod_integers_and_floats() {
     };
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in ALL {
+        for alg in algorithms() {
             check(&team, alg, &c, &iu, &op::Prod, &fu, "prod u64");
             check(&team, alg, &c, &ii, &op::Prod, &fi, "prod i32");
             check(&team, alg, &c, &iff, &op::Prod, &ff, "prod f64");
@@ -381,7 +637,7 @@ fn min_max_integers() {
     let ii = |r: usize, i: usize| mix(r, i, 10) as i32;
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in ALL {
+        for alg in algorithms() {
             check(
                 &team,
                 alg,
@@ -452,27 +708,19 @@ fn min_max_f64_signed_zeros_and_nans() {
     let max = |a: f64, b: f64| if b.total_cmp(&a).is_gt() { b } else { a };
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in ALL {
+        for alg in algorithms() {
             check(&team, alg, &c, &input, &op::Min, &min, "min f64");
             check(&team, alg, &c, &input, &op::Max, &max, "max f64");
         }
     }
     let team5 = team(5);
-    for alg in ALL {
-        check(
-            &team5,
-            alg,
-            &[100_003],
-            &input,
-            &op::Max,
-            &max,
-            "long max f64",
-        );
+    for alg in algorithms() {
+        check(&team5, alg, &[LONG], &input, &op::Max, &max, "long max f64");
     }
     // Only zeros of both signs: the minimum is −0.0 exactly when some rank has −0.0.
     let zeros = |r: usize, i: usize| if (r + i) % 5 == 3 { -0.0 } else { 0.0 };
     let team = team(4);
-    for alg in ALL {
+    for alg in algorithms() {
         check(&team, alg, &[1, 3, 7], &zeros, &op::Min, &min, "min ±0");
         check(&team, alg, &[1, 3, 7], &zeros, &op::Max, &max, "max ±0");
     }
@@ -489,7 +737,7 @@ fn bitwise_and_logical_ops() {
     let iw = |r: usize, i: usize| (mix(r, i, 22) % 4) as u8;
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in ALL {
+        for alg in algorithms() {
             check(
                 &team,
                 alg,
@@ -569,11 +817,11 @@ fn bitwise_and_logical_ops() {
         }
     }
     let team = team(5);
-    for alg in ALL {
+    for alg in algorithms() {
         check(
             &team,
             alg,
-            &[100_003],
+            &[LONG],
             &iu,
             &op::BitXor,
             &|a: u64, b| a ^ b,
@@ -582,7 +830,7 @@ fn bitwise_and_logical_ops() {
         check(
             &team,
             alg,
-            &[100_003],
+            &[LONG],
             &ib,
             &op::LogicalAnd,
             &|a: bool, b| a && b,
@@ -597,46 +845,16 @@ fn bitwise_and_logical_ops() {
 fn non_commutative_spans_every_ordered_algorithm() {
     let input = |r: usize, _i: usize| (r as u32, r as u32 + 1);
     let f = |a: (u32, u32), b: (u32, u32)| (a.0, b.1);
-    for team in teams(&PS) {
+    for team in teams(&all_ps()) {
         let c = counts(team.size());
-        for alg in ORDERED {
+        for alg in ordered() {
             check(&team, alg, &c, &input, &span_op(), &f, "spans");
         }
     }
     for team in teams(&[3, 8]) {
-        for alg in ORDERED {
-            check(&team, alg, &[100_003], &input, &span_op(), &f, "long spans");
+        for alg in ordered() {
+            check(&team, alg, &[LONG], &input, &span_op(), &f, "long spans");
         }
-    }
-}
-
-/// Products of 2×2 matrices that differ per rank and per element, against the sequential
-/// product in rank order.
-#[test]
-fn non_commutative_matrix_products_every_ordered_algorithm() {
-    let input = |r: usize, i: usize| matrix(r, i, 23);
-    for team in teams(&PS) {
-        let p = team.size();
-        let c: Vec<usize> = if p == 33 {
-            vec![p - 1, 1001]
-        } else {
-            counts(p)
-        };
-        for alg in ORDERED {
-            check(&team, alg, &c, &input, &matrix_op(), &matmul, "matrices");
-        }
-    }
-    let team = team(5);
-    for alg in ORDERED {
-        check(
-            &team,
-            alg,
-            &[20_011],
-            &input,
-            &matrix_op(),
-            &matmul,
-            "long matrices",
-        );
     }
 }
 
@@ -647,7 +865,7 @@ fn non_commutative_matrix_products_every_ordered_algorithm() {
 fn ring_refuses_non_commutative_ops_on_every_rank() {
     for team in teams(&[1, 2, 3, 8, 33]) {
         let p = team.size();
-        for n in [0, 5, 100_003] {
+        for n in [0, 5, LONG] {
             let out = team
                 .run(|comm| {
                     let r = comm.rank() as u32;
@@ -762,11 +980,12 @@ fn lengths_differ(team: &Team, alg: Algorithm, n: usize, long: usize, extra: usi
 
 #[test]
 fn different_lengths_on_different_ranks_fail_everywhere() {
-    for team in teams(&[2, 3, 5, 8]) {
+    for team in teams(&[2, 3, 5, 8, 33]) {
         let p = team.size();
         let cases = [
             (0, p - 1, 1),
             (1, 0, 1),
+            (2, p - 1, 7),
             (p + 1, 1, 1),
             (1001, p / 2, p),
             // Segmented: one block per chunk against a block and one element.
@@ -775,7 +994,7 @@ fn different_lengths_on_different_ranks_fail_everywhere() {
             // One block per chunk against almost two.
             (p * BLOCK_U64, 1, p * (BLOCK_U64 - 1)),
         ];
-        for alg in ALL {
+        for alg in algorithms() {
             for (n, long, extra) in cases {
                 lengths_differ(&team, alg, n, long, extra);
             }
@@ -783,14 +1002,19 @@ fn different_lengths_on_different_ranks_fail_everywhere() {
     }
 }
 
-/// Rank 1 picks another algorithm than the others: every rank fails, with a mismatch as the
-/// first failure. (`Auto` is left out: it legitimately agrees with the algorithm it picks.)
+/// Rank 1 picks another algorithm, or the same with another block size, than the others:
+/// every rank fails, with a mismatch as the first failure. (`Auto` is left out: it
+/// legitimately agrees with the algorithm it picks.)
 #[test]
 fn different_algorithms_on_different_ranks_fail_everywhere() {
-    for team in teams(&[2, 3, 5]) {
+    let explicit: Vec<Algorithm> = algorithms()
+        .into_iter()
+        .filter(|&a| a != Algorithm::Auto)
+        .collect();
+    for team in teams(&[2, 3, 5, 17]) {
         let p = team.size();
-        for a in &ALL[1..] {
-            for b in &ALL[1..] {
+        for a in &explicit {
+            for b in &explicit {
                 if a == b {
                     continue;
                 }
@@ -818,8 +1042,9 @@ fn different_algorithms_on_different_ranks_fail_everywhere() {
 /// for (its team rank), so that a result in another order than the communicator's shows.
 fn several_in_a_row(comm: &Comm, k: usize, id: &dyn Fn(usize) -> u32) -> Result<(), Error> {
     let (r, p) = (comm.rank(), comm.size());
-    let alg = |j: usize| ALL[(k + j) % ALL.len()];
-    let ordered = |j: usize| ORDERED[(k + j) % ORDERED.len()];
+    let (all, ord) = (algorithms(), ordered());
+    let alg = |j: usize| all[(k + j) % all.len()];
+    let ordered = |j: usize| ord[(k + j) % ord.len()];
     // Spans in communicator rank order.
     let mut spans = vec![(r as u32, r as u32 + 1); 37];
     comm.allreduce_with(&mut spans, span_op(), ordered(0))?;
@@ -841,7 +1066,12 @@ fn several_in_a_row(comm: &Comm, k: usize, id: &dyn Fn(usize) -> u32) -> Result<
     assert_eq!(mx, [f64::from(hi), -f64::from(lo)], "max of ids");
     let x = |q: usize, i: usize| mix(id(q) as usize, i, 26);
     let mut v: Vec<u64> = (0..3 * BLOCK_U64 + 5).map(|i| x(r, i)).collect();
-    comm.allreduce_with(&mut v, op::BitXor, alg(4))?;
+    // The next algorithm from the fifth on that runs so long a vector (see `feasible`).
+    let long = (4..)
+        .map(alg)
+        .find(|&a| !feasible(a, p, &[v.len()]).is_empty())
+        .unwrap();
+    comm.allreduce_with(&mut v, op::BitXor, long)?;
     assert_eq!(v, reference(p, v.len(), &x, &|a, b| a ^ b), "xor");
     Ok(())
 }
@@ -850,7 +1080,7 @@ fn several_in_a_row(comm: &Comm, k: usize, id: &dyn Fn(usize) -> u32) -> Result<
 fn several_in_a_row_on_one_communicator() {
     for team in teams(&[1, 3, 8]) {
         team.run(|comm| {
-            for k in 0..ALL.len() {
+            for k in 0..algorithms().len() {
                 several_in_a_row(comm, k, &|q| q as u32).unwrap();
             }
         })
@@ -916,9 +1146,19 @@ fn deterministic_across_runs() {
     let input = |r: usize, i: usize| float(r, i, 27);
     for team in teams(&[3, 8, 17, 33]) {
         let p = team.size();
-        let c = [1001, 2 * p * BLOCK_U64 + 3];
-        let algs: &[Algorithm] = if p == 33 { &[Algorithm::Ring] } else { &ALL };
-        for &alg in algs {
+        // On 33 oversubscribed ranks, the ring and the newest schedules only.
+        let algs = algorithms().into_iter().filter(|&a| {
+            p < 33
+                || matches!(
+                    a,
+                    Algorithm::Ring
+                        | Algorithm::DualRoot { block: Block::Auto }
+                        | Algorithm::TwoTree { block: Block::Auto }
+                        | Algorithm::Direct
+                )
+        });
+        for alg in algs {
+            let c = feasible(alg, p, &[1000, LONG]);
             let first = run_counts(&team, alg, &c, &input, &op::Sum);
             let second = run_counts(&team, alg, &c, &input, &op::Sum);
             for (k, (a, b)) in first.iter().zip(&second).enumerate() {
@@ -938,33 +1178,70 @@ fn deterministic_across_runs() {
     }
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(24))]
+/// The algorithm variants the property test draws from: those of [`algorithms`], one entry
+/// per variant whatever its block (the block is drawn separately).
+fn variants() -> Vec<Algorithm> {
+    let mut v = algorithms();
+    v.dedup_by_key(|a| a.name());
+    v
+}
 
-    /// Matrix products in rank order for random rank counts, lengths, algorithms and inputs;
-    /// the ring refuses on every rank.
+/// `alg` with pipeline block `block` if it takes one (the block is ignored otherwise).
+fn with_block(alg: Algorithm, block: Block) -> Algorithm {
+    match alg {
+        Algorithm::PipelinedTree { .. } => Algorithm::PipelinedTree { block },
+        Algorithm::DualRoot { .. } => Algorithm::DualRoot { block },
+        Algorithm::TwoTree { .. } => Algorithm::TwoTree { block },
+        other => other,
+    }
+}
+
+/// A pipeline block: `Auto` or 1 to 64 elements.
+fn any_block() -> impl Strategy<Value = Block> {
+    prop_oneof![1 => Just(Block::Auto), 3 => (1usize..=64).prop_map(Block::Elements)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(PROPTEST_CASES))]
+
+    /// Matrix products in rank order for random rank counts, lengths, algorithms, blocks and
+    /// inputs, in place (`allreduce_with`) or, one time in four, out of place
+    /// (`allreduce_into`, which has no algorithm argument and runs `Auto`); the ring refuses
+    /// on every rank.
     #[test]
-    fn non_commutative_any_p_count_algorithm(
-        p in 1usize..=12,
-        n in 0usize..=300,
-        alg in prop::sample::select(ALL.to_vec()),
+    fn non_commutative_any_p_count_block_algorithm(
+        p in 1usize..=33,
+        n in 0usize..=3000,
+        variant in prop::sample::select(variants()),
+        block in any_block(),
+        into in prop::bool::weighted(0.25),
         salt in any::<u64>(),
     ) {
+        let alg = if into { Algorithm::Auto } else { with_block(variant, block) };
         let input = |r: usize, i: usize| matrix(r, i, salt);
         let out = team(p).run(|comm| {
-            let mut v: Vec<[u32; 4]> = (0..n).map(|i| input(comm.rank(), i)).collect();
-            comm.allreduce_with(&mut v, matrix_op(), alg).map(|()| v)
+            let mine: Vec<[u32; 4]> = (0..n).map(|i| input(comm.rank(), i)).collect();
+            if into {
+                let mut recv = vec![[u32::MAX; 4]; n];
+                comm.allreduce_into(&mine, &mut recv, matrix_op())?;
+                assert_eq!(mine, (0..n).map(|i| input(comm.rank(), i)).collect::<Vec<_>>());
+                Ok(recv)
+            } else {
+                let mut v = mine;
+                comm.allreduce_with(&mut v, matrix_op(), alg).map(|()| v)
+            }
         })
         .unwrap();
         let want = reference(p, n, &input, &matmul);
         for (r, res) in out.into_iter().enumerate() {
-            match (alg, res) {
-                (Algorithm::Ring, Err(e)) => prop_assert!(
+            match (keeps_order(alg), res) {
+                (false, Err(e)) => prop_assert!(
                     matches!(e.root_cause(), Error::Unsupported { .. }),
                     "rank {}: {}", r, e
                 ),
-                (Algorithm::Ring, Ok(_)) => prop_assert!(false, "rank {}: ring accepted", r),
-                (_, res) => prop_assert_eq!(res.unwrap(), want.clone(), "rank {}", r),
+                (false, Ok(_)) => prop_assert!(false, "rank {}: {:?} accepted", r, alg),
+                (true, Err(e)) => prop_assert!(false, "{:?}, rank {}: {}", alg, r, e),
+                (true, Ok(v)) => prop_assert_eq!(v, want.clone(), "{:?}, rank {}", alg, r),
             }
         }
     }
