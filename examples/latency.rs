@@ -1,5 +1,6 @@
-//! The project's main job for now: measures point-to-point latency, barriers and a large
-//! pairwise exchange on this machine and prints them in a table beside the goals.
+//! The project's main job for now: measures point-to-point latency, barriers, a large
+//! pairwise exchange and allreduce (8 B with `Auto`; 1 MiB with `Direct`, `DualRoot` and
+//! `Ring`) on this machine and prints them in a table beside the goals.
 //!
 //! ```text
 //! cargo run --release --example latency
@@ -13,7 +14,8 @@
 //! Before measuring, a short self-check sends known data around rings of several sizes and
 //! splits a communicator, so that a broken build cannot print fast numbers.
 
-use corecoll::{Comm, Team, EAGER_MAX};
+use corecoll::op::Sum;
+use corecoll::{Algorithm, Block, Comm, Team, EAGER_MAX};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -41,6 +43,8 @@ enum Work {
     /// Every rank sends `n` bytes to itself and receives them: the library's own cost for one
     /// message at both ends, with no waiting and no data crossing cores.
     SelfMessage(usize),
+    /// Every rank calls `allreduce_with` on `n` bytes of f64 with `Sum` and this algorithm.
+    Allreduce(usize, Algorithm),
 }
 
 /// One rank's message buffers for a `Work`: `a` is sent (or, for a ping-pong, sent and
@@ -51,17 +55,24 @@ enum Work {
 struct Buffers {
     a: Vec<u8>,
     b: Vec<u8>,
+    /// The vector of an allreduce.
+    f: Vec<f64>,
 }
 
 impl Buffers {
     fn new(work: Work, rank: usize) -> Buffers {
         let n = match work {
             Work::PingPong(n) | Work::Exchange(n) | Work::Copy(n) | Work::SelfMessage(n) => n,
-            Work::Barrier => 0,
+            Work::Barrier | Work::Allreduce(..) => 0,
+        };
+        let f = match work {
+            Work::Allreduce(n, _) => vec![1.0 + rank as f64; n / 8],
+            _ => Vec::new(),
         };
         Buffers {
             a: vec![rank as u8 + 1; n],
             b: vec![0; n],
+            f,
         }
     }
 }
@@ -105,6 +116,16 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
             for _ in 0..iters {
                 comm.send(rank, &bufs.a)?;
                 comm.recv(rank, &mut bufs.a)?;
+            }
+        }
+        Work::Allreduce(_, alg) => {
+            for _ in 0..iters {
+                comm.allreduce_with(&mut bufs.f, Sum, alg)?;
+                // Sums double every value; start again (on every rank alike: the values are
+                // equal everywhere) long before they would overflow.
+                if bufs.f.first().is_some_and(|&x| x > 1e300) {
+                    bufs.f.fill(1.0);
+                }
             }
         }
         Work::PingPong(_) | Work::Exchange(_) => {}
@@ -438,7 +459,7 @@ fn main() -> AnyResult<()> {
     }
     let started = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("corecoll latency: point-to-point, barrier and exchange on this machine");
+    println!("corecoll latency: point-to-point, barrier, exchange and allreduce on this machine");
     println!(
         "  cores: {cores}{}; ranks pinned compactly (rank r on core r mod {cores}); \
          rank 0 = the calling thread",
@@ -477,6 +498,7 @@ fn main() -> AnyResult<()> {
     )
     .bytes(BIG);
     exch_row.goal = Some((format!("≤ 1.2× memcpy (is {ratio:.2}×)"), ratio <= 1.2));
+    let ar8 = measure(&team2, Work::Allreduce(8, Algorithm::Auto), 1.0)?;
     let goals = [
         Row::new("one-way latency 8 B, p=2 (ping-pong / 2)", lat8)
             .bytes(8)
@@ -486,6 +508,7 @@ fn main() -> AnyResult<()> {
         Row::new(format!("barrier {}", placement(8, cores)), bar8).at_most(20e-6),
         exch_row,
         Row::new(format!("memcpy {} (copy_from_slice)", fmt_bytes(BIG)), copy).bytes(BIG),
+        Row::new("allreduce 8 B (one f64, Sum, Auto), p=2", ar8).at_most(120e-9),
     ];
     print_rows("goals", &goals);
 
@@ -520,6 +543,20 @@ fn main() -> AnyResult<()> {
             format!("barrier {}", placement(p, cores)),
             barrier(p)?,
         ));
+    }
+    for alg in [
+        Algorithm::Direct,
+        Algorithm::DualRoot { block: Block::Auto },
+        Algorithm::Ring,
+    ] {
+        let n = 1 << 20;
+        more.push(
+            Row::new(
+                format!("allreduce {} f64 Sum, p=2, {}", fmt_bytes(n), alg.name()),
+                measure(&team2, Work::Allreduce(n, alg), 1.0)?,
+            )
+            .bytes(n),
+        );
     }
     print_rows("more", &more);
 

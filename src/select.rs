@@ -110,6 +110,19 @@ impl Algorithm {
         }
     }
 
+    /// Whether the algorithm cuts the vector into pipeline blocks or pieces (and so uses
+    /// [`Algorithm::block_elements`]).
+    pub(crate) fn has_block(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Chain
+                | Algorithm::Ring
+                | Algorithm::PipelinedTree { .. }
+                | Algorithm::DualRoot { .. }
+                | Algorithm::TwoTree { .. }
+        )
+    }
+
     /// Elements per pipeline block (or ring piece) for `n` elements of `elem_size` bytes on
     /// `p` ranks: the user's `Block::Elements`, or for `Block::Auto` the pipelining lemma
     /// ([`lemma_block`]) with this algorithm's step counts. Algorithms without a pipeline get

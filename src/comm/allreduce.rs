@@ -69,8 +69,14 @@ impl Comm {
             }));
         }
         let t = self.coll("allreduce");
-        let costs = select::Costs::for_team(self.run().ranks.policy.oversubscribed);
-        let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
+        // Only the pipelined algorithms and the ring's pieces have a block; the others pass 0
+        // (the agreement compares it too) and skip the lemma's arithmetic.
+        let block = if alg.has_block() {
+            let costs = select::Costs::for_team(self.run().ranks.policy.oversubscribed);
+            alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs)
+        } else {
+            0
+        };
         // At p = 2, recursive doubling is one exchange of the whole vector, and its message
         // carries what the check compares: the algorithm (tag variant), element type and
         // length, all checked by the receiving mailbox. Every other choice starts with the

@@ -169,6 +169,22 @@ pub(crate) trait Transport {
         acc: &mut [T],
         combine: &mut dyn FnMut(&mut [T], &[T]),
     ) -> Result<()>;
+    /// The butterfly's exchange: sends `buf` to `peer` and combines `peer`'s message of the
+    /// same length into `buf` with `combine(buf, incoming)`. The outgoing data must not change
+    /// while the peer may still read it, so this copies `buf` into `scratch` first (reusing its
+    /// allocation across calls) unless the transport copies the message anyway.
+    fn exchange_reduce<T: Elem>(
+        &self,
+        peer: usize,
+        buf: &mut [T],
+        scratch: &mut Vec<T>,
+        tag: Tag,
+        combine: &mut dyn FnMut(&mut [T], &[T]),
+    ) -> Result<()> {
+        scratch.clear();
+        scratch.extend_from_slice(buf);
+        self.sendrecv_reduce(peer, scratch, peer, buf, tag, combine)
+    }
     /// [`Transport::sendrecv`] whose receive combines like [`Transport::recv_reduce`].
     #[allow(dead_code)] // the allreduce schedules' primitive (issue 3)
     fn sendrecv_reduce<T: Elem>(

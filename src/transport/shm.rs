@@ -472,6 +472,26 @@ impl Transport for ShmTransport<'_> {
         })
     }
 
+    fn exchange_reduce<T: Elem>(
+        &self,
+        peer: usize,
+        buf: &mut [T],
+        scratch: &mut Vec<T>,
+        tag: Tag,
+        combine: &mut dyn FnMut(&mut [T], &[T]),
+    ) -> Result<()> {
+        // An eager message is copied into the mailbox when it is posted, so `buf` is free to
+        // change at once and needs no scratch copy.
+        if self.try_send_eager(peer, tag, buf) {
+            let n = buf.len();
+            // SAFETY: as in `recv`.
+            return self.recv_with::<T>(peer, tag, n, |p| unsafe { reduce_in(p, buf, combine) });
+        }
+        scratch.clear();
+        scratch.extend_from_slice(buf);
+        self.sendrecv_reduce(peer, scratch, peer, buf, tag, combine)
+    }
+
     fn sendrecv_reduce<T: Elem>(
         &self,
         dest: usize,

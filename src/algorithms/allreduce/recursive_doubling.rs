@@ -21,9 +21,10 @@
 //! evaluate the same `lower ⊙ upper` (one through `fold_right`, the other through `fold_left`),
 //! so all ranks end with the same bits, floating point included.
 //!
-//! Each combining rank keeps one scratch copy of its vector (allocated once per call): the
-//! round's outgoing data must stay untouched while the incoming data is combined into `buf`
-//! straight from the partner's published memory.
+//! Each round is one `Transport::exchange_reduce`: the round's outgoing data must stay
+//! untouched while the incoming data is combined into `buf` straight from the partner's
+//! published memory, so a long vector is copied to a scratch buffer (allocated once per call)
+//! first; a short one goes eagerly, copied into the mailbox when posted, and needs none.
 //!
 //! The fold-in / fold-out helpers ([`Fold`]) and the ordered [`combine`] are shared with the
 //! Rabenseifner schedule.
@@ -43,31 +44,21 @@ pub(crate) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(
     if p == 1 {
         return Ok(());
     }
+    if p == 2 {
+        // One exchange, nothing to fold: the shortest path for the latency-bound case.
+        let (r, peer) = (t.rank(), 1 - t.rank());
+        let mut combine = |acc: &mut [T], inc: &[T]| combine(op, peer < r, acc, inc);
+        return t.exchange_reduce(peer, buf, &mut Vec::new(), tag, &mut combine);
+    }
     let fold = Fold::new(p);
     if let Some(id) = fold.fold_in(t, buf, op, tag)? {
-        // Short vectors (the latency-bound case this algorithm is for) keep their scratch copy
-        // on the stack: an allocation would cost a noticeable part of an 8-byte allreduce.
-        let mut stack;
-        let mut heap;
-        let scratch: &mut [T] = match buf.first() {
-            Some(&x) if buf.len() <= STACK_ELEMS && std::mem::size_of::<T>() <= 64 => {
-                stack = [x; STACK_ELEMS];
-                stack[..buf.len()].copy_from_slice(buf);
-                &mut stack[..buf.len()]
-            }
-            _ => {
-                heap = buf.to_vec();
-                &mut heap
-            }
-        };
+        // Allocated only if a message is too long for the transport to copy it anyway.
+        let mut scratch = Vec::new();
         let mut mask = 1;
         while mask < fold.p2 {
             let peer_id = id ^ mask;
             let peer = fold.rank_of(peer_id);
-            if mask > 1 {
-                scratch.copy_from_slice(buf);
-            }
-            t.sendrecv_reduce(peer, scratch, peer, buf, tag, &mut |acc, inc| {
+            t.exchange_reduce(peer, buf, &mut scratch, tag, &mut |acc, inc| {
                 combine(op, peer_id < id, acc, inc)
             })?;
             mask <<= 1;
@@ -75,9 +66,6 @@ pub(crate) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(
     }
     fold.fold_out(t, buf, tag)
 }
-
-/// Longest vector whose scratch copy lives on the stack (for elements of at most 64 bytes).
-const STACK_ELEMS: usize = 16;
 
 /// Combines `inc` (a peer's data) into `acc` (ours) keeping rank order: the peer's data on the
 /// left if it stands for lower ranks (`peer_lower`), on the right otherwise.
