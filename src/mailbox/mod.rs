@@ -309,6 +309,7 @@ impl Mailbox {
 
     /// Producer: the index and arena placement the next message of `len` bytes gets, if there
     /// is room for it.
+    #[inline]
     fn reserve(&self, len: usize) -> Option<(u64, u64, u64)> {
         let tail = self.prod.tail.load(Ordering::Relaxed);
         let (start, end) = self.place(len);
@@ -330,6 +331,7 @@ impl Mailbox {
     /// `src` must be valid for reads of `header.len` bytes. If the payload is lent, `src` must
     /// stay valid and unwritten until `is_consumed` or `withdraw` returns true for the
     /// returned number.
+    #[inline]
     pub(crate) unsafe fn try_post(&self, header: Header, src: *const u8) -> Option<(u64, bool)> {
         let (n, start, end) = self.reserve(header.len)?;
         let how = carry(header.len);
@@ -401,6 +403,7 @@ impl Mailbox {
     // ----- consumer side -------------------------------------------------------------------
 
     /// Consumer: the header of the next message, if it has arrived. Only reads.
+    #[inline]
     pub(crate) fn front(&self) -> Option<Header> {
         let n = self.cons.consumed.load(Ordering::Relaxed);
         let slot = self.slot(n);

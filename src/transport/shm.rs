@@ -79,6 +79,7 @@ impl Drop for Lent<'_> {
 struct WakeOnDrop<'t, 'a>(&'t ShmTransport<'a>, usize);
 
 impl Drop for WakeOnDrop<'_, '_> {
+    #[inline]
     fn drop(&mut self) {
         self.0.unpark(self.1);
     }
@@ -90,10 +91,12 @@ impl<'a> ShmTransport<'a> {
         ShmTransport { comm, ctx, op }
     }
 
+    #[inline]
     fn mailbox(&self, src: usize, dst: usize) -> &'a Mailbox {
         self.comm.shared().mailbox(self.ctx, src, dst)
     }
 
+    #[inline]
     fn unpark(&self, peer: usize) {
         let team_rank = self.comm.shared().members[peer];
         self.comm.run().ranks.parkers[team_rank].unpark();
