@@ -13,6 +13,18 @@
 //! bench works, not to measure). Group settings take precedence over criterion's
 //! `--measurement-time` and the like, hence the variable.
 //!
+//! # Interleaved mode: `CORECOLL_BENCH_INTERLEAVED=1 cargo bench --bench allreduce`
+//!
+//! This machine is a VM whose speed changes for seconds at a time (docs/benchmarks.md), and
+//! criterion measures one benchmark after another, so two benchmarks of the same algorithm
+//! can differ by 2–3× when a slow phase hits one of them. Ratios between algorithms (Auto
+//! against the best, Direct against the limit kernel) are only meaningful when every kernel
+//! sees the same phases. With `CORECOLL_BENCH_INTERLEAVED=1` the bench skips criterion and, for
+//! each size, takes rounds of one sample of every kernel in turn (a sample is a loop of about
+//! 2 ms, at least one call, after a barrier, rank 0's clock), 15 rounds (3 with
+//! `CORECOLL_BENCH_QUICK=1`), and prints the median per call of every kernel as a markdown
+//! table with the same ratio columns as `benches/summary.py`.
+//!
 //! # `allreduce_p2`
 //!
 //! f64 `Sum` of 8 B, 32 B, 128 B, … (×4) … 32 MiB, plus 256 KiB (where the `Direct` goal
@@ -361,7 +373,16 @@ fn allreduce_p2(c: &mut Criterion) {
         g.throughput(Throughput::Bytes(bytes as u64));
         for &kernel in &kernels {
             g.bench_function(BenchmarkId::new(kernel.name(), bytes), |bch| {
-                let v = vectors.get_or_init(|| Vectors::new(bytes));
+                let v = vectors.get_or_init(|| {
+                    // Fresh vectors are touched by every kernel once before anything is
+                    // timed, so that the first benchmark of a size (auto) does not pay for
+                    // page faults and cold caches that the later ones do not.
+                    let v = Vectors::new(bytes);
+                    for &k in &kernels {
+                        timed(&team, k, &v, warm_up(bytes, 100).max(2));
+                    }
+                    v
+                });
                 bch.iter_custom(|iters| timed(&team, kernel, v, iters))
             });
         }
@@ -403,8 +424,108 @@ fn config() -> Criterion {
     Criterion::default().nresamples(20_000)
 }
 
-/// Runs both groups with criterion's command-line settings.
+/// The time per call of `kernel` with `iters` calls per sample.
+fn per_call(team: &Team, kernel: Kernel, vectors: &Vectors, iters: u64) -> f64 {
+    timed(team, kernel, vectors, iters).as_secs_f64() / iters as f64
+}
+
+/// Formats seconds as ns, µs or ms with three significant digits.
+fn fmt_secs(t: f64) -> String {
+    let (v, unit) = match t {
+        t if t < 1e-6 => (t * 1e9, "ns"),
+        t if t < 1e-3 => (t * 1e6, "µs"),
+        t => (t * 1e3, "ms"),
+    };
+    let decimals = if v < 10.0 {
+        2
+    } else if v < 100.0 {
+        1
+    } else {
+        0
+    };
+    format!("{v:.decimals$} {unit}")
+}
+
+/// Formats a byte count as B, KiB or MiB.
+fn fmt_size(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The interleaved mode (see the module docs): rounds of one sample of every kernel in turn.
+fn interleaved() {
+    let team = Team::new(P).expect("a team of 2");
+    let kernels: Vec<Kernel> = ALGORITHMS
+        .into_iter()
+        .filter(|&a| available(&team, a))
+        .map(Kernel::Allreduce)
+        .chain([Kernel::Limit])
+        .collect();
+    let rounds = if quick() { 3 } else { 15 };
+    let names: Vec<&str> = kernels.iter().map(|k| k.name()).collect();
+    println!(
+        "### allreduce, 2 ranks, f64 Sum, interleaved: median time per call ({rounds} rounds)\n"
+    );
+    println!(
+        "| size per rank | {} | best | auto/best | direct % of limit |",
+        names.join(" | ")
+    );
+    println!("|{}", " --- |".repeat(names.len() + 4));
+    for bytes in sizes() {
+        let v = Vectors::new(bytes);
+        // Calls per sample: about 2 ms' worth, measured after a warm-up of every kernel.
+        let iters: Vec<u64> = kernels
+            .iter()
+            .map(|&k| {
+                timed(&team, k, &v, warm_up(bytes, 100).max(2));
+                let one = per_call(&team, k, &v, 8);
+                (2e-3 / one).clamp(1.0, 1e6) as u64
+            })
+            .collect();
+        let mut samples = vec![Vec::with_capacity(rounds); kernels.len()];
+        for _ in 0..rounds {
+            for (i, &k) in kernels.iter().enumerate() {
+                samples[i].push(per_call(&team, k, &v, iters[i]));
+            }
+        }
+        let median: Vec<f64> = samples
+            .iter_mut()
+            .map(|s| {
+                s.sort_by(f64::total_cmp);
+                s[s.len() / 2]
+            })
+            .collect();
+        let of = |name: &str| names.iter().position(|&n| n == name).map(|i| median[i]);
+        let (best, best_t) = names
+            .iter()
+            .zip(&median)
+            .filter(|(n, _)| !matches!(**n, "auto" | "limit"))
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(n, t)| (*n, *t))
+            .expect("at least one algorithm");
+        let ratio = of("auto").map_or("—".into(), |a| format!("{:.2}", a / best_t));
+        let direct = match (of("direct"), of("limit")) {
+            (Some(d), Some(l)) => format!("{:.0} %", 100.0 * l / d),
+            _ => "—".into(),
+        };
+        let cells: Vec<String> = median.iter().map(|&t| fmt_secs(t)).collect();
+        println!(
+            "| {} | {} | {best} | {ratio} | {direct} |",
+            fmt_size(bytes),
+            cells.join(" | ")
+        );
+    }
+}
+
+/// Runs both groups with criterion's command-line settings, or the interleaved mode.
 fn main() {
+    if std::env::var_os("CORECOLL_BENCH_INTERLEAVED").is_some_and(|v| !v.is_empty() && v != "0") {
+        interleaved();
+        return;
+    }
     // What criterion_group! and criterion_main! expand to, without the undocumented public
     // function the former generates.
     let mut c = config().configure_from_args();
