@@ -43,6 +43,12 @@ pub use comm::Comm;
 pub use error::{Error, Result};
 pub use mailbox::EAGER_MAX;
 pub use select::{Algorithm, Block};
+
+/// The algorithms of the collectives other than allreduce (whose [`Algorithm`] is at the
+/// crate root), one enum per collective, for their `_with` variants.
+pub mod algorithm {
+    pub use crate::select::{Broadcast, Reduce};
+}
 pub use team::{run, Pinning, Team, TeamBuilder};
 
 #[cfg(loom)]

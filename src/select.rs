@@ -248,6 +248,180 @@ pub(crate) fn choose_allreduce(_p: usize, bytes: usize, _commutative: bool) -> A
     }
 }
 
+/// A broadcast algorithm (see `Comm::broadcast_with`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Broadcast {
+    /// Let the library choose by rank count and size.
+    #[default]
+    Auto,
+    /// Binomial tree from the root: ⌈log₂ p⌉ rounds of the whole vector.
+    Binomial,
+    /// Pipelined broadcast down a binary tree, in blocks.
+    PipelinedTree {
+        /// Pipeline block size.
+        block: Block,
+    },
+    /// Scatter of the vector from the root (binomial), then an allgather of the pieces:
+    /// about 2βm for long vectors (van de Geijn).
+    ScatterAllgather,
+    /// Shared memory only: every rank copies from the root's published buffer, in chunks.
+    Direct,
+}
+
+impl Broadcast {
+    /// Every algorithm (blocks `Auto`), in id order.
+    pub(crate) const ALL: [Broadcast; 5] = [
+        Broadcast::Auto,
+        Broadcast::Binomial,
+        Broadcast::PipelinedTree { block: Block::Auto },
+        Broadcast::ScatterAllgather,
+        Broadcast::Direct,
+    ];
+
+    /// A short name (error messages, benchmarks).
+    pub fn name(self) -> &'static str {
+        match self {
+            Broadcast::Auto => "auto",
+            Broadcast::Binomial => "binomial",
+            Broadcast::PipelinedTree { .. } => "pipelined-tree",
+            Broadcast::ScatterAllgather => "scatter-allgather",
+            Broadcast::Direct => "direct",
+        }
+    }
+
+    /// The id carried in tags and compared by the agreement.
+    pub(crate) fn id(self) -> u8 {
+        match self {
+            Broadcast::Auto => 0,
+            Broadcast::Binomial => 1,
+            Broadcast::PipelinedTree { .. } => 2,
+            Broadcast::ScatterAllgather => 3,
+            Broadcast::Direct => 4,
+        }
+    }
+
+    /// The algorithm with id `id` (blocks `Auto`).
+    pub(crate) fn from_id(id: u8) -> Option<Broadcast> {
+        Broadcast::ALL.into_iter().find(|a| a.id() == id)
+    }
+
+    /// Elements per pipeline block of `n` elements of `elem_size` bytes on `p` ranks (0 for
+    /// the algorithms without one): the pipelined tree's broadcast half of
+    /// [`Algorithm::PipelinedTree`]'s steps, 2h + 2(b − 1).
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        match self {
+            Broadcast::PipelinedTree {
+                block: Block::Elements(b),
+            } => b.max(1),
+            Broadcast::PipelinedTree { block: Block::Auto } => {
+                lemma_block(2 * tree_height(p), 2, n, elem_size, costs)
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// A reduce algorithm (see `Comm::reduce_with`). All of them keep rank order for a
+/// non-commutative op, whatever the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Reduce {
+    /// Let the library choose by rank count and size.
+    #[default]
+    Auto,
+    /// Binomial tree towards the root: ⌈log₂ p⌉ rounds of the whole vector.
+    Binomial,
+    /// Pipelined reduce up a post-order binary tree, in blocks.
+    PipelinedTree {
+        /// Pipeline block size.
+        block: Block,
+    },
+    /// Shared memory only: each rank reduces its slice of all p buffers into the root's.
+    Direct,
+}
+
+impl Reduce {
+    /// Every algorithm (blocks `Auto`), in id order.
+    pub(crate) const ALL: [Reduce; 4] = [
+        Reduce::Auto,
+        Reduce::Binomial,
+        Reduce::PipelinedTree { block: Block::Auto },
+        Reduce::Direct,
+    ];
+
+    /// A short name (error messages, benchmarks).
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduce::Auto => "auto",
+            Reduce::Binomial => "binomial",
+            Reduce::PipelinedTree { .. } => "pipelined-tree",
+            Reduce::Direct => "direct",
+        }
+    }
+
+    /// The id carried in tags and compared by the agreement.
+    pub(crate) fn id(self) -> u8 {
+        match self {
+            Reduce::Auto => 0,
+            Reduce::Binomial => 1,
+            Reduce::PipelinedTree { .. } => 2,
+            Reduce::Direct => 3,
+        }
+    }
+
+    /// The algorithm with id `id` (blocks `Auto`).
+    pub(crate) fn from_id(id: u8) -> Option<Reduce> {
+        Reduce::ALL.into_iter().find(|a| a.id() == id)
+    }
+
+    /// Elements per pipeline block (0 for the algorithms without one): the reduce half of
+    /// [`Algorithm::PipelinedTree`]'s steps.
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        match self {
+            Reduce::PipelinedTree {
+                block: Block::Elements(b),
+            } => b.max(1),
+            Reduce::PipelinedTree { block: Block::Auto } => {
+                lemma_block(2 * tree_height(p), 2, n, elem_size, costs)
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// `Auto`'s broadcast: the binomial tree while messages are eager, `Direct` above
+/// (provisional: the decision tables of the tuning work replace it).
+pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Broadcast {
+    if bytes <= EAGER_MAX {
+        Broadcast::Binomial
+    } else {
+        Broadcast::Direct
+    }
+}
+
+/// `Auto`'s reduce: the binomial tree while messages are eager, `Direct` above
+/// (provisional).
+pub(crate) fn choose_reduce(_p: usize, bytes: usize) -> Reduce {
+    if bytes <= EAGER_MAX {
+        Reduce::Binomial
+    } else {
+        Reduce::Direct
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

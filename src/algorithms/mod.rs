@@ -4,5 +4,7 @@
 
 pub(crate) mod allreduce;
 pub(crate) mod barrier;
+pub(crate) mod broadcast;
 pub(crate) mod inorder;
+pub(crate) mod reduce;
 pub(crate) mod tree;

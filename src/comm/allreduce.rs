@@ -1,12 +1,13 @@
 //! `Comm::allreduce` and its variants: validation and dispatch; the schedules are in
 //! `algorithms::allreduce`.
 
+use super::agree::Call;
 use super::Comm;
 use crate::algorithms;
 use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::select::{self, Algorithm};
-use crate::transport::{type_fingerprint, Kind, Tag, Transport};
+use crate::transport::{type_fingerprint, Kind};
 
 impl Comm {
     /// Combines every rank's `buf` element-wise with `op`, in rank order
@@ -84,7 +85,19 @@ impl Comm {
         // meets the other's first message and a disagreement is an error on both; the check
         // would only double the latency of the shortest allreduce.
         if !(self.size() == 2 && alg == Algorithm::RecursiveDoubling) {
-            self.agree_on_call(&t, tag, alg, buf.len(), block, type_fingerprint::<T>())?;
+            self.agree(
+                &t,
+                tag,
+                &Call {
+                    op: "allreduce",
+                    alg: alg.id(),
+                    name_of: |id| Algorithm::from_id(id).map(Algorithm::name),
+                    len: buf.len(),
+                    root: None,
+                    block,
+                    elem: type_fingerprint::<T>(),
+                },
+            )?;
         }
         let tag = tag.with_variant(alg.id());
         match (alg, send) {
@@ -97,57 +110,6 @@ impl Comm {
             }
             (_, None) => algorithms::allreduce::run(&t, buf, &op, alg, block, tag),
         }
-    }
-
-    /// Checks that every rank makes the same call — same algorithm (after `Auto`), same
-    /// length, same pipeline block, same element type — before any schedule starts. Each rank posts its descriptor to
-    /// rank r+1 and reads rank r−1's (one `sendrecv`, which cannot deadlock); if the ranks do
-    /// not all agree, some rank differs from its left neighbour and fails the run, which ends
-    /// every other rank's call. Without this, ranks that picked different schedules could all
-    /// wait to receive first and hang. Costs one message hop per call.
-    fn agree_on_call<Tr: Transport>(
-        &self,
-        t: &Tr,
-        tag: Tag,
-        alg: Algorithm,
-        len: usize,
-        block: usize,
-        elem_fp: u64,
-    ) -> Result<()> {
-        let (p, r) = (self.size(), self.rank());
-        if p == 1 {
-            return Ok(());
-        }
-        let mine = [
-            (len as u64) << 8 | u64::from(alg.id()),
-            elem_fp,
-            block as u64,
-        ];
-        let mut left = [0u64; 3];
-        t.sendrecv((r + 1) % p, &mine, (r + p - 1) % p, &mut left, tag)?;
-        if left != mine {
-            let describe = |d: &[u64; 3]| {
-                let alg = Algorithm::from_id((d[0] & 0xff) as u8).map_or("?", Algorithm::name);
-                format!(
-                    "allreduce of {} elements with the {alg} algorithm in blocks of {}",
-                    d[0] >> 8,
-                    d[2]
-                )
-            };
-            let found = if left[0] == mine[0] && left[2] == mine[2] {
-                "the same call with another element type".to_string()
-            } else {
-                describe(&left)
-            };
-            return Err(self.fail(Error::Mismatch {
-                rank: r,
-                peer: (r + p - 1) % p,
-                op: "allreduce",
-                expected: describe(&mine),
-                found,
-            }));
-        }
-        Ok(())
     }
 
     /// [`Comm::allreduce`] out of place: `send` is left untouched and the result goes to

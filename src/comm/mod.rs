@@ -1,8 +1,10 @@
 //! The communicator: what a rank calls. Validation and dispatch only; the schedules live in
 //! `algorithms` and the data movement in `transport`.
 
+mod agree;
 mod allreduce;
 pub(crate) mod board;
+mod rooted;
 mod split;
 pub(crate) mod world;
 

@@ -29,6 +29,10 @@ pub(crate) enum Kind {
     Split = 3,
     /// `allreduce` and its variants.
     Allreduce = 4,
+    /// `broadcast`.
+    Broadcast = 5,
+    /// `reduce`.
+    Reduce = 6,
 }
 
 impl Kind {
@@ -38,6 +42,8 @@ impl Kind {
             2 => Kind::Barrier,
             3 => Kind::Split,
             4 => Kind::Allreduce,
+            5 => Kind::Broadcast,
+            6 => Kind::Reduce,
             _ => return None,
         })
     }
@@ -49,6 +55,8 @@ impl Kind {
             Kind::Barrier => "barrier",
             Kind::Split => "split",
             Kind::Allreduce => "allreduce",
+            Kind::Broadcast => "broadcast",
+            Kind::Reduce => "reduce",
         }
     }
 }

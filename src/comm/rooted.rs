@@ -1,0 +1,105 @@
+//! The rooted collectives `Comm::broadcast` and `Comm::reduce`: validation and dispatch; the
+//! schedules are in `algorithms::broadcast` and `algorithms::reduce`.
+
+use super::agree::Call;
+use super::Comm;
+use crate::algorithms;
+use crate::error::Result;
+use crate::op::Op;
+use crate::select::{self, Broadcast, Costs, Reduce};
+use crate::transport::{type_fingerprint, Kind};
+
+impl Comm {
+    /// Copies `buf` of rank `root` into `buf` on every other rank (`MPI_Bcast`). Every rank
+    /// must pass the same root, length and element type; anything else is an error on every
+    /// rank.
+    pub fn broadcast<T>(&self, buf: &mut [T], root: usize) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.broadcast_with(buf, root, Broadcast::Auto)
+    }
+
+    /// [`Comm::broadcast`] with a chosen algorithm (every rank must choose the same).
+    pub fn broadcast_with<T>(&self, buf: &mut [T], root: usize, algorithm: Broadcast) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.enter("broadcast")?;
+        let tag = self.next_tag(Kind::Broadcast);
+        self.check_root("broadcast", root)?;
+        let alg = match algorithm {
+            Broadcast::Auto => select::choose_broadcast(self.size(), std::mem::size_of_val(buf)),
+            chosen => chosen,
+        };
+        let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
+        let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
+        let t = self.coll("broadcast");
+        let call = Call {
+            op: "broadcast",
+            alg: alg.id(),
+            name_of: |id| Broadcast::from_id(id).map(Broadcast::name),
+            len: buf.len(),
+            root: Some(root),
+            block,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call)?;
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            Broadcast::Direct => algorithms::broadcast::direct(self, buf, root, tag),
+            _ => algorithms::broadcast::run(&t, buf, root, alg, block, tag),
+        }
+    }
+
+    /// Combines every rank's `buf` element-wise with `op` in rank order
+    /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}, whatever the root) and leaves the result in `buf` on rank
+    /// `root` (`MPI_Reduce` with `MPI_IN_PLACE` at the root); the other ranks' `buf` is left
+    /// unchanged. Every rank must pass the same root, length, element type and op.
+    pub fn reduce<T, O>(&self, buf: &mut [T], op: O, root: usize) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.reduce_with(buf, op, root, Reduce::Auto)
+    }
+
+    /// [`Comm::reduce`] with a chosen algorithm (every rank must choose the same).
+    pub fn reduce_with<T, O>(
+        &self,
+        buf: &mut [T],
+        op: O,
+        root: usize,
+        algorithm: Reduce,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.enter("reduce")?;
+        let tag = self.next_tag(Kind::Reduce);
+        self.check_root("reduce", root)?;
+        let alg = match algorithm {
+            Reduce::Auto => select::choose_reduce(self.size(), std::mem::size_of_val(buf)),
+            chosen => chosen,
+        };
+        let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
+        let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
+        let t = self.coll("reduce");
+        let call = Call {
+            op: "reduce",
+            alg: alg.id(),
+            name_of: |id| Reduce::from_id(id).map(Reduce::name),
+            len: buf.len(),
+            root: Some(root),
+            block,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call)?;
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            Reduce::Direct => algorithms::reduce::direct(self, buf, &op, root, tag),
+            _ => algorithms::reduce::run(&t, buf, &op, root, alg, block, tag),
+        }
+    }
+}
