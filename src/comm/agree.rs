@@ -54,34 +54,58 @@ impl Call {
 
 impl Comm {
     /// Checks that every rank makes the same call — same algorithm (after `Auto`), length,
-    /// root, pipeline block and element type — before any schedule starts. Each rank posts its
-    /// descriptor to rank r+1 and reads rank r−1's (one `sendrecv`, which cannot deadlock); if
-    /// the ranks do not all agree, some rank differs from its left neighbour and fails the
-    /// run, which ends every other rank's call. Without this, ranks that picked different
-    /// schedules could all wait to receive first and hang. Costs one message hop per call.
-    pub(crate) fn agree<Tr: Transport>(&self, t: &Tr, tag: Tag, call: &Call) -> Result<()> {
+    /// root, pipeline block and element type — before any schedule starts.
+    ///
+    /// Each rank posts its descriptor to rank r+1 and reads rank r−1's (one `sendrecv`, which
+    /// cannot deadlock); if the ranks do not all agree, some rank differs from its left
+    /// neighbour and fails the run instead of going on. Without this, ranks that picked
+    /// different schedules could all wait to receive first and hang.
+    ///
+    /// That one hop is enough when every rank's result depends on every rank's data (the
+    /// allreduce): no rank can finish without the failing one, so every rank sees the failure.
+    /// A rooted collective is not like that — a broadcast's root needs nothing from the others,
+    /// and a reduce's leaves finish once they have sent — so with `everyone` the check goes on
+    /// as a dissemination barrier (Hensgen, Finkel, Manber 1988): in round k each rank sends
+    /// its descriptor to r + 2^k and receives from r − 2^k, ⌈log₂ p⌉ rounds in all. A rank
+    /// passes round k only after rank r − 2^k passed round k − 1, so a rank that completes
+    /// every round knows that every rank completed round 0 — the comparison with its left
+    /// neighbour — without failing: all agree. A rank that found a difference fails the run
+    /// instead of sending on, so every rank waits for it in some round and returns the error.
+    pub(crate) fn agree<Tr: Transport>(
+        &self,
+        t: &Tr,
+        tag: Tag,
+        call: &Call,
+        everyone: bool,
+    ) -> Result<()> {
         let (p, r) = (self.size(), self.rank());
         if p == 1 {
             return Ok(());
         }
         let mine = call.words();
         let mut left = [0u64; 4];
-        t.sendrecv((r + 1) % p, &mine, (r + p - 1) % p, &mut left, tag)?;
-        if left != mine {
-            let found = if left[0] == mine[0] && left[2..] == mine[2..] {
-                "the same call with another element type".to_string()
-            } else {
-                call.describe(&left)
-            };
-            return Err(self.fail(Error::Mismatch {
-                rank: r,
-                peer: (r + p - 1) % p,
-                op: call.op,
-                expected: call.describe(&mine),
-                found,
-            }));
+        let mut dist = 1;
+        loop {
+            t.sendrecv((r + dist) % p, &mine, (r + p - dist) % p, &mut left, tag)?;
+            if left != mine {
+                let found = if left[0] == mine[0] && left[2..] == mine[2..] {
+                    "the same call with another element type".to_string()
+                } else {
+                    call.describe(&left)
+                };
+                return Err(self.fail(Error::Mismatch {
+                    rank: r,
+                    peer: (r + p - dist) % p,
+                    op: call.op,
+                    expected: call.describe(&mine),
+                    found,
+                }));
+            }
+            dist *= 2;
+            if !everyone || dist >= p {
+                return Ok(());
+            }
         }
-        Ok(())
     }
 
     /// Fails the call (on every rank: each checks its own argument) if `root` is not a rank.

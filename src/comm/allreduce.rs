@@ -97,6 +97,7 @@ impl Comm {
                     block,
                     elem: type_fingerprint::<T>(),
                 },
+                false,
             )?;
         }
         let tag = tag.with_variant(alg.id());

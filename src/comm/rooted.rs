@@ -44,7 +44,7 @@ impl Comm {
             block,
             elem: type_fingerprint::<T>(),
         };
-        self.agree(&t, tag, &call)?;
+        self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
             Broadcast::Direct => algorithms::broadcast::direct(self, buf, root, tag),
@@ -95,7 +95,7 @@ impl Comm {
             block,
             elem: type_fingerprint::<T>(),
         };
-        self.agree(&t, tag, &call)?;
+        self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
             Reduce::Direct => algorithms::reduce::direct(self, buf, &op, root, tag),
