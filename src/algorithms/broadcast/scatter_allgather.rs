@@ -18,8 +18,10 @@
 //!
 //! **Allgather** (ring): in step s = 0 … p − 2, relative rank v sends piece (v − s) mod p to
 //! v + 1 and receives piece (v − s − 1) mod p from v − 1. After p − 1 steps every rank has
-//! every piece. The root takes part like everyone else; what it receives is what it already
-//! holds, written over it with the same bits.
+//! every piece. The root has them all from the start, so the edge p − 1 → 0 is left out: the
+//! root only sends and its buffer is only read, the last rank only receives, and the ring
+//! becomes a chain, in which a `sendrecv` (send posted before the receive is waited for)
+//! cannot deadlock.
 //!
 //! Every message of both phases is sent even when empty, so a rank whose length differs
 //! meets a mismatch somewhere, and its failure stops the whole run.
@@ -54,13 +56,17 @@ pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(
         t.send(absolute(c, root, p), tag, &buf[theirs])?;
     }
 
-    // Ring allgather over the relative ranks.
+    // Ring allgather over the relative ranks, without the edge into the root.
     let (next, prev) = (absolute(v + 1, root, p), absolute(v + p - 1, root, p));
     for s in 0..p - 1 {
         let out = (v + p - s) % p;
         let inc = (v + 2 * p - s - 1) % p;
         let (send, recv) = disjoint(buf, pieces(out, out + 1), pieces(inc, inc + 1));
-        t.sendrecv(next, send, prev, recv, tag)?;
+        match v {
+            0 => t.send(next, tag, send)?,
+            _ if v == p - 1 => t.recv(prev, tag, recv)?,
+            _ => t.sendrecv(next, send, prev, recv, tag)?,
+        }
     }
     Ok(())
 }
