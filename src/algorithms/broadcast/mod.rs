@@ -1,6 +1,27 @@
-//! Broadcast schedules (being written).
+//! Broadcast schedules: the root's `buf` ends up in `buf` on every rank.
+//!
+//! Four algorithms, one file each:
+//!
+//! * [`binomial`]: the binomial tree rooted at the root, ⌈log₂ p⌉ rounds of the whole vector;
+//! * [`pipelined_tree`]: Träff's post-order binary tree, the vector pipelined down it in blocks;
+//! * [`scatter_allgather`]: van de Geijn's binomial scatter of p pieces and a ring allgather;
+//! * [`direct`] (shared memory only): every rank copies straight from the root's buffer.
+//!
+//! The first three are written against `Transport` and work on *relative* ranks, in which the
+//! root is a fixed number (0 for the binomial tree and the scatter, p − 1 for the post-order
+//! tree, whose root is its highest rank). Every one of them sends each of its messages even
+//! when it is empty, so that a rank whose length differs from the others' meets a mismatch
+//! instead of waiting for a message that never comes. The mismatch fails the run, so every
+//! rank still waiting returns `Err`; a rank that had already finished its part (the root,
+//! whose sends may be eager) may return `Ok`, which is why `Comm::broadcast_with` agrees on
+//! root, length, type and algorithm first.
 
-use crate::error::{Error, Result};
+mod binomial;
+mod direct;
+mod pipelined_tree;
+mod scatter_allgather;
+
+use crate::error::Result;
 use crate::select::Broadcast;
 use crate::transport::{Elem, Tag, Transport};
 use crate::Comm;
@@ -9,24 +30,277 @@ use crate::Comm;
 /// `block` elements where the algorithm has them.
 pub(crate) fn run<Tr: Transport, T: Elem>(
     t: &Tr,
-    _buf: &mut [T],
-    _root: usize,
+    buf: &mut [T],
+    root: usize,
     alg: Broadcast,
-    _block: usize,
-    _tag: Tag,
+    block: usize,
+    tag: Tag,
 ) -> Result<()> {
-    Err(Error::Unsupported {
-        rank: t.rank(),
-        op: "broadcast",
-        what: format!("{} is not built yet", alg.name()),
-    })
+    match alg {
+        Broadcast::Auto | Broadcast::Binomial => binomial::binomial(t, buf, root, tag),
+        Broadcast::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, root, block, tag),
+        Broadcast::ScatterAllgather => scatter_allgather::scatter_allgather(t, buf, root, tag),
+        Broadcast::Direct => unreachable!("Direct runs on the communicator, not a transport"),
+    }
 }
 
 /// The shared-memory direct broadcast of `buf` from `root`.
-pub(crate) fn direct<T: Elem>(comm: &Comm, _buf: &mut [T], _root: usize, _tag: Tag) -> Result<()> {
-    Err(comm.fail(Error::Unsupported {
-        rank: comm.rank(),
-        op: "broadcast",
-        what: "direct is not built yet".into(),
-    }))
+pub(crate) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag) -> Result<()> {
+    direct::direct(comm, buf, root, tag)
+}
+
+/// The rank that is `v` places after `root` among `p` ranks: the inverse of
+/// [`relative`].
+fn absolute(v: usize, root: usize, p: usize) -> usize {
+    (v + root) % p
+}
+
+/// Rank `r`'s place counted from `root` among `p` ranks: (r − root) mod p.
+fn relative(r: usize, root: usize, p: usize) -> usize {
+    (r + p - root) % p
+}
+
+/// The lowest set bit of `v` (`v > 0`).
+fn lowbit(v: usize) -> usize {
+    v & v.wrapping_neg()
+}
+
+/// One past the last relative rank of the binomial subtree of relative rank `v` among `p`:
+/// the subtree of the root (0) is everything, that of `v > 0` is `v .. v + lowbit(v)`, cut at
+/// `p`.
+fn binomial_subtree_end(v: usize, p: usize) -> usize {
+    if v == 0 {
+        p
+    } else {
+        v.saturating_add(lowbit(v)).min(p)
+    }
+}
+
+/// The parent of relative rank `v` in the binomial tree: `v` without its lowest set bit;
+/// `None` for the root, 0.
+fn binomial_parent(v: usize) -> Option<usize> {
+    (v != 0).then(|| v & (v - 1))
+}
+
+/// The children of relative rank `v < p` in the binomial tree, largest subtree first:
+/// v + 2ᵏ for every 2ᵏ below `v`'s subtree size, from the largest k down. Child v + 2ᵏ's
+/// subtree is `v + 2ᵏ .. min(v + 2ᵏ⁺¹, p)`.
+fn binomial_children(v: usize, p: usize) -> impl Iterator<Item = usize> {
+    let size = binomial_subtree_end(v, p) - v;
+    // Steps 2ᵏ < size: k < ⌈log₂ size⌉.
+    let count = (usize::BITS - size.saturating_sub(1).leading_zeros()) as usize;
+    (0..count).rev().map(move |k| v + (1 << k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The binomial tree spans every relative rank once, children name their parent, and each
+    /// child's subtree is the range the scatter sends it.
+    #[test]
+    fn binomial_tree_shape() {
+        for p in 1..=130 {
+            let mut seen = vec![0usize; p];
+            for v in 0..p {
+                let mut end = binomial_subtree_end(v, p);
+                for c in binomial_children(v, p) {
+                    assert!(c < p);
+                    assert_eq!(binomial_parent(c), Some(v), "p={p} v={v} c={c}");
+                    assert_eq!(binomial_subtree_end(c, p), end, "p={p} v={v} c={c}");
+                    end = c;
+                    seen[c] += 1;
+                }
+                assert_eq!(end, v + 1, "p={p} v={v}: children do not tile the subtree");
+            }
+            assert_eq!(seen[0], 0);
+            assert!(seen[1..].iter().all(|&k| k == 1), "p={p}: {seen:?}");
+        }
+    }
+
+    /// `relative` and `absolute` are inverse.
+    #[test]
+    fn relabelling_round_trips() {
+        for p in 1..=20 {
+            for root in 0..p {
+                assert_eq!(relative(root, root, p), 0);
+                for r in 0..p {
+                    assert_eq!(absolute(relative(r, root, p), root, p), r);
+                }
+            }
+        }
+    }
+}
+
+/// The schedules called directly, without the agreement of `Comm::broadcast_with` in front:
+/// what they must catch on their own.
+#[cfg(all(test, not(loom)))]
+mod runs {
+    use super::{direct, run};
+    use crate::select::Broadcast;
+    use crate::transport::Tag;
+    use crate::{Error, Team};
+    use std::time::Duration;
+
+    /// A team whose waits time out, so that a hang fails the test instead of stalling it.
+    fn team(p: usize) -> Team {
+        Team::builder()
+            .ranks(p)
+            .timeout(Duration::from_secs(30))
+            .build()
+            .unwrap()
+    }
+
+    /// The transport schedules, with their blocks.
+    const SCHEDULES: [(Broadcast, usize); 5] = [
+        (Broadcast::Binomial, 0),
+        (
+            Broadcast::PipelinedTree {
+                block: crate::Block::Auto,
+            },
+            1,
+        ),
+        (
+            Broadcast::PipelinedTree {
+                block: crate::Block::Auto,
+            },
+            7,
+        ),
+        (
+            Broadcast::PipelinedTree {
+                block: crate::Block::Auto,
+            },
+            1000,
+        ),
+        (Broadcast::ScatterAllgather, 0),
+    ];
+
+    /// One rank with another length is a mismatch error, not a hang, whichever rank it is.
+    /// Without the agreement, a rank that has finished its part before the mismatch is found
+    /// (the root after eager sends, say) may return `Ok`; every rank still waiting fails.
+    #[test]
+    fn schedules_catch_a_length_mismatch() {
+        for p in [2usize, 3, 5, 8] {
+            let team = team(p);
+            for (alg, block) in SCHEDULES {
+                for (n, m) in [(0usize, 1usize), (1, 0), (8, 16), (300, 0), (2000, 1999)] {
+                    for (odd, root) in [(0, 0), (p - 1, 0), (1, p - 1)] {
+                        let out = team
+                            .run(|comm| {
+                                let len = if comm.rank() == odd { m } else { n };
+                                let mut v = vec![comm.rank() as u64; len];
+                                run(&comm.coll("test"), &mut v, root, alg, block, Tag::P2P)
+                            })
+                            .unwrap();
+                        let what = format!("{alg:?}/{block} p={p} n={n} m={m} odd={odd}");
+                        assert!(out.iter().any(|r| r.is_err()), "{what}: {out:?}");
+                        for e in out.iter().filter_map(|r| r.as_ref().err()) {
+                            assert!(
+                                matches!(e.root_cause(), Error::Mismatch { .. }),
+                                "{what}: {e}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Direct: lengths or element types that differ fail every rank with a mismatch, and no
+    /// buffer changes.
+    #[test]
+    fn direct_catches_lengths_and_types_without_touching_buffers() {
+        for p in [2usize, 3, 6] {
+            let team = team(p);
+            for odd in [0, 1, p - 1] {
+                for (n, m) in [(0usize, 1usize), (5, 4), (10_000, 0)] {
+                    let out = team
+                        .run(|comm| {
+                            let r = comm.rank() as u64;
+                            if comm.rank() == odd && n == 5 {
+                                // Another element type, of the same length.
+                                let mut v = vec![r as u32; n];
+                                let e = direct(comm, &mut v, 0, Tag::P2P);
+                                (e, v.iter().all(|&x| x == r as u32))
+                            } else {
+                                let len = if comm.rank() == odd { m } else { n };
+                                let mut v = vec![r; len];
+                                let e = direct(comm, &mut v, 0, Tag::P2P);
+                                (e, v.iter().all(|&x| x == r))
+                            }
+                        })
+                        .unwrap();
+                    for (r, (res, kept)) in out.into_iter().enumerate() {
+                        let e = res.expect_err("a mismatch");
+                        assert!(
+                            matches!(e.root_cause(), Error::Mismatch { .. }),
+                            "p={p} odd={odd} rank {r}: {e}"
+                        );
+                        assert!(kept, "p={p} odd={odd} n={n}: rank {r}'s buffer changed");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Direct: ranks that disagree about the root fail every rank, whatever the pattern.
+    #[test]
+    fn direct_catches_different_roots() {
+        type Roots = fn(usize, usize) -> usize;
+        let patterns: [(&str, Roots); 4] = [
+            ("the last rank names rank 1", |r, p| usize::from(r == p - 1)),
+            (
+                "the last rank names itself",
+                |r, p| if r == p - 1 { r } else { 0 },
+            ),
+            ("every rank names itself", |r, _| r),
+            ("every rank names the next", |r, p| (r + 1) % p),
+        ];
+        for p in [2usize, 3, 5] {
+            let team = team(p);
+            for (what, root) in patterns {
+                let out = team
+                    .run(|comm| {
+                        let mut v = vec![comm.rank() as u64; 9];
+                        direct(comm, &mut v, root(comm.rank(), p), Tag::P2P)
+                    })
+                    .unwrap();
+                for (r, res) in out.into_iter().enumerate() {
+                    let e = res.expect_err(what);
+                    assert!(
+                        matches!(e.root_cause(), Error::Mismatch { .. }),
+                        "p={p}, {what}, rank {r}: {e}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Direct on its own: a root out of range is an error, p = 1 and empty vectors work.
+    #[test]
+    fn direct_edge_cases() {
+        let out = team(1)
+            .run(|comm| {
+                let mut v = vec![4u64; 3];
+                direct(comm, &mut v, 0, Tag::P2P)?;
+                direct(comm, &mut v[..0], 0, Tag::P2P)?;
+                Ok::<_, Error>(v)
+            })
+            .unwrap();
+        assert_eq!(out[0].as_ref().unwrap(), &vec![4u64; 3]);
+        let out = team(3)
+            .run(|comm| {
+                let mut v: Vec<u64> = Vec::new();
+                direct(comm, &mut v, 2, Tag::P2P)?;
+                direct(comm, &mut v, 3, Tag::P2P)
+            })
+            .unwrap();
+        for res in out {
+            let e = res.expect_err("root 3 of 3 ranks");
+            assert!(
+                matches!(e.root_cause(), Error::RankOutOfRange { .. }),
+                "{e}"
+            );
+        }
+    }
 }

@@ -1,0 +1,139 @@
+//! The shared-memory direct broadcast (shm only): single copy, two synchronisations.
+//!
+//! The root publishes its buffer on the communicator's board (`comm::board`); once every rank
+//! has arrived, every other rank copies the root's buffer straight into its own, and phase 2
+//! keeps the root's buffer lent until the last reader is done. Each byte moves once, from the
+//! root's memory into each receiver's, with no intermediate buffer and no hop through other
+//! ranks: the single-copy broadcast of XHC in Open MPI (there with a hierarchy of readers and
+//! published progress flags; here flat, every reader at the root's buffer) and of MPICH's
+//! shared-memory collectives, which a shared address space allows (DESIGN.md, "Single copy
+//! where memory is shared").
+//!
+//! The copy goes in chunks of [`CHUNK_BYTES`], so that the readers, which start together,
+//! stream through the root's buffer at about the same place, and a line one of them has
+//! brought into a shared cache is still there for the others.
+//!
+//! **What is published.** Every rank publishes its own buffer as output; the rank that takes
+//! itself for the root publishes it as input too, every other rank a null input. After phase
+//! 1 each rank checks every call: the same length and element type as its own, and a
+//! non-null input exactly at the rank it takes for the root. Every rank sees the same board,
+//! so lengths or types that differ are seen by every rank, and all return
+//! `Error::Mismatch` without touching a buffer. A disagreement about the root is seen at least
+//! by the ranks whose root does not match the board; they end the call failing, so every other
+//! rank's phase 2 fails too (with the mismatch as the root cause), though those may already
+//! have copied (the agreement of `Comm::broadcast_with` normally reports it before).
+
+use crate::comm::board::{Call, Session};
+use crate::error::{Error, Result};
+use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::Comm;
+use std::mem::size_of;
+use std::ptr;
+
+/// Bytes copied per chunk: a few pages, small enough that the readers stay close together in
+/// the root's buffer, large enough to amortise the loop.
+const CHUNK_BYTES: usize = 16 << 10;
+
+/// Direct broadcast of `buf` from `root`.
+pub(super) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag) -> Result<()> {
+    comm.enter("broadcast")?;
+    let (p, me, n) = (comm.size(), comm.rank(), buf.len());
+    if root >= p {
+        return Err(comm.fail(Error::RankOutOfRange {
+            rank: me,
+            op: "broadcast",
+            peer: root,
+            size: p,
+        }));
+    }
+    if p == 1 {
+        return Ok(());
+    }
+    // From here until the session ends, `buf` is touched only through `out` (by this rank,
+    // and by its peers if this is the root), never through the reference.
+    let out: *mut T = buf.as_mut_ptr();
+    let input: *const T = if me == root {
+        out.cast_const()
+    } else {
+        ptr::null()
+    };
+    let typ = type_fingerprint::<T>();
+    let call = Call {
+        input: input.cast(),
+        output: out.cast(),
+        len: n,
+        typ,
+    };
+    let board = &comm.shared().board;
+    // SAFETY: `out` covers the `n` elements of `buf`, borrowed for this whole function and not
+    // used through the reference while the session lasts; the session ends (finished,
+    // withdrawn, or dropped while unwinding, which waits as finishing does) before this
+    // function returns. The input is `buf` itself on the root; elsewhere it is null, which no
+    // peer reads: a peer reads only the input of the rank it takes for the root after
+    // checking that it is non-null. `Comm` is not `Sync`, so this thread is the only one
+    // acting as this rank, and a previous call on the board ended before it returned.
+    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
+
+    let agrees = |i: usize, c: Call| c.len == n && c.typ == typ && c.input.is_null() != (i == root);
+    if let Some(peer) = (0..p).find(|&i| !agrees(i, session.call(i))) {
+        let theirs = session.call(peer);
+        let e = comm.fail(Error::Mismatch {
+            rank: me,
+            peer,
+            op: "broadcast",
+            expected: describe(root, n, true, peer == root),
+            found: describe(root, theirs.len, theirs.typ == typ, !theirs.input.is_null()),
+        });
+        // Failing makes every peer's phase 2 fail, even one that saw nothing wrong.
+        let _ = session.finish(false);
+        return Err(e);
+    }
+
+    if me != root {
+        // SAFETY: the session passed phase 1 and is open; the root's call (checked above) has
+        // a non-null input of `n` elements of `T`, and this rank's output is `out`.
+        unsafe { copy_from_root(&session, root, out, n) };
+    }
+    session.finish(true)
+}
+
+/// Describes a call for a mismatch error: `n` elements (of this rank's type if `same_type`),
+/// and whether the rank publishing it acts as the root (`is_root`) for `root`.
+fn describe(root: usize, n: usize, same_type: bool, is_root: bool) -> String {
+    let ty = if same_type {
+        ""
+    } else {
+        " of another element type"
+    };
+    let role = if is_root {
+        "as the root"
+    } else {
+        "not as the root"
+    };
+    format!("direct broadcast from rank {root} of {n} elements{ty}, {role}")
+}
+
+/// Copies the root's published input into `out`, chunk by chunk.
+///
+/// # Safety
+///
+/// `session` must have passed phase 1 and not be finished; the root's call must have a
+/// non-null input of `n` elements of `T`; `out` must be this rank's published output of `n`
+/// elements of `T`, and this rank must not be the root.
+unsafe fn copy_from_root<T: Elem>(session: &Session<'_>, root: usize, out: *mut T, n: usize) {
+    #[cfg(loom)]
+    session.touch(root);
+    let src = session.call(root).input.cast::<T>();
+    let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
+    let mut start = 0;
+    while start < n {
+        let len = chunk.min(n - start);
+        // SAFETY: by phase 1 the root's input is valid for reads of `n` elements and nobody
+        // writes it until the root's session ends, which waits for this rank's `done`; `out`
+        // is this rank's own buffer, which nobody else reads or writes (only the root's input
+        // is read by peers). The two do not overlap: they are distinct ranks' exclusive
+        // borrows.
+        unsafe { ptr::copy_nonoverlapping(src.add(start), out.add(start), len) };
+        start += len;
+    }
+}
