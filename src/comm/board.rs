@@ -97,6 +97,8 @@ pub(crate) struct Call {
     pub len: usize,
     /// Fingerprint of the element type (`transport::type_fingerprint`).
     pub typ: u64,
+    /// The collective, for error messages.
+    pub op: &'static str,
 }
 
 impl Call {
@@ -105,6 +107,7 @@ impl Call {
         output: std::ptr::null_mut(),
         len: 0,
         typ: 0,
+        op: "",
     };
 }
 
@@ -206,6 +209,7 @@ impl Board {
         call: Call,
     ) -> Result<Session<'a>> {
         let me = comm.rank();
+        let op = call.op;
         let target = epoch << 1;
         let slot = &self.slots[me];
         // SAFETY: only this rank writes its slot's cell, and no peer reads it now: each read
@@ -224,6 +228,7 @@ impl Board {
             comm,
             target,
             open: true,
+            op,
         };
         let run = comm.run();
         let members = &comm.shared().members;
@@ -248,23 +253,18 @@ impl Board {
             Scan::Ahead(peer) => comm.fail(Error::Mismatch {
                 rank: me,
                 peer,
-                op: "allreduce",
-                expected: format!(
-                    "direct allreduce, collective call #{}",
-                    epoch.wrapping_sub(1)
-                ),
+                op,
+                expected: format!("direct {op}, collective call #{}", epoch.wrapping_sub(1)),
                 found: "a later direct collective call".into(),
             }),
             Scan::Pending(_) if run.is_aborted() => session.aborted(),
-            Scan::Pending(peer) if run.is_done(members[peer]) => comm.fail(Error::PeerExited {
-                rank: me,
-                peer,
-                op: "allreduce",
-            }),
+            Scan::Pending(peer) if run.is_done(members[peer]) => {
+                comm.fail(Error::PeerExited { rank: me, peer, op })
+            }
             Scan::Pending(peer) => comm.fail(Error::Timeout {
                 rank: me,
                 peer,
-                op: "allreduce",
+                op,
                 waited: started.map(|(s, _)| s.elapsed()).unwrap_or_default(),
             }),
         };
@@ -318,6 +318,8 @@ pub(crate) struct Session<'a> {
     target: u64,
     /// Not yet finished or withdrawn.
     open: bool,
+    /// The collective, for error messages.
+    op: &'static str,
 }
 
 impl Session<'_> {
@@ -405,7 +407,7 @@ impl Session<'_> {
     fn aborted(&self) -> Error {
         Error::Aborted {
             rank: self.comm.rank(),
-            op: "allreduce",
+            op: self.op,
             cause: Box::new(self.comm.run().cause()),
         }
     }

@@ -68,6 +68,7 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
         output: out.cast(),
         len: n,
         typ,
+        op: "allreduce",
     };
     let board = &comm.shared().board;
     // SAFETY: `input` and `out` cover `n` elements of `T` (`buf`, and `send` whose length was

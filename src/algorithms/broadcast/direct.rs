@@ -63,6 +63,7 @@ pub(super) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag)
         output: out.cast(),
         len: n,
         typ,
+        op: "broadcast",
     };
     let board = &comm.shared().board;
     // SAFETY: `out` covers the `n` elements of `buf`, borrowed for this whole function and not
