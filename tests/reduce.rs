@@ -22,9 +22,13 @@
 //! On the root the result must equal the sequential left fold; on every other rank `buf` must
 //! be unchanged.
 //!
+//! **Also**: many rendezvous-sized and inline pipeline blocks at every root (p ≤ 8); `f64` sums
+//! of arbitrary values repeatable bit for bit, and the left fold exactly for `Direct`.
+//!
 //! **Bad input**: a root out of range (on all ranks or on one), different roots, lengths,
 //! algorithms or element types on different ranks: `Err` on every rank, no hang (every team
-//! times out after 30 s, and a timeout would show as a wrong root cause).
+//! times out after 30 s, and a timeout would show as a wrong root cause); an op that panics on
+//! the ranks that combine: `Err` on every other rank.
 //!
 //! Budget: the whole file should take well under a minute of wall time in a debug build on
 //! the loaded 2-core machine.
@@ -554,5 +558,110 @@ fn reduce_in_a_row_with_allreduce() {
         .unwrap();
     for res in out {
         res.unwrap();
+    }
+}
+
+/// Many rendezvous-sized blocks (200 `u64`, above `EAGER_MAX`) and many inline ones (64 `u64`)
+/// at every root: the top's forwarding to the root, interleaved with the root's own sends, must
+/// not deadlock when every block is a single-copy handshake.
+#[test]
+fn pipelined_tree_many_large_blocks_every_root() {
+    const N: usize = 20_000;
+    for p in [2, 3, 4, 5, 8] {
+        let want: Vec<u64> = (0..N)
+            .map(|i| (0..p).fold(0u64, |s, r| s.wrapping_add(int(r, i))))
+            .collect();
+        let out = team(p)
+            .run(|comm| -> Result<(), String> {
+                for b in [64, 200] {
+                    let alg = Reduce::PipelinedTree {
+                        block: Block::Elements(b),
+                    };
+                    for root in 0..p {
+                        check_one(comm, alg, root, "u64 sum", int, &want, op::Sum)?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        for res in out {
+            res.unwrap();
+        }
+    }
+}
+
+/// A float of varied sign and magnitude, so that the order of additions shows in the last bits.
+fn float(r: usize, i: usize) -> f64 {
+    let h = mix(r, i, 5);
+    let unit = (h >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+    unit * 10f64.powi((h % 7) as i32 - 3)
+}
+
+/// `Sum` on arbitrary `f64`: every algorithm gives the root the same bits run after run (the
+/// order of combination depends on the algorithm, p and root only); `Direct` gives the
+/// sequential left fold exactly.
+#[test]
+fn f64_sums_are_deterministic_and_direct_is_the_left_fold() {
+    let n = 3001;
+    for p in [3, 8] {
+        let left_fold: Vec<u64> = (0..n)
+            .map(|i| (1..p).fold(float(0, i), |s, r| s + float(r, i)).to_bits())
+            .collect();
+        let team = team(p);
+        for alg in ALGORITHMS {
+            for root in [0, p - 1] {
+                let mut first: Option<Vec<u64>> = None;
+                for _ in 0..2 {
+                    let out = team
+                        .run(|comm| {
+                            let mut v: Vec<f64> = (0..n).map(|i| float(comm.rank(), i)).collect();
+                            comm.reduce_with(&mut v, op::Sum, root, alg)
+                                .map(|()| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>())
+                        })
+                        .unwrap();
+                    let bits = out.into_iter().nth(root).unwrap().unwrap();
+                    if alg == Reduce::Direct {
+                        assert!(bits == left_fold, "{alg:?}, p = {p}, root {root}");
+                    }
+                    if let Some(f) = &first {
+                        assert!(*f == bits, "{alg:?}, p = {p}, root {root}: not repeatable");
+                    }
+                    first = Some(bits);
+                }
+            }
+        }
+    }
+}
+
+/// An op that panics on every rank but the root: the ranks that combine (there is one in every
+/// schedule at p = 5) fail the run, and every rank that does not panic — the root, the
+/// leaves — returns `Err`, promptly (the team's timeout is 30 s), for every algorithm and a
+/// root at either end or inside.
+#[test]
+fn a_panicking_op_fails_the_call_everywhere() {
+    let p = 5;
+    let team = team(p);
+    for alg in ALGORITHMS {
+        for root in [0, 3, 4] {
+            let errs = std::sync::Mutex::new(Vec::new());
+            let res = team.run(|comm| {
+                let r = comm.rank();
+                let bomb = op::non_commutative(move |a: &u64, b: &u64| {
+                    assert!(r == root, "planned panic");
+                    a.wrapping_add(*b)
+                });
+                let mut v = vec![r as u64; 3000];
+                let e = comm.reduce_with(&mut v, bomb, root, alg);
+                errs.lock().unwrap().push((r, e.is_err()));
+            });
+            let errs = errs.into_inner().unwrap();
+            assert!(res.is_err(), "{alg:?}, root {root}: nobody panicked");
+            assert!(errs.len() < p, "{alg:?}, root {root}: {errs:?}");
+            assert!(errs.iter().any(|&(r, _)| r == root), "{alg:?}, root {root}");
+            assert!(
+                errs.iter().all(|&(_, e)| e),
+                "{alg:?}, root {root}: {errs:?}"
+            );
+        }
     }
 }
