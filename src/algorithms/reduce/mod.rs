@@ -1,41 +1,145 @@
-//! Reduce schedules (being written).
+//! Reduce schedules (`MPI_Reduce` with `MPI_IN_PLACE` at the root), one file per family.
+//!
+//! Every schedule leaves x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} (rank order, whatever the root) in `buf` on
+//! `root` and leaves every other rank's `buf` unchanged: a non-root rank that combines
+//! partial results does so in a scratch copy of its input. Every schedule keeps the lower
+//! ranks' operand on the left (`Op::fold_left` / `fold_right`), so any associative op is
+//! computed exactly, and every message-passing schedule sends its messages even for an empty
+//! vector, so that a rank whose length differs meets a mismatch rather than a missing message
+//! (the call agreement in `comm::rooted` usually catches it before).
+//!
+//! * [`binomial`]: two binomial trees over the contiguous ranges below and from the root, the
+//!   lower one's result sent to the root last (p − 1 messages in all).
+//! * [`pipelined_tree`]: Träff's post-order binary tree, pipelined in blocks, its top rank
+//!   p − 1 forwarding each finished block to the root.
+//! * [`direct`] (shm only): every rank reduces its slice of all inputs into the root's buffer.
 
-use crate::error::{Error, Result};
+mod binomial;
+mod direct;
+mod pipelined_tree;
+
+use crate::error::Result;
 use crate::op::Op;
 use crate::select::Reduce;
 use crate::transport::{Elem, Tag, Transport};
 use crate::Comm;
+use std::ops::Range;
 
 /// Runs reduce `alg` (not `Auto`, not `Direct`): the rank-order reduction of every rank's
 /// `buf` under `op` lands in `buf` on `root`; the other ranks' `buf` is left unchanged.
 pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
-    _buf: &mut [T],
-    _op: &O,
-    _root: usize,
+    buf: &mut [T],
+    op: &O,
+    root: usize,
     alg: Reduce,
-    _block: usize,
-    _tag: Tag,
+    block: usize,
+    tag: Tag,
 ) -> Result<()> {
-    Err(Error::Unsupported {
-        rank: t.rank(),
-        op: "reduce",
-        what: format!("{} is not built yet", alg.name()),
-    })
+    match alg {
+        Reduce::Auto | Reduce::Binomial => binomial::binomial(t, buf, op, root, tag),
+        Reduce::PipelinedTree { .. } => {
+            pipelined_tree::pipelined_tree(t, buf, op, root, block, tag)
+        }
+        Reduce::Direct => unreachable!("Direct runs on the communicator, not a transport"),
+    }
 }
 
 /// The shared-memory direct reduce: each rank reduces its slice of all p buffers into the
 /// root's `buf`.
 pub(crate) fn direct<T: Elem, O: Op<T>>(
     comm: &Comm,
-    _buf: &mut [T],
-    _op: &O,
-    _root: usize,
-    _tag: Tag,
+    buf: &mut [T],
+    op: &O,
+    root: usize,
+    tag: Tag,
 ) -> Result<()> {
-    Err(comm.fail(Error::Unsupported {
-        rank: comm.rank(),
-        op: "reduce",
-        what: "direct is not built yet".into(),
-    }))
+    direct::direct_reduce(comm, buf, op, root, tag)
+}
+
+/// The acknowledgement that ends a message-passing reduce: this rank waits for an empty
+/// message from `dest` (the rank it sent its partial result to; `None` for the root), then
+/// sends one to each of `sources` (the ranks it received from), in reverse order.
+///
+/// Without it a rank that only sends (a leaf) could return `Ok` from a call that failed on
+/// another rank: the call agreement (`Comm::agree`) compares each rank with its left
+/// neighbour only, so when ranks disagree (different roots, lengths, algorithms) only the
+/// ranks next to the difference fail, and the others run the schedule. A rank's message
+/// reaches the root only once that rank passed its agreement, so the root, having combined
+/// everyone's, knows that all agreed; the acknowledgements, flowing back along the same
+/// edges, tell every other rank, and if the root fails they never come and the rank returns
+/// the run's failure. Cost: one more pass down the tree of empty (inline) messages; the
+/// direct reduce needs none, its board's phase 2 does the same.
+fn acknowledge<Tr: Transport>(
+    t: &Tr,
+    dest: Option<usize>,
+    sources: impl DoubleEndedIterator<Item = usize>,
+    tag: Tag,
+) -> Result<()> {
+    const NOTHING: [u8; 0] = [];
+    if let Some(d) = dest {
+        t.recv(d, tag, &mut [] as &mut [u8])?;
+    }
+    for s in sources.rev() {
+        t.send(s, tag, &NOTHING)?;
+    }
+    Ok(())
+}
+
+/// Where slice `j` of `n` elements cut into `parts` nearly equal slices begins, for
+/// `j ∈ 0..=parts`: the first `n mod parts` slices have one element more than the others.
+fn slice_start(n: usize, parts: usize, j: usize) -> usize {
+    debug_assert!(parts >= 1 && j <= parts);
+    // j · ⌊n/parts⌋ ≤ n: nothing overflows.
+    j * (n / parts) + j.min(n % parts)
+}
+
+/// Number of pipeline blocks of `n` elements in blocks of `block ≥ 1`: the full blocks and one
+/// final block of `n mod block` elements (empty when `block` divides `n`, and the only block
+/// of an empty vector), so that ranks of different lengths disagree on a message length
+/// instead of one waiting for a block the other never sends.
+fn pipeline_blocks(n: usize, block: usize) -> usize {
+    n / block + 1
+}
+
+/// The elements of pipeline block `k` (see [`pipeline_blocks`]).
+fn block_range(n: usize, block: usize, k: usize) -> Range<usize> {
+    let start = k.saturating_mul(block).min(n);
+    start..start.saturating_add(block).min(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_vector_once() {
+        for n in 0..40 {
+            for block in 1..12 {
+                let mut next = 0;
+                for k in 0..pipeline_blocks(n, block) {
+                    let r = block_range(n, block, k);
+                    assert_eq!(r.start, next);
+                    let last = k + 1 == pipeline_blocks(n, block);
+                    assert!(r.len() == block || last, "n={n} block={block} k={k}");
+                    next = r.end;
+                }
+                assert_eq!(next, n);
+            }
+        }
+    }
+
+    #[test]
+    fn slices_partition_the_vector() {
+        for n in 0..50 {
+            for p in 1..20 {
+                assert_eq!(slice_start(n, p, 0), 0);
+                assert_eq!(slice_start(n, p, p), n);
+                for j in 0..p {
+                    let len = slice_start(n, p, j + 1) - slice_start(n, p, j);
+                    assert!(len == n / p || len == n / p + 1);
+                }
+            }
+        }
+    }
 }

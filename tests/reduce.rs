@@ -1,0 +1,667 @@
+//! The reduce suite: every algorithm against a sequential fold computed here, through the
+//! public API (`Comm::reduce`, `Comm::reduce_with`).
+//!
+//! **Algorithms** ([`ALGORITHMS`]): `Auto`, `Binomial`, `PipelinedTree` with blocks `Auto`, 1
+//! and 7 elements, and `Direct`.
+//!
+//! **The matrix** (`*_p_1_to_9`, `*_p_10_to_17`, `*_p_31_to_33` per algorithm, so that the
+//! harness can run them side by side): p ∈ 1..=17 ∪ {31, 32, 33} × roots (every root for
+//! p ≤ 17 at the short counts; 0, 1, p/2, p − 2 and p − 1 otherwise, [`roots`]) × counts
+//! {0, 1, 2, p − 1, p + 1, 1000} and 65 537 at [`LONG_PS`] (not with one-element blocks, and
+//! with seven-element ones only up to 7 ranks: [`long_ok`]) × four ops, all in one team per
+//! p. To keep the calls few, the four ops run at every root as one combined op on tuples
+//! ([`mixed_op`]), and each on its own (the built-in `Sum`s among them) at the roots 0, p/2
+//! and p − 1:
+//!
+//! * wrapping `Sum` on `u64` (exact whatever the order);
+//! * `Sum` on `f64` of small integers (exact whatever the order, so checked exactly);
+//! * the 2×2 `u32` matrix product, rank- and element-dependent matrices: non-commutative, so
+//!   it checks rank order whatever the root;
+//! * the span op, `(a, b) ⊙ (b, c) = (a, c)`, which panics on operands out of rank order.
+//!
+//! On the root the result must equal the sequential left fold; on every other rank `buf` must
+//! be unchanged.
+//!
+//! **Also**: many rendezvous-sized and inline pipeline blocks at every root (p ≤ 8); `f64` sums
+//! of arbitrary values repeatable bit for bit, and the left fold exactly for `Direct`.
+//!
+//! **Bad input**: a root out of range (on all ranks or on one), different roots, lengths,
+//! algorithms or element types on different ranks: `Err` on every rank, no hang (every team
+//! times out after 30 s, and a timeout would show as a wrong root cause); an op that panics on
+//! the ranks that combine: `Err` on every other rank.
+//!
+//! Budget: the whole file should take well under a minute of wall time in a debug build on
+//! the loaded 2-core machine.
+
+use corecoll::algorithm::Reduce;
+use corecoll::op::{self, Op};
+use corecoll::{Block, Comm, Error, Team};
+use std::time::Duration;
+
+/// Every algorithm the suite runs.
+const ALGORITHMS: [Reduce; 6] = [
+    Reduce::Auto,
+    Reduce::Binomial,
+    Reduce::PipelinedTree { block: Block::Auto },
+    Reduce::PipelinedTree {
+        block: Block::Elements(1),
+    },
+    Reduce::PipelinedTree {
+        block: Block::Elements(7),
+    },
+    Reduce::Direct,
+];
+
+/// Rank counts at which the matrix also runs the long count [`LONG`].
+const LONG_PS: [usize; 6] = [1, 2, 3, 7, 16, 33];
+
+/// The long count (an odd number just past 2¹⁶).
+const LONG: usize = 65_537;
+
+/// The most ranks on which seven-element blocks run the long count (9 363 blocks per call;
+/// on 33 oversubscribed ranks that takes seconds per call in a debug build).
+const MAX_P_LONG_BLOCK_7: usize = 7;
+
+/// A team of `p` ranks whose waits time out, so that a hang fails the test instead of
+/// stalling it.
+fn team(p: usize) -> Team {
+    Team::builder()
+        .ranks(p)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Whether the long count runs with `alg` at `p` ranks: at [`LONG_PS`], except that
+/// one-element blocks never run it (65 537 blocks cost about 3 s per call even on 3 ranks in
+/// a debug build; 1000 blocks at every p must do) and seven-element blocks only up to
+/// [`MAX_P_LONG_BLOCK_7`] ranks.
+fn long_ok(alg: Reduce, p: usize) -> bool {
+    let small_blocks = |b| {
+        alg == Reduce::PipelinedTree {
+            block: Block::Elements(b),
+        }
+    };
+    LONG_PS.contains(&p) && !small_blocks(1) && (!small_blocks(7) || p <= MAX_P_LONG_BLOCK_7)
+}
+
+/// The counts run at `p` ranks with `alg`: {0, 1, 2, p − 1, p + 1, 1000}, and [`LONG`] where
+/// [`long_ok`].
+fn counts(alg: Reduce, p: usize) -> Vec<usize> {
+    let mut c = vec![0, 1, 2, p - 1, p + 1, 1000];
+    if long_ok(alg, p) {
+        c.push(LONG);
+    }
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// The roots tried for `n` elements on `p` ranks: all of them for p ≤ 17 and n ≤ p + 1; else
+/// the ends, the middle and their neighbours.
+fn roots(p: usize, n: usize) -> Vec<usize> {
+    let mut r: Vec<usize> = if p <= 17 && n <= p + 1 {
+        (0..p).collect()
+    } else {
+        vec![0, 1 % p, p / 2, p.saturating_sub(2), p - 1]
+    };
+    r.sort_unstable();
+    r.dedup();
+    r
+}
+
+/// A well-mixed hash of `(rank, index, salt)` (splitmix64 finaliser).
+fn mix(r: usize, i: usize, salt: u64) -> u64 {
+    let mut z = (r as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add((i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
+        .wrapping_add(salt.wrapping_mul(0x94d0_49bb_1331_11eb));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A `u64` input of rank `r`, element `i`.
+fn int(r: usize, i: usize) -> u64 {
+    mix(r, i, 1)
+}
+
+/// An `f64` input of rank `r`, element `i`: a small integer (−512 … 511), so that every sum of
+/// up to 33 of them is exact in any order.
+fn small_float(r: usize, i: usize) -> f64 {
+    (mix(r, i, 2) % 1024) as f64 - 512.0
+}
+
+/// The 2×2 matrix product with wrapping arithmetic, row-major `[a, b, c, d]`.
+fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
+    let [a, b, c, d] = x;
+    let [e, f, g, h] = y;
+    [
+        a.wrapping_mul(e).wrapping_add(b.wrapping_mul(g)),
+        a.wrapping_mul(f).wrapping_add(b.wrapping_mul(h)),
+        c.wrapping_mul(e).wrapping_add(d.wrapping_mul(g)),
+        c.wrapping_mul(f).wrapping_add(d.wrapping_mul(h)),
+    ]
+}
+
+/// The non-commutative op of 2×2 matrix products ([`matmul`]).
+fn matrix_op() -> impl Op<[u32; 4]> + Copy {
+    op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b))
+}
+
+/// A matrix of rank `r`, element `i`: small entries, so that the products do not commute.
+fn matrix(r: usize, i: usize) -> [u32; 4] {
+    let h = mix(r, i, 3);
+    [0, 16, 32, 48].map(|s| ((h >> s) & 0xffff) as u32 % 7)
+}
+
+/// The span op: `(a, b) ⊙ (b, c) = (a, c)`; it panics (failing the run) when the spans are
+/// not adjacent, that is when operands come out of rank order.
+fn span_op() -> impl Op<(u32, u32)> + Copy {
+    op::non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
+        assert_eq!(a.1, b.0, "operands out of rank order");
+        (a.0, b.1)
+    })
+}
+
+/// The results expected on the root for `n` elements on `p` ranks: the sequential left folds.
+struct Expected {
+    /// Number of elements.
+    n: usize,
+    /// Wrapping sums of [`int`].
+    sums: Vec<u64>,
+    /// Sums of [`small_float`] (exact).
+    floats: Vec<f64>,
+    /// Products of [`matrix`] in rank order.
+    products: Vec<[u32; 4]>,
+}
+
+impl Expected {
+    /// The sequential folds over ranks 0 … p − 1.
+    fn new(p: usize, n: usize) -> Self {
+        let sums = (0..n)
+            .map(|i| (0..p).fold(0u64, |s, r| s.wrapping_add(int(r, i))))
+            .collect();
+        let floats = (0..n)
+            .map(|i| (0..p).map(|r| small_float(r, i)).sum())
+            .collect();
+        let products = (0..n)
+            .map(|i| (1..p).fold(matrix(0, i), |m, r| matmul(m, matrix(r, i))))
+            .collect();
+        Expected {
+            n,
+            sums,
+            floats,
+            products,
+        }
+    }
+}
+
+/// Runs one reduce of `input(rank, i)` and checks the root's result against `want` and the
+/// other ranks' buffers against their input.
+fn check_one<T, O>(
+    comm: &Comm,
+    alg: Reduce,
+    root: usize,
+    what: &str,
+    input: impl Fn(usize, usize) -> T,
+    want: &[T],
+    op: O,
+) -> Result<(), String>
+where
+    T: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static,
+    O: Op<T>,
+{
+    let (p, r, n) = (comm.size(), comm.rank(), want.len());
+    let ctx = || format!("{alg:?}, p = {p}, root {root}, n = {n}, {what}, rank {r}");
+    let mut v: Vec<T> = (0..n).map(|i| input(r, i)).collect();
+    comm.reduce_with(&mut v, op, root, alg)
+        .map_err(|e| format!("{}: {e}", ctx()))?;
+    let bad = if r == root {
+        v.iter().zip(want).position(|(a, b)| a != b)
+    } else {
+        v.iter().enumerate().position(|(i, a)| *a != input(r, i))
+    };
+    match bad {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{}: element {i} is {:?}, want {:?}",
+            ctx(),
+            v[i],
+            if r == root { want[i] } else { input(r, i) }
+        )),
+    }
+}
+
+/// One element of every op at once: a wrapping `u64` sum, an `f64` sum, a matrix product and
+/// a span, combined component-wise by [`mixed_op`].
+type Mixed = (u64, f64, [u32; 4], (u32, u32));
+
+/// The op on [`Mixed`]: all four ops of the suite in one call (non-commutative, and it panics
+/// on operands out of rank order).
+fn mixed_op() -> impl Op<Mixed> + Copy {
+    op::non_commutative(|a: &Mixed, b: &Mixed| {
+        assert_eq!(a.3 .1, b.3 .0, "operands out of rank order");
+        (
+            a.0.wrapping_add(b.0),
+            a.1 + b.1,
+            matmul(a.2, b.2),
+            (a.3 .0, b.3 .1),
+        )
+    })
+}
+
+/// The [`Mixed`] input of rank `r`, element `i`.
+fn mixed(r: usize, i: usize) -> Mixed {
+    (
+        int(r, i),
+        small_float(r, i),
+        matrix(r, i),
+        (r as u32, r as u32 + 1),
+    )
+}
+
+/// How much of the matrix a test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    /// Every count and root of the module docs.
+    Full,
+    /// Only the ends and the middle as roots, no long count except at p = 7 (for `Auto`,
+    /// which only picks the other algorithms).
+    Light,
+}
+
+/// The matrix for `alg` at the rank counts `ps`, one team per p: per count, one call of the
+/// combined op ([`mixed_op`]) at every root of [`roots`], and at the roots 0, p/2 and p − 1
+/// one call of each built-in op (`Sum` on `u64` and `f64`) and of the matrix and span ops;
+/// for the long count, the combined op at those three roots and the others at p/2 only.
+fn sweep(alg: Reduce, ps: &[usize], depth: Depth) {
+    for &p in ps {
+        let started = std::time::Instant::now();
+        let mut ns = counts(alg, p);
+        if depth == Depth::Light && p != 7 {
+            ns.retain(|&n| n != LONG);
+        }
+        let all: Vec<(Expected, Vec<Mixed>)> = ns
+            .into_iter()
+            .map(|n| {
+                let e = Expected::new(p, n);
+                let m = (0..n)
+                    .map(|i| (e.sums[i], e.floats[i], e.products[i], (0, p as u32)))
+                    .collect();
+                (e, m)
+            })
+            .collect();
+        let few = {
+            let mut r = vec![0, p / 2, p - 1];
+            r.dedup();
+            r
+        };
+        let out = team(p)
+            .run(|comm| -> Result<(), String> {
+                for (e, mixed_want) in &all {
+                    let every = match depth {
+                        Depth::Full if e.n < LONG => roots(p, e.n),
+                        _ => few.clone(),
+                    };
+                    for root in every {
+                        check_one(comm, alg, root, "all ops", mixed, mixed_want, mixed_op())?;
+                    }
+                    // The built-in ops on long vectors at one root only (time).
+                    let one = [p / 2];
+                    for &root in if e.n < LONG { &few[..] } else { &one[..] } {
+                        check_one(comm, alg, root, "u64 sum", int, &e.sums, op::Sum)?;
+                        check_one(comm, alg, root, "f64 sum", small_float, &e.floats, op::Sum)?;
+                        check_one(
+                            comm,
+                            alg,
+                            root,
+                            "matrices",
+                            matrix,
+                            &e.products,
+                            matrix_op(),
+                        )?;
+                        let spans = vec![(0, p as u32); e.n];
+                        let span = |r: usize, _| (r as u32, r as u32 + 1);
+                        check_one(comm, alg, root, "spans", span, &spans, span_op())?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{alg:?}, p = {p}: the run failed: {e}"));
+        for res in out {
+            res.unwrap();
+        }
+        eprintln!("{alg:?}, p = {p}: {:.3} s", started.elapsed().as_secs_f64());
+    }
+}
+
+/// Rank counts 1 … 9.
+const PS_SMALL: [usize; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+/// Rank counts 10 … 17.
+const PS_MEDIUM: [usize; 8] = [10, 11, 12, 13, 14, 15, 16, 17];
+/// The oversubscribed rank counts.
+const PS_LARGE: [usize; 3] = [31, 32, 33];
+
+/// Declares the three matrix tests of one algorithm.
+macro_rules! matrix_tests {
+    ($small:ident, $medium:ident, $large:ident, $alg:expr) => {
+        #[test]
+        fn $small() {
+            sweep($alg, &PS_SMALL, Depth::Full);
+        }
+        #[test]
+        fn $medium() {
+            sweep($alg, &PS_MEDIUM, Depth::Full);
+        }
+        #[test]
+        fn $large() {
+            sweep($alg, &PS_LARGE, Depth::Full);
+        }
+    };
+}
+
+/// `Auto` only picks among the others (by size), so it gets the light matrix.
+#[test]
+fn auto_light() {
+    sweep(Reduce::Auto, &[1, 2, 3, 5, 7, 8, 17, 33], Depth::Light);
+}
+
+matrix_tests!(
+    binomial_p_1_to_9,
+    binomial_p_10_to_17,
+    binomial_p_31_to_33,
+    ALGORITHMS[1]
+);
+matrix_tests!(
+    pipelined_tree_auto_p_1_to_9,
+    pipelined_tree_auto_p_10_to_17,
+    pipelined_tree_auto_p_31_to_33,
+    ALGORITHMS[2]
+);
+matrix_tests!(
+    pipelined_tree_block_1_p_1_to_9,
+    pipelined_tree_block_1_p_10_to_17,
+    pipelined_tree_block_1_p_31_to_33,
+    ALGORITHMS[3]
+);
+matrix_tests!(
+    pipelined_tree_block_7_p_1_to_9,
+    pipelined_tree_block_7_p_10_to_17,
+    pipelined_tree_block_7_p_31_to_33,
+    ALGORITHMS[4]
+);
+matrix_tests!(
+    direct_p_1_to_9,
+    direct_p_10_to_17,
+    direct_p_31_to_33,
+    ALGORITHMS[5]
+);
+
+/// Asserts that every rank's result is an error whose root cause satisfies `cause`.
+fn all_failed(out: Vec<corecoll::Result<()>>, what: &str, cause: impl Fn(&Error) -> bool) {
+    for (r, res) in out.into_iter().enumerate() {
+        let e = res.expect_err(&format!("{what}: rank {r} succeeded"));
+        assert!(cause(e.root_cause()), "{what}: rank {r}: {e}");
+    }
+}
+
+/// Whether `e` is a mismatch.
+fn mismatch(e: &Error) -> bool {
+    matches!(e, Error::Mismatch { .. })
+}
+
+#[test]
+fn root_out_of_range_fails_everywhere() {
+    for p in [1, 2, 5] {
+        let team = team(p);
+        for alg in ALGORITHMS {
+            // On every rank.
+            let out = team
+                .run(|comm| {
+                    let mut v = vec![comm.rank() as u64; 10];
+                    comm.reduce_with(&mut v, op::Sum, p, alg)
+                })
+                .unwrap();
+            all_failed(out, &format!("{alg:?}, p = {p}, root p"), |e| {
+                matches!(e, Error::RankOutOfRange { .. })
+            });
+            // On one rank only.
+            let out = team
+                .run(|comm| {
+                    let root = if comm.rank() == p - 1 { p + 3 } else { 0 };
+                    let mut v = vec![comm.rank() as u64; 10];
+                    comm.reduce_with(&mut v, op::Sum, root, alg)
+                })
+                .unwrap();
+            all_failed(out, &format!("{alg:?}, p = {p}, one bad root"), |e| {
+                matches!(e, Error::RankOutOfRange { .. })
+            });
+        }
+    }
+}
+
+#[test]
+fn different_roots_fail_everywhere() {
+    for p in [2, 3, 5] {
+        let team = team(p);
+        for alg in ALGORITHMS {
+            for (a, b) in [(0, 1), (p - 1, 0), (1, p - 1)] {
+                if a == b {
+                    continue;
+                }
+                let out = team
+                    .run(|comm| {
+                        let root = if comm.rank() == 1 { b } else { a };
+                        let mut v = vec![comm.rank() as u64; 100];
+                        comm.reduce_with(&mut v, op::Sum, root, alg)
+                    })
+                    .unwrap();
+                all_failed(out, &format!("{alg:?}, p = {p}, roots {a}/{b}"), mismatch);
+            }
+        }
+    }
+}
+
+#[test]
+fn different_lengths_fail_everywhere() {
+    for p in [2, 3, 5, 17] {
+        let team = team(p);
+        for alg in ALGORITHMS {
+            for (n, m) in [(0, 1), (1, 0), (7, 8), (300, 299), (20_000, 0)] {
+                for odd in [0, p - 1, p / 2] {
+                    let out = team
+                        .run(|comm| {
+                            let len = if comm.rank() == odd { m } else { n };
+                            let mut v = vec![comm.rank() as u64; len];
+                            let root = (odd + 1) % p;
+                            comm.reduce_with(&mut v, op::Sum, root, alg)
+                        })
+                        .unwrap();
+                    let what = format!("{alg:?}, p = {p}, rank {odd} has {m} not {n}");
+                    all_failed(out, &what, mismatch);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn different_algorithms_fail_everywhere() {
+    for p in [2, 5] {
+        let team = team(p);
+        for a in ALGORITHMS {
+            for b in ALGORITHMS {
+                if a == b {
+                    continue;
+                }
+                let out = team
+                    .run(|comm| {
+                        let alg = if comm.rank() == 1 { b } else { a };
+                        let mut v = vec![comm.rank() as u64; 5000];
+                        comm.reduce_with(&mut v, op::Sum, 0, alg)
+                    })
+                    .unwrap();
+                let what = format!("{a:?} against {b:?}, p = {p}");
+                // Auto may choose the other algorithm itself: then the call is fine.
+                if out.iter().all(|r| r.is_ok()) {
+                    assert!(a == Reduce::Auto || b == Reduce::Auto, "{what}");
+                    continue;
+                }
+                all_failed(out, &what, mismatch);
+            }
+        }
+    }
+}
+
+#[test]
+fn different_element_types_fail_everywhere() {
+    for p in [2, 3] {
+        let team = team(p);
+        for alg in ALGORITHMS {
+            let out = team
+                .run(|comm| {
+                    if comm.rank() == 1 {
+                        let mut v = vec![1.0f32; 64];
+                        comm.reduce_with(&mut v, op::Sum, 0, alg)
+                    } else {
+                        let mut v = vec![1u32; 64];
+                        comm.reduce_with(&mut v, op::Sum, 0, alg)
+                    }
+                })
+                .unwrap();
+            all_failed(out, &format!("{alg:?}, p = {p}"), mismatch);
+        }
+    }
+}
+
+/// `Comm::reduce` (the `Auto` entry point) in a row with other collectives on one
+/// communicator: small and large, every root.
+#[test]
+fn reduce_in_a_row_with_allreduce() {
+    let p = 4;
+    let out = team(p)
+        .run(|comm| -> corecoll::Result<()> {
+            let r = comm.rank();
+            for n in [3usize, 50_000] {
+                for root in 0..p {
+                    let mut v = vec![r as u64 + 1; n];
+                    comm.reduce(&mut v, op::Sum, root)?;
+                    let want = if r == root { 10 } else { r as u64 + 1 };
+                    assert!(v.iter().all(|&x| x == want), "n = {n}, root {root}");
+                    comm.allreduce(&mut v, op::Max)?;
+                    assert!(v.iter().all(|&x| x == 10));
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+    for res in out {
+        res.unwrap();
+    }
+}
+
+/// Many rendezvous-sized blocks (200 `u64`, above `EAGER_MAX`) and many inline ones (64 `u64`)
+/// at every root: the top's forwarding to the root, interleaved with the root's own sends, must
+/// not deadlock when every block is a single-copy handshake.
+#[test]
+fn pipelined_tree_many_large_blocks_every_root() {
+    const N: usize = 20_000;
+    for p in [2, 3, 4, 5, 8] {
+        let want: Vec<u64> = (0..N)
+            .map(|i| (0..p).fold(0u64, |s, r| s.wrapping_add(int(r, i))))
+            .collect();
+        let out = team(p)
+            .run(|comm| -> Result<(), String> {
+                for b in [64, 200] {
+                    let alg = Reduce::PipelinedTree {
+                        block: Block::Elements(b),
+                    };
+                    for root in 0..p {
+                        check_one(comm, alg, root, "u64 sum", int, &want, op::Sum)?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        for res in out {
+            res.unwrap();
+        }
+    }
+}
+
+/// A float of varied sign and magnitude, so that the order of additions shows in the last bits.
+fn float(r: usize, i: usize) -> f64 {
+    let h = mix(r, i, 5);
+    let unit = (h >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+    unit * 10f64.powi((h % 7) as i32 - 3)
+}
+
+/// `Sum` on arbitrary `f64`: every algorithm gives the root the same bits run after run (the
+/// order of combination depends on the algorithm, p and root only); `Direct` gives the
+/// sequential left fold exactly.
+#[test]
+fn f64_sums_are_deterministic_and_direct_is_the_left_fold() {
+    let n = 3001;
+    for p in [3, 8] {
+        let left_fold: Vec<u64> = (0..n)
+            .map(|i| (1..p).fold(float(0, i), |s, r| s + float(r, i)).to_bits())
+            .collect();
+        let team = team(p);
+        for alg in ALGORITHMS {
+            for root in [0, p - 1] {
+                let mut first: Option<Vec<u64>> = None;
+                for _ in 0..2 {
+                    let out = team
+                        .run(|comm| {
+                            let mut v: Vec<f64> = (0..n).map(|i| float(comm.rank(), i)).collect();
+                            comm.reduce_with(&mut v, op::Sum, root, alg)
+                                .map(|()| v.iter().map(|x| x.to_bits()).collect::<Vec<u64>>())
+                        })
+                        .unwrap();
+                    let bits = out.into_iter().nth(root).unwrap().unwrap();
+                    if alg == Reduce::Direct {
+                        assert!(bits == left_fold, "{alg:?}, p = {p}, root {root}");
+                    }
+                    if let Some(f) = &first {
+                        assert!(*f == bits, "{alg:?}, p = {p}, root {root}: not repeatable");
+                    }
+                    first = Some(bits);
+                }
+            }
+        }
+    }
+}
+
+/// An op that panics on every rank but the root: the ranks that combine (there is one in every
+/// schedule at p = 5) fail the run, and every rank that does not panic — the root, the
+/// leaves — returns `Err`, promptly (the team's timeout is 30 s), for every algorithm and a
+/// root at either end or inside.
+#[test]
+fn a_panicking_op_fails_the_call_everywhere() {
+    let p = 5;
+    let team = team(p);
+    for alg in ALGORITHMS {
+        for root in [0, 3, 4] {
+            let errs = std::sync::Mutex::new(Vec::new());
+            let res = team.run(|comm| {
+                let r = comm.rank();
+                let bomb = op::non_commutative(move |a: &u64, b: &u64| {
+                    assert!(r == root, "planned panic");
+                    a.wrapping_add(*b)
+                });
+                let mut v = vec![r as u64; 3000];
+                let e = comm.reduce_with(&mut v, bomb, root, alg);
+                errs.lock().unwrap().push((r, e.is_err()));
+            });
+            let errs = errs.into_inner().unwrap();
+            assert!(res.is_err(), "{alg:?}, root {root}: nobody panicked");
+            assert!(errs.len() < p, "{alg:?}, root {root}: {errs:?}");
+            assert!(errs.iter().any(|&(r, _)| r == root), "{alg:?}, root {root}");
+            assert!(
+                errs.iter().all(|&(_, e)| e),
+                "{alg:?}, root {root}: {errs:?}"
+            );
+        }
+    }
+}
