@@ -63,14 +63,16 @@ impl Comm {
     ///
     /// That one hop is enough when every rank's result depends on every rank's data (the
     /// allreduce): no rank can finish without the failing one, so every rank sees the failure.
-    /// A rooted collective is not like that — a broadcast's root needs nothing from the others,
-    /// and a reduce's leaves finish once they have sent — so with `everyone` the check goes on
+    /// A broadcast is not like that — its root needs nothing from the others — so with
+    /// `everyone` the check goes on
     /// as a dissemination barrier (Hensgen, Finkel, Manber 1988): in round k each rank sends
     /// its descriptor to r + 2^k and receives from r − 2^k, ⌈log₂ p⌉ rounds in all. A rank
     /// passes round k only after rank r − 2^k passed round k − 1, so a rank that completes
     /// every round knows that every rank completed round 0 — the comparison with its left
     /// neighbour — without failing: all agree. A rank that found a difference fails the run
     /// instead of sending on, so every rank waits for it in some round and returns the error.
+    /// (A reduce's leaves finish once they have sent; its schedules end with an
+    /// acknowledgement from the root instead, which also covers failures during the schedule.)
     pub(crate) fn agree<Tr: Transport>(
         &self,
         t: &Tr,

@@ -57,6 +57,7 @@ pub(super) fn direct_reduce<T: Elem, O: Op<T>>(
         output: ptr.cast(),
         len: n,
         typ,
+        op: "reduce",
     };
     let board = &comm.shared().board;
     // SAFETY: `ptr` covers the `n` elements of `buf`, borrowed (exclusively) for this whole
