@@ -30,7 +30,7 @@
 //! one child has a left child only and skips the second receive and send) and every number
 //! of blocks.
 
-use super::{block_range, pipeline_blocks};
+use crate::algorithms::blocks::{block_range, pipeline_blocks};
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
 
@@ -38,7 +38,7 @@ use crate::transport::{Elem, Tag, Transport};
 /// result (by `combine`) and sent to `parent`, the send of block k − 1 overlapping the
 /// receive of block k from `first`.
 #[allow(clippy::too_many_arguments)]
-pub(super) fn reduce<Tr: Transport, T: Elem>(
+pub(crate) fn reduce<Tr: Transport, T: Elem>(
     t: &Tr,
     buf: &mut [T],
     block: usize,
@@ -76,7 +76,7 @@ pub(super) fn reduce<Tr: Transport, T: Elem>(
 /// The pipelined broadcast: each block is received from `parent` (the root has none) and sent
 /// on to `children` in order, the send of block k − 1 to the last child overlapping the
 /// receive of block k.
-pub(super) fn broadcast<Tr: Transport, T: Elem>(
+pub(crate) fn broadcast<Tr: Transport, T: Elem>(
     t: &Tr,
     buf: &mut [T],
     block: usize,

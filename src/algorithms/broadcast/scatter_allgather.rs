@@ -27,6 +27,7 @@
 //! meets a mismatch somewhere, and its failure stops the whole run.
 
 use super::{absolute, binomial_children, binomial_parent, binomial_subtree_end, relative};
+use crate::algorithms::blocks::block_start as piece_start;
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
 use std::ops::Range;
@@ -69,15 +70,6 @@ pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(
         }
     }
     Ok(())
-}
-
-/// Where piece `j` of `n` elements cut into `parts` nearly equal pieces begins, for
-/// `j ∈ 0..=parts`: the first n mod parts pieces have ⌈n/parts⌉ elements, the others
-/// ⌊n/parts⌋.
-fn piece_start(n: usize, parts: usize, j: usize) -> usize {
-    debug_assert!(parts >= 1 && j <= parts);
-    // j · ⌊n/parts⌋ + min(j, n mod parts) ≤ n: no overflow.
-    j * (n / parts) + j.min(n % parts)
 }
 
 /// `buf[a]` shared and `buf[b]` exclusive, for non-overlapping ranges `a` and `b`.

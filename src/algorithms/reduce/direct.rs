@@ -23,7 +23,7 @@
 //! Ranks that pass different lengths or element types all see it on the board after phase 1;
 //! all of them then return `Error::Mismatch` without touching any buffer.
 
-use super::slice_start;
+use crate::algorithms::blocks::block_start as slice_start;
 use crate::comm::board::{Call, Session};
 use crate::error::{Error, Result};
 use crate::op::Op;

@@ -23,7 +23,6 @@ use crate::op::Op;
 use crate::select::Reduce;
 use crate::transport::{Elem, Tag, Transport};
 use crate::Comm;
-use std::ops::Range;
 
 /// Runs reduce `alg` (not `Auto`, not `Direct`): the rank-order reduction of every rank's
 /// `buf` under `op` lands in `buf` on `root`; the other ranks' `buf` is left unchanged.
@@ -84,62 +83,4 @@ fn acknowledge<Tr: Transport>(
         t.send(s, tag, &NOTHING)?;
     }
     Ok(())
-}
-
-/// Where slice `j` of `n` elements cut into `parts` nearly equal slices begins, for
-/// `j ∈ 0..=parts`: the first `n mod parts` slices have one element more than the others.
-fn slice_start(n: usize, parts: usize, j: usize) -> usize {
-    debug_assert!(parts >= 1 && j <= parts);
-    // j · ⌊n/parts⌋ ≤ n: nothing overflows.
-    j * (n / parts) + j.min(n % parts)
-}
-
-/// Number of pipeline blocks of `n` elements in blocks of `block ≥ 1`: the full blocks and one
-/// final block of `n mod block` elements (empty when `block` divides `n`, and the only block
-/// of an empty vector), so that ranks of different lengths disagree on a message length
-/// instead of one waiting for a block the other never sends.
-fn pipeline_blocks(n: usize, block: usize) -> usize {
-    n / block + 1
-}
-
-/// The elements of pipeline block `k` (see [`pipeline_blocks`]).
-fn block_range(n: usize, block: usize, k: usize) -> Range<usize> {
-    let start = k.saturating_mul(block).min(n);
-    start..start.saturating_add(block).min(n)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn blocks_cover_the_vector_once() {
-        for n in 0..40 {
-            for block in 1..12 {
-                let mut next = 0;
-                for k in 0..pipeline_blocks(n, block) {
-                    let r = block_range(n, block, k);
-                    assert_eq!(r.start, next);
-                    let last = k + 1 == pipeline_blocks(n, block);
-                    assert!(r.len() == block || last, "n={n} block={block} k={k}");
-                    next = r.end;
-                }
-                assert_eq!(next, n);
-            }
-        }
-    }
-
-    #[test]
-    fn slices_partition_the_vector() {
-        for n in 0..50 {
-            for p in 1..20 {
-                assert_eq!(slice_start(n, p, 0), 0);
-                assert_eq!(slice_start(n, p, p), n);
-                for j in 0..p {
-                    let len = slice_start(n, p, j + 1) - slice_start(n, p, j);
-                    assert!(len == n / p || len == n / p + 1);
-                }
-            }
-        }
-    }
 }

@@ -49,7 +49,7 @@
 //! index, then the tree order of the allreduce's argument, then forwards after tree
 //! messages of the same block) every message waits only for smaller ones: all are delivered.
 
-use super::{block_range, pipeline_blocks};
+use crate::algorithms::blocks::{block_range, pipeline_blocks};
 use crate::algorithms::tree;
 use crate::error::Result;
 use crate::op::Op;
