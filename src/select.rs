@@ -402,6 +402,151 @@ impl Reduce {
     }
 }
 
+/// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
+/// `from_id`, from a list of (variant pattern, value with blocks `Auto`, name, id).
+macro_rules! algorithm_ids {
+    ($ty:ident, $n:literal, $(($pat:pat, $val:expr, $name:literal, $id:literal)),* $(,)?) => {
+        impl $ty {
+            /// Every algorithm (blocks `Auto`), in id order.
+            #[allow(dead_code)]
+            pub(crate) const ALL: [$ty; $n] = [$($val),*];
+
+            /// A short name (error messages, benchmarks).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($pat => $name,)*
+                }
+            }
+
+            /// The id carried in tags and compared by the call check.
+            #[allow(dead_code)]
+            pub(crate) fn id(self) -> u8 {
+                match self {
+                    $($pat => $id,)*
+                }
+            }
+
+            /// The algorithm with id `id` (blocks `Auto`).
+            #[allow(dead_code)]
+            pub(crate) fn from_id(id: u8) -> Option<$ty> {
+                $ty::ALL.into_iter().find(|a| a.id() == id)
+            }
+        }
+    };
+}
+
+/// A scan algorithm, for `Comm::scan_with` and `Comm::exscan_with`. Both keep rank order for a
+/// non-commutative op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Scan {
+    /// Let the library choose by rank count and size.
+    #[default]
+    Auto,
+    /// Recursive doubling (Hillis–Steele): ⌈log₂ p⌉ rounds of the whole vector; for short
+    /// vectors.
+    RecursiveDoubling,
+    /// The pipelined binary-tree prefix: an up phase reducing subtrees, a down phase sending
+    /// each child the prefix of the ranks before its subtree, in blocks; for long vectors.
+    PipelinedTree {
+        /// Pipeline block size.
+        block: Block,
+    },
+}
+
+algorithm_ids!(
+    Scan,
+    3,
+    (Scan::Auto, Scan::Auto, "auto", 0),
+    (
+        Scan::RecursiveDoubling,
+        Scan::RecursiveDoubling,
+        "recursive-doubling",
+        1
+    ),
+    (
+        Scan::PipelinedTree { .. },
+        Scan::PipelinedTree { block: Block::Auto },
+        "pipelined-tree",
+        2
+    ),
+);
+
+/// A gather algorithm, for `Comm::gather_with` (and the fixed choice of `gatherv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Gather {
+    /// Let the library choose by rank count and size.
+    #[default]
+    Auto,
+    /// Every rank sends its block straight to the root.
+    Linear,
+    /// Binomial tree: ⌈log₂ p⌉ rounds, subtrees forward their collected blocks.
+    Binomial,
+}
+
+algorithm_ids!(
+    Gather,
+    3,
+    (Gather::Auto, Gather::Auto, "auto", 0),
+    (Gather::Linear, Gather::Linear, "linear", 1),
+    (Gather::Binomial, Gather::Binomial, "binomial", 2),
+);
+
+/// A scatter algorithm, for `Comm::scatter_with` (and the fixed choice of `scatterv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Scatter {
+    /// Let the library choose by rank count and size.
+    #[default]
+    Auto,
+    /// The root sends each rank its block.
+    Linear,
+    /// Binomial tree: ⌈log₂ p⌉ rounds, each subtree receives its ranks' blocks at once.
+    Binomial,
+}
+
+algorithm_ids!(
+    Scatter,
+    3,
+    (Scatter::Auto, Scatter::Auto, "auto", 0),
+    (Scatter::Linear, Scatter::Linear, "linear", 1),
+    (Scatter::Binomial, Scatter::Binomial, "binomial", 2),
+);
+
+/// An allgather algorithm, for `Comm::allgather_with` (and the fixed choice of
+/// `allgatherv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Allgather {
+    /// Let the library choose by rank count and size.
+    #[default]
+    Auto,
+    /// Ring: p − 1 steps, each passing one block on; bandwidth-optimal.
+    Ring,
+    /// Recursive doubling: ⌈log₂ p⌉ rounds exchanging doubling ranges (any p).
+    RecursiveDoubling,
+    /// Bruck: ⌈log₂ p⌉ rounds for any p, a final rotation; for small blocks.
+    Bruck,
+    /// Shared memory only: every rank copies every block straight from its owner's buffer.
+    Direct,
+}
+
+algorithm_ids!(
+    Allgather,
+    5,
+    (Allgather::Auto, Allgather::Auto, "auto", 0),
+    (Allgather::Ring, Allgather::Ring, "ring", 1),
+    (
+        Allgather::RecursiveDoubling,
+        Allgather::RecursiveDoubling,
+        "recursive-doubling",
+        2
+    ),
+    (Allgather::Bruck, Allgather::Bruck, "bruck", 3),
+    (Allgather::Direct, Allgather::Direct, "direct", 4),
+);
+
 /// `Auto`'s broadcast: the binomial tree while messages are eager, `Direct` above
 /// (provisional: the decision tables of the tuning work replace it).
 pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Broadcast {

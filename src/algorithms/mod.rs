@@ -6,6 +6,8 @@ pub(crate) mod allreduce;
 pub(crate) mod barrier;
 pub(crate) mod blocks;
 pub(crate) mod broadcast;
+pub(crate) mod gather;
 pub(crate) mod inorder;
 pub(crate) mod reduce;
+pub(crate) mod scan;
 pub(crate) mod tree;

@@ -4,7 +4,9 @@
 mod agree;
 mod allreduce;
 pub(crate) mod board;
+mod gather;
 mod rooted;
+mod scan;
 mod split;
 pub(crate) mod world;
 

@@ -33,6 +33,14 @@ pub(crate) enum Kind {
     Broadcast = 5,
     /// `reduce`.
     Reduce = 6,
+    /// `scan` and `exscan`.
+    Scan = 7,
+    /// `gather` and `gatherv`.
+    Gather = 8,
+    /// `scatter` and `scatterv`.
+    Scatter = 9,
+    /// `allgather` and `allgatherv`.
+    Allgather = 10,
 }
 
 impl Kind {
@@ -44,6 +52,10 @@ impl Kind {
             4 => Kind::Allreduce,
             5 => Kind::Broadcast,
             6 => Kind::Reduce,
+            7 => Kind::Scan,
+            8 => Kind::Gather,
+            9 => Kind::Scatter,
+            10 => Kind::Allgather,
             _ => return None,
         })
     }
@@ -57,6 +69,10 @@ impl Kind {
             Kind::Allreduce => "allreduce",
             Kind::Broadcast => "broadcast",
             Kind::Reduce => "reduce",
+            Kind::Scan => "scan",
+            Kind::Gather => "gather",
+            Kind::Scatter => "scatter",
+            Kind::Allgather => "allgather",
         }
     }
 }

@@ -1,0 +1,1 @@
+//! Gather, scatter and allgather schedules (being written).

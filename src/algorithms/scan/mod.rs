@@ -1,0 +1,1 @@
+//! Scan and exclusive-scan schedules (being written).

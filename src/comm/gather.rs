@@ -1,0 +1,1 @@
+//! `Comm::gather`, `scatter`, `allgather` and their `v` forms (being written).

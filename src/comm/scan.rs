@@ -1,0 +1,1 @@
+//! `Comm::scan` and `Comm::exscan` (being written).
