@@ -567,6 +567,42 @@ pub(crate) fn choose_reduce(_p: usize, bytes: usize) -> Reduce {
     }
 }
 
+// ---- Scan: block size and `Auto`'s choice (the scan work) ----
+
+impl Scan {
+    /// Elements per pipeline block of `n` elements of `elem_size` bytes on `p` ranks (0 for
+    /// the algorithms without one). The pipelined tree runs its up phase and then its down
+    /// phase, each about 2h + 2(b − 1) steps on a tree of height h in b blocks (two children
+    /// per node), so the lemma gets a = 4h, c = 4.
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        match self {
+            Scan::PipelinedTree {
+                block: Block::Elements(b),
+            } => b.max(1),
+            Scan::PipelinedTree { block: Block::Auto } => {
+                lemma_block(4 * tree_height(p), 4, n, elem_size, costs)
+            }
+            _ => 0,
+        }
+    }
+}
+
+/// `Auto`'s scan (and exclusive scan): recursive doubling while messages are eager, the
+/// pipelined tree above (provisional).
+pub(crate) fn choose_scan(_p: usize, bytes: usize) -> Scan {
+    if bytes <= EAGER_MAX {
+        Scan::RecursiveDoubling
+    } else {
+        Scan::PipelinedTree { block: Block::Auto }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,1 +1,131 @@
-//! `Comm::scan` and `Comm::exscan` (being written).
+//! `Comm::scan` and `Comm::exscan` (`MPI_Scan`, `MPI_Exscan`, both in place): validation and
+//! dispatch; the schedules are in `algorithms::scan`.
+//!
+//! **Scan or exscan in the call check.** Both run under `Kind::Scan` and share algorithm ids,
+//! so the call check must tell them apart itself: the algorithm word an exclusive scan agrees
+//! on (and carries in its tags' variant) is the algorithm's id with [`EXCLUSIVE`] set. A rank
+//! calling `scan` and one calling `exscan` therefore differ in the compared words and both
+//! fail, naming the other's call ("… with the recursive-doubling (exclusive scan)
+//! algorithm").
+
+use super::agree::Call;
+use super::Comm;
+use crate::algorithms;
+use crate::error::Result;
+use crate::op::Op;
+use crate::select::{self, Costs, Scan};
+use crate::transport::{type_fingerprint, Kind};
+
+/// The bit set in the algorithm word of an exclusive scan (the ids of [`Scan`] are small).
+const EXCLUSIVE: u8 = 0x80;
+
+/// The name of the algorithm word `word` of a scan call (an id, with [`EXCLUSIVE`] for an
+/// exclusive scan), for error messages.
+fn name_of(word: u8) -> Option<&'static str> {
+    let alg = Scan::from_id(word & !EXCLUSIVE)?;
+    Some(match (alg, word & EXCLUSIVE != 0) {
+        (Scan::RecursiveDoubling, false) => "recursive-doubling (inclusive scan)",
+        (Scan::RecursiveDoubling, true) => "recursive-doubling (exclusive scan)",
+        (Scan::PipelinedTree { .. }, false) => "pipelined-tree (inclusive scan)",
+        (Scan::PipelinedTree { .. }, true) => "pipelined-tree (exclusive scan)",
+        (_, false) => "auto (inclusive scan)",
+        (_, true) => "auto (exclusive scan)",
+    })
+}
+
+impl Comm {
+    /// Inclusive prefix reduction (`MPI_Scan`, in place): rank r ends with
+    /// x₀ ⊙ x₁ ⊙ … ⊙ x_r in `buf`, combined element-wise in rank order (any associative op).
+    /// Every rank must pass the same length, element type and op; anything else is an error
+    /// on every rank.
+    pub fn scan<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.scan_with(buf, op, Scan::Auto)
+    }
+
+    /// [`Comm::scan`] with a chosen algorithm (every rank must choose the same).
+    pub fn scan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.prefix("scan", buf, &op, algorithm, false)
+    }
+
+    /// Exclusive prefix reduction (`MPI_Exscan`, in place): rank r > 0 ends with
+    /// x₀ ⊙ … ⊙ x_{r−1} in `buf`; rank 0's `buf` is left unchanged (MPI leaves it undefined).
+    /// Every rank must pass the same length, element type and op, and every rank must call
+    /// `exscan` (a rank calling [`Comm::scan`] instead is an error on every rank).
+    pub fn exscan<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.exscan_with(buf, op, Scan::Auto)
+    }
+
+    /// [`Comm::exscan`] with a chosen algorithm (every rank must choose the same).
+    pub fn exscan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.prefix("exscan", buf, &op, algorithm, true)
+    }
+
+    /// The common body of the four entry points: choose, agree (dissemination form: rank 0
+    /// of a scan needs nothing from the others, so a difference must reach every rank), run.
+    fn prefix<T, O>(
+        &self,
+        name: &'static str,
+        buf: &mut [T],
+        op: &O,
+        algorithm: Scan,
+        exclusive: bool,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.enter(name)?;
+        let tag = self.next_tag(Kind::Scan);
+        let alg = match algorithm {
+            Scan::Auto => select::choose_scan(self.size(), std::mem::size_of_val(buf)),
+            chosen => chosen,
+        };
+        let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
+        let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
+        let word = alg.id() | if exclusive { EXCLUSIVE } else { 0 };
+        let t = self.coll(name);
+        let call = Call {
+            op: name,
+            alg: word,
+            name_of,
+            len: buf.len(),
+            root: None,
+            block,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call, true)?;
+        let tag = tag.with_variant(word);
+        algorithms::scan::run(&t, buf, op, alg, block, exclusive, tag)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every algorithm word has a name, and inclusive and exclusive names differ.
+    #[test]
+    fn words_are_named_and_distinct() {
+        for alg in Scan::ALL {
+            let (i, e) = (name_of(alg.id()), name_of(alg.id() | EXCLUSIVE));
+            assert!(i.is_some() && e.is_some() && i != e, "{alg:?}");
+        }
+        assert_eq!(name_of(0x7f), None);
+    }
+}
