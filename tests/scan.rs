@@ -415,6 +415,20 @@ fn scan_against_exscan_fails_everywhere() {
                     let out = team
                         .run(|comm| call(comm, comm.rank() == odd, alg, n))
                         .unwrap();
+                    // The rank that found the difference names both calls.
+                    let named = out.iter().any(|res| match res {
+                        Err(e) => match e.root_cause() {
+                            Error::Mismatch {
+                                expected, found, ..
+                            } => {
+                                let both = format!("{expected} / {found}");
+                                both.contains("exclusive") && both.contains("inclusive")
+                            }
+                            _ => false,
+                        },
+                        Ok(()) => false,
+                    });
+                    assert!(named, "{alg:?}, p = {p}, n = {n}: {:?}", out[0]);
                     all_mismatched(out, &format!("{alg:?}, p = {p}, n = {n}, rank {odd}"));
                 }
             }
@@ -439,6 +453,33 @@ fn different_element_types_fail_everywhere() {
                 })
                 .unwrap();
             all_mismatched(out, &format!("{alg:?}, p = {p}"));
+        }
+    }
+}
+
+/// Many rendezvous-sized blocks (200 `u64`, above `EAGER_MAX`) and many inline ones (64 `u64`)
+/// for scan and exscan: the up phase's and the down phase's overlapped sends and receives must
+/// not deadlock when every block is a single-copy handshake.
+#[test]
+fn pipelined_tree_many_large_blocks() {
+    const N: usize = 20_000;
+    for p in [2, 3, 4, 5, 8, 13] {
+        let sums = prefixes(p, N, int, u64::wrapping_add);
+        let out = team(p)
+            .run(|comm| -> Result<(), String> {
+                for b in [64, 200] {
+                    let alg = Scan::PipelinedTree {
+                        block: Block::Elements(b),
+                    };
+                    for exclusive in [false, true] {
+                        check_one(comm, alg, exclusive, N, "u64 sum", int, &sums, op::Sum)?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        for res in out {
+            res.unwrap();
         }
     }
 }
