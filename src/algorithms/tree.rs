@@ -70,13 +70,11 @@ pub(crate) fn children(r: usize, lo: usize, hi: usize) -> (Option<usize>, Option
 }
 
 /// The ranks of `r`'s subtree in the tree over `[lo, hi]`: a contiguous range ending at `r`.
-#[allow(dead_code)] // part of the tree's interface; the schedules need only parent and children
 pub(crate) fn subtree(r: usize, lo: usize, hi: usize) -> RangeInclusive<usize> {
     locate(r, lo, hi).0..=r
 }
 
 /// The number of edges from the root `hi` to `r` in the tree over `[lo, hi]`.
-#[allow(dead_code)] // part of the tree's interface; the schedules need only parent and children
 pub(crate) fn depth(r: usize, lo: usize, hi: usize) -> usize {
     locate(r, lo, hi).2
 }
