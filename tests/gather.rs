@@ -15,6 +15,14 @@
 //! algorithms on different ranks. Each fails on every rank with the expected root cause,
 //! without a hang (every team times out after 30 s).
 //!
+//! **The `v` forms** (`v_forms_*`): gatherv, scatterv and allgatherv at p ∈ 1..=17 ∪
+//! {31, 32, 33} (roots as in the matrix) over the layouts of [`layouts`]: regular blocks,
+//! zeros among the counts, a triangular pattern, all empty, long blocks, blocks in reverse
+//! order with gaps between them (untouched gaps are checked), and for scatterv overlapping send
+//! blocks. allgatherv's displacements differ by rank. Bad input: counts or displacements of the
+//! wrong length, blocks out of bounds or overlapping, a rank whose length differs from its
+//! count, a root out of range, different roots, `gather` against `gatherv`.
+//!
 //! Budget: well under 40 s of wall time for the whole file in a debug build on a busy 2-core
 //! machine.
 
@@ -236,6 +244,148 @@ fn long_blocks() {
     }
 }
 
+/// A layout of the `v` forms: per-rank counts and displacements, and the buffer's length.
+#[derive(Debug, Clone)]
+struct Layout {
+    /// Elements per rank.
+    counts: Vec<usize>,
+    /// Where each rank's block starts.
+    displs: Vec<usize>,
+    /// Length of the buffer holding the blocks.
+    len: usize,
+}
+
+/// Blocks of `counts` placed in the order `order`, with `gap` elements before each and after
+/// the last.
+fn place(counts: Vec<usize>, order: &[usize], gap: usize) -> Layout {
+    let mut displs = vec![0; counts.len()];
+    let mut at = gap;
+    for &i in order {
+        displs[i] = at;
+        at += counts[i] + gap;
+    }
+    Layout {
+        counts,
+        displs,
+        len: at,
+    }
+}
+
+/// The layouts of the `v` forms at `p`; `shift` varies the gaps (allgatherv's displacements
+/// differ by rank). Blocks never overlap, except in the last layout when `overlap`.
+fn layouts(p: usize, shift: usize, overlap: bool) -> Vec<Layout> {
+    let fwd: Vec<usize> = (0..p).collect();
+    let rev: Vec<usize> = (0..p).rev().collect();
+    let mut l = vec![
+        place(vec![3; p], &fwd, 0),
+        place(
+            (0..p).map(|i| [0, 2, 0, 5][i % 4]).collect(),
+            &rev,
+            2 + shift,
+        ),
+        place((0..p).collect(), &fwd, shift),
+        place((0..p).map(|i| p - i).collect(), &rev, 1),
+        place(vec![0; p], &fwd, shift),
+        place((0..p).map(|i| 1000 + i).collect(), &rev, 3 + shift),
+    ];
+    if overlap {
+        // Every block starts at 0: scatterv may send overlapping blocks.
+        let counts: Vec<usize> = (0..p).map(|i| i % 4).collect();
+        l.push(Layout {
+            len: 3,
+            counts,
+            displs: vec![0; p],
+        });
+    }
+    l
+}
+
+/// Runs gatherv, scatterv and allgatherv over every layout and root in `roots`, checking the
+/// results (gaps included).
+fn sweep_v(comm: &Comm, roots: &[usize]) -> Result<(), String> {
+    let (p, me) = (comm.size(), comm.rank());
+    let mut call = 1_000_000u64;
+    let sentinel = |len: usize| -> Vec<u64> { block(0, p + 1, len) };
+    for (k, l) in layouts(p, 0, false).into_iter().enumerate() {
+        for &root in roots {
+            call += 1;
+            let what = format!("gatherv, p = {p}, root {root}, layout {k}: {l:?}, rank {me}");
+            let send: Vec<u64> = block(call, me, l.counts[me]);
+            let mut recv = if me == root { sentinel(l.len) } else { vec![] };
+            let (c, d) = if me == root {
+                (&l.counts[..], &l.displs[..])
+            } else {
+                (&[][..], &[][..])
+            };
+            comm.gatherv(&send, &mut recv, c, d, root)
+                .map_err(|e| format!("{what}: {e}"))?;
+            if me == root {
+                let mut want = sentinel(l.len);
+                for i in 0..p {
+                    let at = l.displs[i];
+                    want[at..at + l.counts[i]].copy_from_slice(&block(call, i, l.counts[i]));
+                }
+                same(&what, &recv, &want)?;
+            }
+        }
+    }
+    for (k, l) in layouts(p, 0, true).into_iter().enumerate() {
+        for &root in roots {
+            call += 1;
+            let what = format!("scatterv, p = {p}, root {root}, layout {k}: {l:?}, rank {me}");
+            let whole: Vec<u64> = block(call, p + 3, l.len);
+            let send = if me == root { whole.clone() } else { vec![] };
+            let mut recv = sentinel(l.counts[me]);
+            let (c, d) = if me == root {
+                (&l.counts[..], &l.displs[..])
+            } else {
+                (&[][..], &[][..])
+            };
+            comm.scatterv(&send, c, d, &mut recv, root)
+                .map_err(|e| format!("{what}: {e}"))?;
+            let at = l.displs[me];
+            same(&what, &recv, &whole[at..at + l.counts[me]])?;
+        }
+    }
+    for (k, l) in layouts(p, me % 3, false).into_iter().enumerate() {
+        call += 1;
+        let what = format!("allgatherv, p = {p}, layout {k}: {l:?}, rank {me}");
+        let send: Vec<u64> = block(call, me, l.counts[me]);
+        let mut recv = sentinel(l.len);
+        comm.allgatherv(&send, &mut recv, &l.counts, &l.displs)
+            .map_err(|e| format!("{what}: {e}"))?;
+        let mut want = sentinel(l.len);
+        for i in 0..p {
+            let at = l.displs[i];
+            want[at..at + l.counts[i]].copy_from_slice(&block(call, i, l.counts[i]));
+        }
+        same(&what, &recv, &want)?;
+    }
+    Ok(())
+}
+
+/// The `v` forms at each of `ps`, one team per p.
+fn v_forms(ps: &[usize]) {
+    for &p in ps {
+        let out = team(p)
+            .run(|comm| sweep_v(comm, &roots(p)))
+            .unwrap_or_else(|e| panic!("p = {p}: {e}"));
+        for res in out {
+            res.unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn v_forms_p_1_to_12() {
+    v_forms(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+}
+
+#[test]
+fn v_forms_p_13_to_17_and_31_to_33() {
+    v_forms(&[13, 14, 15, 16, 17, 31, 32, 33]);
+}
+
 /// A call expected to fail, run on every rank.
 type BadCall<'a> = &'a (dyn Fn(&Comm) -> corecoll::Result<()> + Sync);
 
@@ -455,6 +605,194 @@ fn disagreements_fail_on_every_rank() {
                         Allgather::Direct
                     };
                     comm.allgather_with(&[1u64; 4], &mut vec![0; 4 * p], alg)
+                },
+                mismatch,
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_v_input_fails_on_every_rank() {
+    for p in [1, 2, 3, 6] {
+        let team = team(p);
+        let good = place(
+            (0..p).map(|i| i + 1).collect(),
+            &(0..p).collect::<Vec<_>>(),
+            1,
+        );
+        // Layouts that are wrong wherever they are significant, and what makes them wrong.
+        let mut bad: Vec<(&str, Layout)> = vec![];
+        let mut l = good.clone();
+        l.counts.pop();
+        bad.push(("a count short", l));
+        let mut l = good.clone();
+        l.displs.push(0);
+        bad.push(("a displacement too many", l));
+        let mut l = good.clone();
+        l.displs[p - 1] += 2;
+        bad.push(("last block out of bounds", l));
+        let mut l = good.clone();
+        l.displs[0] = usize::MAX;
+        bad.push(("displacement overflowing", l));
+        let mut l = good.clone();
+        if p > 1 {
+            l.displs[1] = l.displs[0];
+            bad.push(("blocks 0 and 1 overlapping", l));
+        }
+        for (name, l) in &bad {
+            // The rank whose block length the layout sets: every rank passes a send (recv) of
+            // the good layout's length, which the bad layout's own count may not be; the
+            // layout error is reported first either way.
+            for root in [0, p - 1] {
+                check_fails(
+                    &team,
+                    &format!("gatherv, {name}, root {root}"),
+                    &|comm| {
+                        let send = vec![1u64; good.counts[comm.rank()]];
+                        let mut recv = vec![0u64; l.len];
+                        comm.gatherv(&send, &mut recv, &l.counts, &l.displs, root)
+                    },
+                    invalid,
+                );
+                if !name.contains("overlapping") {
+                    check_fails(
+                        &team,
+                        &format!("scatterv, {name}, root {root}"),
+                        &|comm| {
+                            let mut recv = vec![0u64; good.counts[comm.rank()]];
+                            comm.scatterv(&vec![1u64; l.len], &l.counts, &l.displs, &mut recv, root)
+                        },
+                        invalid,
+                    );
+                }
+            }
+            for odd in [0, p - 1] {
+                check_fails(
+                    &team,
+                    &format!("allgatherv, {name} on rank {odd}"),
+                    &|comm| {
+                        let l = if comm.rank() == odd { l } else { &good };
+                        let send = vec![1u64; good.counts[comm.rank()]];
+                        comm.allgatherv(&send, &mut vec![0u64; l.len], &l.counts, &l.displs)
+                    },
+                    invalid,
+                );
+            }
+        }
+        // A rank whose own block length is not its count: at the root, a local error; at
+        // another rank, a length mismatch found by the root (gatherv, scatterv) or by its
+        // neighbour (allgatherv).
+        for odd in [0, p - 1] {
+            let expect = |root: usize| if odd == root { invalid } else { mismatch };
+            for root in [0, p - 1] {
+                check_fails(
+                    &team,
+                    &format!("gatherv, send of rank {odd} one long, root {root}"),
+                    &|comm| {
+                        let me = comm.rank();
+                        let send = vec![1u64; good.counts[me] + usize::from(me == odd)];
+                        let mut recv = vec![0u64; good.len];
+                        comm.gatherv(&send, &mut recv, &good.counts, &good.displs, root)
+                    },
+                    expect(root),
+                );
+                check_fails(
+                    &team,
+                    &format!("scatterv, recv of rank {odd} one short, root {root}"),
+                    &|comm| {
+                        let me = comm.rank();
+                        let mut recv = vec![0u64; good.counts[me] - usize::from(me == odd)];
+                        comm.scatterv(
+                            &vec![1u64; good.len],
+                            &good.counts,
+                            &good.displs,
+                            &mut recv,
+                            root,
+                        )
+                    },
+                    expect(root),
+                );
+            }
+            check_fails(
+                &team,
+                &format!("allgatherv, send of rank {odd} one long"),
+                &|comm| {
+                    let me = comm.rank();
+                    let send = vec![1u64; good.counts[me] + usize::from(me == odd)];
+                    comm.allgatherv(&send, &mut vec![0u64; good.len], &good.counts, &good.displs)
+                },
+                invalid,
+            );
+            if p > 1 {
+                // Rank `odd` expects one element more of another rank, in a longer buffer.
+                let other = (odd + 1) % p;
+                let mut l = good.clone();
+                l.counts[other] += 1;
+                l.len += 1;
+                for i in 0..p {
+                    if l.displs[i] > l.displs[other] {
+                        l.displs[i] += 1;
+                    }
+                }
+                check_fails(
+                    &team,
+                    &format!("allgatherv, rank {odd} with another count for rank {other}"),
+                    &|comm| {
+                        let me = comm.rank();
+                        let l = if me == odd { &l } else { &good };
+                        let send = vec![1u64; good.counts[me]];
+                        comm.allgatherv(&send, &mut vec![0u64; l.len], &l.counts, &l.displs)
+                    },
+                    mismatch,
+                );
+            }
+        }
+        // Roots.
+        for root in [p, p + 7] {
+            check_fails(
+                &team,
+                &format!("gatherv at root {root}"),
+                &|comm| comm.gatherv(&[1u64], &mut [], &[], &[], root),
+                out_of_range,
+            );
+            check_fails(
+                &team,
+                &format!("scatterv at root {root}"),
+                &|comm| comm.scatterv(&[], &[], &[], &mut [0u64], root),
+                out_of_range,
+            );
+        }
+        if p > 1 {
+            let ones = place(vec![1; p], &(0..p).collect::<Vec<_>>(), 0);
+            check_fails(
+                &team,
+                "gatherv, different roots",
+                &|comm| {
+                    let root = usize::from(comm.rank() == p - 1);
+                    comm.gatherv(&[1u64], &mut vec![0; p], &ones.counts, &ones.displs, root)
+                },
+                mismatch,
+            );
+            check_fails(
+                &team,
+                "scatterv, different roots",
+                &|comm| {
+                    let root = usize::from(comm.rank() == p - 1);
+                    comm.scatterv(&vec![1u64; p], &ones.counts, &ones.displs, &mut [0], root)
+                },
+                mismatch,
+            );
+            check_fails(
+                &team,
+                "gather against gatherv",
+                &|comm| {
+                    let mut recv = vec![0u64; p];
+                    if comm.rank() == p - 1 {
+                        comm.gatherv(&[1u64], &mut recv, &ones.counts, &ones.displs, 0)
+                    } else {
+                        comm.gather_with(&[1u64], &mut recv, 0, Gather::Linear)
+                    }
                 },
                 mismatch,
             );

@@ -7,7 +7,9 @@
 //!   subtree's blocks travel as one message);
 //! * [`allgather`]: the ring, recursive doubling (with a fold for any p) and Bruck's
 //!   concatenation;
-//! * [`direct`] (shared memory only): every rank copies every block straight from its owner.
+//! * [`direct`] (shared memory only): every rank copies every block straight from its owner;
+//! * [`vector`]: the `v` forms, gatherv and scatterv linear and allgatherv on the ring, each
+//!   ending with a barrier so that a length error on one rank is an error on every rank.
 //!
 //! All but `Direct` are written against `Transport`. Every message of a schedule is sent even
 //! when it is empty (a block count of 0), so that a rank whose block length differs from the
@@ -17,10 +19,12 @@
 mod allgather;
 mod direct;
 mod rooted;
+mod vector;
 
 pub(crate) use allgather::{bruck, recursive_doubling, ring};
 pub(crate) use direct::allgather as direct_allgather;
 pub(crate) use rooted::{gather_binomial, gather_linear, scatter_binomial, scatter_linear};
+pub(crate) use vector::{allgatherv, gatherv, scatterv};
 
 use std::ops::Range;
 
