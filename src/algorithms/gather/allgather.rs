@@ -13,7 +13,8 @@
 //! e = p − q, rank q + i (i < e) first sends its block to rank i and waits; the q ranks then
 //! run the butterfly, where rank i stands for block i and, if i < e, block q + i. A range of
 //! 2ᵏ partners `b .. b + 2ᵏ` then stands for two contiguous ranges of blocks, `b .. b + 2ᵏ` and
-//! `q + min(b, e) .. q + min(b + 2ᵏ, e)` (maybe empty), so each round is two exchanges.
+//! `q + min(b, e) .. q + min(b + 2ᵏ, e)` (maybe empty), so each round is two exchanges (one
+//! when p is a power of two).
 //! Finally rank i sends the whole result to rank q + i. ⌊log₂ p⌋ rounds, plus two for the fold.
 //!
 //! **Bruck** (Bruck, Ho, Kipnis, Upfal, Weathersby, "Efficient algorithms for all-to-all
@@ -72,7 +73,9 @@ pub(crate) fn recursive_doubling<Tr: Transport, T: Elem>(
     while d < q {
         let peer = r ^ d;
         let (mine, theirs) = (ranges(r & !(d - 1), d), ranges(peer & !(d - 1), d));
-        for (m, th) in mine.into_iter().zip(theirs) {
+        // Without folded ranks (p a power of two) the second range is always empty: skip it.
+        let parts = if e == 0 { 1 } else { 2 };
+        for (m, th) in mine.into_iter().zip(theirs).take(parts) {
             let (o, i) = split_pair(recv, span(m, n), span(th, n));
             t.sendrecv(peer, o, peer, i, tag)?;
         }
