@@ -603,6 +603,45 @@ pub(crate) fn choose_scan(_p: usize, bytes: usize) -> Scan {
     }
 }
 
+// --- Gather, scatter and allgather (`Comm::gather`, `scatter`, `allgather`): `Auto`'s choices.
+
+/// `Auto`'s gather for blocks of `bytes` bytes per rank on `p` ranks (provisional: the
+/// decision tables of the tuning work replace it): the binomial tree while a block is eager
+/// (⌈log₂ p⌉ rounds instead of p − 1 messages into the root), `Linear` above, where the tree's
+/// forwarding would copy each block up to ⌈log₂ p⌉ times and the root's single-copy receives
+/// move each block once.
+pub(crate) fn choose_gather(_p: usize, bytes: usize) -> Gather {
+    if bytes <= EAGER_MAX {
+        Gather::Binomial
+    } else {
+        Gather::Linear
+    }
+}
+
+/// `Auto`'s scatter (provisional), by the gather's reasoning: binomial for eager blocks,
+/// linear above.
+pub(crate) fn choose_scatter(_p: usize, bytes: usize) -> Scatter {
+    if bytes <= EAGER_MAX {
+        Scatter::Binomial
+    } else {
+        Scatter::Linear
+    }
+}
+
+/// `Auto`'s allgather for blocks of `bytes` bytes per rank on `p` ranks (provisional): while
+/// the whole result (p blocks) is eager, recursive doubling on a power of two and Bruck
+/// otherwise (⌈log₂ p⌉ rounds, no fold); above, `Direct`, which moves each block once into
+/// each rank straight from its owner's buffer.
+pub(crate) fn choose_allgather(p: usize, bytes: usize) -> Allgather {
+    if bytes.saturating_mul(p) > EAGER_MAX {
+        Allgather::Direct
+    } else if p.is_power_of_two() {
+        Allgather::RecursiveDoubling
+    } else {
+        Allgather::Bruck
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

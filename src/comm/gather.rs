@@ -1,1 +1,370 @@
-//! `Comm::gather`, `scatter`, `allgather` and their `v` forms (being written).
+//! `Comm::gather`, `scatter` and `allgather`: validation and dispatch; the schedules are in
+//! `algorithms::gather`.
+//!
+//! **Validation.** A root out of range, or a buffer of the wrong length on one rank, fails the
+//! run on that rank (`Error::RankOutOfRange`, `Error::InvalidArgument`) before anything is
+//! sent, so every other rank's call fails too. Then the call check (`Comm::agree`) compares
+//! block length, element type, root and algorithm: in its dissemination form for gather and
+//! scatter, whose root or leaves may otherwise finish without hearing of a disagreement; in
+//! its one-hop form for allgather, where no rank can finish without every rank's block, so no
+//! rank finishes if one fails.
+//!
+//! **The `v` forms** run one fixed algorithm each (linear gatherv and scatterv, ring
+//! allgatherv; `algorithms::gather::vector`). The counts and displacements are checked where
+//! they are significant (at the root; everywhere for allgatherv): p of each, every block within
+//! its buffer, and no two non-empty blocks overlapping in a receive buffer (a scatterv's send
+//! blocks may overlap, as in MPI); and the caller's own block against its count. The call check
+//! compares root, algorithm and element type with a length of 0, since the block lengths may
+//! differ by rank; a rank whose send length differs from the count its receivers expect is
+//! caught by the mailbox's length check (`Error::Mismatch`), and the schedules end with a
+//! barrier so that it fails every rank. Their messages carry tag variant 0x80 | the
+//! algorithm's id, so that a rank calling `gather` against a `gatherv` fails too.
+
+use super::agree::Call;
+use super::Comm;
+use crate::algorithms::gather as sched;
+use crate::error::{Error, Result};
+use crate::select::{self, Allgather, Gather, Scatter};
+use crate::transport::{type_fingerprint, Kind};
+
+/// The bit added to the algorithm's id in the tag variant of the `v` forms' messages.
+const V_FORM: u8 = 0x80;
+
+impl Comm {
+    /// Collects every rank's `send` into `recv` on rank `root`, block i from rank i
+    /// (`MPI_Gather`). On the root, `recv.len()` must be `size() · send.len()`; elsewhere
+    /// `recv` is not used. Every rank must pass the same root, block length and element type;
+    /// anything else is an error on every rank.
+    pub fn gather<T>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.gather_with(send, recv, root, Gather::Auto)
+    }
+
+    /// [`Comm::gather`] with a chosen algorithm (every rank must choose the same).
+    pub fn gather_with<T>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: usize,
+        algorithm: Gather,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "gather";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Gather);
+        self.check_root(OP, root)?;
+        if self.rank() == root {
+            self.check_whole(OP, "recv", recv.len(), send.len())?;
+        }
+        let alg = match algorithm {
+            Gather::Auto => select::choose_gather(self.size(), std::mem::size_of_val(send)),
+            chosen => chosen,
+        };
+        let t = self.coll(OP);
+        let call = Call {
+            op: OP,
+            alg: alg.id(),
+            name_of: |id| Gather::from_id(id).map(Gather::name),
+            len: send.len(),
+            root: Some(root),
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call, true)?;
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            Gather::Linear => sched::gather_linear(&t, send, recv, root, tag),
+            Gather::Binomial | Gather::Auto => sched::gather_binomial(&t, send, recv, root, tag),
+        }
+    }
+
+    /// Hands block i of `send` on rank `root` to rank i's `recv` (`MPI_Scatter`). On the
+    /// root, `send.len()` must be `size() · recv.len()`; elsewhere `send` is not used. Every
+    /// rank must pass the same root, block length and element type; anything else is an error
+    /// on every rank.
+    pub fn scatter<T>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.scatter_with(send, recv, root, Scatter::Auto)
+    }
+
+    /// [`Comm::scatter`] with a chosen algorithm (every rank must choose the same).
+    pub fn scatter_with<T>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        root: usize,
+        algorithm: Scatter,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "scatter";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Scatter);
+        self.check_root(OP, root)?;
+        if self.rank() == root {
+            self.check_whole(OP, "send", send.len(), recv.len())?;
+        }
+        let alg = match algorithm {
+            Scatter::Auto => select::choose_scatter(self.size(), std::mem::size_of_val(recv)),
+            chosen => chosen,
+        };
+        let t = self.coll(OP);
+        let call = Call {
+            op: OP,
+            alg: alg.id(),
+            name_of: |id| Scatter::from_id(id).map(Scatter::name),
+            len: recv.len(),
+            root: Some(root),
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call, true)?;
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            Scatter::Linear => sched::scatter_linear(&t, send, recv, root, tag),
+            Scatter::Binomial | Scatter::Auto => sched::scatter_binomial(&t, send, recv, root, tag),
+        }
+    }
+
+    /// Collects every rank's `send` into `recv` on every rank, block i from rank i
+    /// (`MPI_Allgather`). `recv.len()` must be `size() · send.len()` everywhere, and every
+    /// rank must pass the same block length and element type; anything else is an error on
+    /// every rank.
+    pub fn allgather<T>(&self, send: &[T], recv: &mut [T]) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.allgather_with(send, recv, Allgather::Auto)
+    }
+
+    /// [`Comm::allgather`] with a chosen algorithm (every rank must choose the same).
+    pub fn allgather_with<T>(&self, send: &[T], recv: &mut [T], algorithm: Allgather) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "allgather";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Allgather);
+        self.check_whole(OP, "recv", recv.len(), send.len())?;
+        let alg = match algorithm {
+            Allgather::Auto => select::choose_allgather(self.size(), std::mem::size_of_val(send)),
+            chosen => chosen,
+        };
+        let t = self.coll(OP);
+        let call = Call {
+            op: OP,
+            alg: alg.id(),
+            name_of: |id| Allgather::from_id(id).map(Allgather::name),
+            len: send.len(),
+            root: None,
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call, false)?;
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            Allgather::Direct => sched::direct_allgather(self, send, recv, tag),
+            Allgather::Ring => sched::ring(&t, send, recv, tag),
+            Allgather::RecursiveDoubling => sched::recursive_doubling(&t, send, recv, tag),
+            Allgather::Bruck | Allgather::Auto => sched::bruck(&t, send, recv, tag),
+        }
+    }
+
+    /// Gathers rank i's `send` into `recv[displs[i] .. displs[i] + counts[i]]` on rank `root`
+    /// (`MPI_Gatherv`). On the root, `counts` and `displs` have `size()` entries, every block
+    /// lies within `recv`, no two non-empty blocks overlap, and rank i's `send.len()` must be
+    /// `counts[i]`; elsewhere `recv`, `counts` and `displs` are not used (pass empty slices).
+    /// The algorithm is linear (every block straight to the root). Anything else is an error
+    /// on every rank.
+    pub fn gatherv<T>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+        root: usize,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "gatherv";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Gather);
+        self.check_root(OP, root)?;
+        if self.rank() == root {
+            self.check_layout(OP, "recv", recv.len(), counts, displs, true)?;
+            self.check_own(OP, "send", send.len(), counts[root])?;
+        }
+        let alg = Gather::Linear;
+        let t = self.coll(OP);
+        let call = Call {
+            op: OP,
+            alg: alg.id(),
+            name_of: |id| Gather::from_id(id).map(Gather::name),
+            len: 0,
+            root: Some(root),
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call, true)?;
+        let tag = tag.with_variant(V_FORM | alg.id());
+        sched::gatherv(&t, send, recv, counts, displs, root, tag)
+    }
+
+    /// Hands `send[displs[i] .. displs[i] + counts[i]]` on rank `root` to rank i's `recv`
+    /// (`MPI_Scatterv`). On the root, `counts` and `displs` have `size()` entries and every
+    /// block lies within `send` (blocks may overlap); rank i's `recv.len()` must be
+    /// `counts[i]`; elsewhere `send`, `counts` and `displs` are not used (pass empty slices).
+    /// The algorithm is linear (every block straight from the root). Anything else is an error
+    /// on every rank.
+    pub fn scatterv<T>(
+        &self,
+        send: &[T],
+        counts: &[usize],
+        displs: &[usize],
+        recv: &mut [T],
+        root: usize,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "scatterv";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Scatter);
+        self.check_root(OP, root)?;
+        if self.rank() == root {
+            self.check_layout(OP, "send", send.len(), counts, displs, false)?;
+            self.check_own(OP, "recv", recv.len(), counts[root])?;
+        }
+        let alg = Scatter::Linear;
+        let t = self.coll(OP);
+        let call = Call {
+            op: OP,
+            alg: alg.id(),
+            name_of: |id| Scatter::from_id(id).map(Scatter::name),
+            len: 0,
+            root: Some(root),
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call, true)?;
+        let tag = tag.with_variant(V_FORM | alg.id());
+        sched::scatterv(&t, send, counts, displs, recv, root, tag)
+    }
+
+    /// Gathers rank i's `send` into `recv[displs[i] .. displs[i] + counts[i]]` on every rank
+    /// (`MPI_Allgatherv`). On every rank `counts` and `displs` have `size()` entries, every
+    /// block lies within `recv` and no two non-empty blocks overlap; `counts` must be the same
+    /// everywhere, and rank i's `send.len()` must be `counts[i]` (the displacements may differ
+    /// by rank). The algorithm is the ring. Anything else is an error on every rank.
+    pub fn allgatherv<T>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "allgatherv";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Allgather);
+        self.check_layout(OP, "recv", recv.len(), counts, displs, true)?;
+        self.check_own(OP, "send", send.len(), counts[self.rank()])?;
+        let alg = Allgather::Ring;
+        let t = self.coll(OP);
+        let call = Call {
+            op: OP,
+            alg: alg.id(),
+            name_of: |id| Allgather::from_id(id).map(Allgather::name),
+            len: 0,
+            root: None,
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        };
+        self.agree(&t, tag, &call, false)?;
+        let tag = tag.with_variant(V_FORM | alg.id());
+        sched::allgatherv(&t, send, recv, counts, displs, tag)
+    }
+
+    /// Fails the run unless `counts` and `displs` describe `size()` blocks within a buffer of
+    /// `len` elements, pairwise disjoint (non-empty ones) if `disjoint`.
+    fn check_layout(
+        &self,
+        op: &'static str,
+        buffer: &str,
+        len: usize,
+        counts: &[usize],
+        displs: &[usize],
+        disjoint: bool,
+    ) -> Result<()> {
+        let p = self.size();
+        let what = if counts.len() != p || displs.len() != p {
+            Some(format!(
+                "{} counts and {} displacements for {p} ranks",
+                counts.len(),
+                displs.len()
+            ))
+        } else if let Some(i) =
+            (0..p).find(|&i| displs[i].checked_add(counts[i]).is_none_or(|end| end > len))
+        {
+            Some(format!(
+                "block {i} ({} elements at {}) is not within {buffer}, of {len} elements",
+                counts[i], displs[i]
+            ))
+        } else if disjoint {
+            let mut blocks: Vec<usize> = (0..p).filter(|&i| counts[i] > 0).collect();
+            blocks.sort_unstable_by_key(|&i| displs[i]);
+            blocks
+                .windows(2)
+                .find(|w| displs[w[0]] + counts[w[0]] > displs[w[1]])
+                .map(|w| format!("blocks {} and {} overlap in {buffer}", w[0], w[1]))
+        } else {
+            None
+        };
+        match what {
+            Some(what) => Err(self.fail(Error::InvalidArgument {
+                rank: self.rank(),
+                op,
+                what,
+            })),
+            None => Ok(()),
+        }
+    }
+
+    /// Fails the run unless this rank's `buffer` has `count` elements.
+    fn check_own(&self, op: &'static str, buffer: &str, len: usize, count: usize) -> Result<()> {
+        if len != count {
+            return Err(self.fail(Error::InvalidArgument {
+                rank: self.rank(),
+                op,
+                what: format!("{buffer} holds {len} elements, but its count is {count}"),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Fails the run unless `buffer`'s length `len` is `size()` blocks of `block` elements.
+    fn check_whole(&self, op: &'static str, buffer: &str, len: usize, block: usize) -> Result<()> {
+        let p = self.size();
+        if block.checked_mul(p) != Some(len) {
+            return Err(self.fail(Error::InvalidArgument {
+                rank: self.rank(),
+                op,
+                what: format!(
+                    "{buffer} holds {len} elements, but {p} blocks of {block} make {}",
+                    p as u128 * block as u128
+                ),
+            }));
+        }
+        Ok(())
+    }
+}

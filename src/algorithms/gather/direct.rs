@@ -1,0 +1,88 @@
+//! The shared-memory direct allgather (shm only): single copy, two synchronisations.
+//!
+//! Every rank publishes its send block (input) and its receive buffer (output) on the
+//! communicator's board (`comm::board`); once every rank has arrived, every rank copies every
+//! peer's block straight from that peer's send buffer into its own receive buffer, and phase 2
+//! keeps each send buffer lent until the last reader is done. Each block moves once from its
+//! owner's memory into each reader's, with no intermediate buffer and no hop through other
+//! ranks (DESIGN.md, "Single copy where memory is shared"; the broadcast's
+//! `algorithms::broadcast::direct` does the same with one source).
+//!
+//! **What is checked.** The published `len` is the block length n (the output holds p·n).
+//! After phase 1 each rank compares every call with its own: the same block length and
+//! element type. Every rank sees the same board, so a difference is seen by every rank, and
+//! all return `Error::Mismatch` without touching a buffer.
+//!
+//! Nobody writes into another rank's buffer: each rank writes only its own output, and reads
+//! only inputs, which no one writes during the call.
+
+use crate::comm::board::Call;
+use crate::error::{Error, Result};
+use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::Comm;
+use std::ptr;
+
+/// Direct allgather of every rank's `send` (n elements) into `recv` (p·n elements; checked by
+/// the caller).
+pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: Tag) -> Result<()> {
+    comm.enter("allgather")?;
+    let (p, me, n) = (comm.size(), comm.rank(), send.len());
+    debug_assert_eq!(recv.len(), p * n);
+    if p == 1 {
+        recv.copy_from_slice(send);
+        return Ok(());
+    }
+    // From here until the session ends, `recv` is touched only through `out`, by this rank.
+    let out: *mut T = recv.as_mut_ptr();
+    let typ = type_fingerprint::<T>();
+    let call = Call {
+        input: send.as_ptr().cast(),
+        output: out.cast(),
+        len: n,
+        typ,
+        op: "allgather",
+    };
+    let board = &comm.shared().board;
+    // SAFETY: `send` (n elements, borrowed shared for this whole function) is valid for reads
+    // and nobody writes it; `out` covers the p·n ≥ n elements of `recv`, borrowed for this
+    // whole function and used only through `out`, by this rank alone, while the session
+    // lasts. The session ends (finished, withdrawn, or dropped while unwinding) before this
+    // function returns. `Comm` is not `Sync`, so this thread is the only one acting as this
+    // rank, and its previous call on the board ended before that call returned.
+    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
+
+    if let Some(peer) = (0..p).find(|&i| {
+        let c = session.call(i);
+        c.len != n || c.typ != typ
+    }) {
+        let theirs = session.call(peer);
+        let ty = if theirs.typ == typ {
+            ""
+        } else {
+            " of another element type"
+        };
+        let e = comm.fail(Error::Mismatch {
+            rank: me,
+            peer,
+            op: "allgather",
+            expected: format!("direct allgather of blocks of {n} elements"),
+            found: format!("blocks of {} elements{ty}", theirs.len),
+        });
+        let _ = session.finish(false);
+        return Err(e);
+    }
+
+    for i in 0..p {
+        #[cfg(loom)]
+        session.touch(i);
+        let src = session.call(i).input.cast::<T>();
+        // SAFETY: the session passed phase 1 and is open; rank i published an input of n
+        // elements of `T` (checked above), which nobody writes until rank i's session ends,
+        // and that waits for this rank's `done`. `out + i·n .. out + (i + 1)·n` lies within
+        // this rank's own p·n-element output, which no one else reads or writes; the input
+        // is another borrow (or this rank's own `send`, a distinct borrow from `recv`), so
+        // they do not overlap.
+        unsafe { ptr::copy_nonoverlapping(src, out.add(i * n), n) };
+    }
+    session.finish(true)
+}

@@ -1,0 +1,801 @@
+//! The gather, scatter and allgather reference suite, against blocks built here.
+//!
+//! **The matrix** (`matrix_*`, split by rank count so that the harness runs them in
+//! parallel): every collective × every algorithm × p ∈ 1..=17 (every root) ∪ {31, 32, 33}
+//! (roots 0, 1, p/2 and p − 1) × block count ∈ {0, 1, 2, 7, 1000}, for `u64`, all calls of one
+//! p in a row on one team. Every rank's block is its own, so a block put in the wrong place
+//! shows; the root's buffers of scatter and gather are checked too (scatter's send unchanged).
+//! Non-root ranks pass an empty buffer where MPI ignores it.
+//!
+//! **Long blocks** (`long_blocks`): blocks of 65 537 elements at p ∈ {2, 3} and of
+//! ⌈65 537 / p⌉ at p ∈ {5, 16, 17, 33}, for `u64` and a two-word struct ([`Pair`]).
+//!
+//! **Bad input**: a root out of range; a buffer of the wrong length on one rank (the root's
+//! for gather and scatter, any rank's for allgather); different roots, block lengths and
+//! algorithms on different ranks. Each fails on every rank with the expected root cause,
+//! without a hang (every team times out after 30 s).
+//!
+//! **The `v` forms** (`v_forms_*`): gatherv, scatterv and allgatherv at p ∈ 1..=17 ∪
+//! {31, 32, 33} (roots as in the matrix) over the layouts of [`layouts`]: regular blocks,
+//! zeros among the counts, a triangular pattern, all empty, long blocks, blocks in reverse
+//! order with gaps between them (untouched gaps are checked), and for scatterv overlapping send
+//! blocks. allgatherv's displacements differ by rank. Bad input: counts or displacements of the
+//! wrong length, blocks out of bounds or overlapping, a rank whose length differs from its
+//! count, a root out of range, different roots, `gather` against `gatherv`.
+//!
+//! Budget: well under 40 s of wall time for the whole file in a debug build on a busy 2-core
+//! machine.
+
+use corecoll::algorithm::{Allgather, Gather, Scatter};
+use corecoll::{Comm, Error, Team};
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// Gather algorithms.
+const GATHERS: [Gather; 3] = [Gather::Auto, Gather::Linear, Gather::Binomial];
+
+/// Scatter algorithms.
+const SCATTERS: [Scatter; 3] = [Scatter::Auto, Scatter::Linear, Scatter::Binomial];
+
+/// Allgather algorithms.
+const ALLGATHERS: [Allgather; 5] = [
+    Allgather::Auto,
+    Allgather::Ring,
+    Allgather::RecursiveDoubling,
+    Allgather::Bruck,
+    Allgather::Direct,
+];
+
+/// Block counts of the matrix.
+const COUNTS: [usize; 5] = [0, 1, 2, 7, 1000];
+
+/// The long count (an odd number just past 2¹⁶).
+const LONG: usize = 65_537;
+
+/// A team of `p` ranks whose waits time out, so that a hang fails the test instead of
+/// stalling it.
+fn team(p: usize) -> Team {
+    Team::builder()
+        .ranks(p)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// A two-word element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pair {
+    /// First word.
+    a: u64,
+    /// Second word.
+    b: u64,
+}
+
+/// Element types the suite moves: made from a per-rank, per-element number.
+trait Value: Copy + Send + Sync + PartialEq + Debug + 'static {
+    /// The element for the word `x`.
+    fn from_word(x: u64) -> Self;
+}
+
+impl Value for u64 {
+    fn from_word(x: u64) -> Self {
+        x
+    }
+}
+
+impl Value for Pair {
+    fn from_word(x: u64) -> Self {
+        Pair {
+            a: x,
+            b: !x.rotate_left(13),
+        }
+    }
+}
+
+/// Element `i` of rank `r`'s block in call `call` (so that a stale block from an earlier
+/// call shows too).
+fn data<T: Value>(call: u64, r: usize, i: usize) -> T {
+    let x = (r as u64 + 1)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add((i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
+        .wrapping_add(call.wrapping_mul(0x94d0_49bb_1331_11eb));
+    T::from_word(x ^ (x >> 29))
+}
+
+/// Rank `r`'s block of `n` elements in call `call`.
+fn block<T: Value>(call: u64, r: usize, n: usize) -> Vec<T> {
+    (0..n).map(|i| data(call, r, i)).collect()
+}
+
+/// Every rank's block, in rank order.
+fn all_blocks<T: Value>(call: u64, p: usize, n: usize) -> Vec<T> {
+    (0..p).flat_map(|r| block(call, r, n)).collect()
+}
+
+/// The roots the matrix uses at `p`.
+fn roots(p: usize) -> Vec<usize> {
+    if p <= 17 {
+        (0..p).collect()
+    } else {
+        let mut r = vec![0, 1, p / 2, p - 1];
+        r.dedup();
+        r
+    }
+}
+
+/// Compares `got` with `want`, naming the first difference.
+fn same<T: Value>(what: &str, got: &[T], want: &[T]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} elements, want {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    match (0..got.len()).find(|&i| got[i] != want[i]) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what}: first difference at {i}: got {:?}, want {:?}",
+            got[i], want[i]
+        )),
+    }
+}
+
+/// Runs every collective and algorithm at every root in `roots` and count in `counts` on
+/// `comm`, checking the results.
+fn sweep<T: Value>(comm: &Comm, roots: &[usize], counts: &[usize]) -> Result<(), String> {
+    let (p, me) = (comm.size(), comm.rank());
+    let ty = std::any::type_name::<T>();
+    let mut call = 0u64;
+    for &n in counts {
+        for &root in roots {
+            for alg in GATHERS {
+                call += 1;
+                let what =
+                    format!("gather {alg:?}, p = {p}, root {root}, n = {n}, {ty}, rank {me}");
+                let send: Vec<T> = block(call, me, n);
+                let mut recv: Vec<T> = if me == root {
+                    block(0, p + 1, p * n)
+                } else {
+                    vec![]
+                };
+                comm.gather_with(&send, &mut recv, root, alg)
+                    .map_err(|e| format!("{what}: {e}"))?;
+                if me == root {
+                    same(&what, &recv, &all_blocks(call, p, n))?;
+                }
+            }
+            for alg in SCATTERS {
+                call += 1;
+                let what =
+                    format!("scatter {alg:?}, p = {p}, root {root}, n = {n}, {ty}, rank {me}");
+                let send: Vec<T> = if me == root {
+                    all_blocks(call, p, n)
+                } else {
+                    vec![]
+                };
+                let mut recv: Vec<T> = block(0, p + 1, n);
+                comm.scatter_with(&send, &mut recv, root, alg)
+                    .map_err(|e| format!("{what}: {e}"))?;
+                same(&what, &recv, &block(call, me, n))?;
+                if me == root {
+                    same(&format!("{what}, send"), &send, &all_blocks(call, p, n))?;
+                }
+            }
+        }
+        for alg in ALLGATHERS {
+            call += 1;
+            let what = format!("allgather {alg:?}, p = {p}, n = {n}, {ty}, rank {me}");
+            let send: Vec<T> = block(call, me, n);
+            let mut recv: Vec<T> = block(0, p + 1, p * n);
+            comm.allgather_with(&send, &mut recv, alg)
+                .map_err(|e| format!("{what}: {e}"))?;
+            same(&what, &recv, &all_blocks(call, p, n))?;
+        }
+    }
+    Ok(())
+}
+
+/// The matrix at each of `ps`, one team per p.
+fn matrix(ps: &[usize]) {
+    for &p in ps {
+        let out = team(p)
+            .run(|comm| sweep::<u64>(comm, &roots(p), &COUNTS))
+            .unwrap_or_else(|e| panic!("p = {p}: {e}"));
+        for res in out {
+            res.unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn matrix_p_1_to_9() {
+    matrix(&[1, 2, 3, 4, 5, 6, 7, 8, 9]);
+}
+
+#[test]
+fn matrix_p_10_to_14() {
+    matrix(&[10, 11, 12, 13, 14]);
+}
+
+#[test]
+fn matrix_p_15_to_17() {
+    matrix(&[15, 16, 17]);
+}
+
+#[test]
+fn matrix_p_31_to_33() {
+    matrix(&[31, 32, 33]);
+}
+
+#[test]
+fn long_blocks() {
+    for p in [2, 3, 5, 16, 17, 33] {
+        let n = if p <= 3 { LONG } else { LONG.div_ceil(p) };
+        let out = team(p)
+            .run(|comm| {
+                sweep::<u64>(comm, &[0, p - 1], &[n])?;
+                sweep::<Pair>(comm, &[p / 2], &[n])
+            })
+            .unwrap_or_else(|e| panic!("p = {p}: {e}"));
+        for res in out {
+            res.unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+/// A layout of the `v` forms: per-rank counts and displacements, and the buffer's length.
+#[derive(Debug, Clone)]
+struct Layout {
+    /// Elements per rank.
+    counts: Vec<usize>,
+    /// Where each rank's block starts.
+    displs: Vec<usize>,
+    /// Length of the buffer holding the blocks.
+    len: usize,
+}
+
+/// Blocks of `counts` placed in the order `order`, with `gap` elements before each and after
+/// the last.
+fn place(counts: Vec<usize>, order: &[usize], gap: usize) -> Layout {
+    let mut displs = vec![0; counts.len()];
+    let mut at = gap;
+    for &i in order {
+        displs[i] = at;
+        at += counts[i] + gap;
+    }
+    Layout {
+        counts,
+        displs,
+        len: at,
+    }
+}
+
+/// The layouts of the `v` forms at `p`; `shift` varies the gaps (allgatherv's displacements
+/// differ by rank). Blocks never overlap, except in the last layout when `overlap`.
+fn layouts(p: usize, shift: usize, overlap: bool) -> Vec<Layout> {
+    let fwd: Vec<usize> = (0..p).collect();
+    let rev: Vec<usize> = (0..p).rev().collect();
+    let mut l = vec![
+        place(vec![3; p], &fwd, 0),
+        place(
+            (0..p).map(|i| [0, 2, 0, 5][i % 4]).collect(),
+            &rev,
+            2 + shift,
+        ),
+        place((0..p).collect(), &fwd, shift),
+        place((0..p).map(|i| p - i).collect(), &rev, 1),
+        place(vec![0; p], &fwd, shift),
+        place((0..p).map(|i| 1000 + i).collect(), &rev, 3 + shift),
+    ];
+    if overlap {
+        // Every block starts at 0: scatterv may send overlapping blocks.
+        let counts: Vec<usize> = (0..p).map(|i| i % 4).collect();
+        l.push(Layout {
+            len: 3,
+            counts,
+            displs: vec![0; p],
+        });
+    }
+    l
+}
+
+/// Runs gatherv, scatterv and allgatherv over every layout and root in `roots`, checking the
+/// results (gaps included).
+fn sweep_v(comm: &Comm, roots: &[usize]) -> Result<(), String> {
+    let (p, me) = (comm.size(), comm.rank());
+    let mut call = 1_000_000u64;
+    let sentinel = |len: usize| -> Vec<u64> { block(0, p + 1, len) };
+    for (k, l) in layouts(p, 0, false).into_iter().enumerate() {
+        for &root in roots {
+            call += 1;
+            let what = format!("gatherv, p = {p}, root {root}, layout {k}: {l:?}, rank {me}");
+            let send: Vec<u64> = block(call, me, l.counts[me]);
+            let mut recv = if me == root { sentinel(l.len) } else { vec![] };
+            let (c, d) = if me == root {
+                (&l.counts[..], &l.displs[..])
+            } else {
+                (&[][..], &[][..])
+            };
+            comm.gatherv(&send, &mut recv, c, d, root)
+                .map_err(|e| format!("{what}: {e}"))?;
+            if me == root {
+                let mut want = sentinel(l.len);
+                for i in 0..p {
+                    let at = l.displs[i];
+                    want[at..at + l.counts[i]].copy_from_slice(&block(call, i, l.counts[i]));
+                }
+                same(&what, &recv, &want)?;
+            }
+        }
+    }
+    for (k, l) in layouts(p, 0, true).into_iter().enumerate() {
+        for &root in roots {
+            call += 1;
+            let what = format!("scatterv, p = {p}, root {root}, layout {k}: {l:?}, rank {me}");
+            let whole: Vec<u64> = block(call, p + 3, l.len);
+            let send = if me == root { whole.clone() } else { vec![] };
+            let mut recv = sentinel(l.counts[me]);
+            let (c, d) = if me == root {
+                (&l.counts[..], &l.displs[..])
+            } else {
+                (&[][..], &[][..])
+            };
+            comm.scatterv(&send, c, d, &mut recv, root)
+                .map_err(|e| format!("{what}: {e}"))?;
+            let at = l.displs[me];
+            same(&what, &recv, &whole[at..at + l.counts[me]])?;
+        }
+    }
+    for (k, l) in layouts(p, me % 3, false).into_iter().enumerate() {
+        call += 1;
+        let what = format!("allgatherv, p = {p}, layout {k}: {l:?}, rank {me}");
+        let send: Vec<u64> = block(call, me, l.counts[me]);
+        let mut recv = sentinel(l.len);
+        comm.allgatherv(&send, &mut recv, &l.counts, &l.displs)
+            .map_err(|e| format!("{what}: {e}"))?;
+        let mut want = sentinel(l.len);
+        for i in 0..p {
+            let at = l.displs[i];
+            want[at..at + l.counts[i]].copy_from_slice(&block(call, i, l.counts[i]));
+        }
+        same(&what, &recv, &want)?;
+    }
+    Ok(())
+}
+
+/// The `v` forms at each of `ps`, one team per p.
+fn v_forms(ps: &[usize]) {
+    for &p in ps {
+        let out = team(p)
+            .run(|comm| sweep_v(comm, &roots(p)))
+            .unwrap_or_else(|e| panic!("p = {p}: {e}"));
+        for res in out {
+            res.unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}
+
+#[test]
+fn v_forms_p_1_to_12() {
+    v_forms(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+}
+
+#[test]
+fn v_forms_p_13_to_17_and_31_to_33() {
+    v_forms(&[13, 14, 15, 16, 17, 31, 32, 33]);
+}
+
+/// A call expected to fail, run on every rank.
+type BadCall<'a> = &'a (dyn Fn(&Comm) -> corecoll::Result<()> + Sync);
+
+/// Runs `call` on every rank of `team` and checks that every rank fails with a root cause
+/// that `expected` accepts.
+fn check_fails(team: &Team, what: &str, call: BadCall<'_>, expected: fn(&Error) -> bool) {
+    let p = team.size();
+    let out = team
+        .run(call)
+        .unwrap_or_else(|e| panic!("{what}, p = {p}: {e}"));
+    for (r, res) in out.into_iter().enumerate() {
+        let e = res.expect_err(&format!("{what}, p = {p}, rank {r}: no error"));
+        assert!(
+            expected(e.root_cause()),
+            "{what}, p = {p}, rank {r}: unexpected {e}"
+        );
+    }
+}
+
+/// Root-cause predicates.
+fn out_of_range(e: &Error) -> bool {
+    matches!(e, Error::RankOutOfRange { .. })
+}
+fn invalid(e: &Error) -> bool {
+    matches!(e, Error::InvalidArgument { .. })
+}
+fn mismatch(e: &Error) -> bool {
+    matches!(e, Error::Mismatch { .. })
+}
+
+#[test]
+fn root_out_of_range_fails_on_every_rank() {
+    for p in [1, 2, 5] {
+        let team = team(p);
+        for root in [p, p + 7] {
+            for alg in GATHERS {
+                check_fails(
+                    &team,
+                    &format!("gather {alg:?} root {root}"),
+                    &|comm| {
+                        let mut recv = vec![0u64; 3 * p];
+                        comm.gather_with(&[1, 2, 3], &mut recv, root, alg)
+                    },
+                    out_of_range,
+                );
+            }
+            for alg in SCATTERS {
+                check_fails(
+                    &team,
+                    &format!("scatter {alg:?} root {root}"),
+                    &|comm| comm.scatter_with(&vec![1u64; 3 * p], &mut [0; 3], root, alg),
+                    out_of_range,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn wrong_buffer_lengths_fail_on_every_rank() {
+    for p in [1, 2, 3, 6] {
+        let team = team(p);
+        for n in [0usize, 1, 7] {
+            for extra in [-1isize, 1, 5] {
+                let Some(bad) = (p * n).checked_add_signed(extra) else {
+                    continue;
+                };
+                for root in [0, p - 1] {
+                    for alg in GATHERS {
+                        check_fails(
+                            &team,
+                            &format!("gather {alg:?}, recv of {bad} at root {root}, n = {n}"),
+                            &|comm| {
+                                let send = vec![1u64; n];
+                                let mut recv =
+                                    vec![0u64; if comm.rank() == root { bad } else { 0 }];
+                                let r = comm.gather_with(&send, &mut recv, root, alg);
+                                assert!(recv.iter().all(|&x| x == 0));
+                                r
+                            },
+                            invalid,
+                        );
+                    }
+                    for alg in SCATTERS {
+                        check_fails(
+                            &team,
+                            &format!("scatter {alg:?}, send of {bad} at root {root}, n = {n}"),
+                            &|comm| {
+                                let send = vec![1u64; if comm.rank() == root { bad } else { 0 }];
+                                let mut recv = vec![0u64; n];
+                                let r = comm.scatter_with(&send, &mut recv, root, alg);
+                                assert!(recv.iter().all(|&x| x == 0));
+                                r
+                            },
+                            invalid,
+                        );
+                    }
+                }
+                for alg in ALLGATHERS {
+                    for odd in [0, p - 1] {
+                        check_fails(
+                            &team,
+                            &format!("allgather {alg:?}, recv of {bad} on rank {odd}, n = {n}"),
+                            &|comm| {
+                                let send = vec![1u64; n];
+                                let len = if comm.rank() == odd { bad } else { p * n };
+                                comm.allgather_with(&send, &mut vec![0u64; len], alg)
+                            },
+                            invalid,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn disagreements_fail_on_every_rank() {
+    for p in [2, 3, 6] {
+        let team = team(p);
+        // Roots: the last rank names another root than the others; every rank itself.
+        for alg in GATHERS {
+            check_fails(
+                &team,
+                &format!("gather {alg:?}, different roots"),
+                &|comm| {
+                    let root = usize::from(comm.rank() == p - 1);
+                    comm.gather_with(&[1u64; 4], &mut vec![0; 4 * p], root, alg)
+                },
+                mismatch,
+            );
+            check_fails(
+                &team,
+                &format!("gather {alg:?}, every rank its own root"),
+                &|comm| comm.gather_with(&[1u64; 4], &mut vec![0; 4 * p], comm.rank(), alg),
+                mismatch,
+            );
+        }
+        for alg in SCATTERS {
+            check_fails(
+                &team,
+                &format!("scatter {alg:?}, different roots"),
+                &|comm| {
+                    let root = usize::from(comm.rank() == p - 1);
+                    comm.scatter_with(&vec![1u64; 4 * p], &mut [0; 4], root, alg)
+                },
+                mismatch,
+            );
+        }
+        // Block lengths: one rank (the root or not) passes another, with buffers to match.
+        for (n, m) in [(0usize, 1usize), (1000, 999), (5, 0), (LONG, 8)] {
+            for odd in [0, p - 1] {
+                let len = |r: usize| if r == odd { m } else { n };
+                for alg in GATHERS {
+                    check_fails(
+                        &team,
+                        &format!("gather {alg:?}, block {m} on rank {odd}, {n} elsewhere"),
+                        &|comm| {
+                            let k = len(comm.rank());
+                            comm.gather_with(&vec![1u64; k], &mut vec![0; k * p], 0, alg)
+                        },
+                        mismatch,
+                    );
+                }
+                for alg in SCATTERS {
+                    check_fails(
+                        &team,
+                        &format!("scatter {alg:?}, block {m} on rank {odd}, {n} elsewhere"),
+                        &|comm| {
+                            let k = len(comm.rank());
+                            comm.scatter_with(&vec![1u64; k * p], &mut vec![0; k], 0, alg)
+                        },
+                        mismatch,
+                    );
+                }
+                for alg in ALLGATHERS {
+                    check_fails(
+                        &team,
+                        &format!("allgather {alg:?}, block {m} on rank {odd}, {n} elsewhere"),
+                        &|comm| {
+                            let k = len(comm.rank());
+                            comm.allgather_with(&vec![1u64; k], &mut vec![0; k * p], alg)
+                        },
+                        mismatch,
+                    );
+                }
+            }
+        }
+        // Algorithms: rank 0 chooses another one.
+        check_fails(
+            &team,
+            "gather, different algorithms",
+            &|comm| {
+                let alg = [Gather::Binomial, Gather::Linear][usize::from(comm.rank() == 0)];
+                comm.gather_with(&[1u64; 4], &mut vec![0; 4 * p], p - 1, alg)
+            },
+            mismatch,
+        );
+        check_fails(
+            &team,
+            "scatter, different algorithms",
+            &|comm| {
+                let alg = [Scatter::Binomial, Scatter::Linear][usize::from(comm.rank() == 0)];
+                comm.scatter_with(&vec![1u64; 4 * p], &mut [0; 4], p - 1, alg)
+            },
+            mismatch,
+        );
+        for other in ALLGATHERS.into_iter().filter(|&a| a != Allgather::Direct) {
+            check_fails(
+                &team,
+                &format!("allgather, {other:?} on rank 0, Direct elsewhere"),
+                &|comm| {
+                    let alg = if comm.rank() == 0 {
+                        other
+                    } else {
+                        Allgather::Direct
+                    };
+                    comm.allgather_with(&[1u64; 4], &mut vec![0; 4 * p], alg)
+                },
+                mismatch,
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_v_input_fails_on_every_rank() {
+    for p in [1, 2, 3, 6] {
+        let team = team(p);
+        let good = place(
+            (0..p).map(|i| i + 1).collect(),
+            &(0..p).collect::<Vec<_>>(),
+            1,
+        );
+        // Layouts that are wrong wherever they are significant, and what makes them wrong.
+        let mut bad: Vec<(&str, Layout)> = vec![];
+        let mut l = good.clone();
+        l.counts.pop();
+        bad.push(("a count short", l));
+        let mut l = good.clone();
+        l.displs.push(0);
+        bad.push(("a displacement too many", l));
+        let mut l = good.clone();
+        l.displs[p - 1] += 2;
+        bad.push(("last block out of bounds", l));
+        let mut l = good.clone();
+        l.displs[0] = usize::MAX;
+        bad.push(("displacement overflowing", l));
+        let mut l = good.clone();
+        if p > 1 {
+            l.displs[1] = l.displs[0];
+            bad.push(("blocks 0 and 1 overlapping", l));
+        }
+        for (name, l) in &bad {
+            // The rank whose block length the layout sets: every rank passes a send (recv) of
+            // the good layout's length, which the bad layout's own count may not be; the
+            // layout error is reported first either way.
+            for root in [0, p - 1] {
+                check_fails(
+                    &team,
+                    &format!("gatherv, {name}, root {root}"),
+                    &|comm| {
+                        let send = vec![1u64; good.counts[comm.rank()]];
+                        let mut recv = vec![0u64; l.len];
+                        comm.gatherv(&send, &mut recv, &l.counts, &l.displs, root)
+                    },
+                    invalid,
+                );
+                if !name.contains("overlapping") {
+                    check_fails(
+                        &team,
+                        &format!("scatterv, {name}, root {root}"),
+                        &|comm| {
+                            let mut recv = vec![0u64; good.counts[comm.rank()]];
+                            comm.scatterv(&vec![1u64; l.len], &l.counts, &l.displs, &mut recv, root)
+                        },
+                        invalid,
+                    );
+                }
+            }
+            for odd in [0, p - 1] {
+                check_fails(
+                    &team,
+                    &format!("allgatherv, {name} on rank {odd}"),
+                    &|comm| {
+                        let l = if comm.rank() == odd { l } else { &good };
+                        let send = vec![1u64; good.counts[comm.rank()]];
+                        comm.allgatherv(&send, &mut vec![0u64; l.len], &l.counts, &l.displs)
+                    },
+                    invalid,
+                );
+            }
+        }
+        // A rank whose own block length is not its count: at the root, a local error; at
+        // another rank, a length mismatch found by the root (gatherv, scatterv) or by its
+        // neighbour (allgatherv).
+        for odd in [0, p - 1] {
+            let expect = |root: usize| if odd == root { invalid } else { mismatch };
+            for root in [0, p - 1] {
+                check_fails(
+                    &team,
+                    &format!("gatherv, send of rank {odd} one long, root {root}"),
+                    &|comm| {
+                        let me = comm.rank();
+                        let send = vec![1u64; good.counts[me] + usize::from(me == odd)];
+                        let mut recv = vec![0u64; good.len];
+                        comm.gatherv(&send, &mut recv, &good.counts, &good.displs, root)
+                    },
+                    expect(root),
+                );
+                check_fails(
+                    &team,
+                    &format!("scatterv, recv of rank {odd} one short, root {root}"),
+                    &|comm| {
+                        let me = comm.rank();
+                        let mut recv = vec![0u64; good.counts[me] - usize::from(me == odd)];
+                        comm.scatterv(
+                            &vec![1u64; good.len],
+                            &good.counts,
+                            &good.displs,
+                            &mut recv,
+                            root,
+                        )
+                    },
+                    expect(root),
+                );
+            }
+            check_fails(
+                &team,
+                &format!("allgatherv, send of rank {odd} one long"),
+                &|comm| {
+                    let me = comm.rank();
+                    let send = vec![1u64; good.counts[me] + usize::from(me == odd)];
+                    comm.allgatherv(&send, &mut vec![0u64; good.len], &good.counts, &good.displs)
+                },
+                invalid,
+            );
+            if p > 1 {
+                // Rank `odd` expects one element more of another rank, in a longer buffer.
+                let other = (odd + 1) % p;
+                let mut l = good.clone();
+                l.counts[other] += 1;
+                l.len += 1;
+                for i in 0..p {
+                    if l.displs[i] > l.displs[other] {
+                        l.displs[i] += 1;
+                    }
+                }
+                check_fails(
+                    &team,
+                    &format!("allgatherv, rank {odd} with another count for rank {other}"),
+                    &|comm| {
+                        let me = comm.rank();
+                        let l = if me == odd { &l } else { &good };
+                        let send = vec![1u64; good.counts[me]];
+                        comm.allgatherv(&send, &mut vec![0u64; l.len], &l.counts, &l.displs)
+                    },
+                    mismatch,
+                );
+            }
+        }
+        // Roots.
+        for root in [p, p + 7] {
+            check_fails(
+                &team,
+                &format!("gatherv at root {root}"),
+                &|comm| comm.gatherv(&[1u64], &mut [], &[], &[], root),
+                out_of_range,
+            );
+            check_fails(
+                &team,
+                &format!("scatterv at root {root}"),
+                &|comm| comm.scatterv(&[], &[], &[], &mut [0u64], root),
+                out_of_range,
+            );
+        }
+        if p > 1 {
+            let ones = place(vec![1; p], &(0..p).collect::<Vec<_>>(), 0);
+            check_fails(
+                &team,
+                "gatherv, different roots",
+                &|comm| {
+                    let root = usize::from(comm.rank() == p - 1);
+                    comm.gatherv(&[1u64], &mut vec![0; p], &ones.counts, &ones.displs, root)
+                },
+                mismatch,
+            );
+            check_fails(
+                &team,
+                "scatterv, different roots",
+                &|comm| {
+                    let root = usize::from(comm.rank() == p - 1);
+                    comm.scatterv(&vec![1u64; p], &ones.counts, &ones.displs, &mut [0], root)
+                },
+                mismatch,
+            );
+            check_fails(
+                &team,
+                "gather against gatherv",
+                &|comm| {
+                    let mut recv = vec![0u64; p];
+                    if comm.rank() == p - 1 {
+                        comm.gatherv(&[1u64], &mut recv, &ones.counts, &ones.displs, 0)
+                    } else {
+                        comm.gather_with(&[1u64], &mut recv, 0, Gather::Linear)
+                    }
+                },
+                mismatch,
+            );
+        }
+    }
+}
