@@ -54,62 +54,81 @@ pub enum Algorithm {
     Direct,
 }
 
-impl Algorithm {
-    /// A short name (error messages, benchmarks).
-    pub fn name(self) -> &'static str {
-        match self {
-            Algorithm::Auto => "auto",
-            Algorithm::Linear => "linear",
-            Algorithm::Chain => "chain",
-            Algorithm::Binomial => "binomial",
-            Algorithm::RecursiveDoubling => "recursive-doubling",
-            Algorithm::Rabenseifner => "rabenseifner",
-            Algorithm::Ring => "ring",
-            Algorithm::PipelinedTree { .. } => "pipelined-tree",
-            Algorithm::DualRoot { .. } => "dual-root",
-            Algorithm::TwoTree { .. } => "two-tree",
-            Algorithm::Direct => "direct",
-        }
-    }
+/// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
+/// `from_id`, from a list of (variant pattern, value with blocks `Auto`, name, id).
+macro_rules! algorithm_ids {
+    ($ty:ident, $n:literal, $(($pat:pat, $val:expr, $name:literal, $id:literal)),* $(,)?) => {
+        impl $ty {
+            /// Every algorithm (blocks `Auto`), in id order.
+            #[allow(dead_code)]
+            pub(crate) const ALL: [$ty; $n] = [$($val),*];
 
-    /// Every algorithm (blocks `Auto`), in id order.
-    pub(crate) const ALL: [Algorithm; 11] = [
-        Algorithm::Auto,
-        Algorithm::Linear,
-        Algorithm::Chain,
-        Algorithm::Binomial,
+            /// A short name (error messages, benchmarks).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($pat => $name,)*
+                }
+            }
+
+            /// The id carried in tags and compared by the call check.
+            #[allow(dead_code)]
+            pub(crate) fn id(self) -> u8 {
+                match self {
+                    $($pat => $id,)*
+                }
+            }
+
+            /// The algorithm with id `id` (blocks `Auto`).
+            #[allow(dead_code)]
+            pub(crate) fn from_id(id: u8) -> Option<$ty> {
+                $ty::ALL.into_iter().find(|a| a.id() == id)
+            }
+        }
+    };
+}
+
+algorithm_ids!(
+    Algorithm,
+    11,
+    (Algorithm::Auto, Algorithm::Auto, "auto", 0),
+    (Algorithm::Linear, Algorithm::Linear, "linear", 1),
+    (Algorithm::Chain, Algorithm::Chain, "chain", 2),
+    (Algorithm::Binomial, Algorithm::Binomial, "binomial", 3),
+    (
         Algorithm::RecursiveDoubling,
+        Algorithm::RecursiveDoubling,
+        "recursive-doubling",
+        4
+    ),
+    (
         Algorithm::Rabenseifner,
-        Algorithm::Ring,
+        Algorithm::Rabenseifner,
+        "rabenseifner",
+        5
+    ),
+    (Algorithm::Ring, Algorithm::Ring, "ring", 6),
+    (
+        Algorithm::PipelinedTree { .. },
         Algorithm::PipelinedTree { block: Block::Auto },
+        "pipelined-tree",
+        7
+    ),
+    (
+        Algorithm::DualRoot { .. },
         Algorithm::DualRoot { block: Block::Auto },
+        "dual-root",
+        8
+    ),
+    (
+        Algorithm::TwoTree { .. },
         Algorithm::TwoTree { block: Block::Auto },
-        Algorithm::Direct,
-    ];
+        "two-tree",
+        9
+    ),
+    (Algorithm::Direct, Algorithm::Direct, "direct", 10),
+);
 
-    /// The algorithm with id `id` (blocks `Auto`).
-    pub(crate) fn from_id(id: u8) -> Option<Algorithm> {
-        Algorithm::ALL.into_iter().find(|a| a.id() == id)
-    }
-
-    /// A small number carried in message tags, so that ranks that chose different algorithms
-    /// get a mismatch error instead of talking past each other.
-    pub(crate) fn id(self) -> u8 {
-        match self {
-            Algorithm::Auto => 0,
-            Algorithm::Linear => 1,
-            Algorithm::Chain => 2,
-            Algorithm::Binomial => 3,
-            Algorithm::RecursiveDoubling => 4,
-            Algorithm::Rabenseifner => 5,
-            Algorithm::Ring => 6,
-            Algorithm::PipelinedTree { .. } => 7,
-            Algorithm::DualRoot { .. } => 8,
-            Algorithm::TwoTree { .. } => 9,
-            Algorithm::Direct => 10,
-        }
-    }
-
+impl Algorithm {
     /// Whether the algorithm cuts the vector into pipeline blocks or pieces (and so uses
     /// [`Algorithm::block_elements`]).
     pub(crate) fn has_block(self) -> bool {
@@ -134,38 +153,38 @@ impl Algorithm {
         elem_size: usize,
         costs: Costs,
     ) -> usize {
-        let (a, c) = match self {
-            Algorithm::PipelinedTree {
-                block: Block::Elements(b),
-            }
-            | Algorithm::DualRoot {
-                block: Block::Elements(b),
-            }
-            | Algorithm::TwoTree {
-                block: Block::Elements(b),
-            } => return b.max(1),
+        let (block, a, c) = match self {
             // Träff 2021: 2(2h + 2(b − 1)) steps for a tree of 2^h − 1 ranks (height h − 1).
-            Algorithm::PipelinedTree { .. } => (4 * tree_height(p), 4),
+            Algorithm::PipelinedTree { block } => (block, 4 * tree_height(p), 4),
             // Träff 2021: 4h − 3 + 3(b − 1) steps for two trees of 2^(h−1) − 1 ranks each
             // (height h − 2); two single-rank trees (p ≤ 3) gain nothing from pipelining.
-            Algorithm::DualRoot { .. } => {
+            Algorithm::DualRoot { block } => {
                 let h = tree_height(p.div_ceil(2));
-                (if h == 0 { 0 } else { 4 * h + 2 }, 3)
+                (block, if h == 0 { 0 } else { 4 * h + 2 }, 3)
             }
             // Reduce then broadcast over both trees, each phase D + 2(b/2 − 1) + 1 steps for
             // b blocks in all (b/2 per tree) with D = 2⌊log₂(p − 1)⌋: (2D − 2) + 2b steps.
-            Algorithm::TwoTree { .. } => ((4 * tree_height(p - 1)).saturating_sub(2), 2),
+            Algorithm::TwoTree { block } => (block, (4 * tree_height(p - 1)).saturating_sub(2), 2),
             // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps.
-            Algorithm::Chain => (2 * p.saturating_sub(2), 2),
-            _ => (0, 1),
+            Algorithm::Chain => (Block::Auto, 2 * p.saturating_sub(2), 2),
+            _ => (Block::Auto, 0, 1),
         };
-        lemma_block(a, c, n, elem_size, costs)
+        pipeline_block(block, a, c, n, elem_size, costs)
     }
 }
 
 /// Height ⌊log₂ n⌋ of a balanced binary tree of `n ≥ 1` ranks (0 for `n ≤ 1`).
 fn tree_height(n: usize) -> usize {
     n.max(1).ilog2() as usize
+}
+
+/// Elements per block for a pipeline of `a + c·b` steps: the user's `Block::Elements` (at
+/// least 1), or for `Block::Auto` the pipelining lemma ([`lemma_block`]).
+fn pipeline_block(block: Block, a: usize, c: usize, n: usize, elem: usize, costs: Costs) -> usize {
+    match block {
+        Block::Elements(b) => b.max(1),
+        Block::Auto => lemma_block(a, c, n, elem, costs),
+    }
 }
 
 /// The largest block `Block::Auto` picks: 128 KiB. The lemma counts messages only; a cap keeps
@@ -269,43 +288,27 @@ pub enum Broadcast {
     Direct,
 }
 
-impl Broadcast {
-    /// Every algorithm (blocks `Auto`), in id order.
-    pub(crate) const ALL: [Broadcast; 5] = [
-        Broadcast::Auto,
-        Broadcast::Binomial,
+algorithm_ids!(
+    Broadcast,
+    5,
+    (Broadcast::Auto, Broadcast::Auto, "auto", 0),
+    (Broadcast::Binomial, Broadcast::Binomial, "binomial", 1),
+    (
+        Broadcast::PipelinedTree { .. },
         Broadcast::PipelinedTree { block: Block::Auto },
+        "pipelined-tree",
+        2
+    ),
+    (
         Broadcast::ScatterAllgather,
-        Broadcast::Direct,
-    ];
+        Broadcast::ScatterAllgather,
+        "scatter-allgather",
+        3
+    ),
+    (Broadcast::Direct, Broadcast::Direct, "direct", 4),
+);
 
-    /// A short name (error messages, benchmarks).
-    pub fn name(self) -> &'static str {
-        match self {
-            Broadcast::Auto => "auto",
-            Broadcast::Binomial => "binomial",
-            Broadcast::PipelinedTree { .. } => "pipelined-tree",
-            Broadcast::ScatterAllgather => "scatter-allgather",
-            Broadcast::Direct => "direct",
-        }
-    }
-
-    /// The id carried in tags and compared by the agreement.
-    pub(crate) fn id(self) -> u8 {
-        match self {
-            Broadcast::Auto => 0,
-            Broadcast::Binomial => 1,
-            Broadcast::PipelinedTree { .. } => 2,
-            Broadcast::ScatterAllgather => 3,
-            Broadcast::Direct => 4,
-        }
-    }
-
-    /// The algorithm with id `id` (blocks `Auto`).
-    pub(crate) fn from_id(id: u8) -> Option<Broadcast> {
-        Broadcast::ALL.into_iter().find(|a| a.id() == id)
-    }
-
+impl Broadcast {
     /// Elements per pipeline block of `n` elements of `elem_size` bytes on `p` ranks (0 for
     /// the algorithms without one): the pipelined tree's broadcast half of
     /// [`Algorithm::PipelinedTree`]'s steps, 2h + 2(b − 1).
@@ -317,11 +320,8 @@ impl Broadcast {
         costs: Costs,
     ) -> usize {
         match self {
-            Broadcast::PipelinedTree {
-                block: Block::Elements(b),
-            } => b.max(1),
-            Broadcast::PipelinedTree { block: Block::Auto } => {
-                lemma_block(2 * tree_height(p), 2, n, elem_size, costs)
+            Broadcast::PipelinedTree { block } => {
+                pipeline_block(block, 2 * tree_height(p), 2, n, elem_size, costs)
             }
             _ => 0,
         }
@@ -347,40 +347,21 @@ pub enum Reduce {
     Direct,
 }
 
-impl Reduce {
-    /// Every algorithm (blocks `Auto`), in id order.
-    pub(crate) const ALL: [Reduce; 4] = [
-        Reduce::Auto,
-        Reduce::Binomial,
+algorithm_ids!(
+    Reduce,
+    4,
+    (Reduce::Auto, Reduce::Auto, "auto", 0),
+    (Reduce::Binomial, Reduce::Binomial, "binomial", 1),
+    (
+        Reduce::PipelinedTree { .. },
         Reduce::PipelinedTree { block: Block::Auto },
-        Reduce::Direct,
-    ];
+        "pipelined-tree",
+        2
+    ),
+    (Reduce::Direct, Reduce::Direct, "direct", 3),
+);
 
-    /// A short name (error messages, benchmarks).
-    pub fn name(self) -> &'static str {
-        match self {
-            Reduce::Auto => "auto",
-            Reduce::Binomial => "binomial",
-            Reduce::PipelinedTree { .. } => "pipelined-tree",
-            Reduce::Direct => "direct",
-        }
-    }
-
-    /// The id carried in tags and compared by the agreement.
-    pub(crate) fn id(self) -> u8 {
-        match self {
-            Reduce::Auto => 0,
-            Reduce::Binomial => 1,
-            Reduce::PipelinedTree { .. } => 2,
-            Reduce::Direct => 3,
-        }
-    }
-
-    /// The algorithm with id `id` (blocks `Auto`).
-    pub(crate) fn from_id(id: u8) -> Option<Reduce> {
-        Reduce::ALL.into_iter().find(|a| a.id() == id)
-    }
-
+impl Reduce {
     /// Elements per pipeline block (0 for the algorithms without one): the reduce half of
     /// [`Algorithm::PipelinedTree`]'s steps.
     pub(crate) fn block_elements(
@@ -391,48 +372,12 @@ impl Reduce {
         costs: Costs,
     ) -> usize {
         match self {
-            Reduce::PipelinedTree {
-                block: Block::Elements(b),
-            } => b.max(1),
-            Reduce::PipelinedTree { block: Block::Auto } => {
-                lemma_block(2 * tree_height(p), 2, n, elem_size, costs)
+            Reduce::PipelinedTree { block } => {
+                pipeline_block(block, 2 * tree_height(p), 2, n, elem_size, costs)
             }
             _ => 0,
         }
     }
-}
-
-/// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
-/// `from_id`, from a list of (variant pattern, value with blocks `Auto`, name, id).
-macro_rules! algorithm_ids {
-    ($ty:ident, $n:literal, $(($pat:pat, $val:expr, $name:literal, $id:literal)),* $(,)?) => {
-        impl $ty {
-            /// Every algorithm (blocks `Auto`), in id order.
-            #[allow(dead_code)]
-            pub(crate) const ALL: [$ty; $n] = [$($val),*];
-
-            /// A short name (error messages, benchmarks).
-            pub fn name(self) -> &'static str {
-                match self {
-                    $($pat => $name,)*
-                }
-            }
-
-            /// The id carried in tags and compared by the call check.
-            #[allow(dead_code)]
-            pub(crate) fn id(self) -> u8 {
-                match self {
-                    $($pat => $id,)*
-                }
-            }
-
-            /// The algorithm with id `id` (blocks `Auto`).
-            #[allow(dead_code)]
-            pub(crate) fn from_id(id: u8) -> Option<$ty> {
-                $ty::ALL.into_iter().find(|a| a.id() == id)
-            }
-        }
-    };
 }
 
 /// A scan algorithm, for `Comm::scan_with` and `Comm::exscan_with`. Both keep rank order for a
@@ -582,11 +527,8 @@ impl Scan {
         costs: Costs,
     ) -> usize {
         match self {
-            Scan::PipelinedTree {
-                block: Block::Elements(b),
-            } => b.max(1),
-            Scan::PipelinedTree { block: Block::Auto } => {
-                lemma_block(4 * tree_height(p), 4, n, elem_size, costs)
+            Scan::PipelinedTree { block } => {
+                pipeline_block(block, 4 * tree_height(p), 4, n, elem_size, costs)
             }
             _ => 0,
         }

@@ -32,6 +32,32 @@ pub(crate) fn block_range(n: usize, block: usize, k: usize) -> Range<usize> {
     start..start.saturating_add(block).min(n)
 }
 
+/// Splits `buf` into a shared view of `src` and a mutable view of `dst`, two disjoint ranges
+/// of it (panics if they overlap: a schedule bug, never an input error).
+pub(crate) fn split_pair<T>(
+    buf: &mut [T],
+    src: Range<usize>,
+    dst: Range<usize>,
+) -> (&[T], &mut [T]) {
+    assert!(
+        src.end <= dst.start || dst.end <= src.start || src.is_empty() || dst.is_empty(),
+        "overlapping ranges {src:?} and {dst:?}"
+    );
+    if src.is_empty() {
+        return (&[], &mut buf[dst]);
+    }
+    if dst.is_empty() {
+        return (&buf[src], &mut []);
+    }
+    if src.end <= dst.start {
+        let (lo, hi) = buf.split_at_mut(dst.start);
+        (&lo[src], &mut hi[..dst.end - dst.start])
+    } else {
+        let (lo, hi) = buf.split_at_mut(src.start);
+        (&hi[..src.end - src.start], &mut lo[dst])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +98,25 @@ mod tests {
                 assert_eq!(elements(n, parts, 0..parts), 0..n);
             }
         }
+    }
+
+    /// `split_pair` hands out the two ranges asked for, in either order, empty ones included.
+    #[test]
+    fn split_pair_either_order_and_empty() {
+        let mut b: Vec<u32> = (0..10).collect();
+        let (s, d) = split_pair(&mut b, 6..8, 1..3);
+        assert_eq!(s, &[6, 7]);
+        assert_eq!(d, &mut [1, 2]);
+        let (s, d) = split_pair(&mut b, 0..2, 2..5);
+        assert_eq!(s, &[0, 1]);
+        assert_eq!(d, &mut [2, 3, 4]);
+        let (a, b2) = split_pair(&mut b, 7..10, 2..4);
+        assert_eq!((a, &*b2), (&[7, 8, 9][..], &[2, 3][..]));
+        let (a, b2) = split_pair(&mut b, 4..4, 4..6);
+        assert_eq!((a.len(), b2.len()), (0, 2));
+        let (a, b2) = split_pair(&mut b, 4..6, 4..4);
+        assert_eq!((a.len(), b2.len()), (2, 0));
+        let (a, b2) = split_pair(&mut b, 3..3, 3..3);
+        assert!(a.is_empty() && b2.is_empty());
     }
 }

@@ -4,6 +4,7 @@
 
 pub(crate) mod allreduce;
 pub(crate) mod barrier;
+pub(crate) mod binomial_tree;
 pub(crate) mod blocks;
 pub(crate) mod broadcast;
 pub(crate) mod gather;

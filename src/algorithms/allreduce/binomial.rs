@@ -26,6 +26,7 @@
 //! Each edge carries one message up (child → parent) and one down (parent → child), of the
 //! whole vector — even an empty one, so that a rank with another length meets a mismatch.
 
+use crate::algorithms::binomial_tree::{children, parent};
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{Elem, Tag, Transport};
@@ -53,195 +54,82 @@ pub(crate) fn binomial<Tr: Transport, T: Elem, O: Op<T>>(
     Ok(())
 }
 
-/// The lowest set bit of `r` (`r > 0`).
-fn lowbit(r: usize) -> usize {
-    r & r.wrapping_neg()
-}
-
-/// The parent of rank `r` in the binomial tree: `r` with its lowest set bit cleared; `None` for
-/// the root, rank 0.
-fn parent(r: usize) -> Option<usize> {
-    (r != 0).then(|| r & (r - 1))
-}
-
-/// One past the last rank of the subtree of rank `r` (`r < p`): the subtree is `r..end`.
-fn subtree_end(r: usize, p: usize) -> usize {
-    if r == 0 {
-        p
-    } else {
-        r.saturating_add(lowbit(r)).min(p)
-    }
-}
-
-/// The children of rank `r` (`r < p`) among `p` ranks, in the order the reduce receives from
-/// them: r + 1, r + 2, r + 4, … while the step is below r's lowest set bit and the child
-/// exists. Reversed, the broadcast order.
-fn children(r: usize, p: usize) -> impl DoubleEndedIterator<Item = usize> + ExactSizeIterator {
-    // Steps 2ᵏ < limit, where limit = subtree_end − r bounds both conditions.
-    let limit = subtree_end(r, p) - r;
-    let count = (usize::BITS - (limit.saturating_sub(1)).leading_zeros()) as usize;
-    (0..count).map(move |k| r + (1 << k))
-}
-
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
-    use super::*;
-    use proptest::prelude::*;
+    use super::{binomial, children};
+    use crate::op::{non_commutative, Sum};
+    use crate::select::Algorithm;
+    use crate::transport::Tag;
 
-    /// Checks the tree shape for `p` ranks: it spans all ranks, every non-root has exactly one
-    /// parent (the one `parent` names), every subtree is the contiguous range starting at its
-    /// root that `subtree_end` names, and the children come in the order that makes the
-    /// reduce's right-folds combine in rank order.
-    fn check_tree(p: usize) -> std::result::Result<(), TestCaseError> {
-        let mut parents = vec![0usize; p];
-        for r in 0..p {
-            // In reduce order, each child's range starts where the partial result ends.
-            let mut end = r + 1;
-            for c in children(r, p) {
-                prop_assert!(c < p, "p={} r={} child {} out of range", p, r, c);
-                prop_assert_eq!(parent(c), Some(r), "p={} child {} of {}", p, c, r);
-                prop_assert_eq!(
-                    c,
-                    end,
-                    "p={} r={}: child {} not next in rank order",
-                    p,
-                    r,
-                    c
-                );
-                end = subtree_end(c, p);
-                parents[c] += 1;
-            }
-            prop_assert_eq!(end, subtree_end(r, p), "p={} r={}", p, r);
-            prop_assert_eq!(children(r, p).len(), children(r, p).count());
-            match parent(r) {
-                None => prop_assert_eq!(r, 0),
-                Some(q) => prop_assert!(q < r && children(q, p).any(|c| c == r)),
+    const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
+
+    #[test]
+    fn non_commutative_spans_in_rank_order() {
+        let span = non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
+            assert_eq!(a.1, b.0, "operands out of rank order");
+            (a.0, b.1)
+        });
+        for p in PS {
+            for n in [0usize, 1, 2, p - 1, 2 * p + 1, 200, 5000] {
+                let out = crate::run(p, |comm| {
+                    let r = comm.rank() as u32;
+                    let mut v = vec![(r, r + 1); n];
+                    comm.allreduce_with(&mut v, span, Algorithm::Binomial)
+                        .map(|()| v)
+                })
+                .unwrap();
+                for v in out {
+                    assert_eq!(v.unwrap(), vec![(0, p as u32); n], "p={p} n={n}");
+                }
             }
         }
-        prop_assert_eq!(parents[0], 0, "p={}: the root has a parent", p);
-        prop_assert!(
-            parents[1..].iter().all(|&n| n == 1),
-            "p={}: {:?}",
-            p,
-            parents
-        );
-        // The subtree of each rank, collected by walking down the tree, is its range.
-        for r in 0..p {
-            let mut seen = Vec::new();
-            let mut stack = vec![r];
-            while let Some(q) = stack.pop() {
-                seen.push(q);
-                stack.extend(children(q, p));
-            }
-            seen.sort_unstable();
-            let want: Vec<usize> = (r..subtree_end(r, p)).collect();
-            prop_assert_eq!(seen, want, "p={} r={}", p, r);
-        }
-        Ok(())
     }
 
-    proptest! {
-        #[test]
-        fn tree_shape(p in 1usize..=200) {
-            check_tree(p)?;
+    /// Integer sums exactly; float sums bit-identical on every rank and equal to the
+    /// tree's own order of combination, computed sequentially.
+    #[test]
+    fn sums_match_the_sequential_reference_on_every_rank() {
+        let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as f64 / 7.0 - 50.0;
+        // The tree's order: the subtree of r is x_r, then each child's subtree on the right.
+        fn tree_sum(r: usize, p: usize, i: usize, x: &dyn Fn(usize, usize) -> f64) -> f64 {
+            children(r, p).fold(x(r, i), |s, c| s + tree_sum(c, p, i, x))
+        }
+        for p in PS {
+            for n in [0usize, 1, 2, p - 1, 9, 20_000] {
+                let want_u: Vec<u64> = (0..n)
+                    .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
+                    .collect();
+                let want_f: Vec<f64> = (0..n).map(|i| tree_sum(0, p, i, &x)).collect();
+                let out = crate::run(p, |comm| {
+                    let r = comm.rank();
+                    let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
+                    comm.allreduce_with(&mut u, Sum, Algorithm::Binomial)?;
+                    let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
+                    binomial(&comm.coll("test"), &mut f, &Sum, Tag::P2P)?;
+                    crate::Result::Ok((u, f))
+                })
+                .unwrap();
+                for res in out {
+                    let (u, f) = res.unwrap();
+                    assert_eq!(u, want_u, "p={p} n={n}");
+                    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&f), bits(&want_f), "p={p} n={n}");
+                }
+            }
         }
     }
 
     #[test]
-    fn tree_shape_every_p_up_to_200() {
-        for p in 1..=200 {
-            check_tree(p).unwrap();
-        }
-    }
-
-    #[test]
-    fn small_trees() {
-        assert_eq!(children(0, 1).count(), 0);
-        assert_eq!(children(0, 6).collect::<Vec<_>>(), [1, 2, 4]);
-        assert_eq!(children(4, 6).collect::<Vec<_>>(), [5]);
-        assert_eq!(children(2, 6).rev().collect::<Vec<_>>(), [3]);
-        assert_eq!(children(0, 8).rev().collect::<Vec<_>>(), [4, 2, 1]);
-        assert_eq!(parent(6), Some(4));
-        assert_eq!(subtree_end(4, 6), 6);
-    }
-
-    #[cfg(not(loom))]
-    mod runs {
-        use super::super::binomial;
-        use crate::op::{non_commutative, Sum};
-        use crate::select::Algorithm;
-        use crate::transport::Tag;
-
-        const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
-
-        #[test]
-        fn non_commutative_spans_in_rank_order() {
-            let span = non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
-                assert_eq!(a.1, b.0, "operands out of rank order");
-                (a.0, b.1)
-            });
-            for p in PS {
-                for n in [0usize, 1, 2, p - 1, 2 * p + 1, 200, 5000] {
-                    let out = crate::run(p, |comm| {
-                        let r = comm.rank() as u32;
-                        let mut v = vec![(r, r + 1); n];
-                        comm.allreduce_with(&mut v, span, Algorithm::Binomial)
-                            .map(|()| v)
-                    })
-                    .unwrap();
-                    for v in out {
-                        assert_eq!(v.unwrap(), vec![(0, p as u32); n], "p={p} n={n}");
-                    }
-                }
-            }
-        }
-
-        /// Integer sums exactly; float sums bit-identical on every rank and equal to the
-        /// tree's own order of combination, computed sequentially.
-        #[test]
-        fn sums_match_the_sequential_reference_on_every_rank() {
-            let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as f64 / 7.0 - 50.0;
-            // The tree's order: the subtree of r is x_r, then each child's subtree on the right.
-            fn tree_sum(r: usize, p: usize, i: usize, x: &dyn Fn(usize, usize) -> f64) -> f64 {
-                super::children(r, p).fold(x(r, i), |s, c| s + tree_sum(c, p, i, x))
-            }
-            for p in PS {
-                for n in [0usize, 1, 2, p - 1, 9, 20_000] {
-                    let want_u: Vec<u64> = (0..n)
-                        .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
-                        .collect();
-                    let want_f: Vec<f64> = (0..n).map(|i| tree_sum(0, p, i, &x)).collect();
-                    let out = crate::run(p, |comm| {
-                        let r = comm.rank();
-                        let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                        comm.allreduce_with(&mut u, Sum, Algorithm::Binomial)?;
-                        let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                        binomial(&comm.coll("test"), &mut f, &Sum, Tag::P2P)?;
-                        crate::Result::Ok((u, f))
-                    })
-                    .unwrap();
-                    for res in out {
-                        let (u, f) = res.unwrap();
-                        assert_eq!(u, want_u, "p={p} n={n}");
-                        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-                        assert_eq!(bits(&f), bits(&want_f), "p={p} n={n}");
-                    }
-                }
-            }
-        }
-
-        #[test]
-        fn length_mismatch_is_an_error_not_a_hang() {
-            for (p, odd) in [(2usize, 1usize), (3, 2), (5, 4), (6, 0)] {
-                for (n, m) in [(0usize, 1usize), (8, 16), (300, 0)] {
-                    let out = crate::run(p, |comm| {
-                        let len = if comm.rank() == odd { m } else { n };
-                        let mut v = vec![1u64; len];
-                        binomial(&comm.coll("test"), &mut v, &Sum, Tag::P2P)
-                    })
-                    .unwrap();
-                    assert!(out.iter().all(|r| r.is_err()), "p={p}: {out:?}");
-                }
+    fn length_mismatch_is_an_error_not_a_hang() {
+        for (p, odd) in [(2usize, 1usize), (3, 2), (5, 4), (6, 0)] {
+            for (n, m) in [(0usize, 1usize), (8, 16), (300, 0)] {
+                let out = crate::run(p, |comm| {
+                    let len = if comm.rank() == odd { m } else { n };
+                    let mut v = vec![1u64; len];
+                    binomial(&comm.coll("test"), &mut v, &Sum, Tag::P2P)
+                })
+                .unwrap();
+                assert!(out.iter().all(|r| r.is_err()), "p={p}: {out:?}");
             }
         }
     }

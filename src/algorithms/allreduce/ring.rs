@@ -26,6 +26,7 @@
 //! all ranks pass the same length (and algorithm and element type).
 
 use super::elements;
+use crate::algorithms::blocks::split_pair;
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{Elem, Tag, Transport};
@@ -85,7 +86,7 @@ fn transfer<Tr: Transport, T: Elem, O: Op<T>>(
         let recv = (i < k_inc).then(|| piece(&inc, block, i));
         match (send, recv) {
             (Some(s), Some(g)) => {
-                let (data, acc) = disjoint(buf, s, g);
+                let (data, acc) = split_pair(buf, s, g);
                 match op {
                     Some(_) => t.sendrecv_reduce(right, data, left, acc, tag, &mut combine)?,
                     None => t.sendrecv(right, data, left, acc, tag)?,
@@ -100,18 +101,6 @@ fn transfer<Tr: Transport, T: Elem, O: Op<T>>(
         }
     }
     Ok(())
-}
-
-/// `buf[a]` to read and `buf[b]` to write, for ranges that do not overlap.
-fn disjoint<T>(buf: &mut [T], a: Range<usize>, b: Range<usize>) -> (&[T], &mut [T]) {
-    if a.end <= b.start {
-        let (lo, hi) = buf.split_at_mut(b.start);
-        (&lo[a], &mut hi[..b.len()])
-    } else {
-        assert!(b.end <= a.start, "overlapping ranges {a:?} and {b:?}");
-        let (lo, hi) = buf.split_at_mut(a.start);
-        (&hi[..a.len()], &mut lo[b])
-    }
 }
 
 /// Chunk `c` of `n` elements cut into `p` nearly equal chunks (the partition Rabenseifner's
@@ -154,18 +143,5 @@ mod tests {
             }
             prop_assert_eq!(next, range.end);
         }
-    }
-
-    #[test]
-    fn disjoint_either_order_and_empty() {
-        let mut v: Vec<u32> = (0..10).collect();
-        let (a, b) = disjoint(&mut v, 0..3, 3..7);
-        assert_eq!((a, &*b), (&[0, 1, 2][..], &[3, 4, 5, 6][..]));
-        let (a, b) = disjoint(&mut v, 7..10, 2..4);
-        assert_eq!((a, &*b), (&[7, 8, 9][..], &[2, 3][..]));
-        let (a, b) = disjoint(&mut v, 4..4, 4..6);
-        assert_eq!((a.len(), b.len()), (0, 2));
-        let (a, b) = disjoint(&mut v, 4..6, 4..4);
-        assert_eq!((a.len(), b.len()), (2, 0));
     }
 }

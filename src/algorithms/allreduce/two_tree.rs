@@ -72,6 +72,7 @@
 //! same from run to run.
 
 use super::{block_range, pipeline_blocks};
+use crate::algorithms::blocks::split_pair;
 use crate::algorithms::inorder::{children_in, parent_in, TwoTrees};
 use crate::error::Result;
 use crate::op::Op;
@@ -184,24 +185,6 @@ impl Plan {
     }
 }
 
-/// Splits `buf` into the (disjoint) elements `send` to read and `recv` to write.
-fn split<T>(buf: &mut [T], send: Range<usize>, recv: Range<usize>) -> (&[T], &mut [T]) {
-    if send.is_empty() {
-        return (&[], &mut buf[recv]);
-    }
-    if send.end <= recv.start {
-        let (lo, hi) = buf.split_at_mut(recv.start);
-        (&lo[send], &mut hi[..recv.len()])
-    } else {
-        assert!(
-            recv.end <= send.start,
-            "send {send:?} overlaps receive {recv:?}"
-        );
-        let (lo, hi) = buf.split_at_mut(send.start);
-        (&hi[..send.len()], &mut lo[recv])
-    }
-}
-
 /// Two-tree allreduce of `buf` under `op` (any associative op: both trees combine in rank
 /// order) in blocks of `block` elements (at least 1 is used).
 pub(crate) fn two_tree<Tr: Transport, T: Elem, O: Op<T>>(
@@ -228,7 +211,7 @@ pub(crate) fn two_tree<Tr: Transport, T: Elem, O: Op<T>>(
         };
         match (to_parent, from_child) {
             (Some((q, s)), Some((c, a))) => {
-                let (send, acc) = split(buf, s, a);
+                let (send, acc) = split_pair(buf, s, a);
                 t.sendrecv_reduce(q.peer, send, c.peer, acc, tag, combine)?;
             }
             (Some((q, s)), None) => t.send(q.peer, tag, &buf[s])?,
@@ -241,7 +224,7 @@ pub(crate) fn two_tree<Tr: Transport, T: Elem, O: Op<T>>(
         let (from_parent, to_child) = plan.busy(step, |e| e);
         match (from_parent, to_child) {
             (Some((q, a)), Some((c, s))) => {
-                let (send, recv) = split(buf, s, a);
+                let (send, recv) = split_pair(buf, s, a);
                 t.sendrecv(c.peer, send, q.peer, recv, tag)?;
             }
             (Some((q, a)), None) => t.recv(q.peer, tag, &mut buf[a])?,

@@ -11,7 +11,7 @@
 //! Every tree edge carries exactly one message, the whole vector, even an empty one, so that
 //! a rank whose length differs meets a mismatch on its edge.
 
-use super::{absolute, binomial_children, binomial_parent, relative};
+use crate::algorithms::binomial_tree::{absolute, children, parent, relative};
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
 
@@ -24,10 +24,10 @@ pub(super) fn binomial<Tr: Transport, T: Elem>(
 ) -> Result<()> {
     let p = t.size();
     let v = relative(t.rank(), root, p);
-    if let Some(q) = binomial_parent(v) {
+    if let Some(q) = parent(v) {
         t.recv(absolute(q, root, p), tag, buf)?;
     }
-    for c in binomial_children(v, p) {
+    for c in children(v, p).rev() {
         t.send(absolute(c, root, p), tag, buf)?;
     }
     Ok(())

@@ -18,8 +18,8 @@
 //! (the smaller subtree) is served first, and the last block may be empty, so an empty vector
 //! still sends one message per edge and ranks whose lengths differ meet a mismatch.
 
-use super::absolute;
 use crate::algorithms::allreduce::pipeline;
+use crate::algorithms::binomial_tree::absolute;
 use crate::algorithms::tree;
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};

@@ -26,11 +26,10 @@
 //! Every message of both phases is sent even when empty, so a rank whose length differs
 //! meets a mismatch somewhere, and its failure stops the whole run.
 
-use super::{absolute, binomial_children, binomial_parent, binomial_subtree_end, relative};
-use crate::algorithms::blocks::block_start as piece_start;
+use crate::algorithms::binomial_tree::{absolute, children, parent, relative, subtree_end};
+use crate::algorithms::blocks::{block_start as piece_start, split_pair};
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
-use std::ops::Range;
 
 /// Scatter–allgather broadcast of `buf` from `root`.
 pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(
@@ -48,12 +47,12 @@ pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(
     let pieces = |a: usize, b: usize| piece_start(n, p, a)..piece_start(n, p, b);
 
     // Scatter: this rank's subtree's pieces from the parent, then the children's on.
-    if let Some(q) = binomial_parent(v) {
-        let mine = pieces(v, binomial_subtree_end(v, p));
+    if let Some(q) = parent(v) {
+        let mine = pieces(v, subtree_end(v, p));
         t.recv(absolute(q, root, p), tag, &mut buf[mine])?;
     }
-    for c in binomial_children(v, p) {
-        let theirs = pieces(c, binomial_subtree_end(c, p));
+    for c in children(v, p).rev() {
+        let theirs = pieces(c, subtree_end(c, p));
         t.send(absolute(c, root, p), tag, &buf[theirs])?;
     }
 
@@ -62,7 +61,7 @@ pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(
     for s in 0..p - 1 {
         let out = (v + p - s) % p;
         let inc = (v + 2 * p - s - 1) % p;
-        let (send, recv) = disjoint(buf, pieces(out, out + 1), pieces(inc, inc + 1));
+        let (send, recv) = split_pair(buf, pieces(out, out + 1), pieces(inc, inc + 1));
         match v {
             0 => t.send(next, tag, send)?,
             _ if v == p - 1 => t.recv(prev, tag, recv)?,
@@ -72,21 +71,9 @@ pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(
     Ok(())
 }
 
-/// `buf[a]` shared and `buf[b]` exclusive, for non-overlapping ranges `a` and `b`.
-fn disjoint<T>(buf: &mut [T], a: Range<usize>, b: Range<usize>) -> (&[T], &mut [T]) {
-    debug_assert!(a.end <= b.start || b.end <= a.start);
-    if a.end <= b.start {
-        let (lo, hi) = buf.split_at_mut(b.start);
-        (&lo[a], &mut hi[..b.len()])
-    } else {
-        let (lo, hi) = buf.split_at_mut(a.start);
-        (&hi[..a.len()], &mut lo[b])
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{disjoint, piece_start};
+    use super::piece_start;
 
     /// The pieces tile the vector and differ in length by at most one, longer ones first.
     #[test]
@@ -101,19 +88,5 @@ mod tests {
                 assert!(lens.windows(2).all(|w| w[0] >= w[1] && w[0] - w[1] <= 1));
             }
         }
-    }
-
-    /// Both orders of the two ranges give the right slices, empty ones included.
-    #[test]
-    fn disjoint_slices() {
-        let mut v: Vec<u32> = (0..10).collect();
-        let (a, b) = disjoint(&mut v, 2..4, 6..9);
-        assert_eq!(a, [2, 3]);
-        assert_eq!(b, [6, 7, 8]);
-        let (a, b) = disjoint(&mut v, 6..9, 1..2);
-        assert_eq!(a, [6, 7, 8]);
-        assert_eq!(b, [1]);
-        let (a, b) = disjoint(&mut v, 3..3, 3..3);
-        assert!(a.is_empty() && b.is_empty());
     }
 }

@@ -24,7 +24,8 @@
 //! as many from r + d, appending them at block d; after ⌈log₂ p⌉ rounds it holds all p blocks,
 //! rotated by r, and a local rotation puts them in rank order. Any p, no fold.
 
-use super::{span, split_pair};
+use super::span;
+use crate::algorithms::blocks::split_pair;
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
 

@@ -16,7 +16,8 @@
 //! (j + root) mod p: the root works in a scratch buffer in relative order and copies it to or
 //! from its buffer in two pieces, split where the relative order wraps past p.
 
-use super::{absolute, binomial, relative, span};
+use super::span;
+use crate::algorithms::binomial_tree::{self as binomial, absolute, relative};
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
 
@@ -101,8 +102,7 @@ pub(crate) fn gather_binomial<Tr: Transport, T: Elem>(
     if let Some(&x) = send.first() {
         tmp.resize((end - v) * n, x);
     }
-    let children: Vec<usize> = binomial::children(v, p).collect();
-    for &c in children.iter().rev() {
+    for c in binomial::children(v, p) {
         let sub = binomial::subtree_end(c, p);
         t.recv(absolute(c, root, p), tag, &mut tmp[span(c - v..sub - v, n)])?;
     }
@@ -154,7 +154,7 @@ pub(crate) fn scatter_binomial<Tr: Transport, T: Elem>(
             tmp
         }
     };
-    for c in binomial::children(v, p) {
+    for c in binomial::children(v, p).rev() {
         let sub = binomial::subtree_end(c, p);
         t.send(absolute(c, root, p), tag, &tmp[span(c - v..sub - v, n)])?;
     }

@@ -16,8 +16,8 @@
 //! (`algorithms::barrier`) under its own tag variant: a rank passes it only once every rank
 //! has finished its part without error, so a failure anywhere is an `Err` everywhere.
 
-use super::split_pair;
 use crate::algorithms::barrier;
+use crate::algorithms::blocks::split_pair;
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
 use std::ops::Range;

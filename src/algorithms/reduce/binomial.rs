@@ -38,6 +38,7 @@
 //! `buf` itself. Incoming vectors are combined straight from the sender's published memory
 //! (`recv_reduce`). Every edge carries its message even for an empty vector.
 
+use crate::algorithms::binomial_tree::{children, parent};
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{Elem, Tag, Transport};
@@ -83,30 +84,6 @@ pub(super) fn binomial<Tr: Transport, T: Elem, O: Op<T>>(
         t.send(dest, tag, &acc)?;
     }
     super::acknowledge(t, Some(dest), kids, tag)
-}
-
-/// The lowest set bit of `i > 0`.
-fn lowbit(i: usize) -> usize {
-    i & i.wrapping_neg()
-}
-
-/// The parent of `i` in the binomial tree over 0 … m − 1: `i` with its lowest set bit
-/// cleared; `None` for the tree's root 0.
-fn parent(i: usize) -> Option<usize> {
-    (i != 0).then(|| i & (i - 1))
-}
-
-/// The children of `i < m` in the binomial tree over 0 … m − 1, in the order the reduce
-/// receives from them: i + 1, i + 2, i + 4, … while the step is below `i`'s lowest set bit
-/// (any step for 0) and the child is below m.
-fn children(
-    i: usize,
-    m: usize,
-) -> impl DoubleEndedIterator<Item = usize> + ExactSizeIterator + Clone {
-    // The subtree of i is i .. i + limit; the steps 2ᵏ < limit are the children.
-    let limit = if i == 0 { m } else { lowbit(i).min(m - i) };
-    let count = (usize::BITS - limit.saturating_sub(1).leading_zeros()) as usize;
-    (0..count).map(move |k| i + (1 << k))
 }
 
 #[cfg(test)]
