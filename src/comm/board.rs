@@ -338,6 +338,29 @@ impl Session<'_> {
         self.board.slots[owner].parts[self.comm.rank()].with_mut(|_| ());
     }
 
+    /// The first rank whose published call `differs` from this rank's view of the call, if
+    /// any. Every rank sees the same calls, so every rank finds the same answer.
+    pub(crate) fn first_differing(&self, differs: impl Fn(usize, Call) -> bool) -> Option<usize> {
+        (0..self.comm.size()).find(|&i| differs(i, self.call(i)))
+    }
+
+    /// Ends a call whose ranks did not publish the same call (rank `peer`'s, described by
+    /// `found`, against this rank's, `expected`): fails the run and finishes the session as
+    /// failed, so no buffer is touched, and returns the mismatch error. Every rank sees the
+    /// same calls, so every rank ends this way.
+    pub(crate) fn reject(self, peer: usize, expected: String, found: String) -> Error {
+        let e = self.comm.fail(Error::Mismatch {
+            rank: self.comm.rank(),
+            peer,
+            op: self.op,
+            expected,
+            found,
+        });
+        // Failing first makes every peer's phase 2 fail, even one that saw nothing wrong.
+        let _ = self.finish(false);
+        e
+    }
+
     /// Phase 2: announces that this rank has finished its part (`ok`: successfully), waits
     /// until every peer has, and says whether the whole call succeeded. Afterwards no peer
     /// touches this rank's buffers or reads its slot.

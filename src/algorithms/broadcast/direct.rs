@@ -76,18 +76,11 @@ pub(super) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag)
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
     let agrees = |i: usize, c: Call| c.len == n && c.typ == typ && c.input.is_null() != (i == root);
-    if let Some(peer) = (0..p).find(|&i| !agrees(i, session.call(i))) {
+    if let Some(peer) = session.first_differing(|i, c| !agrees(i, c)) {
         let theirs = session.call(peer);
-        let e = comm.fail(Error::Mismatch {
-            rank: me,
-            peer,
-            op: "broadcast",
-            expected: describe(root, n, true, peer == root),
-            found: describe(root, theirs.len, theirs.typ == typ, !theirs.input.is_null()),
-        });
-        // Failing makes every peer's phase 2 fail, even one that saw nothing wrong.
-        let _ = session.finish(false);
-        return Err(e);
+        let expected = describe(root, n, true, peer == root);
+        let found = describe(root, theirs.len, theirs.typ == typ, !theirs.input.is_null());
+        return Err(session.reject(peer, expected, found));
     }
 
     if me != root {

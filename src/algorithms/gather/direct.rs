@@ -17,7 +17,7 @@
 //! only inputs, which no one writes during the call.
 
 use crate::comm::board::Call;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::transport::{type_fingerprint, Elem, Tag};
 use crate::Comm;
 use std::ptr;
@@ -26,7 +26,7 @@ use std::ptr;
 /// the caller).
 pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: Tag) -> Result<()> {
     comm.enter("allgather")?;
-    let (p, me, n) = (comm.size(), comm.rank(), send.len());
+    let (p, n) = (comm.size(), send.len());
     debug_assert_eq!(recv.len(), p * n);
     if p == 1 {
         recv.copy_from_slice(send);
@@ -51,25 +51,16 @@ pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: T
     // rank, and its previous call on the board ended before that call returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
-    if let Some(peer) = (0..p).find(|&i| {
-        let c = session.call(i);
-        c.len != n || c.typ != typ
-    }) {
+    if let Some(peer) = session.first_differing(|_, c| c.len != n || c.typ != typ) {
         let theirs = session.call(peer);
         let ty = if theirs.typ == typ {
             ""
         } else {
             " of another element type"
         };
-        let e = comm.fail(Error::Mismatch {
-            rank: me,
-            peer,
-            op: "allgather",
-            expected: format!("direct allgather of blocks of {n} elements"),
-            found: format!("blocks of {} elements{ty}", theirs.len),
-        });
-        let _ = session.finish(false);
-        return Err(e);
+        let expected = format!("direct allgather of blocks of {n} elements");
+        let found = format!("blocks of {} elements{ty}", theirs.len);
+        return Err(session.reject(peer, expected, found));
     }
 
     for i in 0..p {

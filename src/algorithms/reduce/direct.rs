@@ -25,7 +25,7 @@
 
 use crate::algorithms::blocks::block_start as slice_start;
 use crate::comm::board::{Call, Session};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{type_fingerprint, Elem, Tag};
 use crate::Comm;
@@ -67,24 +67,13 @@ pub(super) fn direct_reduce<T: Elem, O: Op<T>>(
     // its previous call on the board ended before that call returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
-    if let Some(peer) = (0..p).find(|&i| {
-        let c = session.call(i);
-        c.len != n || c.typ != typ
-    }) {
-        // Every rank sees the same calls, so every rank gets here and nobody touches a buffer.
+    if let Some(peer) = session.first_differing(|_, c| c.len != n || c.typ != typ) {
         let theirs = session.call(peer);
-        session.finish(true)?;
         let what = |len: usize, same: bool| {
             let ty = if same { "" } else { " of another element type" };
             format!("direct reduce of {len} elements{ty}")
         };
-        return Err(comm.fail(Error::Mismatch {
-            rank: me,
-            peer,
-            op: "reduce",
-            expected: what(n, true),
-            found: what(theirs.len, theirs.typ == typ),
-        }));
+        return Err(session.reject(peer, what(n, true), what(theirs.len, theirs.typ == typ)));
     }
 
     // SAFETY: the session passed phase 1 and is open; every published call has `n` elements
