@@ -84,7 +84,24 @@ macro_rules! algorithm_ids {
                 $ty::ALL.into_iter().find(|a| a.id() == id)
             }
         }
+
+        impl Choice for $ty {
+            fn id(self) -> u8 {
+                $ty::id(self)
+            }
+            fn name_of(id: u8) -> Option<&'static str> {
+                $ty::from_id(id).map($ty::name)
+            }
+        }
     };
+}
+
+/// What the call check (`comm::agree`) needs of any collective's algorithm enum.
+pub(crate) trait Choice: Copy {
+    /// The algorithm's id (tag variant, compared between ranks).
+    fn id(self) -> u8;
+    /// The name of the algorithm with id `id`, for error messages.
+    fn name_of(id: u8) -> Option<&'static str>;
 }
 
 algorithm_ids!(

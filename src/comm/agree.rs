@@ -3,7 +3,8 @@
 
 use super::Comm;
 use crate::error::{Error, Result};
-use crate::transport::{Tag, Transport};
+use crate::select::Choice;
+use crate::transport::{type_fingerprint, Tag, Transport};
 
 /// What a rank is about to do in a collective call, as the agreement compares it.
 pub(crate) struct Call {
@@ -24,6 +25,33 @@ pub(crate) struct Call {
 }
 
 impl Call {
+    /// A call of collective `op` with algorithm `alg` on `len` elements of `T` per rank, with
+    /// no root and no pipeline block (see [`Call::at`], [`Call::in_blocks`]).
+    pub(crate) fn of<T: 'static, A: Choice>(op: &'static str, alg: A, len: usize) -> Call {
+        Call {
+            op,
+            alg: alg.id(),
+            name_of: A::name_of,
+            len,
+            root: None,
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        }
+    }
+
+    /// The same call at root `root`.
+    pub(crate) fn at(self, root: usize) -> Call {
+        Call {
+            root: Some(root),
+            ..self
+        }
+    }
+
+    /// The same call in pipeline blocks of `block` elements.
+    pub(crate) fn in_blocks(self, block: usize) -> Call {
+        Call { block, ..self }
+    }
+
     /// The words compared.
     fn words(&self) -> [u64; 4] {
         [

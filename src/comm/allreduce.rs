@@ -7,7 +7,7 @@ use crate::algorithms;
 use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::select::{self, Algorithm};
-use crate::transport::{type_fingerprint, Kind};
+use crate::transport::Kind;
 
 impl Comm {
     /// Combines every rank's `buf` element-wise with `op`, in rank order
@@ -88,15 +88,7 @@ impl Comm {
             self.agree(
                 &t,
                 tag,
-                &Call {
-                    op: "allreduce",
-                    alg: alg.id(),
-                    name_of: |id| Algorithm::from_id(id).map(Algorithm::name),
-                    len: buf.len(),
-                    root: None,
-                    block,
-                    elem: type_fingerprint::<T>(),
-                },
+                &Call::of::<T, _>("allreduce", alg, buf.len()).in_blocks(block),
                 false,
             )?;
         }

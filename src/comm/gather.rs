@@ -25,7 +25,7 @@ use super::Comm;
 use crate::algorithms::gather as sched;
 use crate::error::{Error, Result};
 use crate::select::{self, Allgather, Gather, Scatter};
-use crate::transport::{type_fingerprint, Kind};
+use crate::transport::Kind;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` forms' messages.
 const V_FORM: u8 = 0x80;
@@ -65,15 +65,7 @@ impl Comm {
             chosen => chosen,
         };
         let t = self.coll(OP);
-        let call = Call {
-            op: OP,
-            alg: alg.id(),
-            name_of: |id| Gather::from_id(id).map(Gather::name),
-            len: send.len(),
-            root: Some(root),
-            block: 0,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>(OP, alg, send.len()).at(root);
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -116,15 +108,7 @@ impl Comm {
             chosen => chosen,
         };
         let t = self.coll(OP);
-        let call = Call {
-            op: OP,
-            alg: alg.id(),
-            name_of: |id| Scatter::from_id(id).map(Scatter::name),
-            len: recv.len(),
-            root: Some(root),
-            block: 0,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>(OP, alg, recv.len()).at(root);
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -158,15 +142,7 @@ impl Comm {
             chosen => chosen,
         };
         let t = self.coll(OP);
-        let call = Call {
-            op: OP,
-            alg: alg.id(),
-            name_of: |id| Allgather::from_id(id).map(Allgather::name),
-            len: send.len(),
-            root: None,
-            block: 0,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>(OP, alg, send.len());
         self.agree(&t, tag, &call, false)?;
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -204,15 +180,7 @@ impl Comm {
         }
         let alg = Gather::Linear;
         let t = self.coll(OP);
-        let call = Call {
-            op: OP,
-            alg: alg.id(),
-            name_of: |id| Gather::from_id(id).map(Gather::name),
-            len: 0,
-            root: Some(root),
-            block: 0,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>(OP, alg, 0).at(root);
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(V_FORM | alg.id());
         sched::gatherv(&t, send, recv, counts, displs, root, tag)
@@ -245,15 +213,7 @@ impl Comm {
         }
         let alg = Scatter::Linear;
         let t = self.coll(OP);
-        let call = Call {
-            op: OP,
-            alg: alg.id(),
-            name_of: |id| Scatter::from_id(id).map(Scatter::name),
-            len: 0,
-            root: Some(root),
-            block: 0,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>(OP, alg, 0).at(root);
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(V_FORM | alg.id());
         sched::scatterv(&t, send, counts, displs, recv, root, tag)
@@ -281,15 +241,7 @@ impl Comm {
         self.check_own(OP, "send", send.len(), counts[self.rank()])?;
         let alg = Allgather::Ring;
         let t = self.coll(OP);
-        let call = Call {
-            op: OP,
-            alg: alg.id(),
-            name_of: |id| Allgather::from_id(id).map(Allgather::name),
-            len: 0,
-            root: None,
-            block: 0,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>(OP, alg, 0);
         self.agree(&t, tag, &call, false)?;
         let tag = tag.with_variant(V_FORM | alg.id());
         sched::allgatherv(&t, send, recv, counts, displs, tag)

@@ -7,7 +7,7 @@ use crate::algorithms;
 use crate::error::Result;
 use crate::op::Op;
 use crate::select::{self, Broadcast, Costs, Reduce};
-use crate::transport::{type_fingerprint, Kind};
+use crate::transport::Kind;
 
 impl Comm {
     /// Copies `buf` of rank `root` into `buf` on every other rank (`MPI_Bcast`). Every rank
@@ -35,15 +35,9 @@ impl Comm {
         let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
         let t = self.coll("broadcast");
-        let call = Call {
-            op: "broadcast",
-            alg: alg.id(),
-            name_of: |id| Broadcast::from_id(id).map(Broadcast::name),
-            len: buf.len(),
-            root: Some(root),
-            block,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>("broadcast", alg, buf.len())
+            .at(root)
+            .in_blocks(block);
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -86,15 +80,9 @@ impl Comm {
         let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
         let t = self.coll("reduce");
-        let call = Call {
-            op: "reduce",
-            alg: alg.id(),
-            name_of: |id| Reduce::from_id(id).map(Reduce::name),
-            len: buf.len(),
-            root: Some(root),
-            block,
-            elem: type_fingerprint::<T>(),
-        };
+        let call = Call::of::<T, _>("reduce", alg, buf.len())
+            .at(root)
+            .in_blocks(block);
         // The one-hop check is enough here: the schedules end with an acknowledgement from the
         // root back along every edge, which comes only if every rank passed its check and
         // the root combined everyone's data (`algorithms::reduce`); a failure during the

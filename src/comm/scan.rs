@@ -14,7 +14,7 @@ use crate::algorithms;
 use crate::error::Result;
 use crate::op::Op;
 use crate::select::{self, Costs, Scan};
-use crate::transport::{type_fingerprint, Kind};
+use crate::transport::Kind;
 
 /// The bit set in the algorithm word of an exclusive scan (the ids of [`Scan`] are small).
 const EXCLUSIVE: u8 = 0x80;
@@ -101,13 +101,9 @@ impl Comm {
         let word = alg.id() | if exclusive { EXCLUSIVE } else { 0 };
         let t = self.coll(name);
         let call = Call {
-            op: name,
             alg: word,
             name_of,
-            len: buf.len(),
-            root: None,
-            block,
-            elem: type_fingerprint::<T>(),
+            ..Call::of::<T, _>(name, alg, buf.len()).in_blocks(block)
         };
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(word);
