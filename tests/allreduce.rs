@@ -51,12 +51,14 @@
 //! `Algorithm::name`, comma-separated) leaves those algorithms out of every test, e.g. while
 //! one of them is being written. Never set it in CI.
 
+mod common;
+
+use common::team;
 use corecoll::op::{self, Op};
 use corecoll::{Algorithm, Block, Comm, Error, Team};
 use proptest::prelude::*;
 use std::fmt::Debug;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 /// Rank counts of the matrix: 1..=17, 31, 32 and 33 (the last ones oversubscribe a
 /// small machine many times over).
@@ -386,16 +388,6 @@ fn check_ordered<T: Same, O: Op<T>>(
     } else {
         check_refused(team, alg, counts, input, op, what);
     }
-}
-
-/// A team of `p` ranks whose waits time out, so that a hang fails the test (with a
-/// `Timeout` that no check here accepts) instead of stalling it.
-fn team(p: usize) -> Team {
-    Team::builder()
-        .ranks(p)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
 }
 
 /// One team per rank count in `ps`, each made when the previous one is done with (so that

@@ -23,10 +23,11 @@
 //! Budget: well under a minute of wall time for the whole file in a debug build on a busy
 //! 2-core machine; time it before adding to it.
 
+mod common;
+
+use common::{team, Pair, Value};
 use corecoll::algorithm::Broadcast;
 use corecoll::{Block, Comm, Error, Team};
-use std::fmt::Debug;
-use std::time::Duration;
 
 /// Every algorithm the suite runs.
 const ALGORITHMS: [Broadcast; 7] = [
@@ -51,46 +52,6 @@ const LONG_PS: [usize; 7] = [2, 3, 5, 7, 16, 17, 33];
 
 /// The most ranks on which one-element blocks run [`LONG`].
 const MAX_P_LONG_BLOCK_1: usize = 3;
-
-/// A team of `p` ranks whose waits time out, so that a hang fails the test (with a
-/// `Timeout`) instead of stalling it.
-fn team(p: usize) -> Team {
-    Team::builder()
-        .ranks(p)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
-
-/// A two-word element type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Pair {
-    /// First word.
-    a: u64,
-    /// Second word.
-    b: u64,
-}
-
-/// Element types the suite broadcasts: made from a per-rank, per-element number.
-trait Value: Copy + Send + Sync + PartialEq + Debug + 'static {
-    /// The element for the word `x`.
-    fn from_word(x: u64) -> Self;
-}
-
-impl Value for u64 {
-    fn from_word(x: u64) -> Self {
-        x
-    }
-}
-
-impl Value for Pair {
-    fn from_word(x: u64) -> Self {
-        Pair {
-            a: x,
-            b: !x.rotate_left(13),
-        }
-    }
-}
 
 /// Rank `r`'s element `i` before the broadcast: different on every rank and element.
 fn data<T: Value>(r: usize, i: usize) -> T {

@@ -26,10 +26,12 @@
 //! Budget: well under 40 s of wall time for the whole file in a debug build on a busy 2-core
 //! machine.
 
+mod common;
+
+use common::{team, Pair, Value};
 use corecoll::algorithm::{Allgather, Gather, Scatter};
 use corecoll::{Comm, Error, Team};
 use std::fmt::Debug;
-use std::time::Duration;
 
 /// Gather algorithms.
 const GATHERS: [Gather; 3] = [Gather::Auto, Gather::Linear, Gather::Binomial];
@@ -51,46 +53,6 @@ const COUNTS: [usize; 5] = [0, 1, 2, 7, 1000];
 
 /// The long count (an odd number just past 2¹⁶).
 const LONG: usize = 65_537;
-
-/// A team of `p` ranks whose waits time out, so that a hang fails the test instead of
-/// stalling it.
-fn team(p: usize) -> Team {
-    Team::builder()
-        .ranks(p)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
-
-/// A two-word element type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Pair {
-    /// First word.
-    a: u64,
-    /// Second word.
-    b: u64,
-}
-
-/// Element types the suite moves: made from a per-rank, per-element number.
-trait Value: Copy + Send + Sync + PartialEq + Debug + 'static {
-    /// The element for the word `x`.
-    fn from_word(x: u64) -> Self;
-}
-
-impl Value for u64 {
-    fn from_word(x: u64) -> Self {
-        x
-    }
-}
-
-impl Value for Pair {
-    fn from_word(x: u64) -> Self {
-        Pair {
-            a: x,
-            b: !x.rotate_left(13),
-        }
-    }
-}
 
 /// Element `i` of rank `r`'s block in call `call` (so that a stale block from an earlier
 /// call shows too).

@@ -33,10 +33,12 @@
 //! Budget: the whole file should take well under a minute of wall time in a debug build on
 //! the loaded 2-core machine.
 
+mod common;
+
+use common::{matmul, matrix, matrix_op, mix, span_op, team};
 use corecoll::algorithm::Reduce;
 use corecoll::op::{self, Op};
-use corecoll::{Block, Comm, Error, Team};
-use std::time::Duration;
+use corecoll::{Block, Comm, Error};
 
 /// Every algorithm the suite runs.
 const ALGORITHMS: [Reduce; 6] = [
@@ -61,16 +63,6 @@ const LONG: usize = 65_537;
 /// The most ranks on which seven-element blocks run the long count (9 363 blocks per call;
 /// on 33 oversubscribed ranks that takes seconds per call in a debug build).
 const MAX_P_LONG_BLOCK_7: usize = 7;
-
-/// A team of `p` ranks whose waits time out, so that a hang fails the test instead of
-/// stalling it.
-fn team(p: usize) -> Team {
-    Team::builder()
-        .ranks(p)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
 
 /// Whether the long count runs with `alg` at `p` ranks: at [`LONG_PS`], except that
 /// one-element blocks never run it (65 537 blocks cost about 3 s per call even on 3 ranks in
@@ -110,17 +102,6 @@ fn roots(p: usize, n: usize) -> Vec<usize> {
     r
 }
 
-/// A well-mixed hash of `(rank, index, salt)` (splitmix64 finaliser).
-fn mix(r: usize, i: usize, salt: u64) -> u64 {
-    let mut z = (r as u64)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add((i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
-        .wrapping_add(salt.wrapping_mul(0x94d0_49bb_1331_11eb));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// A `u64` input of rank `r`, element `i`.
 fn int(r: usize, i: usize) -> u64 {
     mix(r, i, 1)
@@ -130,38 +111,6 @@ fn int(r: usize, i: usize) -> u64 {
 /// up to 33 of them is exact in any order.
 fn small_float(r: usize, i: usize) -> f64 {
     (mix(r, i, 2) % 1024) as f64 - 512.0
-}
-
-/// The 2×2 matrix product with wrapping arithmetic, row-major `[a, b, c, d]`.
-fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
-    let [a, b, c, d] = x;
-    let [e, f, g, h] = y;
-    [
-        a.wrapping_mul(e).wrapping_add(b.wrapping_mul(g)),
-        a.wrapping_mul(f).wrapping_add(b.wrapping_mul(h)),
-        c.wrapping_mul(e).wrapping_add(d.wrapping_mul(g)),
-        c.wrapping_mul(f).wrapping_add(d.wrapping_mul(h)),
-    ]
-}
-
-/// The non-commutative op of 2×2 matrix products ([`matmul`]).
-fn matrix_op() -> impl Op<[u32; 4]> + Copy {
-    op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b))
-}
-
-/// A matrix of rank `r`, element `i`: small entries, so that the products do not commute.
-fn matrix(r: usize, i: usize) -> [u32; 4] {
-    let h = mix(r, i, 3);
-    [0, 16, 32, 48].map(|s| ((h >> s) & 0xffff) as u32 % 7)
-}
-
-/// The span op: `(a, b) ⊙ (b, c) = (a, c)`; it panics (failing the run) when the spans are
-/// not adjacent, that is when operands come out of rank order.
-fn span_op() -> impl Op<(u32, u32)> + Copy {
-    op::non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
-        assert_eq!(a.1, b.0, "operands out of rank order");
-        (a.0, b.1)
-    })
 }
 
 /// The results expected on the root for `n` elements on `p` ranks: the sequential left folds.

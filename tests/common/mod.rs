@@ -1,0 +1,92 @@
+//! Helpers shared by the collective test suites: teams that time out instead of hanging,
+//! element values, and the non-commutative ops that show order mistakes.
+
+#![allow(dead_code)] // each suite uses its own subset
+
+use corecoll::op::{self, Op};
+use corecoll::Team;
+use std::fmt::Debug;
+use std::time::Duration;
+
+/// A team of `p` ranks whose waits time out, so that a hang fails the test instead of
+/// stalling it.
+pub fn team(p: usize) -> Team {
+    Team::builder()
+        .ranks(p)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// A well-mixed hash of `(rank, index, salt)` (splitmix64 finaliser).
+pub fn mix(r: usize, i: usize, salt: u64) -> u64 {
+    let mut z = (r as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add((i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
+        .wrapping_add(salt.wrapping_mul(0x94d0_49bb_1331_11eb));
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The 2×2 matrix product with wrapping arithmetic, row-major `[a, b, c, d]`.
+pub fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
+    let [a, b, c, d] = x;
+    let [e, f, g, h] = y;
+    [
+        a.wrapping_mul(e).wrapping_add(b.wrapping_mul(g)),
+        a.wrapping_mul(f).wrapping_add(b.wrapping_mul(h)),
+        c.wrapping_mul(e).wrapping_add(d.wrapping_mul(g)),
+        c.wrapping_mul(f).wrapping_add(d.wrapping_mul(h)),
+    ]
+}
+
+/// The non-commutative op of 2×2 matrix products ([`matmul`]).
+pub fn matrix_op() -> impl Op<[u32; 4]> + Copy {
+    op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b))
+}
+
+/// A matrix of rank `r`, element `i`: small entries, so that the products do not commute.
+pub fn matrix(r: usize, i: usize) -> [u32; 4] {
+    let h = mix(r, i, 3);
+    [0, 16, 32, 48].map(|s| ((h >> s) & 0xffff) as u32 % 7)
+}
+
+/// The span op: `(a, b) ⊙ (b, c) = (a, c)`; it panics (failing the run) when the spans are
+/// not adjacent, that is when operands come out of rank order.
+pub fn span_op() -> impl Op<(u32, u32)> + Copy {
+    op::non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
+        assert_eq!(a.1, b.0, "operands out of rank order");
+        (a.0, b.1)
+    })
+}
+
+/// A two-word element type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair {
+    /// First word.
+    pub a: u64,
+    /// Second word.
+    pub b: u64,
+}
+
+/// Element types the suites move: made from a per-rank, per-element number.
+pub trait Value: Copy + Send + Sync + PartialEq + Debug + 'static {
+    /// The element for the word `x`.
+    fn from_word(x: u64) -> Self;
+}
+
+impl Value for u64 {
+    fn from_word(x: u64) -> Self {
+        x
+    }
+}
+
+impl Value for Pair {
+    fn from_word(x: u64) -> Self {
+        Pair {
+            a: x,
+            b: !x.rotate_left(13),
+        }
+    }
+}
