@@ -53,7 +53,7 @@
 
 mod common;
 
-use common::team;
+use common::{mix, team};
 use corecoll::op::{self, Op};
 use corecoll::{Algorithm, Block, Comm, Error, Team};
 use proptest::prelude::*;
@@ -213,17 +213,6 @@ fn full_counts(p: usize) -> Vec<usize> {
         c.push(LONG);
     }
     c
-}
-
-/// A well-mixed hash of `(rank, index, salt)` (splitmix64 finaliser).
-fn mix(r: usize, i: usize, salt: u64) -> u64 {
-    let mut z = (r as u64)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add((i as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9))
-        .wrapping_add(salt.wrapping_mul(0x94d0_49bb_1331_11eb));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// A float of varied sign and magnitude (10⁻³ … 10³), so that the order of additions shows in
