@@ -47,7 +47,9 @@ pub use select::{Algorithm, Block};
 /// The algorithms of the collectives other than allreduce (whose [`Algorithm`] is at the
 /// crate root), one enum per collective, for their `_with` variants.
 pub mod algorithm {
-    pub use crate::select::{Allgather, Broadcast, Gather, Reduce, Scan, Scatter};
+    pub use crate::select::{
+        Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
+    };
 }
 pub use team::{run, Pinning, Team, TeamBuilder};
 

@@ -601,6 +601,90 @@ pub(crate) fn choose_allgather(p: usize, bytes: usize) -> Allgather {
     }
 }
 
+// --- All-to-all, reduce-scatter and barrier (`Comm::alltoall`, `reduce_scatter_block`,
+// `barrier_with`): the algorithm enums and `Auto`'s choices.
+
+/// An all-to-all algorithm, for `Comm::alltoall_with` (and the fixed choice of `alltoallv`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Alltoall {
+    /// Let the library choose by rank count and size.
+    #[default]
+    Auto,
+    /// Pairwise exchange: in step k = 1 … p − 1 rank r sends its block for r + k and receives
+    /// from r − k (mod p); p − 1 steps, each block moved once.
+    Pairwise,
+    /// Bruck: ⌈log₂ p⌉ rounds, each moving about half the blocks; for small blocks.
+    Bruck,
+    /// Shared memory only: every rank copies its block straight from every peer's buffer.
+    Direct,
+}
+
+algorithm_ids!(
+    Alltoall,
+    4,
+    (Alltoall::Auto, Alltoall::Auto, "auto", 0),
+    (Alltoall::Pairwise, Alltoall::Pairwise, "pairwise", 1),
+    (Alltoall::Bruck, Alltoall::Bruck, "bruck", 2),
+    (Alltoall::Direct, Alltoall::Direct, "direct", 3),
+);
+
+/// A reduce-scatter algorithm, for `Comm::reduce_scatter_block_with`. All of them keep rank
+/// order for a non-commutative op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ReduceScatter {
+    /// Let the library choose by rank count, size and operation.
+    #[default]
+    Auto,
+    /// Ring: p − 1 steps, each passing one partially reduced block on.
+    Ring,
+    /// Recursive halving: ⌈log₂ p⌉ rounds exchanging halves of the remaining range.
+    RecursiveHalving,
+    /// Shared memory only: each rank reduces its block of all p buffers in rank order.
+    Direct,
+}
+
+algorithm_ids!(
+    ReduceScatter,
+    4,
+    (ReduceScatter::Auto, ReduceScatter::Auto, "auto", 0),
+    (ReduceScatter::Ring, ReduceScatter::Ring, "ring", 1),
+    (
+        ReduceScatter::RecursiveHalving,
+        ReduceScatter::RecursiveHalving,
+        "recursive-halving",
+        2
+    ),
+    (ReduceScatter::Direct, ReduceScatter::Direct, "direct", 3),
+);
+
+/// A barrier algorithm, for `Comm::barrier_with`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Barrier {
+    /// Let the library choose by rank count.
+    #[default]
+    Auto,
+    /// Dissemination: ⌈log₂ p⌉ rounds, in round k rank r signals r + 2ᵏ.
+    Dissemination,
+    /// Tree: arrivals gathered up a tree to rank 0, the release sent back down.
+    Tree,
+}
+
+algorithm_ids!(
+    Barrier,
+    3,
+    (Barrier::Auto, Barrier::Auto, "auto", 0),
+    (
+        Barrier::Dissemination,
+        Barrier::Dissemination,
+        "dissemination",
+        1
+    ),
+    (Barrier::Tree, Barrier::Tree, "tree", 2),
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,6 +3,7 @@
 //! processes and in the simulator alike.
 
 pub(crate) mod allreduce;
+pub(crate) mod alltoall;
 pub(crate) mod barrier;
 pub(crate) mod binomial_tree;
 pub(crate) mod blocks;
@@ -10,5 +11,6 @@ pub(crate) mod broadcast;
 pub(crate) mod gather;
 pub(crate) mod inorder;
 pub(crate) mod reduce;
+pub(crate) mod reduce_scatter;
 pub(crate) mod scan;
 pub(crate) mod tree;

@@ -249,7 +249,7 @@ impl Comm {
 
     /// Fails the run unless `counts` and `displs` describe `size()` blocks within a buffer of
     /// `len` elements, pairwise disjoint (non-empty ones) if `disjoint`.
-    fn check_layout(
+    pub(super) fn check_layout(
         &self,
         op: &'static str,
         buffer: &str,
@@ -293,7 +293,13 @@ impl Comm {
     }
 
     /// Fails the run unless this rank's `buffer` has `count` elements.
-    fn check_own(&self, op: &'static str, buffer: &str, len: usize, count: usize) -> Result<()> {
+    pub(super) fn check_own(
+        &self,
+        op: &'static str,
+        buffer: &str,
+        len: usize,
+        count: usize,
+    ) -> Result<()> {
         if len != count {
             return Err(self.fail(Error::InvalidArgument {
                 rank: self.rank(),
@@ -305,7 +311,13 @@ impl Comm {
     }
 
     /// Fails the run unless `buffer`'s length `len` is `size()` blocks of `block` elements.
-    fn check_whole(&self, op: &'static str, buffer: &str, len: usize, block: usize) -> Result<()> {
+    pub(super) fn check_whole(
+        &self,
+        op: &'static str,
+        buffer: &str,
+        len: usize,
+        block: usize,
+    ) -> Result<()> {
         let p = self.size();
         if block.checked_mul(p) != Some(len) {
             return Err(self.fail(Error::InvalidArgument {

@@ -3,8 +3,10 @@
 
 mod agree;
 mod allreduce;
+mod alltoall;
 pub(crate) mod board;
 mod gather;
+mod reduce_scatter;
 mod rooted;
 mod scan;
 mod split;

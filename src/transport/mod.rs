@@ -41,6 +41,10 @@ pub(crate) enum Kind {
     Scatter = 9,
     /// `allgather` and `allgatherv`.
     Allgather = 10,
+    /// `alltoall` and `alltoallv`.
+    Alltoall = 11,
+    /// `reduce_scatter_block`.
+    ReduceScatter = 12,
 }
 
 impl Kind {
@@ -56,6 +60,8 @@ impl Kind {
             8 => Kind::Gather,
             9 => Kind::Scatter,
             10 => Kind::Allgather,
+            11 => Kind::Alltoall,
+            12 => Kind::ReduceScatter,
             _ => return None,
         })
     }
@@ -73,6 +79,8 @@ impl Kind {
             Kind::Gather => "gather",
             Kind::Scatter => "scatter",
             Kind::Allgather => "allgather",
+            Kind::Alltoall => "alltoall",
+            Kind::ReduceScatter => "reduce_scatter_block",
         }
     }
 }

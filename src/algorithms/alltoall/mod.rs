@@ -1,0 +1,1 @@
+//! All-to-all schedules.

@@ -1,0 +1,1 @@
+//! Reduce-scatter schedules.

@@ -1,0 +1,1 @@
+//! `Comm::alltoall` and `alltoallv`: validation and dispatch; the schedules are in `algorithms::alltoall`.
