@@ -12,7 +12,8 @@
 //! **alltoallv** (`v_form_*`): at p ∈ 1..=17 ∪ {31, 32, 33}, the count patterns of [`count`]
 //! (regular, zeros among irregular counts, triangular, all empty, long blocks above the eager
 //! size) × the placements of [`layouts`] (packed in order; reversed with gaps that differ by
-//! rank; overlapping send blocks and rotated receive blocks). Gaps are checked untouched.
+//! rank; overlapping send blocks and rotated receive blocks), for `u64` and [`Pair`]. Gaps
+//! are checked untouched.
 //!
 //! **Bad input**: a send length that is not a multiple of p; a receive length other than the
 //! send length; another block length, algorithm or element type on one rank; for alltoallv,
@@ -227,31 +228,33 @@ fn layouts(p: usize, r: usize, pattern: usize, placement: usize) -> (Layout, Lay
 }
 
 /// Rank `r`'s send buffer for alltoallv call `call`, of `len` elements.
-fn v_send(call: u64, r: usize, len: usize) -> Vec<u64> {
+fn v_send<T: Value>(call: u64, r: usize, len: usize) -> Vec<T> {
     (0..len).map(|x| data(call, r, usize::MAX, x)).collect()
 }
 
 /// Runs alltoallv over every count pattern and placement, checking the receive buffer (gaps
 /// included) against the blocks computed here.
-fn sweep_v(comm: &Comm) -> Result<(), String> {
+fn sweep_v<T: Value>(comm: &Comm) -> Result<(), String> {
     let (p, me) = (comm.size(), comm.rank());
+    let ty = std::any::type_name::<T>();
     let mut call = 1_000_000u64;
     for pattern in 0..PATTERNS {
         for placement in 0..PLACEMENTS {
             call += 1;
             let (s, r) = layouts(p, me, pattern, placement);
             let what = format!(
-                "alltoallv, p = {p}, pattern {pattern}, placement {placement}, rank {me}: send {s:?}, recv {r:?}"
+                "alltoallv, {ty}, p = {p}, pattern {pattern}, placement {placement}, rank {me}: \
+                 send {s:?}, recv {r:?}"
             );
-            let send = v_send(call, me, s.len);
-            let mut recv = sentinel::<u64>(r.len);
+            let send = v_send::<T>(call, me, s.len);
+            let mut recv = sentinel::<T>(r.len);
             comm.alltoallv(&send, &s.counts, &s.displs, &mut recv, &r.counts, &r.displs)
                 .map_err(|e| format!("{what}: {e}"))?;
-            let mut want = sentinel::<u64>(r.len);
+            let mut want = sentinel::<T>(r.len);
             for i in 0..p {
                 let (theirs, _) = layouts(p, i, pattern, placement);
                 let from = theirs.displs[me];
-                let block = &v_send(call, i, theirs.len)[from..from + theirs.counts[me]];
+                let block = &v_send::<T>(call, i, theirs.len)[from..from + theirs.counts[me]];
                 want[r.displs[i]..r.displs[i] + r.counts[i]].copy_from_slice(block);
             }
             same(&what, &recv, &want)?;
@@ -262,12 +265,18 @@ fn sweep_v(comm: &Comm) -> Result<(), String> {
 
 #[test]
 fn v_form_p_1_to_12() {
-    on_teams(&PS[..12], sweep_v);
+    on_teams(&PS[..12], |comm| {
+        sweep_v::<u64>(comm)?;
+        sweep_v::<Pair>(comm)
+    });
 }
 
 #[test]
 fn v_form_p_13_to_17_and_31_to_33() {
-    on_teams(&PS[12..], sweep_v);
+    on_teams(&PS[12..], |comm| {
+        sweep_v::<u64>(comm)?;
+        sweep_v::<Pair>(comm)
+    });
 }
 
 /// A call expected to fail, run on every rank.

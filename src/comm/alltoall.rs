@@ -56,7 +56,7 @@ impl Comm {
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Alltoall);
         let p = self.size();
-        if send.len() % p != 0 {
+        if !send.len().is_multiple_of(p) {
             return Err(self.fail(Error::InvalidArgument {
                 rank: self.rank(),
                 op: OP,

@@ -20,9 +20,9 @@
 //! and the per-message cost dominates (MPICH uses it for short messages, Thakur, Rabenseifner
 //! and Gropp 2005). Every round's message is sent even when it is empty (n = 0).
 //!
-//! The packing buffer is one allocation; the receiving half of each round lands in the front
-//! of `recv`, which is free until phase 3 (a round moves at most ⌊p/2⌋ blocks: the indices below p
-//! with a given bit set are at most half of them).
+//! Besides `tmp`, the packing buffer is the only allocation: each round's incoming message
+//! lands in the front of `recv`, which is free until phase 3 (a round moves at most ⌊p/2⌋
+//! blocks, since at most half the indices below p have a given bit set).
 
 use super::span;
 use crate::error::Result;
