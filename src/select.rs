@@ -629,6 +629,19 @@ algorithm_ids!(
     (Alltoall::Direct, Alltoall::Direct, "direct", 3),
 );
 
+/// `Auto`'s all-to-all for blocks of `bytes` bytes (one rank's block for one peer) on `p`
+/// ranks. Provisional, to be replaced by measurements (the decision tables of the tuning
+/// work): Bruck while a rank's whole send buffer (p blocks) is eager-sized, since its
+/// ⌈log₂ p⌉ rounds then cost less than the p − 1 steps of the others and its extra copies
+/// are cheap; `Direct` above, which moves each block once, straight from its owner's buffer.
+pub(crate) fn choose_alltoall(p: usize, bytes: usize) -> Alltoall {
+    if bytes.saturating_mul(p) <= EAGER_MAX {
+        Alltoall::Bruck
+    } else {
+        Alltoall::Direct
+    }
+}
+
 /// A reduce-scatter algorithm, for `Comm::reduce_scatter_block_with`. All of them keep rank
 /// order for a non-commutative op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,1 +1,132 @@
-//! `Comm::alltoall` and `alltoallv`: validation and dispatch; the schedules are in `algorithms::alltoall`.
+//! `Comm::alltoall` and `alltoallv`: validation and dispatch; the schedules are in
+//! `algorithms::alltoall`.
+//!
+//! **Validation.** A send buffer whose length is not a multiple of p, or a receive buffer of
+//! another length than the send buffer, fails the run on that rank (`Error::InvalidArgument`)
+//! before anything is sent, so every other rank's call fails too. Then the call check
+//! (`Comm::agree`) compares block length, element type and algorithm in its one-hop form: each
+//! rank compares its call with its left neighbour's, and a rank that finds a difference fails
+//! the run instead of starting the schedule. That is enough because in an all-to-all no rank
+//! can finish without every other rank having started: in `Pairwise` every rank receives a
+//! message straight from every other rank; in `Bruck` rank r's round-k message comes from
+//! r − 2ᵏ, sent only after that rank's own earlier rounds, so r depends on r − j for every j
+//! whose bits are among the rounds' distances, that is on every rank; `Direct` waits on the
+//! board until every rank has arrived. Every message is sent even when empty, so this holds
+//! for a block length of 0 as well. (It is the allgather's argument; a broadcast or gather,
+//! where some rank needs nothing from some other, takes the dissemination form instead.)
+//!
+//! **The `v` form** runs one fixed algorithm, the pairwise exchange with per-peer counts and
+//! displacements (`algorithms::alltoall::vector`). Every rank checks its own layouts: p counts
+//! and p displacements each, every block within its buffer, no two non-empty receive blocks
+//! overlapping (send blocks may overlap, as in MPI), and its count for itself the same in both.
+//! The call check compares algorithm and element type with a length of 0, since the counts
+//! differ by rank. A sender whose count for a peer differs from that peer's count for it is
+//! caught by the mailbox's length check (`Error::Mismatch`), and the schedule ends with a
+//! barrier so that it fails every rank. Its messages carry tag variant 0x80 | the algorithm's
+//! id, so that a rank calling `alltoall` against an `alltoallv` fails too.
+
+use super::agree::Call;
+use super::Comm;
+use crate::algorithms::alltoall as sched;
+use crate::error::{Error, Result};
+use crate::select::{self, Alltoall};
+use crate::transport::Kind;
+
+/// The bit added to the algorithm's id in the tag variant of the `v` form's messages.
+const V_FORM: u8 = 0x80;
+
+impl Comm {
+    /// Sends block j of `send` to rank j, where it lands in block i of `recv` for the sender
+    /// rank i (`MPI_Alltoall`). Blocks are `send.len() / size()` elements long: `send.len()`
+    /// must be a multiple of `size()` and `recv.len()` must equal `send.len()`. Every rank must
+    /// pass the same block length and element type; anything else is an error on every rank.
+    pub fn alltoall<T>(&self, send: &[T], recv: &mut [T]) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.alltoall_with(send, recv, Alltoall::Auto)
+    }
+
+    /// [`Comm::alltoall`] with a chosen algorithm (every rank must choose the same).
+    pub fn alltoall_with<T>(&self, send: &[T], recv: &mut [T], algorithm: Alltoall) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "alltoall";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Alltoall);
+        let p = self.size();
+        if !send.len().is_multiple_of(p) {
+            return Err(self.fail(Error::InvalidArgument {
+                rank: self.rank(),
+                op: OP,
+                what: format!(
+                    "send holds {} elements, not a multiple of the {p} ranks",
+                    send.len()
+                ),
+            }));
+        }
+        let n = send.len() / p;
+        self.check_whole(OP, "recv", recv.len(), n)?;
+        let alg = match algorithm {
+            Alltoall::Auto => select::choose_alltoall(p, std::mem::size_of_val(&send[..n])),
+            chosen => chosen,
+        };
+        let t = self.coll(OP);
+        let call = Call::of::<T, _>(OP, alg, n);
+        self.agree(&t, tag, &call, false)?;
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            Alltoall::Direct => sched::direct(self, send, recv, tag),
+            Alltoall::Pairwise => sched::pairwise(&t, send, recv, tag),
+            Alltoall::Bruck | Alltoall::Auto => sched::bruck(&t, send, recv, tag),
+        }
+    }
+
+    /// Sends `send[send_displs[j] .. send_displs[j] + send_counts[j]]` to rank j, where it
+    /// lands in `recv[recv_displs[i] .. recv_displs[i] + recv_counts[i]]` for the sender rank i
+    /// (`MPI_Alltoallv`). On every rank the counts and displacements have `size()` entries
+    /// each, every block lies within its buffer, and no two non-empty receive blocks overlap
+    /// (send blocks may); rank i's `send_counts[j]` must equal rank j's `recv_counts[i]`. The
+    /// algorithm is the pairwise exchange. Anything else is an error on every rank.
+    pub fn alltoallv<T>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        send_displs: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+        recv_displs: &[usize],
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "alltoallv";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::Alltoall);
+        self.check_layout(OP, "send", send.len(), send_counts, send_displs, false)?;
+        self.check_layout(OP, "recv", recv.len(), recv_counts, recv_displs, true)?;
+        let me = self.rank();
+        if send_counts[me] != recv_counts[me] {
+            return Err(self.fail(Error::InvalidArgument {
+                rank: me,
+                op: OP,
+                what: format!(
+                    "rank {me} sends itself {} elements but expects {} from itself",
+                    send_counts[me], recv_counts[me]
+                ),
+            }));
+        }
+        let alg = Alltoall::Pairwise;
+        let t = self.coll(OP);
+        let call = Call::of::<T, _>(OP, alg, 0);
+        self.agree(&t, tag, &call, false)?;
+        let tag = tag.with_variant(V_FORM | alg.id());
+        sched::alltoallv(
+            &t,
+            (send, send_counts, send_displs),
+            (recv, recv_counts, recv_displs),
+            tag,
+        )
+    }
+}

@@ -1,1 +1,33 @@
-//! All-to-all schedules.
+//! All-to-all schedules: rank i's block j (of `n` elements) ends up as block i of rank j, for
+//! every i and j (`MPI_Alltoall`), and the `v` form with per-peer counts and displacements
+//! (`MPI_Alltoallv`).
+//!
+//! * [`pairwise`]: the linear shift exchange, p − 1 steps, each block moved once;
+//! * [`bruck`]: Bruck's index algorithm, ⌈log₂ p⌉ rounds each moving about half the blocks,
+//!   for small blocks;
+//! * [`direct`] (shared memory only): every rank copies its block straight out of every
+//!   peer's send buffer;
+//! * [`vector`]: alltoallv on the pairwise exchange, ending with a barrier so that a length
+//!   error on one rank is an error on every rank.
+//!
+//! All but `Direct` are written against `Transport`. Every message of a schedule is sent even
+//! when it is empty (a block count of 0), so that a rank whose lengths differ from its peers'
+//! meets a length mismatch on some edge instead of waiting for a message that never comes;
+//! `Comm`'s call check normally reports such a disagreement before the schedule runs.
+
+mod bruck;
+mod direct;
+mod pairwise;
+mod vector;
+
+pub(crate) use bruck::bruck;
+pub(crate) use direct::alltoall as direct;
+pub(crate) use pairwise::pairwise;
+pub(crate) use vector::alltoallv;
+
+use std::ops::Range;
+
+/// Elements of block `i` of `n` elements each.
+fn span(i: usize, n: usize) -> Range<usize> {
+    i * n..(i + 1) * n
+}
