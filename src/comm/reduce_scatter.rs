@@ -33,7 +33,8 @@ impl Comm {
     /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and leaves block i of the result (elements i·n .. (i + 1)·n,
     /// n = `recv.len()`) in rank i's `recv` (`MPI_Reduce_scatter_block`). `send.len()` must be
     /// `size() · recv.len()`, and every rank must pass the same n and element type; anything
-    /// else is an error on every rank, as is an op that panics on any rank. A different op on
+    /// else is an error on every rank. An op that panics on one rank makes the call an error
+    /// on every other rank (the panic itself propagates from `Team::run`). A different op on
     /// one rank is not detected (its result is unspecified, though memory-safe).
     /// Non-commutative ops are computed exactly in rank order by every algorithm.
     pub fn reduce_scatter_block<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>

@@ -174,23 +174,13 @@ mod tests {
                         other => panic!("p={p} b={b} holder={holder}: {other:?}"),
                     };
                 }
-                // The owner's result.
-                let whole = match state {
-                    (None, Some((lo, hi))) => {
-                        assert_eq!((b, lo, hi), (0, 1, p));
-                        (0, p)
-                    }
-                    (Some((0, hi)), None) => {
-                        assert_eq!((b, hi), (p - 1, p - 1));
-                        (0, p)
-                    }
-                    (Some((0, hi)), Some((lo, end))) => {
-                        assert_eq!((hi, lo, end), (b, b + 1, p));
-                        (0, p)
-                    }
+                // The owner's operands: x₀ ⊙ S, P ⊙ x_{p−1}, or P ⊙ x_b ⊙ S; all of 0..p.
+                match state {
+                    (None, Some(s)) => assert_eq!((b, s), (0, (1, p))),
+                    (Some(pre), None) => assert_eq!((b, pre), (p - 1, (0, p - 1))),
+                    (Some(pre), Some(s)) => assert_eq!((pre, s), ((0, b), (b + 1, p))),
                     other => panic!("p={p} b={b}: {other:?}"),
-                };
-                assert_eq!(whole, (0, p));
+                }
             }
         }
     }
