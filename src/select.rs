@@ -672,6 +672,20 @@ algorithm_ids!(
     (ReduceScatter::Direct, ReduceScatter::Direct, "direct", 3),
 );
 
+/// `Auto`'s reduce-scatter for blocks of `bytes` bytes per rank on `p` ranks. Provisional, to
+/// be replaced by measurements (the decision tables of the tuning work): recursive halving
+/// while the whole input (p blocks) is eager-sized ([`EAGER_MAX`]), where its ⌈log₂ p⌉
+/// rounds beat the ring's p − 1; `Direct` above, which reads every input byte once and
+/// writes every output byte once, straight between the ranks' buffers. Both keep rank order,
+/// so commutativity does not matter yet.
+pub(crate) fn choose_reduce_scatter(p: usize, bytes: usize, _commutative: bool) -> ReduceScatter {
+    if bytes.saturating_mul(p) <= EAGER_MAX {
+        ReduceScatter::RecursiveHalving
+    } else {
+        ReduceScatter::Direct
+    }
+}
+
 /// A barrier algorithm, for `Comm::barrier_with`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

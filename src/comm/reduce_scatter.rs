@@ -1,1 +1,85 @@
-//! `Comm::reduce_scatter_block`: validation and dispatch; the schedules are in `algorithms::reduce_scatter`.
+//! `Comm::reduce_scatter_block`: validation and dispatch; the schedules are in
+//! `algorithms::reduce_scatter`.
+//!
+//! **Validation.** A `send` whose length is not p times `recv`'s fails the run on that rank
+//! (`Error::InvalidArgument`) before anything is sent, so every other rank's call fails too.
+//! Then the call check (`Comm::agree`) compares the block length n, the element type and the
+//! algorithm (after `Auto`, which every rank resolves from the same n, p and op).
+//!
+//! **Which form of the call check.** The one-hop form: each rank compares its call with its
+//! left neighbour's, and a rank that finds a difference fails the run instead of starting the
+//! schedule. That is enough here, as for the allreduce, because every rank's result depends
+//! on every rank's data: no rank can finish without the failing one taking part in the
+//! schedule. Concretely, the message-passing schedules end with a dissemination barrier that
+//! no rank passes before every rank reached it, and `Direct` cannot pass the board's phase 1
+//! without every rank's arrival; so every rank waits for the failing one somewhere and
+//! returns the run's error. The dissemination form, which a broadcast or gather needs because
+//! their root or leaves may finish without hearing from everyone, would only add ⌈log₂ p⌉ − 1
+//! rounds.
+//!
+//! A different op on one rank is not detected (its result is unspecified, though
+//! memory-safe: every receive takes exactly the length its rank expects).
+
+use super::agree::Call;
+use super::Comm;
+use crate::algorithms::reduce_scatter as sched;
+use crate::error::Result;
+use crate::op::Op;
+use crate::select::{self, ReduceScatter};
+use crate::transport::Kind;
+
+impl Comm {
+    /// Reduces every rank's `send` element-wise with `op`, in rank order
+    /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and leaves block i of the result (elements i·n .. (i + 1)·n,
+    /// n = `recv.len()`) in rank i's `recv` (`MPI_Reduce_scatter_block`). `send.len()` must be
+    /// `size() · recv.len()`, and every rank must pass the same n and element type; anything
+    /// else is an error on every rank. An op that panics on one rank makes the call an error
+    /// on every other rank (the panic itself propagates from `Team::run`). A different op on
+    /// one rank is not detected (its result is unspecified, though memory-safe).
+    /// Non-commutative ops are computed exactly in rank order by every algorithm.
+    pub fn reduce_scatter_block<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.reduce_scatter_block_with(send, recv, op, ReduceScatter::Auto)
+    }
+
+    /// [`Comm::reduce_scatter_block`] with a chosen algorithm (every rank must choose the
+    /// same).
+    pub fn reduce_scatter_block_with<T, O>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: O,
+        algorithm: ReduceScatter,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        const OP: &str = "reduce_scatter_block";
+        self.enter(OP)?;
+        let tag = self.next_tag(Kind::ReduceScatter);
+        self.check_whole(OP, "send", send.len(), recv.len())?;
+        let alg = match algorithm {
+            ReduceScatter::Auto => select::choose_reduce_scatter(
+                self.size(),
+                std::mem::size_of_val(recv),
+                op.is_commutative(),
+            ),
+            chosen => chosen,
+        };
+        let t = self.coll(OP);
+        let call = Call::of::<T, _>(OP, alg, recv.len());
+        self.agree(&t, tag, &call, false)?;
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            ReduceScatter::Direct => sched::direct(self, send, recv, &op, tag),
+            ReduceScatter::Ring => sched::ring(&t, send, recv, &op, tag),
+            ReduceScatter::RecursiveHalving | ReduceScatter::Auto => {
+                sched::recursive_halving(&t, send, recv, &op, tag)
+            }
+        }
+    }
+}

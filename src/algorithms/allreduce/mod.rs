@@ -27,6 +27,7 @@ use crate::select::Algorithm;
 use crate::transport::{Elem, Tag, Transport};
 
 pub(super) use crate::algorithms::blocks::{block_range, block_start, elements, pipeline_blocks};
+pub(crate) use rabenseifner::halving_step;
 
 /// Runs allreduce `alg` (not `Auto`, not `Direct`) on `buf`, in pipeline blocks (or ring
 /// pieces) of `block` elements.

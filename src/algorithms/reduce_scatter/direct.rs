@@ -1,0 +1,116 @@
+//! The shared-memory direct reduce-scatter (shm only): single copy, two synchronisations.
+//!
+//! Every rank publishes its input (`send`, p blocks of n elements) and its output (`recv`, n
+//! elements) on the communicator's board (`comm::board`). Once every rank has arrived, rank r
+//! folds block r of all p inputs, read in place from the other ranks' memory in rank order,
+//! straight into its own output: x₀'s block copied in, then `fold_right` with x₁, …, x_{p−1}
+//! (((x₀ ⊙ x₁) ⊙ x₂) ⊙ …, exactly the sequential left fold, so floating-point results are the
+//! sequential ones). Each input byte is read once and each output byte written once, with no
+//! message and no scratch buffer: the traffic lower bound, which only a shared address space
+//! allows (DESIGN.md, "Shared-memory direct"; the allreduce's `algorithms::allreduce::direct`
+//! does the same and then writes every slice into every output). The block is processed in
+//! chunks of [`CHUNK_BYTES`], so that the accumulator stays in L1 while the p operands stream
+//! past it.
+//!
+//! **What is checked.** The published `len` is the block length n (the input holds p·n
+//! elements, checked by the caller). After phase 1 each rank compares every call with its
+//! own: the same n and element type. Every rank sees the same board, so a difference is seen
+//! by every rank, and all return `Error::Mismatch` without touching a buffer.
+//!
+//! **Failures.** Nobody writes into another rank's buffer: each rank writes only its own
+//! output and reads only inputs, which nobody writes during the call. If the op panics on a
+//! rank, that rank's session is dropped while unwinding: it fails the run and, before the
+//! unwinding can free its input, waits until every peer has finished reading it; every peer's
+//! phase 2 then sees the failed rank and returns `Err`.
+
+use crate::comm::board::Call;
+use crate::error::Result;
+use crate::op::Op;
+use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::Comm;
+use std::mem::size_of;
+use std::ptr;
+
+/// Bytes of a chunk: small enough that the accumulator and the operand chunk being folded in
+/// stay in L1, large enough to amortise the per-chunk loop (as the allreduce's).
+const CHUNK_BYTES: usize = 4 << 10;
+
+/// Direct reduce-scatter: block `comm.rank()` of the rank-order reduction of every rank's
+/// `send` (p blocks of `recv.len()` elements; checked by the caller) lands in `recv`.
+pub(crate) fn direct<T: Elem, O: Op<T>>(
+    comm: &Comm,
+    send: &[T],
+    recv: &mut [T],
+    op: &O,
+    tag: Tag,
+) -> Result<()> {
+    const OP: &str = "reduce_scatter_block";
+    comm.enter(OP)?;
+    let (p, me, n) = (comm.size(), comm.rank(), recv.len());
+    debug_assert_eq!(send.len(), p * n);
+    if p == 1 {
+        recv.copy_from_slice(send);
+        return Ok(());
+    }
+    // From here until the session ends, `recv` is touched only through `out`, by this rank.
+    let out: *mut T = recv.as_mut_ptr();
+    let typ = type_fingerprint::<T>();
+    let call = Call {
+        input: send.as_ptr().cast(),
+        output: out.cast(),
+        len: n,
+        typ,
+        op: OP,
+    };
+    let board = &comm.shared().board;
+    // SAFETY: `send` (p·n ≥ n elements, borrowed shared for this whole function) is valid for
+    // reads and nobody writes it; `out` covers the n elements of `recv`, borrowed exclusively
+    // for this whole function and used only through `out`, by this rank alone, while the
+    // session lasts. The session ends (finished, withdrawn, or dropped while unwinding, which
+    // waits as finishing does) before this function returns. `Comm` is not `Sync`, so this
+    // thread is the only one acting as this rank, and its previous call on the board ended
+    // before that call returned.
+    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
+
+    if let Some(peer) = session.first_differing(|_, c| c.len != n || c.typ != typ) {
+        let theirs = session.call(peer);
+        let what = |len: usize, same: bool| {
+            let ty = if same { "" } else { " of another element type" };
+            format!("direct reduce_scatter_block of blocks of {len} elements{ty}")
+        };
+        return Err(session.reject(peer, what(n, true), what(theirs.len, theirs.typ == typ)));
+    }
+
+    #[cfg(loom)]
+    for owner in 0..p {
+        session.touch(owner);
+    }
+    let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
+    let mut start = 0;
+    while start < n {
+        let len = chunk.min(n - start);
+        // The chunk's elements of block `me`, in every input.
+        let at = me * n + start;
+        // SAFETY: the session passed phase 1 and is open, and every rank published an input
+        // of p·n elements of `T` (n checked just above, p·n by each rank's caller), so
+        // `input(k) + at .. + len` lies within rank k's input (at + len ≤ (me + 1)·n). No one
+        // writes an input during the call; its owner does not free it before this rank
+        // stores `done`. The inputs were written before their owners' `arrived` stores,
+        // which this rank acquired. `out + start .. + len` lies within this rank's own
+        // output (n elements), which only this rank touches, and which no input overlaps
+        // (the output is an exclusive borrow, every input a shared one).
+        unsafe {
+            let input = |k: usize| {
+                std::slice::from_raw_parts(session.call(k).input.cast::<T>().add(at), len)
+            };
+            let acc = out.add(start);
+            ptr::copy_nonoverlapping(input(0).as_ptr(), acc, len);
+            let acc = std::slice::from_raw_parts_mut(acc, len);
+            for k in 1..p {
+                op.fold_right(acc, input(k));
+            }
+        }
+        start += len;
+    }
+    session.finish(true)
+}
