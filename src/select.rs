@@ -685,6 +685,18 @@ algorithm_ids!(
     (Barrier::Tree, Barrier::Tree, "tree", 2),
 );
 
+/// `Auto`'s barrier on `p` ranks: dissemination while every rank has a core (⌈log₂ p⌉
+/// latencies, half the tree's), the tree when the team is `oversubscribed` (about 2.5p
+/// messages instead of p⌈log₂ p⌉, and there each message is likely a context switch).
+/// MEASURED_PLACEHOLDER
+pub(crate) fn choose_barrier(p: usize, oversubscribed: bool) -> Barrier {
+    if oversubscribed && p > 2 {
+        Barrier::Tree
+    } else {
+        Barrier::Dissemination
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
