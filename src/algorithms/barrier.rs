@@ -9,8 +9,10 @@
 //! the arrival of its children, reports its own to its parent, waits for the release from its
 //! parent and passes it on to its children. 2⌈log₂ p⌉ latencies on the critical path, twice
 //! dissemination's, but about 2.5p messages instead of p⌈log₂ p⌉ (17 against 24 at p = 8, 80
-//! against 198 at p = 33). When there are more ranks than cores, a message usually means a
-//! context switch to wake its receiver, and the count of messages matters more than the depth.
+//! against 198 at p = 33). The fewer messages were meant for more ranks than cores, where a
+//! message may mean a context switch; measured on 2 cores, dissemination is faster all the
+//! same (`select::choose_barrier`), since its rounds advance every rank at once while the
+//! tree's hops wait for one rank at a time to be scheduled. The tree stays as a choice.
 //!
 //! # Mixed algorithms fail, and do not hang
 //!
