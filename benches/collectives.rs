@@ -7,14 +7,14 @@
 //! cargo bench --bench collectives                            # criterion, every group
 //! cargo bench --bench collectives -- '^broadcast_p2/'         # one group (a criterion filter)
 //! CORECOLL_BENCH_INTERLEAVED=1 cargo bench --bench collectives   # the ratio tables
-//! CORECOLL_BENCH_QUICK=1 cargo bench --bench collectives     # does the bench work? (~4 min)
+//! CORECOLL_BENCH_QUICK=1 cargo bench --bench collectives     # does the bench work? (~2 min)
 //! ```
 //!
 //! `CORECOLL_BENCH_QUICK=1` cuts every benchmark to a fraction of a second (and the
 //! interleaved mode to 3 rounds): a check that everything runs, not a measurement. On the
-//! 2-core development machine, shared, a full criterion run takes roughly 40 minutes (about
-//! 1 000 benchmarks of about 2 s) and a full interleaved run roughly 10 minutes; filter by
-//! group for less.
+//! 2-core development machine (estimates from the quick runs, the machine shared): a full
+//! criterion run takes roughly half an hour (about 1 100 benchmarks of 1 to 2 s; filter by
+//! group for less), a full interleaved run a few minutes (the quick one, 30 s).
 //!
 //! # Groups and ids
 //!
