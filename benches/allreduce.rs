@@ -74,9 +74,12 @@
 //! 256 KiB (L2) and 8 MiB (L3), single-threaded. Each iteration adds `rhs` (all 1.0) into
 //! `acc`, so `acc` grows by one per iteration and stays finite (and normal).
 
+mod common;
+
+use common::{config, configure, fmt_secs, fmt_size, iters_for, median, rounds};
 use corecoll::op::{self, Op};
 use corecoll::{Algorithm, Block, Comm, Team};
-use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
+use criterion::{BenchmarkId, Criterion, Throughput};
 use std::cell::{OnceCell, UnsafeCell};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -328,34 +331,6 @@ fn available(team: &Team, alg: Algorithm) -> bool {
     }
 }
 
-/// Whether `CORECOLL_BENCH_QUICK` asks for a quick check run.
-fn quick() -> bool {
-    std::env::var_os("CORECOLL_BENCH_QUICK").is_some_and(|v| !v.is_empty() && v != "0")
-}
-
-/// Sample count, warm-up and measurement time for the next benchmarks of `g`: long enough for
-/// stable medians of short calls, and bounded for `long` ones (allreduces above 128 KiB),
-/// where flat sampling (the same `iters` in every sample) keeps a sample of 64 MiB to a few
-/// calls instead of criterion's linear ramp of 1 + 2 + … + n.
-fn configure(g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>, long: bool) {
-    let ms = Duration::from_millis;
-    let (samples, warm, measure) = if quick() {
-        (10, ms(20), ms(50))
-    } else if !long {
-        (30, ms(300), ms(1500))
-    } else {
-        (10, ms(300), ms(1000))
-    };
-    g.sample_size(samples)
-        .warm_up_time(warm)
-        .measurement_time(measure);
-    g.sampling_mode(if long {
-        SamplingMode::Flat
-    } else {
-        SamplingMode::Auto
-    });
-}
-
 /// Group `allreduce_p2`: every available algorithm and the limit kernel at every size.
 fn allreduce_p2(c: &mut Criterion) {
     let team = Team::new(P).expect("a team of 2");
@@ -369,7 +344,7 @@ fn allreduce_p2(c: &mut Criterion) {
     for bytes in sizes() {
         // Allocated on the first benchmark of this size that the filter lets through.
         let vectors = OnceCell::new();
-        configure(&mut g, bytes > 128 << 10);
+        configure(&mut g, bytes > 128 << 10, 1.0);
         g.throughput(Throughput::Bytes(bytes as u64));
         for &kernel in &kernels {
             g.bench_function(BenchmarkId::new(kernel.name(), bytes), |bch| {
@@ -394,7 +369,7 @@ fn allreduce_p2(c: &mut Criterion) {
 fn op_sum_f64(c: &mut Criterion) {
     let mut g = c.benchmark_group("op_sum_f64");
     for bytes in FOLD_SIZES {
-        configure(&mut g, false);
+        configure(&mut g, false, 1.0);
         g.throughput(Throughput::Bytes(bytes as u64));
         let n = bytes / size_of::<f64>();
         let rhs = vec![1.0f64; n];
@@ -418,41 +393,9 @@ fn op_sum_f64(c: &mut Criterion) {
     g.finish();
 }
 
-/// Defaults for anything a group does not set; analysis resamples reduced from 100 000,
-/// plenty for a median and a large saving over some 160 benchmarks.
-fn config() -> Criterion {
-    Criterion::default().nresamples(20_000)
-}
-
 /// The time per call of `kernel` with `iters` calls per sample.
 fn per_call(team: &Team, kernel: Kernel, vectors: &Vectors, iters: u64) -> f64 {
     timed(team, kernel, vectors, iters).as_secs_f64() / iters as f64
-}
-
-/// Formats seconds as ns, µs or ms with three significant digits.
-fn fmt_secs(t: f64) -> String {
-    let (v, unit) = match t {
-        t if t < 1e-6 => (t * 1e9, "ns"),
-        t if t < 1e-3 => (t * 1e6, "µs"),
-        t => (t * 1e3, "ms"),
-    };
-    let decimals = if v < 10.0 {
-        2
-    } else if v < 100.0 {
-        1
-    } else {
-        0
-    };
-    format!("{v:.decimals$} {unit}")
-}
-
-/// Formats a byte count as B, KiB or MiB.
-fn fmt_size(bytes: usize) -> String {
-    match bytes {
-        b if b >= 1 << 20 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
 }
 
 /// The interleaved mode (see the module docs): rounds of one sample of every kernel in turn.
@@ -464,7 +407,7 @@ fn interleaved() {
         .map(Kernel::Allreduce)
         .chain([Kernel::Limit])
         .collect();
-    let rounds = if quick() { 3 } else { 15 };
+    let rounds = rounds();
     let names: Vec<&str> = kernels.iter().map(|k| k.name()).collect();
     println!(
         "### allreduce, 2 ranks, f64 Sum, interleaved: median time per call ({rounds} rounds)\n"
@@ -481,8 +424,7 @@ fn interleaved() {
             .iter()
             .map(|&k| {
                 timed(&team, k, &v, warm_up(bytes, 100).max(2));
-                let one = per_call(&team, k, &v, 8);
-                (2e-3 / one).clamp(1.0, 1e6) as u64
+                iters_for(per_call(&team, k, &v, 8))
             })
             .collect();
         let mut samples = vec![Vec::with_capacity(rounds); kernels.len()];
@@ -491,13 +433,7 @@ fn interleaved() {
                 samples[i].push(per_call(&team, k, &v, iters[i]));
             }
         }
-        let median: Vec<f64> = samples
-            .iter_mut()
-            .map(|s| {
-                s.sort_by(f64::total_cmp);
-                s[s.len() / 2]
-            })
-            .collect();
+        let median: Vec<f64> = samples.iter_mut().map(|s| median(s)).collect();
         let of = |name: &str| names.iter().position(|&n| n == name).map(|i| median[i]);
         let (best, best_t) = names
             .iter()
@@ -522,7 +458,7 @@ fn interleaved() {
 
 /// Runs both groups with criterion's command-line settings, or the interleaved mode.
 fn main() {
-    if std::env::var_os("CORECOLL_BENCH_INTERLEAVED").is_some_and(|v| !v.is_empty() && v != "0") {
+    if common::interleaved() {
         interleaved();
         return;
     }

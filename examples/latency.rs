@@ -1,6 +1,9 @@
 //! The project's main job for now: measures point-to-point latency, barriers, a large
 //! pairwise exchange and allreduce (8 B with `Auto`; 1 MiB with `Direct`, `DualRoot` and
-//! `Ring`) on this machine and prints them in a table beside the goals.
+//! `Ring`) on this machine and prints them in a table beside the goals; then the 8-byte
+//! latency of every collective (`Auto`, one u64 per rank, root 0, `Sum` for the reductions)
+//! at p = 2 beside allreduce's on the same data, with the ratio (goal: at most 2×).
+//! `benches/collectives.rs` measures the same against every algorithm and size.
 //!
 //! ```text
 //! cargo run --release --example latency
@@ -45,6 +48,58 @@ enum Work {
     SelfMessage(usize),
     /// Every rank calls `allreduce_with` on `n` bytes of f64 with `Sum` and this algorithm.
     Allreduce(usize, Algorithm),
+    /// Every rank calls a collective (`Auto`) on one u64 of its own (root 0; `Sum`, which
+    /// wraps, for the reductions).
+    Collective(Coll),
+}
+
+/// The collectives of the 8-byte table.
+#[derive(Debug, Clone, Copy)]
+enum Coll {
+    Broadcast,
+    Reduce,
+    Scan,
+    Gather,
+    Scatter,
+    Allgather,
+    Allreduce,
+}
+
+impl Coll {
+    const ALL: [Coll; 7] = [
+        Coll::Broadcast,
+        Coll::Reduce,
+        Coll::Scan,
+        Coll::Gather,
+        Coll::Scatter,
+        Coll::Allgather,
+        Coll::Allreduce,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Coll::Broadcast => "broadcast",
+            Coll::Reduce => "reduce",
+            Coll::Scan => "scan",
+            Coll::Gather => "gather",
+            Coll::Scatter => "scatter",
+            Coll::Allgather => "allgather",
+            Coll::Allreduce => "allreduce",
+        }
+    }
+
+    /// One call on this rank's `own` (one element) and `all` (one per rank).
+    fn call(self, comm: &Comm, own: &mut [u64], all: &mut [u64]) -> corecoll::Result<()> {
+        match self {
+            Coll::Broadcast => comm.broadcast(own, 0),
+            Coll::Reduce => comm.reduce(own, Sum, 0),
+            Coll::Scan => comm.scan(own, Sum),
+            Coll::Gather => comm.gather(own, all, 0),
+            Coll::Scatter => comm.scatter(all, own, 0),
+            Coll::Allgather => comm.allgather(own, all),
+            Coll::Allreduce => comm.allreduce(own, Sum),
+        }
+    }
 }
 
 /// One rank's message buffers for a `Work`: `a` is sent (or, for a ping-pong, sent and
@@ -57,14 +112,18 @@ struct Buffers {
     b: Vec<u8>,
     /// The vector of an allreduce.
     f: Vec<f64>,
+    /// A collective's own element and its one element per rank.
+    own: Vec<u64>,
+    all: Vec<u64>,
 }
 
 impl Buffers {
-    fn new(work: Work, rank: usize) -> Buffers {
+    fn new(work: Work, rank: usize, size: usize) -> Buffers {
         let n = match work {
             Work::PingPong(n) | Work::Exchange(n) | Work::Copy(n) | Work::SelfMessage(n) => n,
-            Work::Barrier | Work::Allreduce(..) => 0,
+            Work::Barrier | Work::Allreduce(..) | Work::Collective(_) => 0,
         };
+        let k = usize::from(matches!(work, Work::Collective(_)));
         let f = match work {
             Work::Allreduce(n, _) => vec![1.0 + rank as f64; n / 8],
             _ => Vec::new(),
@@ -73,6 +132,8 @@ impl Buffers {
             a: vec![rank as u8 + 1; n],
             b: vec![0; n],
             f,
+            own: vec![rank as u64 + 1; k],
+            all: vec![7; k * size],
         }
     }
 }
@@ -128,6 +189,11 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
                 }
             }
         }
+        Work::Collective(coll) => {
+            for _ in 0..iters {
+                coll.call(comm, &mut bufs.own, &mut bufs.all)?;
+            }
+        }
         Work::PingPong(_) | Work::Exchange(_) => {}
     }
     Ok(())
@@ -137,7 +203,7 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
 /// warm-up, with a barrier before each loop) and returns rank 0's time per loop.
 fn run_samples(team: &Team, work: Work, samples: usize, iters: u64) -> AnyResult<Vec<Duration>> {
     let mut per_rank = team.run(|comm| -> corecoll::Result<Vec<Duration>> {
-        let mut bufs = Buffers::new(work, comm.rank());
+        let mut bufs = Buffers::new(work, comm.rank(), comm.size());
         repeat(comm, work, &mut bufs, iters.div_ceil(10).min(1000))?;
         let mut times = Vec::with_capacity(samples);
         for _ in 0..samples {
@@ -560,14 +626,44 @@ fn main() -> AnyResult<()> {
     }
     print_rows("more", &more);
 
+    // Each collective's 8 B latency beside allreduce's on the same data (goal: ≤ 2×).
+    let coll_stats = Coll::ALL
+        .into_iter()
+        .map(|c| Ok((c, measure(&team2, Work::Collective(c), 1.0)?)))
+        .collect::<AnyResult<Vec<_>>>()?;
+    let (_, ar_u64) = *coll_stats
+        .iter()
+        .find(|(c, _)| matches!(c, Coll::Allreduce))
+        .expect("allreduce is in the table");
+    let allreduce = ar_u64.median;
+    let ratio_row = |what: String, stats: Stats| {
+        let ratio = stats.median / allreduce;
+        let mut row = Row::new(what, stats);
+        row.goal = Some((format!("≤ 2× allreduce (is {ratio:.2}×)"), ratio <= 2.0));
+        row
+    };
+    let mut colls: Vec<Row> = coll_stats
+        .iter()
+        .filter(|(c, _)| !matches!(c, Coll::Allreduce))
+        .map(|&(c, s)| ratio_row(format!("{} 8 B (one u64, Auto), p=2", c.name()), s))
+        .collect();
+    colls.push(ratio_row("barrier p=2 (from the goals)".into(), bar2));
+    colls.push(Row::new("allreduce 8 B (one u64, Sum, Auto), p=2", ar_u64));
+    print_rows("collectives: 8 B latency beside allreduce's", &colls);
+
     let met = goals
         .iter()
         .filter(|r| matches!(r.goal, Some((_, true))))
         .count();
     let total = goals.iter().filter(|r| r.goal.is_some()).count();
+    let coll_met = colls
+        .iter()
+        .filter(|r| matches!(r.goal, Some((_, true))))
+        .count();
+    let coll_total = colls.iter().filter(|r| r.goal.is_some()).count();
     println!(
-        "\ngoals met: {met} of {total} (medians; goals are stated for a 2-core machine). \
-         Took {:.1} s.",
+        "\ngoals met: {met} of {total}, collective latency goals met: {coll_met} of {coll_total} \
+         (medians; goals are stated for a 2-core machine). Took {:.1} s.",
         started.elapsed().as_secs_f64()
     );
     Ok(())

@@ -586,7 +586,10 @@ fn mismatched_collective_kinds() {
             );
             assert_mentions(
                 root,
-                &["barrier (collective call #0)", "split (collective call #0)"],
+                &[
+                    "barrier (collective call #0, variant 1)",
+                    "split (collective call #0)",
+                ],
             );
             let op = if r == 1 { "split" } else { "barrier" };
             match e {
@@ -645,7 +648,10 @@ fn skipped_barriers() {
     assert!(matches!(root, Error::Mismatch { .. }), "{root}");
     assert_mentions(
         &root,
-        &["barrier (collective call #0)", "split (collective call #0)"],
+        &[
+            "barrier (collective call #0, variant 1)",
+            "split (collective call #0)",
+        ],
     );
 }
 
