@@ -19,7 +19,8 @@
 //! # Groups and ids
 //!
 //! One group per collective and rank count: `broadcast_p2`, `reduce_p8`, `scan_p2`,
-//! `gather_p2`, `scatter_p2`, `allgather_p2`, `allreduce_p2`, `barrier_p2`, … with ids
+//! `gather_p2`, `scatter_p2`, `allgather_p2`, `alltoall_p2`, `reduce_scatter_p2`,
+//! `allreduce_p2`, `barrier_p2`, … with ids
 //! `<group>/<kernel>/<bytes>` (`barrier_p<p>/<kernel>`, size-less), throughput in bytes per
 //! rank. The kernels of a group are every algorithm of the collective's enum
 //! (`corecoll::algorithm::*`, `corecoll::Algorithm` for allreduce), `auto` first, pipeline
@@ -29,20 +30,20 @@
 //! * `memcpy` (every sized group): rank 0 alone copies S bytes (`copy_from_slice`) from one of
 //!   its buffers into another, the same S as the collective's size per rank; the other ranks
 //!   only meet it at the barriers. The single-copy reference of goal 1.
-//! * `limit` (allgather): the bytes-moved bound. Every rank at once, without any
+//! * `limit` (allgather, alltoall): the bytes-moved bound. Every rank at once, without any
 //!   synchronisation inside the timed loop, copies all p blocks of S bytes it must end with
 //!   straight from their owners' buffers into its receive buffer, starting with its own
-//!   (p·S bytes per rank, what `Direct` moves). The reference of goal 2.
+//!   (p·S bytes per rank, what `Direct` moves); for the all-to-all, block r of every rank's
+//!   send buffer. The reference of goal 2.
 //!
 //! The table of collectives (`collectives()`) is the one place to extend: an entry names the
 //! collective, its buffers, its algorithms with how to call each, and its limit kernel if it
-//! has one. `alltoall` (Pairwise, Bruck, Direct; limit: rank r copies block r of every peer's
-//! send buffer into its receive buffer) and `reduce_scatter_block` (Ring, RecursiveHalving,
-//! Direct) go where the table says.
+//! has one.
 //!
-//! **Data.** Elements are `u64`; the reductions (reduce, scan, allreduce) use [`op::Sum`],
+//! **Data.** Elements are `u64`; the reductions (reduce, scan, reduce-scatter, allreduce) use [`op::Sum`],
 //! which wraps on integers, so repeating a call in place never overflows, never slows down
-//! (no subnormal floats, no infinities) and needs no rescaling. Roots are rank 0. Sizes per
+//! (no subnormal floats, no infinities) and needs no rescaling. Roots are rank 0. S is the
+//! block (an all-to-all sends p blocks of S, a reduce-scatter reduces p blocks of S). Sizes per
 //! rank's contribution S: 8 B, 32 B, 128 B, … (×4) … 32 MiB plus 256 KiB and 64 MiB at
 //! p = 2; at p = 8, up to 2 MiB on the same ladder plus 256 KiB and 4 MiB, where the largest
 //! sizes would take minutes per benchmark with 8 ranks on 2 cores (and a p = 8 allgather of
@@ -83,7 +84,9 @@
 mod common;
 
 use common::{config, configure, fmt_secs, fmt_size, iters_for, median, rounds};
-use corecoll::algorithm::{Allgather, Barrier, Broadcast, Gather, Reduce, Scan, Scatter};
+use corecoll::algorithm::{
+    Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
+};
 use corecoll::{op, Algorithm, Block, Comm, Team};
 use criterion::{BenchmarkId, Criterion, Throughput};
 use std::cell::{OnceCell, UnsafeCell};
@@ -178,8 +181,8 @@ struct RankBufs {
 
 /// Every rank's buffers for one size, shared by the rank threads. In a collective's run each
 /// rank uses only its own [`RankBufs`] (through [`Store::bufs`]); in a limit run each rank
-/// reads every rank's `own` and writes only its own `whole` (and `whole2`); runs of one team
-/// do not overlap.
+/// reads every rank's `own` (the allgather's) or `whole` (the all-to-all's) and writes only its
+/// own `whole` or `whole2`, which no rank reads in that run; runs of one team do not overlap.
 struct Store {
     /// Elements per rank's contribution.
     n: usize,
@@ -228,7 +231,6 @@ impl Store {
 struct Bufs<'a> {
     own: &'a mut [u64],
     whole: &'a mut [u64],
-    #[allow(dead_code)] // for the all-to-all entry
     whole2: &'a mut [u64],
 }
 
@@ -351,9 +353,33 @@ fn collectives() -> Vec<Collective> {
             },
             limit: Some(allgather_limit),
         },
-        // Here: alltoall (Pairwise, Bruck, Direct; wholes: 2, send `whole`, receive `whole2`,
-        // a limit copying block r of every peer's `whole` into `whole2`) and
-        // reduce_scatter_block (Ring, RecursiveHalving, Direct; send `whole`, receive `own`).
+        Collective {
+            name: "alltoall",
+            sized: true,
+            wholes: 2,
+            algorithms: || {
+                use Alltoall::*;
+                each(
+                    &[Auto, Pairwise, Bruck, Direct],
+                    Alltoall::name,
+                    |c, b, a| c.alltoall_with(b.whole, b.whole2, a),
+                )
+            },
+            limit: Some(alltoall_limit),
+        },
+        Collective {
+            name: "reduce_scatter",
+            sized: true,
+            wholes: 1,
+            algorithms: || {
+                use ReduceScatter::*;
+                let algs = [Auto, Ring, RecursiveHalving, Direct];
+                each(&algs, ReduceScatter::name, |c, b, a| {
+                    c.reduce_scatter_block_with(b.whole, b.own, op::Sum, a)
+                })
+            },
+            limit: None,
+        },
         Collective {
             name: "allreduce",
             sized: true,
@@ -403,6 +429,28 @@ fn allgather_limit(comm: &Comm, store: &Store, iters: u64) {
     let (blocks, recv) = unsafe {
         let blocks: Vec<&[u64]> = (0..p).map(|q| store.ranks[(r + q) % p].own.get()).collect();
         (blocks, store.ranks[r].whole.get_mut())
+    };
+    for _ in 0..iters {
+        for (i, src) in blocks.iter().enumerate() {
+            let q = (r + i) % p;
+            recv[q * n..(q + 1) * n].copy_from_slice(black_box(src));
+        }
+        black_box(&mut *recv);
+    }
+}
+
+/// The all-to-all's limit kernel: rank r copies block r of every rank's `whole` (the send
+/// buffers), its own first and then r + 1, r + 2, … (mod p), into block q of its `whole2`,
+/// `iters` times: the p·S bytes per rank that `Direct` moves.
+fn alltoall_limit(comm: &Comm, store: &Store, iters: u64) {
+    let (p, r, n) = (comm.size(), comm.rank(), store.n);
+    // SAFETY: in a limit run no rank writes a `whole` buffer, and rank r alone touches its
+    // `whole2` (see `Store`).
+    let (blocks, recv) = unsafe {
+        let blocks: Vec<&[u64]> = (0..p)
+            .map(|q| &store.ranks[(r + q) % p].whole.get()[r * n..(r + 1) * n])
+            .collect();
+        (blocks, store.ranks[r].whole2.get_mut())
     };
     for _ in 0..iters {
         for (i, src) in blocks.iter().enumerate() {

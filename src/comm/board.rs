@@ -443,7 +443,7 @@ impl Drop for Session<'_> {
             let team_rank = self.comm.shared().members[self.comm.rank()];
             self.comm.run().abort(Error::Panicked {
                 rank: team_rank,
-                message: "panicked inside a direct allreduce".into(),
+                message: format!("panicked inside a direct {}", self.op),
             });
             self.open = false;
             self.close(false);
