@@ -339,7 +339,13 @@ fn wrong_send_lengths_fail_on_every_rank() {
                                     op::Sum,
                                     alg,
                                 );
-                                assert!(recv.iter().all(|&x| x == 0), "recv touched");
+                                // A rank with good arguments may have started (at p = 2
+                                // there is no separate check): MPI leaves its buffer
+                                // undefined on error. The rank that found its own argument
+                                // wrong touches nothing.
+                                if len != p * n {
+                                    assert!(recv.iter().all(|&x| x == 0), "recv touched");
+                                }
                                 r
                             },
                             invalid,

@@ -3,8 +3,9 @@
 
 use super::Comm;
 use crate::error::{Error, Result};
+use crate::mailbox::EAGER_MAX;
 use crate::select::Choice;
-use crate::transport::{type_fingerprint, Tag, Transport};
+use crate::transport::{type_fingerprint, Elem, Tag, Transport};
 
 /// What a rank is about to do in a collective call, as the agreement compares it.
 pub(crate) struct Call {
@@ -117,25 +118,81 @@ impl Comm {
         let mut dist = 1;
         loop {
             t.sendrecv((r + dist) % p, &mine, (r + p - dist) % p, &mut left, tag)?;
-            if left != mine {
-                let found = if left[0] == mine[0] && left[2..] == mine[2..] {
-                    "the same call with another element type".to_string()
-                } else {
-                    call.describe(&left)
-                };
-                return Err(self.fail(Error::Mismatch {
-                    rank: r,
-                    peer: (r + p - dist) % p,
-                    op: call.op,
-                    expected: call.describe(&mine),
-                    found,
-                }));
-            }
+            self.compare(call, &mine, &left, (r + p - dist) % p)?;
             dist *= 2;
             if !everyone || dist >= p {
                 return Ok(());
             }
         }
+    }
+
+    /// The check of a two-rank communicator, with the schedule's one message in the same hop
+    /// when it is short: this rank posts its descriptor to the other rank, then `data` (the
+    /// message its part of the schedule sends, under the schedule's tag) if it is eager-sized,
+    /// and only then reads the other's descriptor and compares; a longer `data` goes out after
+    /// the comparison. Messages between two ranks arrive in order, so each rank's descriptor is
+    /// the first thing the other reads in this call, before any data; a rank that finds a
+    /// difference fails the run, and since both ranks always read the other's descriptor,
+    /// both do. At p = 2 this is the whole dissemination check (one round), so it serves both
+    /// forms of [`Comm::agree`], and a short broadcast, gather, scatter or scan costs one
+    /// message latency instead of two.
+    ///
+    /// Why only eager data goes first: an eager send returns once the message is in the
+    /// mailbox, but a rendezvous send waits until the receiver has read it. Two ranks that
+    /// disagree (each taking itself for the root of a broadcast, say) would both wait in such
+    /// a send, neither reading the other's descriptor. After the comparison both ranks agree,
+    /// and the data's receiver is about to read it.
+    pub(crate) fn agree_pair_sending<Tr: Transport, T: Elem>(
+        &self,
+        t: &Tr,
+        tag: Tag,
+        call: &Call,
+        data: Option<(Tag, &[T])>,
+    ) -> Result<()> {
+        debug_assert_eq!(self.size(), 2);
+        let peer = 1 - self.rank();
+        let mine = call.words();
+        t.send(peer, tag, &mine)?;
+        let (early, late) = match data {
+            Some(d) if std::mem::size_of_val(d.1) <= EAGER_MAX => (Some(d), None),
+            d => (None, d),
+        };
+        if let Some((data_tag, d)) = early {
+            t.send(peer, data_tag, d)?;
+        }
+        let mut theirs = [0u64; 4];
+        t.recv(peer, tag, &mut theirs)?;
+        self.compare(call, &mine, &theirs, peer)?;
+        if let Some((data_tag, d)) = late {
+            t.send(peer, data_tag, d)?;
+        }
+        Ok(())
+    }
+
+    /// [`Comm::agree_pair_sending`] for a rank that sends nothing in the schedule's first
+    /// hop.
+    pub(crate) fn agree_pair<Tr: Transport>(&self, t: &Tr, tag: Tag, call: &Call) -> Result<()> {
+        self.agree_pair_sending::<Tr, u8>(t, tag, call, None)
+    }
+
+    /// Fails the run with a mismatch naming both calls unless `theirs` (the descriptor from
+    /// rank `peer`) is `mine`.
+    fn compare(&self, call: &Call, mine: &[u64; 4], theirs: &[u64; 4], peer: usize) -> Result<()> {
+        if theirs == mine {
+            return Ok(());
+        }
+        let found = if theirs[0] == mine[0] && theirs[2..] == mine[2..] {
+            "the same call with another element type".to_string()
+        } else {
+            call.describe(theirs)
+        };
+        Err(self.fail(Error::Mismatch {
+            rank: self.rank(),
+            peer,
+            op: call.op,
+            expected: call.describe(mine),
+            found,
+        }))
     }
 
     /// Fails the call (on every rank: each checks its own argument) if `root` is not a rank.

@@ -66,6 +66,10 @@ impl Comm {
         };
         let t = self.coll(OP);
         let call = Call::of::<T, _>(OP, alg, send.len()).at(root);
+        if self.size() == 2 {
+            let data = tag.with_variant(alg.id());
+            return self.gather_pair(&t, (tag, data), &call, (send, recv), root);
+        }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -109,6 +113,10 @@ impl Comm {
         };
         let t = self.coll(OP);
         let call = Call::of::<T, _>(OP, alg, recv.len()).at(root);
+        if self.size() == 2 {
+            let data = tag.with_variant(alg.id());
+            return self.scatter_pair(&t, (tag, data), &call, (send, recv), root);
+        }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -142,8 +150,14 @@ impl Comm {
             chosen => chosen,
         };
         let t = self.coll(OP);
-        let call = Call::of::<T, _>(OP, alg, send.len());
-        self.agree(&t, tag, &call, false)?;
+        // At p = 2 every message-passing algorithm is one exchange whose message carries what
+        // the check compares (the algorithm in the tag variant, the element type and length
+        // checked by the receiving mailbox), and `Direct` starts with the check's own
+        // exchange: either rank's first receive meets the other's first message, so a
+        // disagreement fails both without the check's extra hop (`comm::pair`).
+        if self.size() != 2 || alg == Allgather::Direct {
+            self.agree(&t, tag, &Call::of::<T, _>(OP, alg, send.len()), false)?;
+        }
         let tag = tag.with_variant(alg.id());
         match alg {
             Allgather::Direct => sched::direct_allgather(self, send, recv, tag),

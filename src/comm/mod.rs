@@ -6,6 +6,7 @@ mod allreduce;
 mod alltoall;
 pub(crate) mod board;
 mod gather;
+mod pair;
 mod reduce_scatter;
 mod rooted;
 mod scan;

@@ -38,6 +38,10 @@ impl Comm {
         let call = Call::of::<T, _>("broadcast", alg, buf.len())
             .at(root)
             .in_blocks(block);
+        if self.size() == 2 && alg == Broadcast::Binomial {
+            let data = tag.with_variant(alg.id());
+            return self.broadcast_pair(&t, (tag, data), &call, buf, root);
+        }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -87,6 +91,10 @@ impl Comm {
         // root back along every edge, which comes only if every rank passed its check and
         // the root combined everyone's data (`algorithms::reduce`); a failure during the
         // schedule (a panicking op) then fails every rank too.
+        if self.size() == 2 && alg == Reduce::Binomial {
+            let data = tag.with_variant(alg.id());
+            return self.reduce_pair(&t, (tag, data), &call, buf, &op, root);
+        }
         self.agree(&t, tag, &call, false)?;
         let tag = tag.with_variant(alg.id());
         match alg {

@@ -105,6 +105,10 @@ impl Comm {
             name_of,
             ..Call::of::<T, _>(name, alg, buf.len()).in_blocks(block)
         };
+        if self.size() == 2 && alg == Scan::RecursiveDoubling {
+            let data = tag.with_variant(word);
+            return self.scan_pair(&t, (tag, data), &call, buf, op, exclusive);
+        }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(word);
         algorithms::scan::run(&t, buf, op, alg, block, exclusive, tag)
