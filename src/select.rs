@@ -519,10 +519,13 @@ pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Broadcast {
     }
 }
 
-/// `Auto`'s reduce: the binomial tree while messages are eager, `Direct` above
-/// (provisional).
-pub(crate) fn choose_reduce(_p: usize, bytes: usize) -> Reduce {
-    if bytes <= EAGER_MAX {
+/// `Auto`'s reduce, measured (docs/benchmarks.md, `benches/collectives.rs`): with a core per
+/// rank, the binomial tree while messages are eager (at p = 2 one message in the check's hop)
+/// and `Direct` above; with more ranks than cores, `Direct` at every size (its two board
+/// synchronisations cost less than the tree's rounds of waiting for descheduled ranks: 16 µs
+/// against 20 µs for 8 B at p = 8 on 2 cores).
+pub(crate) fn choose_reduce(_p: usize, bytes: usize, oversubscribed: bool) -> Reduce {
+    if bytes <= EAGER_MAX && !oversubscribed {
         Reduce::Binomial
     } else {
         Reduce::Direct
@@ -552,35 +555,33 @@ impl Scan {
     }
 }
 
-/// `Auto`'s scan (and exclusive scan): recursive doubling while messages are eager, the
-/// pipelined tree above (provisional).
-pub(crate) fn choose_scan(_p: usize, bytes: usize) -> Scan {
-    if bytes <= EAGER_MAX {
-        Scan::RecursiveDoubling
-    } else {
-        Scan::PipelinedTree { block: Block::Auto }
-    }
+/// `Auto`'s scan (and exclusive scan): recursive doubling at every size. Measured
+/// (docs/benchmarks.md) at p = 2 and at p = 8 on 2 cores, it beats the pipelined tree
+/// everywhere, by 2–11× from 2 KiB: ⌈log₂ p⌉ single-copy rounds against the tree's two
+/// phases of blocks. The pipelined tree stays selectable for machines with many cores, where
+/// its 2βm bandwidth term would show for long vectors (not measured here).
+pub(crate) fn choose_scan(_p: usize, _bytes: usize) -> Scan {
+    Scan::RecursiveDoubling
 }
 
 // --- Gather, scatter and allgather (`Comm::gather`, `scatter`, `allgather`): `Auto`'s choices.
 
-/// `Auto`'s gather for blocks of `bytes` bytes per rank on `p` ranks (provisional: the
-/// decision tables of the tuning work replace it): the binomial tree while a block is eager
-/// (⌈log₂ p⌉ rounds instead of p − 1 messages into the root), `Linear` above, where the tree's
-/// forwarding would copy each block up to ⌈log₂ p⌉ times and the root's single-copy receives
-/// move each block once.
-pub(crate) fn choose_gather(_p: usize, bytes: usize) -> Gather {
-    if bytes <= EAGER_MAX {
-        Gather::Binomial
-    } else {
-        Gather::Linear
-    }
+/// `Auto`'s gather: linear at every size. Measured (docs/benchmarks.md), linear and binomial
+/// are equal at p = 2, and at p = 8 on 2 cores linear is as fast or faster everywhere (14 µs
+/// against 21 µs for 8 B: one round of messages into the root instead of ⌈log₂ p⌉ rounds, each
+/// waiting for a descheduled rank; and each block copied once instead of up to ⌈log₂ p⌉
+/// times for long ones).
+pub(crate) fn choose_gather(_p: usize, _bytes: usize) -> Gather {
+    Gather::Linear
 }
 
-/// `Auto`'s scatter (provisional), by the gather's reasoning: binomial for eager blocks,
-/// linear above.
-pub(crate) fn choose_scatter(_p: usize, bytes: usize) -> Scatter {
-    if bytes <= EAGER_MAX {
+/// `Auto`'s scatter, measured (docs/benchmarks.md): linear, except for rendezvous-sized blocks
+/// up to 16 KiB with more ranks than cores, where the root's p − 1 rendezvous sends, each
+/// waiting for its receiver to be scheduled, cost more than the binomial tree's ⌈log₂ p⌉
+/// rounds (45 µs against 29 µs for 2 KiB at p = 8 on 2 cores). At p = 2 the two are one
+/// message.
+pub(crate) fn choose_scatter(_p: usize, bytes: usize, oversubscribed: bool) -> Scatter {
+    if oversubscribed && bytes > EAGER_MAX && bytes <= 16 << 10 {
         Scatter::Binomial
     } else {
         Scatter::Linear
@@ -629,16 +630,26 @@ algorithm_ids!(
     (Alltoall::Direct, Alltoall::Direct, "direct", 3),
 );
 
-/// `Auto`'s all-to-all for blocks of `bytes` bytes (one rank's block for one peer) on `p`
-/// ranks. Provisional, to be replaced by measurements (the decision tables of the tuning
-/// work): Bruck while a rank's whole send buffer (p blocks) is eager-sized, since its
-/// ⌈log₂ p⌉ rounds then cost less than the p − 1 steps of the others and its extra copies
-/// are cheap; `Direct` above, which moves each block once, straight from its owner's buffer.
-pub(crate) fn choose_alltoall(p: usize, bytes: usize) -> Alltoall {
-    if bytes.saturating_mul(p) <= EAGER_MAX {
-        Alltoall::Bruck
-    } else {
+/// `Auto`'s all-to-all, measured (docs/benchmarks.md). With a core per rank: while the whole
+/// send buffer is eager, the pairwise exchange at p = 2 (one exchange, no rotation copies) and
+/// Bruck above (⌈log₂ p⌉ rounds); `Direct` for longer buffers. With more ranks than cores:
+/// `Direct` for blocks below 256 KiB (one synchronisation instead of rounds of waiting for
+/// descheduled ranks: 16 µs against 17–30 µs for 8 B at p = 8 on 2 cores), the pairwise
+/// exchange from 256 KiB, where its steps stream one peer at a time (1.6 ms against 1.8 ms
+/// at 512 KiB).
+pub(crate) fn choose_alltoall(p: usize, bytes: usize, oversubscribed: bool) -> Alltoall {
+    if oversubscribed {
+        if bytes < 256 << 10 {
+            Alltoall::Direct
+        } else {
+            Alltoall::Pairwise
+        }
+    } else if bytes.saturating_mul(p) > EAGER_MAX {
         Alltoall::Direct
+    } else if p == 2 {
+        Alltoall::Pairwise
+    } else {
+        Alltoall::Bruck
     }
 }
 
@@ -672,17 +683,23 @@ algorithm_ids!(
     (ReduceScatter::Direct, ReduceScatter::Direct, "direct", 3),
 );
 
-/// `Auto`'s reduce-scatter for blocks of `bytes` bytes per rank on `p` ranks. Provisional, to
-/// be replaced by measurements (the decision tables of the tuning work): recursive halving
-/// while the whole input (p blocks) is eager-sized ([`EAGER_MAX`]), where its ⌈log₂ p⌉
-/// rounds beat the ring's p − 1; `Direct` above, which reads every input byte once and
-/// writes every output byte once, straight between the ranks' buffers. Both keep rank order,
-/// so commutativity does not matter yet.
-pub(crate) fn choose_reduce_scatter(p: usize, bytes: usize, _commutative: bool) -> ReduceScatter {
-    if bytes.saturating_mul(p) <= EAGER_MAX {
-        ReduceScatter::RecursiveHalving
-    } else {
+/// `Auto`'s reduce-scatter, measured (docs/benchmarks.md). With a core per rank, while the
+/// whole send buffer is eager: the ring at p = 2 (one exchange, no layout permutation) and
+/// recursive halving above (⌊log₂ p⌋ rounds); `Direct` for longer buffers, and at every size
+/// with more ranks than cores (16 µs against 28 µs for recursive halving for 8 B at p = 8 on
+/// 2 cores). Every choice keeps rank order, so commutativity does not matter.
+pub(crate) fn choose_reduce_scatter(
+    p: usize,
+    bytes: usize,
+    _commutative: bool,
+    oversubscribed: bool,
+) -> ReduceScatter {
+    if oversubscribed || bytes.saturating_mul(p) > EAGER_MAX {
         ReduceScatter::Direct
+    } else if p == 2 {
+        ReduceScatter::Ring
+    } else {
+        ReduceScatter::RecursiveHalving
     }
 }
 

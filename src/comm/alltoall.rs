@@ -69,7 +69,11 @@ impl Comm {
         let n = send.len() / p;
         self.check_whole(OP, "recv", recv.len(), n)?;
         let alg = match algorithm {
-            Alltoall::Auto => select::choose_alltoall(p, std::mem::size_of_val(&send[..n])),
+            Alltoall::Auto => select::choose_alltoall(
+                p,
+                std::mem::size_of_val(&send[..n]),
+                self.run().ranks.policy.oversubscribed,
+            ),
             chosen => chosen,
         };
         let t = self.coll(OP);

@@ -108,7 +108,11 @@ impl Comm {
             self.check_whole(OP, "send", send.len(), recv.len())?;
         }
         let alg = match algorithm {
-            Scatter::Auto => select::choose_scatter(self.size(), std::mem::size_of_val(recv)),
+            Scatter::Auto => select::choose_scatter(
+                self.size(),
+                std::mem::size_of_val(recv),
+                self.run().ranks.policy.oversubscribed,
+            ),
             chosen => chosen,
         };
         let t = self.coll(OP);

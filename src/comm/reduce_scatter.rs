@@ -67,6 +67,7 @@ impl Comm {
                 self.size(),
                 std::mem::size_of_val(recv),
                 op.is_commutative(),
+                self.run().ranks.policy.oversubscribed,
             ),
             chosen => chosen,
         };

@@ -78,7 +78,11 @@ impl Comm {
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
         let alg = match algorithm {
-            Reduce::Auto => select::choose_reduce(self.size(), std::mem::size_of_val(buf)),
+            Reduce::Auto => select::choose_reduce(
+                self.size(),
+                std::mem::size_of_val(buf),
+                self.run().ranks.policy.oversubscribed,
+            ),
             chosen => chosen,
         };
         let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
