@@ -25,9 +25,9 @@
 
 mod common;
 
-use common::{mix, team, Pair, Value};
+use common::{check_fails, invalid, mismatch, mix, team, Pair, Value};
 use corecoll::algorithm::Alltoall;
-use corecoll::{Comm, Error, Team, EAGER_MAX};
+use corecoll::{Comm, EAGER_MAX};
 
 /// Every algorithm.
 const ALGORITHMS: [Alltoall; 4] = [
@@ -277,33 +277,6 @@ fn v_form_p_13_to_17_and_31_to_33() {
         sweep_v::<u64>(comm)?;
         sweep_v::<Pair>(comm)
     });
-}
-
-/// A call expected to fail, run on every rank.
-type BadCall<'a> = &'a (dyn Fn(&Comm) -> corecoll::Result<()> + Sync);
-
-/// Runs `call` on every rank of `team` and checks that every rank fails with a root cause
-/// that `expected` accepts.
-fn check_fails(team: &Team, what: &str, call: BadCall<'_>, expected: fn(&Error) -> bool) {
-    let p = team.size();
-    let out = team
-        .run(call)
-        .unwrap_or_else(|e| panic!("{what}, p = {p}: {e}"));
-    for (r, res) in out.into_iter().enumerate() {
-        let e = res.expect_err(&format!("{what}, p = {p}, rank {r}: no error"));
-        assert!(
-            expected(e.root_cause()),
-            "{what}, p = {p}, rank {r}: unexpected {e}"
-        );
-    }
-}
-
-/// Root-cause predicates.
-fn invalid(e: &Error) -> bool {
-    matches!(e, Error::InvalidArgument { .. })
-}
-fn mismatch(e: &Error) -> bool {
-    matches!(e, Error::Mismatch { .. })
 }
 
 #[test]

@@ -28,9 +28,9 @@
 
 mod common;
 
-use common::{team, Pair, Value};
+use common::{check_fails, invalid, mismatch, out_of_range, team, Pair, Value};
 use corecoll::algorithm::{Allgather, Gather, Scatter};
-use corecoll::{Comm, Error, Team};
+use corecoll::Comm;
 use std::fmt::Debug;
 
 /// Gather algorithms.
@@ -346,36 +346,6 @@ fn v_forms_p_1_to_12() {
 #[test]
 fn v_forms_p_13_to_17_and_31_to_33() {
     v_forms(&[13, 14, 15, 16, 17, 31, 32, 33]);
-}
-
-/// A call expected to fail, run on every rank.
-type BadCall<'a> = &'a (dyn Fn(&Comm) -> corecoll::Result<()> + Sync);
-
-/// Runs `call` on every rank of `team` and checks that every rank fails with a root cause
-/// that `expected` accepts.
-fn check_fails(team: &Team, what: &str, call: BadCall<'_>, expected: fn(&Error) -> bool) {
-    let p = team.size();
-    let out = team
-        .run(call)
-        .unwrap_or_else(|e| panic!("{what}, p = {p}: {e}"));
-    for (r, res) in out.into_iter().enumerate() {
-        let e = res.expect_err(&format!("{what}, p = {p}, rank {r}: no error"));
-        assert!(
-            expected(e.root_cause()),
-            "{what}, p = {p}, rank {r}: unexpected {e}"
-        );
-    }
-}
-
-/// Root-cause predicates.
-fn out_of_range(e: &Error) -> bool {
-    matches!(e, Error::RankOutOfRange { .. })
-}
-fn invalid(e: &Error) -> bool {
-    matches!(e, Error::InvalidArgument { .. })
-}
-fn mismatch(e: &Error) -> bool {
-    matches!(e, Error::Mismatch { .. })
 }
 
 #[test]

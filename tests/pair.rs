@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::team;
+use common::{check_fails, mismatch, team};
 use corecoll::algorithm::{
     Allgather, Alltoall, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
 };
@@ -15,20 +15,11 @@ use corecoll::{op, Comm, Error, Team};
 /// Element counts: eager (8 B … 1 KiB) and rendezvous-sized.
 const LENS: [usize; 3] = [1, 100, 5000];
 
-/// Runs `f` on both ranks of `team` and checks that both fail with a mismatch or an abort
-/// caused by one, and that the run itself did not fail otherwise (no panic, no timeout).
+/// Runs `f` on both ranks of `team` and checks that both fail with a mismatch at the root
+/// (no panic, no timeout).
 #[track_caller]
 fn both_fail(team: &Team, what: &str, f: impl Fn(&Comm) -> corecoll::Result<()> + Sync) {
-    let out = team
-        .run(|comm| f(comm))
-        .unwrap_or_else(|e| panic!("{what}: the run failed: {e}"));
-    for (r, res) in out.into_iter().enumerate() {
-        let e = res.expect_err(&format!("{what}: rank {r} returned Ok"));
-        assert!(
-            matches!(e.root_cause(), Error::Mismatch { .. }),
-            "{what}: rank {r}: {e}"
-        );
-    }
+    check_fails(team, what, &f, mismatch);
 }
 
 /// A length that differs on one rank (`odd`), for every collective with an early send.

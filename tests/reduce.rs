@@ -35,7 +35,7 @@
 
 mod common;
 
-use common::{matmul, matrix, matrix_op, mix, span_op, team};
+use common::{matmul, matrix, matrix_op, mismatch, mix, span_op, team};
 use corecoll::algorithm::Reduce;
 use corecoll::op::{self, Op};
 use corecoll::{Block, Comm, Error};
@@ -353,11 +353,6 @@ fn all_failed(out: Vec<corecoll::Result<()>>, what: &str, cause: impl Fn(&Error)
         let e = res.expect_err(&format!("{what}: rank {r} succeeded"));
         assert!(cause(e.root_cause()), "{what}: rank {r}: {e}");
     }
-}
-
-/// Whether `e` is a mismatch.
-fn mismatch(e: &Error) -> bool {
-    matches!(e, Error::Mismatch { .. })
 }
 
 #[test]

@@ -29,7 +29,7 @@
 
 mod common;
 
-use common::{matmul, matrix, matrix_op, mix, span_op, team};
+use common::{check_fails, invalid, matmul, matrix, matrix_op, mismatch, mix, span_op, team};
 use corecoll::algorithm::ReduceScatter;
 use corecoll::op::{self, Op};
 use corecoll::{Comm, Error, Team};
@@ -282,33 +282,6 @@ fn long_blocks() {
             res.unwrap_or_else(|e| panic!("{e}"));
         }
     }
-}
-
-/// A call expected to fail, run on every rank.
-type BadCall<'a> = &'a (dyn Fn(&Comm) -> corecoll::Result<()> + Sync);
-
-/// Runs `call` on every rank of `team` and checks that every rank fails with a root cause
-/// that `expected` accepts.
-fn check_fails(team: &Team, what: &str, call: BadCall<'_>, expected: fn(&Error) -> bool) {
-    let p = team.size();
-    let out = team
-        .run(call)
-        .unwrap_or_else(|e| panic!("{what}, p = {p}: {e}"));
-    for (r, res) in out.into_iter().enumerate() {
-        let e = res.expect_err(&format!("{what}, p = {p}, rank {r}: no error"));
-        assert!(
-            expected(e.root_cause()),
-            "{what}, p = {p}, rank {r}: unexpected {e}"
-        );
-    }
-}
-
-fn invalid(e: &Error) -> bool {
-    matches!(e, Error::InvalidArgument { .. })
-}
-
-fn mismatch(e: &Error) -> bool {
-    matches!(e, Error::Mismatch { .. })
 }
 
 #[test]

@@ -344,6 +344,27 @@ impl Session<'_> {
         (0..self.comm.size()).find(|&i| differs(i, self.call(i)))
     }
 
+    /// Checks that every rank published `len` elements (or blocks of `len`, as the collective
+    /// counts them) of the element type `typ`, as this rank did; if not, ends the call as
+    /// [`Session::reject`] does, with messages in which `describe(len, same_type)` names a
+    /// call: "direct allgather of blocks of 7 elements", say.
+    pub(crate) fn expect_same(
+        self,
+        len: usize,
+        typ: u64,
+        describe: impl Fn(usize, bool) -> String,
+    ) -> std::result::Result<Self, Error> {
+        match self.first_differing(|_, c| c.len != len || c.typ != typ) {
+            None => Ok(self),
+            Some(peer) => {
+                let theirs = self.call(peer);
+                let (expected, found) =
+                    (describe(len, true), describe(theirs.len, theirs.typ == typ));
+                Err(self.reject(peer, expected, found))
+            }
+        }
+    }
+
     /// Ends a call whose ranks did not publish the same call (rank `peer`'s, described by
     /// `found`, against this rank's, `expected`): fails the run and finishes the session as
     /// failed, so no buffer is touched, and returns the mismatch error. Every rank sees the

@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each suite uses its own subset
 
 use corecoll::op::{self, Op};
-use corecoll::Team;
+use corecoll::{Comm, Error, Team};
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -89,4 +89,39 @@ impl Value for Pair {
             b: !x.rotate_left(13),
         }
     }
+}
+
+/// A call expected to fail, run on every rank.
+pub type BadCall<'a> = &'a (dyn Fn(&Comm) -> corecoll::Result<()> + Sync);
+
+/// Runs `call` on every rank of `team` and checks that every rank fails with a root cause
+/// that `expected` accepts (and that the run itself neither panicked nor timed out).
+#[track_caller]
+pub fn check_fails(team: &Team, what: &str, call: BadCall<'_>, expected: fn(&Error) -> bool) {
+    let p = team.size();
+    let out = team
+        .run(call)
+        .unwrap_or_else(|e| panic!("{what}, p = {p}: {e}"));
+    for (r, res) in out.into_iter().enumerate() {
+        let e = res.expect_err(&format!("{what}, p = {p}, rank {r}: no error"));
+        assert!(
+            expected(e.root_cause()),
+            "{what}, p = {p}, rank {r}: unexpected {e}"
+        );
+    }
+}
+
+/// Root cause: a rank out of range.
+pub fn out_of_range(e: &Error) -> bool {
+    matches!(e, Error::RankOutOfRange { .. })
+}
+
+/// Root cause: an invalid argument.
+pub fn invalid(e: &Error) -> bool {
+    matches!(e, Error::InvalidArgument { .. })
+}
+
+/// Root cause: ranks that disagree.
+pub fn mismatch(e: &Error) -> bool {
+    matches!(e, Error::Mismatch { .. })
 }

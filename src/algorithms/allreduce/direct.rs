@@ -78,14 +78,10 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     // only one acting as this rank, and a previous call on the board ended before it returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
-    if let Some(peer) = session.first_differing(|_, c| c.len != n || c.typ != typ) {
-        let theirs = session.call(peer);
-        let what = |len: usize, same: bool| {
-            let ty = if same { "" } else { " of another element type" };
-            format!("direct allreduce of {len} elements{ty}")
-        };
-        return Err(session.reject(peer, what(n, true), what(theirs.len, theirs.typ == typ)));
-    }
+    let session = session.expect_same(n, typ, |len, same| {
+        let ty = if same { "" } else { " of another element type" };
+        format!("direct allreduce of {len} elements{ty}")
+    })?;
 
     // SAFETY: the session passed phase 1 and is open; every published call has `n` elements
     // of `T` (checked just above).

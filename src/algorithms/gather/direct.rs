@@ -51,17 +51,10 @@ pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: T
     // rank, and its previous call on the board ended before that call returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
-    if let Some(peer) = session.first_differing(|_, c| c.len != n || c.typ != typ) {
-        let theirs = session.call(peer);
-        let ty = if theirs.typ == typ {
-            ""
-        } else {
-            " of another element type"
-        };
-        let expected = format!("direct allgather of blocks of {n} elements");
-        let found = format!("blocks of {} elements{ty}", theirs.len);
-        return Err(session.reject(peer, expected, found));
-    }
+    let session = session.expect_same(n, typ, |len, same| {
+        let ty = if same { "" } else { " of another element type" };
+        format!("direct allgather of blocks of {len} elements{ty}")
+    })?;
 
     for i in 0..p {
         #[cfg(loom)]

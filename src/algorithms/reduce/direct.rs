@@ -67,14 +67,10 @@ pub(super) fn direct_reduce<T: Elem, O: Op<T>>(
     // its previous call on the board ended before that call returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
-    if let Some(peer) = session.first_differing(|_, c| c.len != n || c.typ != typ) {
-        let theirs = session.call(peer);
-        let what = |len: usize, same: bool| {
-            let ty = if same { "" } else { " of another element type" };
-            format!("direct reduce of {len} elements{ty}")
-        };
-        return Err(session.reject(peer, what(n, true), what(theirs.len, theirs.typ == typ)));
-    }
+    let session = session.expect_same(n, typ, |len, same| {
+        let ty = if same { "" } else { " of another element type" };
+        format!("direct reduce of {len} elements{ty}")
+    })?;
 
     // SAFETY: the session passed phase 1 and is open; every published call has `n` elements
     // of `T` (checked just above); `root < p` was checked by the caller.

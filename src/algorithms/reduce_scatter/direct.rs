@@ -72,14 +72,10 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     // before that call returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
-    if let Some(peer) = session.first_differing(|_, c| c.len != n || c.typ != typ) {
-        let theirs = session.call(peer);
-        let what = |len: usize, same: bool| {
-            let ty = if same { "" } else { " of another element type" };
-            format!("direct reduce_scatter_block of blocks of {len} elements{ty}")
-        };
-        return Err(session.reject(peer, what(n, true), what(theirs.len, theirs.typ == typ)));
-    }
+    let session = session.expect_same(n, typ, |len, same| {
+        let ty = if same { "" } else { " of another element type" };
+        format!("direct reduce_scatter_block of blocks of {len} elements{ty}")
+    })?;
 
     #[cfg(loom)]
     for owner in 0..p {
