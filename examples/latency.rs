@@ -62,17 +62,21 @@ enum Coll {
     Gather,
     Scatter,
     Allgather,
+    Alltoall,
+    ReduceScatter,
     Allreduce,
 }
 
 impl Coll {
-    const ALL: [Coll; 7] = [
+    const ALL: [Coll; 9] = [
         Coll::Broadcast,
         Coll::Reduce,
         Coll::Scan,
         Coll::Gather,
         Coll::Scatter,
         Coll::Allgather,
+        Coll::Alltoall,
+        Coll::ReduceScatter,
         Coll::Allreduce,
     ];
 
@@ -84,12 +88,20 @@ impl Coll {
             Coll::Gather => "gather",
             Coll::Scatter => "scatter",
             Coll::Allgather => "allgather",
+            Coll::Alltoall => "alltoall",
+            Coll::ReduceScatter => "reduce_scatter_block",
             Coll::Allreduce => "allreduce",
         }
     }
 
-    /// One call on this rank's `own` (one element) and `all` (one per rank).
-    fn call(self, comm: &Comm, own: &mut [u64], all: &mut [u64]) -> corecoll::Result<()> {
+    /// One call on this rank's `own` (one element) and `all` and `all2` (one per rank each).
+    fn call(
+        self,
+        comm: &Comm,
+        own: &mut [u64],
+        all: &mut [u64],
+        all2: &mut [u64],
+    ) -> corecoll::Result<()> {
         match self {
             Coll::Broadcast => comm.broadcast(own, 0),
             Coll::Reduce => comm.reduce(own, Sum, 0),
@@ -97,6 +109,8 @@ impl Coll {
             Coll::Gather => comm.gather(own, all, 0),
             Coll::Scatter => comm.scatter(all, own, 0),
             Coll::Allgather => comm.allgather(own, all),
+            Coll::Alltoall => comm.alltoall(all, all2),
+            Coll::ReduceScatter => comm.reduce_scatter_block(all, own, Sum),
             Coll::Allreduce => comm.allreduce(own, Sum),
         }
     }
@@ -112,9 +126,10 @@ struct Buffers {
     b: Vec<u8>,
     /// The vector of an allreduce.
     f: Vec<f64>,
-    /// A collective's own element and its one element per rank.
+    /// A collective's own element and its two buffers of one element per rank.
     own: Vec<u64>,
     all: Vec<u64>,
+    all2: Vec<u64>,
 }
 
 impl Buffers {
@@ -134,6 +149,7 @@ impl Buffers {
             f,
             own: vec![rank as u64 + 1; k],
             all: vec![7; k * size],
+            all2: vec![0; k * size],
         }
     }
 }
@@ -191,7 +207,7 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
         }
         Work::Collective(coll) => {
             for _ in 0..iters {
-                coll.call(comm, &mut bufs.own, &mut bufs.all)?;
+                coll.call(comm, &mut bufs.own, &mut bufs.all, &mut bufs.all2)?;
             }
         }
         Work::PingPong(_) | Work::Exchange(_) => {}
