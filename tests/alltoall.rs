@@ -25,7 +25,7 @@
 
 mod common;
 
-use common::{check_fails, invalid, mismatch, mix, team, Pair, Value};
+use common::{bad_layouts, check_fails, invalid, mismatch, mix, place, team, Layout, Pair, Value};
 use corecoll::algorithm::Alltoall;
 use corecoll::{Comm, EAGER_MAX};
 
@@ -169,33 +169,6 @@ fn count(pattern: usize, from: usize, to: usize) -> usize {
         3 => 0,
         // Long (past the eager size) and irregular.
         _ => EAGER_MAX / 8 + 20 + (3 * from + to) % 5,
-    }
-}
-
-/// A layout: per-peer counts and displacements in a buffer of `len` elements.
-#[derive(Debug, Clone)]
-struct Layout {
-    /// Elements per peer.
-    counts: Vec<usize>,
-    /// Where each peer's block starts.
-    displs: Vec<usize>,
-    /// Length of the buffer.
-    len: usize,
-}
-
-/// Blocks of `counts` placed in the order `order`, with `gap` elements before each and after
-/// the last.
-fn place(counts: Vec<usize>, order: impl IntoIterator<Item = usize>, gap: usize) -> Layout {
-    let mut displs = vec![0; counts.len()];
-    let mut at = gap;
-    for i in order {
-        displs[i] = at;
-        at += counts[i] + gap;
-    }
-    Layout {
-        counts,
-        displs,
-        len: at,
     }
 }
 
@@ -439,27 +412,7 @@ fn bad_v_layouts_fail_on_every_rank() {
         let team = team(p);
         let good = place((0..p).map(|i| i + 1).collect(), 0..p, 1);
         // Layouts that are wrong, and what makes them wrong.
-        let mut bad: Vec<(&str, Layout)> = vec![];
-        let mut l = good.clone();
-        l.counts.pop();
-        bad.push(("a count short", l));
-        let mut l = good.clone();
-        l.displs.push(0);
-        bad.push(("a displacement too many", l));
-        let mut l = good.clone();
-        l.displs[p - 1] += 2;
-        bad.push(("last block out of bounds", l));
-        let mut l = good.clone();
-        l.displs[0] = usize::MAX;
-        bad.push(("displacement overflowing", l));
-        let mut l = good.clone();
-        l.counts[0] = usize::MAX;
-        bad.push(("count overflowing", l));
-        if p > 1 {
-            let mut l = good.clone();
-            l.displs[1] = l.displs[0];
-            bad.push(("blocks 0 and 1 overlapping", l));
-        }
+        let bad = bad_layouts(&good);
         // Every rank sends i + 1 elements to rank i (and so receives me + 1 from each).
         let sends = || place((0..p).map(|j| j + 1).collect(), 0..p, 1);
         let recvs = |me: usize| place(vec![me + 1; p], 0..p, 1);

@@ -28,10 +28,11 @@
 
 mod common;
 
-use common::{check_fails, invalid, mismatch, out_of_range, team, Pair, Value};
+use common::{
+    bad_layouts, check_fails, invalid, mismatch, out_of_range, place, team, Layout, Pair, Value,
+};
 use corecoll::algorithm::{Allgather, Gather, Scatter};
 use corecoll::Comm;
-use std::fmt::Debug;
 
 /// Gather algorithms.
 const GATHERS: [Gather; 3] = [Gather::Auto, Gather::Linear, Gather::Binomial];
@@ -203,33 +204,6 @@ fn long_blocks() {
         for res in out {
             res.unwrap_or_else(|e| panic!("{e}"));
         }
-    }
-}
-
-/// A layout of the `v` forms: per-rank counts and displacements, and the buffer's length.
-#[derive(Debug, Clone)]
-struct Layout {
-    /// Elements per rank.
-    counts: Vec<usize>,
-    /// Where each rank's block starts.
-    displs: Vec<usize>,
-    /// Length of the buffer holding the blocks.
-    len: usize,
-}
-
-/// Blocks of `counts` placed in the order `order`, with `gap` elements before each and after
-/// the last.
-fn place(counts: Vec<usize>, order: &[usize], gap: usize) -> Layout {
-    let mut displs = vec![0; counts.len()];
-    let mut at = gap;
-    for &i in order {
-        displs[i] = at;
-        at += counts[i] + gap;
-    }
-    Layout {
-        counts,
-        displs,
-        len: at,
     }
 }
 
@@ -548,30 +522,9 @@ fn disagreements_fail_on_every_rank() {
 fn bad_v_input_fails_on_every_rank() {
     for p in [1, 2, 3, 6] {
         let team = team(p);
-        let good = place(
-            (0..p).map(|i| i + 1).collect(),
-            &(0..p).collect::<Vec<_>>(),
-            1,
-        );
+        let good = place((0..p).map(|i| i + 1).collect(), 0..p, 1);
         // Layouts that are wrong wherever they are significant, and what makes them wrong.
-        let mut bad: Vec<(&str, Layout)> = vec![];
-        let mut l = good.clone();
-        l.counts.pop();
-        bad.push(("a count short", l));
-        let mut l = good.clone();
-        l.displs.push(0);
-        bad.push(("a displacement too many", l));
-        let mut l = good.clone();
-        l.displs[p - 1] += 2;
-        bad.push(("last block out of bounds", l));
-        let mut l = good.clone();
-        l.displs[0] = usize::MAX;
-        bad.push(("displacement overflowing", l));
-        let mut l = good.clone();
-        if p > 1 {
-            l.displs[1] = l.displs[0];
-            bad.push(("blocks 0 and 1 overlapping", l));
-        }
+        let bad = bad_layouts(&good);
         for (name, l) in &bad {
             // The rank whose block length the layout sets: every rank passes a send (recv) of
             // the good layout's length, which the bad layout's own count may not be; the
@@ -696,7 +649,7 @@ fn bad_v_input_fails_on_every_rank() {
             );
         }
         if p > 1 {
-            let ones = place(vec![1; p], &(0..p).collect::<Vec<_>>(), 0);
+            let ones = place(vec![1; p], 0..p, 0);
             check_fails(
                 &team,
                 "gatherv, different roots",

@@ -308,6 +308,12 @@ impl Board {
     }
 }
 
+/// Elements of `T` per chunk of the direct reductions' loops: 4 KiB, so that the accumulator
+/// and the operand being folded into it stay in L1 while the p operands stream past.
+pub(crate) fn fold_chunk<T>() -> usize {
+    ((4 << 10) / std::mem::size_of::<T>().max(1)).max(1)
+}
+
 /// One rank's passage through a call after it arrived: dropping it without
 /// [`Session::finish`] (when unwinding) fails the call for everyone and still waits until no
 /// peer touches this rank's buffers.
@@ -336,6 +342,41 @@ impl Session<'_> {
     #[cfg(loom)]
     pub(crate) fn touch(&self, owner: usize) {
         self.board.slots[owner].parts[self.comm.rank()].with_mut(|_| ());
+    }
+
+    /// Folds the published inputs of ranks `from .. p`, elements `at .. at + acc.len()` of
+    /// each, into `acc` in rank order (`acc ⊙= x_k`, k ascending), `acc` holding the
+    /// combination of the ranks below `from` already; with `from == 0` it first takes rank 0's
+    /// elements, so `acc` ends with x₀ ⊙ … ⊙ x_{p−1}. The direct reductions' inner loop.
+    ///
+    /// # Safety
+    ///
+    /// The session passed phase 1 and is open; every rank from `from` (0 if `from` is 0) on
+    /// published an input of at least `at + acc.len()` elements of `T`, which nobody writes
+    /// during the call; `acc` overlaps none of those elements.
+    pub(crate) unsafe fn fold_inputs<T: Copy, O: crate::op::Op<T>>(
+        &self,
+        at: usize,
+        acc: &mut [T],
+        from: usize,
+        op: &O,
+    ) {
+        // SAFETY: by the caller's promise rank k's input holds `at + acc.len()` elements of
+        // `T`, published before its `arrived` store (acquired in phase 1) and not written or
+        // freed until this rank's `done`; `acc` is a distinct borrow.
+        let len = acc.len();
+        let input = |k: usize| unsafe {
+            std::slice::from_raw_parts(self.call(k).input.cast::<T>().add(at), len)
+        };
+        let from = if from == 0 {
+            acc.copy_from_slice(input(0));
+            1
+        } else {
+            from
+        };
+        for k in from..self.comm.size() {
+            op.fold_right(acc, input(k));
+        }
     }
 
     /// The first rank whose published call `differs` from this rank's view of the call, if

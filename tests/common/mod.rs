@@ -125,3 +125,70 @@ pub fn invalid(e: &Error) -> bool {
 pub fn mismatch(e: &Error) -> bool {
     matches!(e, Error::Mismatch { .. })
 }
+
+/// A layout of a `v` collective's buffer: per-rank (or per-peer) counts and displacements,
+/// and the buffer's length.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Elements per rank.
+    pub counts: Vec<usize>,
+    /// Where each rank's block starts.
+    pub displs: Vec<usize>,
+    /// Length of the buffer holding the blocks.
+    pub len: usize,
+}
+
+/// Blocks of `counts` placed in the order `order`, with `gap` elements before each and after
+/// the last.
+pub fn place<I>(counts: Vec<usize>, order: I, gap: usize) -> Layout
+where
+    I: IntoIterator,
+    I::Item: std::borrow::Borrow<usize>,
+{
+    let mut displs = vec![0; counts.len()];
+    let mut at = gap;
+    for i in order {
+        let i = *std::borrow::Borrow::borrow(&i);
+        displs[i] = at;
+        at += counts[i] + gap;
+    }
+    Layout {
+        counts,
+        displs,
+        len: at,
+    }
+}
+
+/// Layouts derived from `good` (p blocks, p ≥ 1) that are wrong wherever they are
+/// significant, each with what makes it wrong; "overlapping" ones are wrong only for a
+/// receive buffer.
+pub fn bad_layouts(good: &Layout) -> Vec<(&'static str, Layout)> {
+    let p = good.counts.len();
+    let with = |f: &dyn Fn(&mut Layout)| {
+        let mut l = good.clone();
+        f(&mut l);
+        l
+    };
+    let mut bad = vec![
+        (
+            "a count short",
+            with(&|l| {
+                l.counts.pop();
+            }),
+        ),
+        ("a displacement too many", with(&|l| l.displs.push(0))),
+        ("last block out of bounds", with(&|l| l.displs[p - 1] += 2)),
+        (
+            "displacement overflowing",
+            with(&|l| l.displs[0] = usize::MAX),
+        ),
+        ("count overflowing", with(&|l| l.counts[0] = usize::MAX)),
+    ];
+    if p > 1 {
+        bad.push((
+            "blocks 0 and 1 overlapping",
+            with(&|l| l.displs[1] = l.displs[0]),
+        ));
+    }
+    bad
+}

@@ -9,7 +9,7 @@
 //! space allows (DESIGN.md, "Shared-memory direct"; the idea of XHC in Open MPI and of MPICH's
 //! shared-memory collectives, which reduce in place across processes' mapped buffers).
 //!
-//! The slice is processed in chunks of [`CHUNK_BYTES`]: the chunk is accumulated (input 0
+//! The slice is processed in chunks of 4 KiB (`comm::board::fold_chunk`): the chunk is accumulated (input 0
 //! copied, then `fold_right` with inputs 1 … p−1), then copied into the p outputs while it is
 //! still in L1. The accumulator is the rank's own output chunk when that cannot clobber an
 //! operand still to be read (out of place, or in place on rank 0), else a chunk-sized scratch
@@ -20,17 +20,12 @@
 //! all of them then return `Error::Mismatch` without touching any buffer.
 
 use super::block_start;
-use crate::comm::board::{Call, Session};
+use crate::comm::board::{fold_chunk, Call, Session};
 use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::transport::{type_fingerprint, Elem, Tag};
 use crate::Comm;
-use std::mem::size_of;
 use std::ptr;
-
-/// Bytes of a chunk: small enough that the accumulator and the operand chunk being folded in
-/// stay in L1 (32 KiB or more on current cores), large enough to amortise the per-chunk loop.
-const CHUNK_BYTES: usize = 4 << 10;
 
 /// Direct allreduce: the result of every rank's input (`send` if given, else `buf`) lands in
 /// `buf` on every rank.
@@ -113,7 +108,7 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
     for owner in 0..p {
         session.touch(owner);
     }
-    let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
+    let chunk = fold_chunk::<T>();
     let inputs = |k: usize| session.call(k).input.cast::<T>();
     let outputs = |k: usize| session.call(k).output.cast::<T>();
     // In place, the accumulator may be this rank's own chunk only if that does not lose an
@@ -141,21 +136,18 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
             } else {
                 scratch.as_mut_ptr()
             };
-            let input = |k: usize| std::slice::from_raw_parts(inputs(k).add(start), len);
-            // The operands already in `acc`: x₀ … x_{first − 1}.
+            // The operands already in `acc`: x₀ … x_{first − 1} (none: `fold_inputs` takes
+            // x₀ first).
             let first = if out_of_place || me >= 2 {
-                ptr::copy_nonoverlapping(inputs(0).add(start), acc, len);
-                1
+                0
             } else if me == 1 {
-                op.fold_left(input(0), std::slice::from_raw_parts_mut(acc, len));
+                let x0 = std::slice::from_raw_parts(inputs(0).add(start), len);
+                op.fold_left(x0, std::slice::from_raw_parts_mut(acc, len));
                 2
             } else {
                 1
             };
-            let acc_slice = std::slice::from_raw_parts_mut(acc, len);
-            for k in first..p {
-                op.fold_right(acc_slice, input(k));
-            }
+            session.fold_inputs(start, std::slice::from_raw_parts_mut(acc, len), first, op);
             for j in 0..p {
                 let dst = outputs(j).add(start);
                 if dst != acc {

@@ -11,7 +11,7 @@
 //! single-copy scheme of XHC in Open MPI and of MPICH's shared-memory collectives (DESIGN.md,
 //! "Shared-memory direct"), reduced to one output.
 //!
-//! The slice is processed in chunks of [`CHUNK_BYTES`]: the chunk is accumulated (input 0,
+//! The slice is processed in chunks of 4 KiB (`comm::board::fold_chunk`): the chunk is accumulated (input 0,
 //! then `fold_right` with inputs 1 … p − 1) and written into the root's buffer while in L1.
 //! The root's buffer is its input too (in place), so the accumulator is the root's own chunk
 //! only where that loses no operand still to be read — root 0 (it holds x₀ already) and root 1
@@ -24,16 +24,11 @@
 //! all of them then return `Error::Mismatch` without touching any buffer.
 
 use crate::algorithms::blocks::block_start as slice_start;
-use crate::comm::board::{Call, Session};
+use crate::comm::board::{fold_chunk, Call, Session};
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{type_fingerprint, Elem, Tag};
 use crate::Comm;
-use std::mem::size_of;
-
-/// Bytes of a chunk: small enough that the accumulator and the operand being folded in stay
-/// in L1, large enough to amortise the per-chunk loop.
-const CHUNK_BYTES: usize = 4 << 10;
 
 /// Direct reduce: the rank-order reduction of every rank's `buf` lands in `buf` on `root`;
 /// the other ranks' `buf` is only read.
@@ -102,8 +97,11 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
     for owner in 0..p {
         session.touch(owner);
     }
-    let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
-    let inputs = |k: usize| session.call(k).input.cast::<T>();
+    let chunk = fold_chunk::<T>();
+    let input = |k: usize, start: usize, len: usize| {
+        // SAFETY: see the loop below (`start + len ≤ n`, every input has n elements).
+        unsafe { std::slice::from_raw_parts(session.call(k).input.cast::<T>().add(start), len) }
+    };
     let out = session.call(root).output.cast::<T>();
     // Accumulate in the root's own chunk where no operand is lost (module docs).
     let own_acc = root <= 1;
@@ -119,23 +117,18 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
         // for roots 0 and 1, in the same place as) the operands it held were folded in; no
         // shared slice of it is alive while the mutable one is used.
         unsafe {
-            let input = |k: usize| std::slice::from_raw_parts(inputs(k).add(start), len);
             if own_acc {
                 let acc = std::slice::from_raw_parts_mut(out.add(start), len);
                 // The root's chunk holds x_root: x₀ already for root 0, x₀ ⊙ x₁ after this
                 // fold for root 1.
                 if root == 1 {
-                    op.fold_left(input(0), acc);
+                    op.fold_left(input(0, start, len), acc);
                 }
-                for k in root + 1..p {
-                    op.fold_right(acc, input(k));
-                }
+                session.fold_inputs(start, acc, root + 1, op);
             } else {
                 scratch.clear();
-                scratch.extend_from_slice(input(0));
-                for k in 1..p {
-                    op.fold_right(&mut scratch, input(k));
-                }
+                scratch.extend_from_slice(input(0, start, len));
+                session.fold_inputs(start, &mut scratch, 1, op);
                 std::ptr::copy_nonoverlapping(scratch.as_ptr(), out.add(start), len);
             }
         }

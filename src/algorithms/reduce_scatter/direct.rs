@@ -9,7 +9,7 @@
 //! message and no scratch buffer: the traffic lower bound, which only a shared address space
 //! allows (DESIGN.md, "Shared-memory direct"; the allreduce's `algorithms::allreduce::direct`
 //! does the same and then writes every slice into every output). The block is processed in
-//! chunks of [`CHUNK_BYTES`], so that the accumulator stays in L1 while the p operands stream
+//! chunks of 4 KiB (`comm::board::fold_chunk`), so that the accumulator stays in L1 while the p operands stream
 //! past it.
 //!
 //! **What is checked.** The published `len` is the block length n (the input holds p·n
@@ -23,17 +23,11 @@
 //! unwinding can free its input, waits until every peer has finished reading it; every peer's
 //! phase 2 then sees the failed rank and returns `Err`.
 
-use crate::comm::board::Call;
+use crate::comm::board::{fold_chunk, Call};
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{type_fingerprint, Elem, Tag};
 use crate::Comm;
-use std::mem::size_of;
-use std::ptr;
-
-/// Bytes of a chunk: small enough that the accumulator and the operand chunk being folded in
-/// stay in L1, large enough to amortise the per-chunk loop (as the allreduce's).
-const CHUNK_BYTES: usize = 4 << 10;
 
 /// Direct reduce-scatter: block `comm.rank()` of the rank-order reduction of every rank's
 /// `send` (p blocks of `recv.len()` elements; checked by the caller) lands in `recv`.
@@ -81,30 +75,20 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     for owner in 0..p {
         session.touch(owner);
     }
-    let chunk = (CHUNK_BYTES / size_of::<T>().max(1)).max(1);
+    let chunk = fold_chunk::<T>();
     let mut start = 0;
     while start < n {
         let len = chunk.min(n - start);
-        // The chunk's elements of block `me`, in every input.
-        let at = me * n + start;
         // SAFETY: the session passed phase 1 and is open, and every rank published an input
-        // of p·n elements of `T` (n checked just above, p·n by each rank's caller), so
-        // `input(k) + at .. + len` lies within rank k's input (at + len ≤ (me + 1)·n). No one
-        // writes an input during the call; its owner does not free it before this rank
-        // stores `done`. The inputs were written before their owners' `arrived` stores,
-        // which this rank acquired. `out + start .. + len` lies within this rank's own
-        // output (n elements), which only this rank touches, and which no input overlaps
-        // (the output is an exclusive borrow, every input a shared one).
+        // of p·n elements of `T` (n checked just above, p·n by each rank's caller), so the
+        // chunk's elements of block `me`, `me·n + start .. + len`, lie within every input
+        // (me·n + start + len ≤ (me + 1)·n); no one writes an input during the call. `out +
+        // start .. + len` lies within this rank's own output (n elements), which only this
+        // rank touches and which no input overlaps (the output is an exclusive borrow, every
+        // input a shared one).
         unsafe {
-            let input = |k: usize| {
-                std::slice::from_raw_parts(session.call(k).input.cast::<T>().add(at), len)
-            };
-            let acc = out.add(start);
-            ptr::copy_nonoverlapping(input(0).as_ptr(), acc, len);
-            let acc = std::slice::from_raw_parts_mut(acc, len);
-            for k in 1..p {
-                op.fold_right(acc, input(k));
-            }
+            let acc = std::slice::from_raw_parts_mut(out.add(start), len);
+            session.fold_inputs(me * n + start, acc, 0, op);
         }
         start += len;
     }
