@@ -59,15 +59,20 @@ pub enum Algorithm {
 macro_rules! algorithm_ids {
     ($ty:ident, $n:literal, $(($pat:pat, $val:expr, $name:literal, $id:literal)),* $(,)?) => {
         impl $ty {
-            /// Every algorithm (blocks `Auto`), in id order.
-            #[allow(dead_code)]
-            pub(crate) const ALL: [$ty; $n] = [$($val),*];
+            /// Every algorithm (blocks `Auto`), `Auto` first, in id order.
+            pub const ALL: [$ty; $n] = [$($val),*];
 
             /// A short name (error messages, benchmarks).
             pub fn name(self) -> &'static str {
                 match self {
                     $($pat => $name,)*
                 }
+            }
+
+            /// The algorithm called `name` (as [`name`](Self::name) spells it; blocks `Auto`),
+            /// if there is one.
+            pub fn from_name(name: &str) -> Option<$ty> {
+                $ty::ALL.into_iter().find(|a| a.name() == name)
             }
 
             /// The id carried in tags and compared by the call check.

@@ -1,0 +1,422 @@
+//! One cell of a sweep — a collective, an element type and op, a size, a rank count — and
+//! corecoll's side of it: the algorithms of each collective, the kernel that calls them, the
+//! inputs of the check, and the sequential reference that the check compares against.
+
+use crate::cli::{Collective, Dtype, OpName};
+use crate::elem::{input, Elem};
+use crate::measure::{Kernel, Pool};
+use crate::record::Validation;
+use corecoll::algorithm::{
+    Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
+};
+use corecoll::op::Op;
+use corecoll::{Algorithm, Comm};
+use std::any::Any;
+
+/// Seed of the check's inputs.
+pub const SEED: u64 = 0x636f_7265_636f_6c6c;
+
+/// What one cell runs (everything but the algorithm).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CellSpec {
+    /// The collective.
+    pub collective: Collective,
+    /// Ranks.
+    pub p: usize,
+    /// Element type.
+    pub dtype: Dtype,
+    /// Op of the reducing collectives.
+    pub op: OpName,
+    /// Elements in each rank's largest buffer (`block · p` for the blocked collectives).
+    pub count: usize,
+    /// Elements per rank's block (= `count` for the unblocked collectives).
+    pub block: usize,
+    /// Root of the rooted collectives.
+    pub root: usize,
+    /// A different buffer each iteration.
+    pub cold: bool,
+}
+
+impl CellSpec {
+    /// The cell of `bytes` bytes per rank (as [`crate::record::Record::bytes`] counts) for
+    /// `collective` on `p` ranks: whole elements, and for the blocked collectives whole blocks
+    /// of at least one element (so that a size below p elements still moves something).
+    pub fn new(
+        collective: Collective,
+        p: usize,
+        dtype: Dtype,
+        op: OpName,
+        bytes: usize,
+        root: usize,
+        cold: bool,
+    ) -> CellSpec {
+        let elems = bytes / dtype.size();
+        let (count, block) = if collective == Collective::Barrier {
+            (0, 0)
+        } else if collective.blocked() {
+            let block = if bytes == 0 {
+                0
+            } else {
+                (elems / p.max(1)).max(1)
+            };
+            (block * p, block)
+        } else {
+            (elems, elems)
+        };
+        CellSpec {
+            collective,
+            p,
+            dtype,
+            op,
+            count,
+            block,
+            root,
+            cold,
+        }
+    }
+
+    /// Bytes per rank actually moved (the record's `bytes`).
+    pub fn bytes(&self) -> usize {
+        self.count * self.dtype.size()
+    }
+}
+
+/// A corecoll algorithm of some collective.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Alg {
+    /// Allreduce.
+    Allreduce(Algorithm),
+    /// Broadcast.
+    Broadcast(Broadcast),
+    /// Reduce.
+    Reduce(Reduce),
+    /// Scan and exscan.
+    Scan(Scan),
+    /// Gather.
+    Gather(Gather),
+    /// Scatter.
+    Scatter(Scatter),
+    /// Allgather.
+    Allgather(Allgather),
+    /// Alltoall.
+    Alltoall(Alltoall),
+    /// Reduce-scatter.
+    ReduceScatter(ReduceScatter),
+    /// Barrier.
+    Barrier(Barrier),
+    /// The one algorithm of a `v` form.
+    Fixed,
+}
+
+/// corecoll's algorithms for `c`, `auto` first, with their names.
+pub fn algorithms(c: Collective) -> Vec<(&'static str, Alg)> {
+    fn all<A: Copy>(
+        list: &[A],
+        name: fn(A) -> &'static str,
+        f: fn(A) -> Alg,
+    ) -> Vec<(&'static str, Alg)> {
+        list.iter().map(|&a| (name(a), f(a))).collect()
+    }
+    match c {
+        Collective::Allreduce => all(&Algorithm::ALL, Algorithm::name, Alg::Allreduce),
+        Collective::Broadcast => all(&Broadcast::ALL, Broadcast::name, Alg::Broadcast),
+        Collective::Reduce => all(&Reduce::ALL, Reduce::name, Alg::Reduce),
+        Collective::Scan | Collective::Exscan => all(&Scan::ALL, Scan::name, Alg::Scan),
+        Collective::Gather => all(&Gather::ALL, Gather::name, Alg::Gather),
+        Collective::Scatter => all(&Scatter::ALL, Scatter::name, Alg::Scatter),
+        Collective::Allgather => all(&Allgather::ALL, Allgather::name, Alg::Allgather),
+        Collective::Alltoall => all(&Alltoall::ALL, Alltoall::name, Alg::Alltoall),
+        Collective::ReduceScatter => {
+            all(&ReduceScatter::ALL, ReduceScatter::name, Alg::ReduceScatter)
+        }
+        Collective::Barrier => all(&Barrier::ALL, Barrier::name, Alg::Barrier),
+        Collective::Gatherv | Collective::Scatterv => vec![("linear", Alg::Fixed)],
+        Collective::Allgatherv => vec![("ring", Alg::Fixed)],
+        Collective::Alltoallv => vec![("pairwise", Alg::Fixed)],
+    }
+}
+
+/// The length of rank `rank`'s send and receive buffers for `spec` (the send buffer is the
+/// only one of the in-place collectives).
+pub fn lengths(spec: &CellSpec, rank: usize) -> (usize, usize) {
+    let root = rank == spec.root;
+    let (n, b) = (spec.count, spec.block);
+    match spec.collective {
+        Collective::Allreduce
+        | Collective::Broadcast
+        | Collective::Reduce
+        | Collective::Scan
+        | Collective::Exscan => (n, 0),
+        Collective::Gather | Collective::Gatherv => (b, if root { n } else { 0 }),
+        Collective::Scatter | Collective::Scatterv => (if root { n } else { 0 }, b),
+        Collective::Allgather | Collective::Allgatherv => (b, n),
+        Collective::Alltoall | Collective::Alltoallv => (n, n),
+        Collective::ReduceScatter => (n, b),
+        Collective::Barrier => (0, 0),
+    }
+}
+
+/// Rank `rank`'s send buffer of the check: its inputs (for a broadcast or scatter, only the
+/// root's matter; the others' are overwritten or unused).
+pub fn check_input<T: Elem>(spec: &CellSpec, rank: usize) -> Vec<T> {
+    let (send, _) = lengths(spec, rank);
+    (0..send).map(|i| input(spec.op, SEED, rank, i)).collect()
+}
+
+/// corecoll's kernel on one rank: the algorithm's call over a pool of send and receive
+/// buffers.
+pub struct CorecollKernel<'c, T, O> {
+    comm: &'c Comm,
+    spec: CellSpec,
+    alg: Alg,
+    op: O,
+    send: Pool<T>,
+    recv: Pool<T>,
+    counts: Vec<usize>,
+    displs: Vec<usize>,
+}
+
+impl<'c, T: Elem, O: Op<T> + Copy> CorecollKernel<'c, T, O> {
+    /// The kernel of `alg` for `spec` on `comm`'s rank.
+    pub fn new(comm: &'c Comm, spec: CellSpec, alg: Alg, op: O) -> Self {
+        let r = comm.rank();
+        let (s, v) = lengths(&spec, r);
+        let fill = |i| T::timing_value(spec.op, r, i);
+        CorecollKernel {
+            comm,
+            spec,
+            alg,
+            op,
+            send: Pool::new(s, spec.cold, spec.p, fill),
+            recv: Pool::new(v, spec.cold, spec.p, fill),
+            counts: vec![spec.block; spec.p],
+            displs: (0..spec.p).map(|i| i * spec.block).collect(),
+        }
+    }
+
+    /// Calls the collective on the current buffers.
+    fn run(&mut self) -> corecoll::Result<()> {
+        let (c, op, root) = (self.comm, self.op, self.spec.root);
+        let send = self.send.current();
+        let recv = self.recv.current();
+        let (counts, displs) = (&self.counts[..], &self.displs[..]);
+        match (self.spec.collective, self.alg) {
+            (Collective::Allreduce, Alg::Allreduce(a)) => c.allreduce_with(send, op, a),
+            (Collective::Broadcast, Alg::Broadcast(a)) => c.broadcast_with(send, root, a),
+            (Collective::Reduce, Alg::Reduce(a)) => c.reduce_with(send, op, root, a),
+            (Collective::Scan, Alg::Scan(a)) => c.scan_with(send, op, a),
+            (Collective::Exscan, Alg::Scan(a)) => c.exscan_with(send, op, a),
+            (Collective::Gather, Alg::Gather(a)) => c.gather_with(send, recv, root, a),
+            (Collective::Scatter, Alg::Scatter(a)) => c.scatter_with(send, recv, root, a),
+            (Collective::Allgather, Alg::Allgather(a)) => c.allgather_with(send, recv, a),
+            (Collective::Alltoall, Alg::Alltoall(a)) => c.alltoall_with(send, recv, a),
+            (Collective::ReduceScatter, Alg::ReduceScatter(a)) => {
+                c.reduce_scatter_block_with(send, recv, op, a)
+            }
+            (Collective::Barrier, Alg::Barrier(a)) => c.barrier_with(a),
+            (Collective::Gatherv, Alg::Fixed) => c.gatherv(send, recv, counts, displs, root),
+            (Collective::Scatterv, Alg::Fixed) => c.scatterv(send, counts, displs, recv, root),
+            (Collective::Allgatherv, Alg::Fixed) => c.allgatherv(send, recv, counts, displs),
+            (Collective::Alltoallv, Alg::Fixed) => {
+                c.alltoallv(send, counts, displs, recv, counts, displs)
+            }
+            (collective, alg) => panic!("{alg:?} is not an algorithm of {}", collective.name()),
+        }
+    }
+}
+
+impl<T: Elem, O: Op<T> + Copy> Kernel for CorecollKernel<'_, T, O> {
+    fn call(&mut self) -> Result<(), String> {
+        self.send.next();
+        self.recv.next();
+        self.run().map_err(|e| e.to_string())
+    }
+
+    fn check(&mut self) -> Result<Option<Box<dyn Any + Send>>, String> {
+        if self.spec.collective == Collective::Barrier {
+            return Ok(None);
+        }
+        let input = check_input::<T>(&self.spec, self.comm.rank());
+        self.send.current().copy_from_slice(&input);
+        self.recv.current().fill(T::default());
+        self.run().map_err(|e| e.to_string())?;
+        Ok(Some(Box::new(output(
+            &self.spec,
+            self.send.current(),
+            self.recv.current(),
+        ))))
+    }
+}
+
+/// The buffer that holds a rank's result after a call: the in-place collectives' one buffer,
+/// the others' receive buffer.
+pub fn output<T: Elem>(spec: &CellSpec, send: &[T], recv: &[T]) -> Vec<T> {
+    match spec.collective {
+        Collective::Allreduce
+        | Collective::Broadcast
+        | Collective::Reduce
+        | Collective::Scan
+        | Collective::Exscan => send.to_vec(),
+        _ => recv.to_vec(),
+    }
+}
+
+/// How element i of rank r's expected output is made from the inputs.
+enum Expect<T> {
+    /// A value copied from an input (exact).
+    Copy(T),
+    /// The rank-order fold of these terms (for a float sum: compared with the exactly
+    /// rounded sum, within the error bound of any summation order).
+    Fold(Vec<T>),
+}
+
+/// The expected output of rank `r` for `spec`, element by element.
+fn expected<T: Elem>(spec: &CellSpec, inputs: &[Vec<T>], r: usize) -> Vec<Expect<T>> {
+    let (p, n, b, root) = (spec.p, spec.count, spec.block, spec.root);
+    let fold = |i: usize, ranks: std::ops::Range<usize>| {
+        Expect::Fold(ranks.map(|q| inputs[q][i]).collect())
+    };
+    match spec.collective {
+        Collective::Allreduce => (0..n).map(|i| fold(i, 0..p)).collect(),
+        Collective::Reduce if r == root => (0..n).map(|i| fold(i, 0..p)).collect(),
+        Collective::Reduce => inputs[r].iter().map(|&x| Expect::Copy(x)).collect(),
+        Collective::Broadcast => inputs[root].iter().map(|&x| Expect::Copy(x)).collect(),
+        Collective::Scan => (0..n).map(|i| fold(i, 0..r + 1)).collect(),
+        Collective::Exscan if r == 0 => inputs[0].iter().map(|&x| Expect::Copy(x)).collect(),
+        Collective::Exscan => (0..n).map(|i| fold(i, 0..r)).collect(),
+        Collective::Gather | Collective::Gatherv if r == root => {
+            (0..n).map(|i| Expect::Copy(inputs[i / b][i % b])).collect()
+        }
+        Collective::Gather | Collective::Gatherv => Vec::new(),
+        Collective::Scatter | Collective::Scatterv => (0..b)
+            .map(|i| Expect::Copy(inputs[root][r * b + i]))
+            .collect(),
+        Collective::Allgather | Collective::Allgatherv => {
+            (0..n).map(|i| Expect::Copy(inputs[i / b][i % b])).collect()
+        }
+        Collective::Alltoall | Collective::Alltoallv => (0..n)
+            .map(|i| Expect::Copy(inputs[i / b][r * b + i % b]))
+            .collect(),
+        Collective::ReduceScatter => (0..b).map(|i| fold(r * b + i, 0..p)).collect(),
+        Collective::Barrier => Vec::new(),
+    }
+}
+
+/// The outcome of the check: pass or fail, the largest relative error of a float sum, and a
+/// note on the first mismatch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    /// Pass or fail.
+    pub validation: Validation,
+    /// For float sums: the largest relative error against the exactly rounded sum.
+    pub max_rel_error: Option<f64>,
+    /// The first mismatch, if any.
+    pub note: String,
+}
+
+/// Compares every rank's check output (`outputs[r]`, a `Vec<T>`) with the sequential
+/// reference for `spec` under `op`:
+/// - copies (broadcast, gather, …) and integer or min/max reductions must be exact;
+/// - float sums are compared with the exactly rounded sum: the relative error must stay within
+///   (p − 1)·u + u (the bound of any summation order of non-negative terms, plus the
+///   reference's rounding), and it is reported;
+/// - float products within 2p·u of the rank-order product;
+/// - an allreduce's results must be bit-identical on every rank.
+pub fn check<T: Elem, O: Op<T>>(
+    spec: &CellSpec,
+    op: &O,
+    outputs: &[Box<dyn Any + Send>],
+) -> Checked {
+    let fail = |note: String| Checked {
+        validation: Validation::Fail,
+        max_rel_error: None,
+        note,
+    };
+    if outputs.len() != spec.p {
+        return fail(format!(
+            "{} of {} ranks returned a result",
+            outputs.len(),
+            spec.p
+        ));
+    }
+    let mut outs = Vec::with_capacity(spec.p);
+    for (r, o) in outputs.iter().enumerate() {
+        match o.downcast_ref::<Vec<T>>() {
+            Some(v) => outs.push(v),
+            None => return fail(format!("rank {r}'s result has the wrong type")),
+        }
+    }
+    let inputs: Vec<Vec<T>> = (0..spec.p).map(|r| check_input(spec, r)).collect();
+    let float = T::DTYPE.is_float();
+    let u = match T::DTYPE {
+        Dtype::F32 => f32::EPSILON as f64 / 2.0,
+        _ => f64::EPSILON / 2.0,
+    };
+    let sum_bound = spec.p as f64 * u * 1.000_001;
+    let prod_bound = 2.0 * spec.p as f64 * u;
+    let mut max_err: Option<f64> = None;
+    for (r, out) in outs.iter().enumerate() {
+        let want = expected(spec, &inputs, r);
+        if out.len() != want.len() {
+            return fail(format!(
+                "rank {r}: {} elements, expected {}",
+                out.len(),
+                want.len()
+            ));
+        }
+        for (i, (&got, w)) in out.iter().zip(&want).enumerate() {
+            let ok = match w {
+                Expect::Copy(x) => got.same_bits(*x),
+                Expect::Fold(terms) => {
+                    let mut acc = vec![terms[0]];
+                    for t in &terms[1..] {
+                        op.fold_right(&mut acc, std::slice::from_ref(t));
+                    }
+                    let seq = acc[0];
+                    if !float || matches!(spec.op, OpName::Min | OpName::Max) || terms.len() == 1 {
+                        got.same_bits(seq)
+                    } else if spec.op == OpName::Sum {
+                        let exact = T::exact_sum(terms).expect("a float type").to_f64();
+                        let err = if exact == 0.0 {
+                            got.to_f64().abs()
+                        } else {
+                            ((got.to_f64() - exact) / exact).abs()
+                        };
+                        max_err = Some(max_err.map_or(err, |m: f64| m.max(err)));
+                        err <= sum_bound
+                    } else {
+                        let s = seq.to_f64();
+                        ((got.to_f64() - s) / s).abs() <= prod_bound
+                    }
+                }
+            };
+            if !ok {
+                return fail(format!(
+                    "rank {r}, element {i}: got {got:?}, expected {}",
+                    match w {
+                        Expect::Copy(x) => format!("{x:?}"),
+                        Expect::Fold(_) => "the fold of the inputs".to_string(),
+                    }
+                ));
+            }
+        }
+    }
+    if spec.collective == Collective::Allreduce {
+        for (r, out) in outs.iter().enumerate().skip(1) {
+            if let Some(i) = out
+                .iter()
+                .zip(outs[0].iter())
+                .position(|(a, b)| !a.same_bits(*b))
+            {
+                return fail(format!(
+                    "rank {r} differs from rank 0 at element {i} (results must be bit-identical)"
+                ));
+            }
+        }
+    }
+    Checked {
+        validation: Validation::Pass,
+        max_rel_error: max_err,
+        note: String::new(),
+    }
+}

@@ -1,0 +1,542 @@
+//! The command line: the options (clap) and the parsers of their values — sizes, placements,
+//! collectives, element types, ops.
+
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+
+/// Sweeps a collective over message sizes and algorithms on this machine's cores, beside
+/// baselines (the ideal data movement, a std-only version, a channel ring and, with the `mpi`
+/// feature, the MPI library's own collective), and prints the table; writes CSV, JSON and an
+/// SVG plot.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "corecoll-bench", version, about, long_about = None)]
+pub struct Args {
+    /// Collectives to sweep, comma-separated, or `all`.
+    #[arg(long, default_value = "allreduce", value_parser = parse_collectives)]
+    pub collective: Collectives,
+    /// Algorithms and baselines: `all`, or a comma-separated list of names (`auto`, `direct`,
+    /// `ring`, …, `limit`, `std-naive`, `channels`, `mpi`).
+    #[arg(long, default_value = "all")]
+    pub algorithms: String,
+    /// Ranks (threads); default: one per available core (or per core of the placement).
+    #[arg(long)]
+    pub ranks: Option<usize>,
+    /// Bytes per rank: a range `LO..HI` (powers of 4 from LO, HI included) or a list
+    /// `8,1KiB,1MiB`; suffixes B, KiB, MiB, GiB (also K, M, G).
+    #[arg(long, default_value = "8..64MiB", value_parser = parse_sizes)]
+    pub sizes: Sizes,
+    /// Element type.
+    #[arg(long = "type", value_enum, default_value_t = Dtype::F64)]
+    pub dtype: Dtype,
+    /// Reduction op of the reducing collectives.
+    #[arg(long, value_enum, default_value_t = OpName::Sum)]
+    pub op: OpName,
+    /// Root of the rooted collectives.
+    #[arg(long, default_value_t = 0)]
+    pub root: usize,
+    /// Timed iterations per cell; default: as many as fit in `--time`, at least 3.
+    #[arg(long)]
+    pub iters: Option<usize>,
+    /// Warm-up iterations per cell; default: enough for a tenth of `--time`, at least 1.
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    /// Seconds of timed iterations per cell when `--iters` is not given.
+    #[arg(long, default_value_t = 0.1)]
+    pub time: f64,
+    /// Where the ranks run: `compact`, `spread`, `socket:N`, `cores:LIST` (e.g. `cores:0,2-3`),
+    /// `none` (not pinned).
+    #[arg(long, default_value = "compact", value_parser = parse_placement)]
+    pub placement: Placement,
+    /// The sweep on each socket's cores alone, then on all of them.
+    #[arg(long)]
+    pub per_socket: bool,
+    /// A different buffer every iteration (caches cold) instead of reusing one (warm).
+    #[arg(long)]
+    pub cold: bool,
+    /// CSV output (default: target/corecoll-bench/results.csv).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// JSON output (default: target/corecoll-bench/results.json).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// SVG plot (default: target/corecoll-bench/<collective>.svg per collective).
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Internal: run as one process of the MPI baseline (started by `mpirun`).
+    #[arg(long, hide = true)]
+    pub mpi_worker: bool,
+}
+
+/// A collective the bench can sweep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Collective {
+    /// `Comm::allreduce_with`.
+    Allreduce,
+    /// `Comm::broadcast_with`.
+    Broadcast,
+    /// `Comm::reduce_with`.
+    Reduce,
+    /// `Comm::scan_with`.
+    Scan,
+    /// `Comm::exscan_with`.
+    Exscan,
+    /// `Comm::gather_with`.
+    Gather,
+    /// `Comm::scatter_with`.
+    Scatter,
+    /// `Comm::allgather_with`.
+    Allgather,
+    /// `Comm::alltoall_with`.
+    Alltoall,
+    /// `Comm::reduce_scatter_block_with`.
+    ReduceScatter,
+    /// `Comm::gatherv` (equal counts).
+    Gatherv,
+    /// `Comm::scatterv` (equal counts).
+    Scatterv,
+    /// `Comm::allgatherv` (equal counts).
+    Allgatherv,
+    /// `Comm::alltoallv` (equal counts).
+    Alltoallv,
+    /// `Comm::barrier_with` (no data: one row per algorithm, size 0).
+    Barrier,
+}
+
+impl Collective {
+    /// Every collective, in the order `all` sweeps them.
+    pub const ALL: [Collective; 15] = [
+        Collective::Allreduce,
+        Collective::Broadcast,
+        Collective::Reduce,
+        Collective::Scan,
+        Collective::Exscan,
+        Collective::Gather,
+        Collective::Scatter,
+        Collective::Allgather,
+        Collective::Alltoall,
+        Collective::ReduceScatter,
+        Collective::Gatherv,
+        Collective::Scatterv,
+        Collective::Allgatherv,
+        Collective::Alltoallv,
+        Collective::Barrier,
+    ];
+
+    /// The name on the command line and in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collective::Allreduce => "allreduce",
+            Collective::Broadcast => "broadcast",
+            Collective::Reduce => "reduce",
+            Collective::Scan => "scan",
+            Collective::Exscan => "exscan",
+            Collective::Gather => "gather",
+            Collective::Scatter => "scatter",
+            Collective::Allgather => "allgather",
+            Collective::Alltoall => "alltoall",
+            Collective::ReduceScatter => "reduce-scatter",
+            Collective::Gatherv => "gatherv",
+            Collective::Scatterv => "scatterv",
+            Collective::Allgatherv => "allgatherv",
+            Collective::Alltoallv => "alltoallv",
+            Collective::Barrier => "barrier",
+        }
+    }
+
+    /// Whether it combines values with `--op`.
+    pub fn reduces(self) -> bool {
+        matches!(
+            self,
+            Collective::Allreduce
+                | Collective::Reduce
+                | Collective::Scan
+                | Collective::Exscan
+                | Collective::ReduceScatter
+        )
+    }
+
+    /// Whether the buffer of `bytes` holds p blocks (one per rank) rather than one vector.
+    pub fn blocked(self) -> bool {
+        matches!(
+            self,
+            Collective::Gather
+                | Collective::Scatter
+                | Collective::Allgather
+                | Collective::Alltoall
+                | Collective::ReduceScatter
+                | Collective::Gatherv
+                | Collective::Scatterv
+                | Collective::Allgatherv
+                | Collective::Alltoallv
+        )
+    }
+}
+
+/// The collectives of `--collective`, in the order given (duplicates dropped).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collectives(pub Vec<Collective>);
+
+/// Parses `--collective`: `all` or a comma-separated list of names.
+pub fn parse_collectives(s: &str) -> Result<Collectives, String> {
+    if s.trim() == "all" {
+        return Ok(Collectives(Collective::ALL.to_vec()));
+    }
+    let mut out = Vec::new();
+    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let c = Collective::ALL
+            .into_iter()
+            .find(|c| {
+                c.name() == name || (name == "reduce_scatter" && c.name() == "reduce-scatter")
+            })
+            .ok_or_else(|| {
+                let names: Vec<&str> = Collective::ALL.iter().map(|c| c.name()).collect();
+                format!(
+                    "unknown collective `{name}` (one of: all, {})",
+                    names.join(", ")
+                )
+            })?;
+        if !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    if out.is_empty() {
+        return Err("no collective given".into());
+    }
+    Ok(Collectives(out))
+}
+
+/// Message sizes in bytes per rank, ascending, without duplicates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sizes(pub Vec<usize>);
+
+/// Parses one size: digits with an optional suffix B, K/KiB, M/MiB, G/GiB (binary multiples;
+/// case-insensitive).
+pub fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    if digits.is_empty() {
+        return Err(format!(
+            "`{s}` is not a size (digits with an optional B, KiB, MiB or GiB)"
+        ));
+    }
+    let n: usize = digits.parse().map_err(|e| format!("`{s}`: {e}"))?;
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => return Err(format!("`{s}`: unknown unit `{other}` (B, KiB, MiB, GiB)")),
+    };
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| format!("`{s}` is too large"))
+}
+
+/// Parses `--sizes`: `LO..HI` (LO, 4·LO, 16·LO, … up to HI, and HI itself) or a comma list.
+pub fn parse_sizes(s: &str) -> Result<Sizes, String> {
+    let mut out = if let Some((lo, hi)) = s.split_once("..") {
+        let (lo, hi) = (parse_size(lo)?, parse_size(hi)?);
+        if lo > hi {
+            return Err(format!("`{s}`: the range is empty ({lo} > {hi})"));
+        }
+        let mut v = Vec::new();
+        let mut x = lo;
+        while x < hi {
+            v.push(x);
+            // 0 stays 0; go on from 1.
+            x = if x == 0 { 1 } else { x.saturating_mul(4) };
+        }
+        v.push(hi);
+        v
+    } else {
+        s.split(',')
+            .filter(|x| !x.trim().is_empty())
+            .map(parse_size)
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    if out.is_empty() {
+        return Err("no size given".into());
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(Sizes(out))
+}
+
+/// Where the ranks run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Rank r on the r-th available core.
+    Compact,
+    /// Round-robin over the sockets.
+    Spread,
+    /// The cores of one socket (its `physical_package_id`).
+    Socket(usize),
+    /// Rank r on `cores[r % len]` (operating-system core ids).
+    Cores(Vec<usize>),
+    /// Not pinned.
+    Unpinned,
+}
+
+impl std::fmt::Display for Placement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Placement::Compact => write!(f, "compact"),
+            Placement::Spread => write!(f, "spread"),
+            Placement::Socket(n) => write!(f, "socket:{n}"),
+            Placement::Cores(list) => {
+                let l: Vec<String> = list.iter().map(usize::to_string).collect();
+                write!(f, "cores:{}", l.join(","))
+            }
+            Placement::Unpinned => write!(f, "none"),
+        }
+    }
+}
+
+/// Parses a core list as Linux prints them: `0,2,4-7`.
+pub fn parse_core_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |x: &str| {
+            x.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("`{x}` in core list `{s}` is not a core number"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(format!("`{part}` in core list `{s}` is an empty range"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("core list `{s}` is empty"));
+    }
+    Ok(out)
+}
+
+/// Parses `--placement`.
+pub fn parse_placement(s: &str) -> Result<Placement, String> {
+    let s = s.trim();
+    match s {
+        "compact" => return Ok(Placement::Compact),
+        "spread" => return Ok(Placement::Spread),
+        "none" => return Ok(Placement::Unpinned),
+        _ => {}
+    }
+    if let Some(n) = s.strip_prefix("socket:") {
+        return n
+            .trim()
+            .parse()
+            .map(Placement::Socket)
+            .map_err(|_| format!("`{s}`: socket:N takes a socket number"));
+    }
+    if let Some(list) = s.strip_prefix("cores:") {
+        return parse_core_list(list).map(Placement::Cores);
+    }
+    Err(format!(
+        "unknown placement `{s}` (compact, spread, socket:N, cores:LIST, none)"
+    ))
+}
+
+/// Element types of `--type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Dtype {
+    /// 64-bit float.
+    F64,
+    /// 32-bit float.
+    F32,
+    /// 64-bit signed integer.
+    I64,
+    /// 32-bit signed integer.
+    I32,
+    /// Byte.
+    U8,
+}
+
+impl Dtype {
+    /// The name in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F64 => "f64",
+            Dtype::F32 => "f32",
+            Dtype::I64 => "i64",
+            Dtype::I32 => "i32",
+            Dtype::U8 => "u8",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::F64 | Dtype::I64 => 8,
+            Dtype::F32 | Dtype::I32 => 4,
+            Dtype::U8 => 1,
+        }
+    }
+
+    /// Whether it is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, Dtype::F64 | Dtype::F32)
+    }
+}
+
+/// Reduction ops of `--op` (the crate's built-in ops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OpName {
+    /// `op::Sum` (wrapping for integers).
+    Sum,
+    /// `op::Prod`.
+    Prod,
+    /// `op::Min`.
+    Min,
+    /// `op::Max`.
+    Max,
+    /// `op::BitAnd` (integer types).
+    Band,
+    /// `op::BitOr` (integer types).
+    Bor,
+    /// `op::BitXor` (integer types).
+    Bxor,
+}
+
+impl OpName {
+    /// The name in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpName::Sum => "sum",
+            OpName::Prod => "prod",
+            OpName::Min => "min",
+            OpName::Max => "max",
+            OpName::Band => "band",
+            OpName::Bor => "bor",
+            OpName::Bxor => "bxor",
+        }
+    }
+
+    /// Whether it is defined on `dtype`.
+    pub fn applies_to(self, dtype: Dtype) -> bool {
+        !dtype.is_float() || matches!(self, OpName::Sum | OpName::Prod | OpName::Min | OpName::Max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("8"), Ok(8));
+        assert_eq!(parse_size("8B"), Ok(8));
+        assert_eq!(parse_size("1KiB"), Ok(1024));
+        assert_eq!(parse_size("4k"), Ok(4096));
+        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_size(" 2 M "), Ok(2 << 20));
+        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
+        assert!(parse_size("").is_err());
+        assert!(parse_size("KiB").is_err());
+        assert!(parse_size("3 parsecs").is_err());
+        assert!(parse_size("-1").is_err());
+    }
+
+    #[test]
+    fn ranges_are_powers_of_four_with_the_end() {
+        let s = parse_sizes("8..64MiB").unwrap().0;
+        assert_eq!(s.first(), Some(&8));
+        assert_eq!(s.last(), Some(&(64 << 20)));
+        assert_eq!(s.len(), 13); // 8·4^0 … 8·4^11 = 32 MiB, then 64 MiB
+        assert!(s.windows(2).take(11).all(|w| w[1] == 4 * w[0]));
+        assert_eq!(parse_sizes("1KiB..1KiB").unwrap().0, vec![1024]);
+        assert_eq!(parse_sizes("0..16").unwrap().0, vec![0, 1, 4, 16]);
+        assert!(parse_sizes("1MiB..1KiB").is_err());
+    }
+
+    #[test]
+    fn lists_sort_and_dedup() {
+        assert_eq!(
+            parse_sizes("1MiB,8,8,1K").unwrap().0,
+            vec![8, 1024, 1 << 20]
+        );
+        assert!(parse_sizes(",").is_err());
+        assert!(parse_sizes("8,x").is_err());
+    }
+
+    #[test]
+    fn placements_parse() {
+        assert_eq!(parse_placement("compact"), Ok(Placement::Compact));
+        assert_eq!(parse_placement("spread"), Ok(Placement::Spread));
+        assert_eq!(parse_placement("none"), Ok(Placement::Unpinned));
+        assert_eq!(parse_placement("socket:1"), Ok(Placement::Socket(1)));
+        assert_eq!(
+            parse_placement("cores:0,2-4,7"),
+            Ok(Placement::Cores(vec![0, 2, 3, 4, 7]))
+        );
+        assert!(parse_placement("socket:x").is_err());
+        assert!(parse_placement("cores:").is_err());
+        assert!(parse_placement("cores:3-1").is_err());
+        assert!(parse_placement("cores:a").is_err());
+        assert!(parse_placement("sideways").is_err());
+        for s in ["compact", "spread", "none", "socket:3", "cores:1,5"] {
+            assert_eq!(parse_placement(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn collectives_parse() {
+        assert_eq!(
+            parse_collectives("all").unwrap().0.len(),
+            Collective::ALL.len()
+        );
+        assert_eq!(
+            parse_collectives("broadcast, allreduce,broadcast")
+                .unwrap()
+                .0,
+            vec![Collective::Broadcast, Collective::Allreduce]
+        );
+        assert_eq!(
+            parse_collectives("reduce_scatter").unwrap().0,
+            vec![Collective::ReduceScatter]
+        );
+        assert!(parse_collectives("allreduse").is_err());
+        for c in Collective::ALL {
+            assert_eq!(parse_collectives(c.name()).unwrap().0, vec![c]);
+        }
+    }
+
+    #[test]
+    fn ops_and_types() {
+        assert!(OpName::Sum.applies_to(Dtype::F64));
+        assert!(!OpName::Bxor.applies_to(Dtype::F32));
+        assert!(OpName::Band.applies_to(Dtype::U8));
+        assert_eq!(Dtype::U8.size(), 1);
+        assert!(Args::try_parse_from(["corecoll-bench"]).is_ok());
+        assert!(Args::try_parse_from(["corecoll-bench", "--type", "f16"]).is_err());
+        let a = Args::try_parse_from([
+            "corecoll-bench",
+            "--collective",
+            "alltoall",
+            "--sizes",
+            "8,1KiB",
+            "--type",
+            "u8",
+            "--op",
+            "bxor",
+            "--ranks",
+            "3",
+            "--cold",
+            "--placement",
+            "cores:0,1",
+        ])
+        .unwrap();
+        assert_eq!(a.sizes.0, vec![8, 1024]);
+        assert_eq!(a.dtype, Dtype::U8);
+        assert_eq!(a.ranks, Some(3));
+        assert!(a.cold);
+    }
+}

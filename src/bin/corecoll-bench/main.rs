@@ -1,0 +1,51 @@
+//! `corecoll-bench`: the benchmark sweep, in the manner of OSU's `osu_allreduce` and
+//! ReproMPI. For each collective, size and algorithm (corecoll's, then the baselines) it times
+//! the call on a team of pinned threads (`measure`: a barrier before each iteration, the
+//! iteration's time max(end) − min(start) over the ranks), checks the result against a
+//! sequential reference (`cell::check`), and prints a table; it writes CSV, JSON and an SVG
+//! plot per collective. `--help` lists the options; docs/benchmarks.md explains the columns.
+
+mod baselines;
+mod cell;
+mod cli;
+mod elem;
+mod measure;
+#[cfg(feature = "mpi")]
+mod mpi_baseline;
+mod output;
+mod placement;
+mod plot;
+mod record;
+mod stats;
+mod sweep;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Args::parse();
+    let result = if args.mpi_worker {
+        mpi_worker(&args)
+    } else {
+        sweep::main(&args)
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("corecoll-bench: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// One process of the MPI baseline, started by `mpirun` from a sweep.
+#[cfg(feature = "mpi")]
+fn mpi_worker(args: &cli::Args) -> Result<ExitCode, String> {
+    mpi_baseline::worker(args).map(|()| ExitCode::SUCCESS)
+}
+
+/// Without the `mpi` feature there is no MPI baseline.
+#[cfg(not(feature = "mpi"))]
+fn mpi_worker(_args: &cli::Args) -> Result<ExitCode, String> {
+    Err("--mpi-worker needs the `mpi` feature (cargo build --features mpi)".into())
+}

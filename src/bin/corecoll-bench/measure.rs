@@ -1,0 +1,201 @@
+//! The timing method, shared by every kernel (corecoll's collectives and the baselines): all
+//! ranks run inside one `Team::run`; warm-up calls first; then each timed iteration starts with
+//! a barrier, and its time is max(end) − min(start) over the ranks, read from one monotonic
+//! clock that every thread shares (an `Instant` taken before the run), so no clock needs to be
+//! synchronised (ReproMPI's window method without the window, as the threads share a clock).
+//! After the timed loop each rank may hand over one more call's output for the check.
+
+use corecoll::{Comm, Team};
+use std::any::Any;
+use std::time::{Duration, Instant};
+
+/// One rank's side of a benchmarked operation, built on that rank's thread (so its buffers
+/// are first touched there).
+pub trait Kernel {
+    /// One timed call.
+    fn call(&mut self) -> Result<(), String>;
+
+    /// After the timed loop: loads the check's inputs, makes one call and returns this
+    /// rank's output (a `Vec` of the element type) for the harness to compare with its
+    /// reference; `None` when there is nothing to check.
+    fn check(&mut self) -> Result<Option<Box<dyn Any + Send>>, String> {
+        Ok(None)
+    }
+}
+
+/// How many iterations to run.
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    /// Warm-up calls; `None`: as many as fit in a tenth of `budget` (at least 1, at most 1000).
+    pub warmup: Option<usize>,
+    /// Timed iterations; `None`: as many as fit in `budget`, within `min_iters..=max_iters`.
+    pub iters: Option<usize>,
+    /// Time for the timed iterations when `iters` is `None`.
+    pub budget: Duration,
+    /// Fewest timed iterations when `iters` is `None`.
+    pub min_iters: usize,
+    /// Most timed iterations when `iters` is `None`.
+    pub max_iters: usize,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            warmup: None,
+            iters: None,
+            budget: Duration::from_millis(100),
+            min_iters: 3,
+            max_iters: 100_000,
+        }
+    }
+}
+
+/// What one cell's run gives back.
+#[derive(Debug)]
+pub struct Measured {
+    /// Per-iteration times in seconds: max(end) − min(start) over the ranks.
+    pub times: Vec<f64>,
+    /// Each rank's output of the check call, in rank order (empty when the kernels have no
+    /// check).
+    pub outputs: Vec<Box<dyn Any + Send>>,
+}
+
+/// The timed loop of one rank: returns its (start, end) pairs in nanoseconds since `origin`
+/// and its check output.
+type RankResult = Result<(Vec<(u64, u64)>, Option<Box<dyn Any + Send>>), String>;
+
+/// Runs `setup`'s kernel on every rank of `team` with the timing method of the module doc.
+/// `setup` is called on each rank's thread with its communicator; `check` says whether to make
+/// the check call after the timed loop. Any rank's error (or panic) fails the cell with the
+/// first message in rank order.
+pub fn measure<S>(team: &Team, timing: &Timing, check: bool, setup: S) -> Result<Measured, String>
+where
+    S: for<'c> Fn(&'c Comm) -> Result<Box<dyn Kernel + 'c>, String> + Sync,
+{
+    let origin = Instant::now();
+    let ns = move || origin.elapsed().as_nanos() as u64;
+    let results: Vec<RankResult> = team
+        .run(|comm| -> RankResult {
+            let e = |e: corecoll::Error| e.to_string();
+            let mut kernel = setup(comm)?;
+            // Warm-up: rank 0 times one call and decides how many more, so that every rank
+            // makes the same number of calls (the collectives must match).
+            comm.barrier().map_err(e)?;
+            let t0 = Instant::now();
+            kernel.call()?;
+            let first = t0.elapsed().as_secs_f64();
+            let mut n = [timing.warmup.map_or_else(
+                || ((timing.budget.as_secs_f64() / 10.0 / first.max(1e-9)) as u64).clamp(1, 1000),
+                |w| w as u64,
+            )];
+            comm.broadcast(&mut n, 0).map_err(e)?;
+            let t0 = Instant::now();
+            for _ in 1..n[0] {
+                kernel.call()?;
+            }
+            let per_call = if n[0] > 1 {
+                t0.elapsed().as_secs_f64() / (n[0] - 1) as f64
+            } else {
+                first
+            };
+            let mut iters = [timing.iters.map_or_else(
+                || {
+                    ((timing.budget.as_secs_f64() / per_call.max(1e-9)) as usize)
+                        .clamp(timing.min_iters.max(1), timing.max_iters.max(1))
+                        as u64
+                },
+                |i| i as u64,
+            )];
+            comm.broadcast(&mut iters, 0).map_err(e)?;
+            let mut times = Vec::with_capacity(iters[0] as usize);
+            for _ in 0..iters[0] {
+                comm.barrier().map_err(e)?;
+                let start = ns();
+                kernel.call()?;
+                times.push((start, ns()));
+            }
+            let out = if check { kernel.check()? } else { None };
+            Ok((times, out))
+        })
+        .map_err(|e| e.to_string())?;
+    let mut per_rank = Vec::with_capacity(results.len());
+    for (r, res) in results.into_iter().enumerate() {
+        per_rank.push(res.map_err(|e| format!("rank {r}: {e}"))?);
+    }
+    let iters = per_rank.first().map_or(0, |(t, _)| t.len());
+    let times = (0..iters)
+        .map(|i| {
+            let start = per_rank.iter().map(|(t, _)| t[i].0).min().unwrap_or(0);
+            let end = per_rank.iter().map(|(t, _)| t[i].1).max().unwrap_or(0);
+            end.saturating_sub(start) as f64 * 1e-9
+        })
+        .collect();
+    let outputs = per_rank.into_iter().filter_map(|(_, o)| o).collect();
+    Ok(Measured { times, outputs })
+}
+
+/// The buffers of one rank's kernel: one buffer reused by every call (warm caches), or with
+/// `--cold` a ring of buffers large enough together that a buffer has left the caches by the
+/// time it comes round again.
+pub struct Pool<T> {
+    data: Vec<T>,
+    len: usize,
+    stride: usize,
+    slots: usize,
+    at: usize,
+}
+
+/// Bytes that the buffers of all ranks together should span under `--cold`: twice the
+/// last-level cache (read from sysfs; 32 MiB if unreadable).
+pub fn cold_bytes() -> usize {
+    2 * llc_bytes().unwrap_or(32 << 20)
+}
+
+/// The size of CPU 0's largest cache, from sysfs.
+fn llc_bytes() -> Option<usize> {
+    (0..8)
+        .filter_map(|i| {
+            let path = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
+            crate::cli::parse_size(std::fs::read_to_string(path).ok()?.trim()).ok()
+        })
+        .max()
+}
+
+impl<T: Copy> Pool<T> {
+    /// A pool of buffers of `len` elements, each filled by `fill(i)`; one buffer if `cold` is
+    /// false, otherwise enough that `ranks` ranks' pools together span [`cold_bytes`] (at
+    /// least two buffers), each starting on its own cache line.
+    pub fn new(len: usize, cold: bool, ranks: usize, fill: impl Fn(usize) -> T) -> Pool<T> {
+        let elem = size_of::<T>().max(1);
+        let line = 64usize.div_ceil(elem);
+        let stride = len.div_ceil(line).max(1) * line;
+        let slots = if cold {
+            (cold_bytes() / (ranks.max(1) * stride * elem)).max(2)
+        } else {
+            1
+        };
+        let mut data = Vec::with_capacity(slots * stride);
+        for _ in 0..slots {
+            data.extend((0..stride).map(|i| fill(i.min(len.saturating_sub(1)))));
+        }
+        Pool {
+            data,
+            len,
+            stride,
+            slots,
+            at: 0,
+        }
+    }
+
+    /// The next buffer (the same one when warm).
+    pub fn next(&mut self) -> &mut [T] {
+        self.at = (self.at + 1) % self.slots;
+        self.current()
+    }
+
+    /// The buffer of the last `next` (the first one before any).
+    pub fn current(&mut self) -> &mut [T] {
+        let s = self.at * self.stride;
+        &mut self.data[s..s + self.len]
+    }
+}

@@ -1,0 +1,95 @@
+//! One row of the results: a (collective, algorithm or baseline, size) cell's statistics, as
+//! the table prints it and as the CSV and JSON files hold it (the schema is this struct's
+//! fields, in order).
+
+use serde::{Deserialize, Serialize};
+
+/// Where a row's numbers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// One of corecoll's algorithms (`auto` included).
+    Corecoll,
+    /// A baseline run by this binary on the same threads: `limit`, `std-naive`, `channels`.
+    Baseline,
+    /// A collective of the MPI library, between processes started by `mpirun` (feature `mpi`).
+    Mpi,
+}
+
+/// The outcome of the check after the timed loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Validation {
+    /// The result matched the reference computed sequentially in the harness.
+    Pass,
+    /// It did not (or the call failed); `note` says how.
+    Fail,
+    /// Nothing to check (a data-movement limit kernel, a barrier).
+    Skipped,
+}
+
+impl Validation {
+    /// The table's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Validation::Pass => "pass",
+            Validation::Fail => "FAIL",
+            Validation::Skipped => "-",
+        }
+    }
+}
+
+/// One measured cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// The collective (`allreduce`, `broadcast`, …, as `--collective` spells it).
+    pub collective: String,
+    /// The algorithm (`auto`, `direct`, … as the crate names them) or the baseline (`limit`,
+    /// `std-naive`, `channels`, `mpi`, `mpi-reduce-bcast`).
+    pub algorithm: String,
+    /// Where the numbers come from.
+    pub source: Source,
+    /// Which ranks ran it: `all` for the whole placement, `socket N` for one socket's cores
+    /// under `--per-socket`, `processes` for MPI.
+    pub scope: String,
+    /// The placement (`compact`, `spread`, `socket:N`, `cores:LIST`).
+    pub placement: String,
+    /// Ranks (threads, or MPI processes).
+    pub ranks: usize,
+    /// Element type (`f64`, `f32`, `i64`, `i32`, `u8`).
+    pub dtype: String,
+    /// Reduction op (`sum`, `max`, …; `-` for the collectives without one).
+    pub op: String,
+    /// Bytes per rank: the largest buffer a rank passes (the vector of allreduce, broadcast,
+    /// reduce and scan; the p blocks of allgather, alltoall, reduce-scatter, gather and
+    /// scatter), as nccl-tests counts.
+    pub bytes: usize,
+    /// Elements in that buffer.
+    pub count: usize,
+    /// `warm` (buffers reused) or `cold` (a different buffer each iteration).
+    pub cache: String,
+    /// Timed iterations.
+    pub iters: usize,
+    /// Fastest iteration, µs (an iteration's time is max(end) − min(start) over the ranks).
+    pub min_us: f64,
+    /// Median iteration, µs.
+    pub median_us: f64,
+    /// 95th percentile, µs.
+    pub p95_us: f64,
+    /// Mean, µs.
+    pub mean_us: f64,
+    /// Algorithm bandwidth `bytes / median`, GB/s (10⁹ bytes).
+    pub algbw_gbs: f64,
+    /// Bus bandwidth: `algbw` times the collective's nccl-tests factor, GB/s.
+    pub busbw_gbs: f64,
+    /// The limit kernel's median as a percentage of this row's median (100 = as fast as the
+    /// limit); empty where there is no limit kernel.
+    pub limit_pct: Option<f64>,
+    /// The check after the timed loop.
+    pub validation: Validation,
+    /// For floating-point sums: the largest relative error of any element against the exactly
+    /// rounded sum.
+    pub max_rel_error: Option<f64>,
+    /// What went wrong, or what else is worth knowing about the row.
+    pub note: String,
+}

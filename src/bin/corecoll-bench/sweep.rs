@@ -1,0 +1,412 @@
+//! The sweep: scopes (the placement, or each socket and then all of them) × collectives ×
+//! sizes × algorithms and baselines, each cell measured and checked, then the outputs.
+
+use crate::cell::{self, Alg, CellSpec, CorecollKernel};
+use crate::cli::{Args, Collective, Placement};
+use crate::elem::{dispatch, Elem, Visit};
+use crate::measure::{measure, Kernel, Measured, Timing};
+use crate::output::{self, RunInfo};
+use crate::placement;
+use crate::record::{Record, Source, Validation};
+use crate::stats::{algbw_gbs, busbw_factor, Summary};
+use crate::{baselines, plot};
+use corecoll::op::Op;
+use corecoll::{Pinning, Team};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Where the ranks of one sweep run.
+struct Scope {
+    /// `all` or `socket N`.
+    label: String,
+    /// The placement's spelling in the results.
+    placement: String,
+    /// The pinning.
+    pinning: Pinning,
+    /// Ranks.
+    ranks: usize,
+}
+
+/// One entry of a collective's list: a corecoll algorithm or a baseline.
+#[derive(Debug, Clone, Copy)]
+enum Entry {
+    /// corecoll's algorithm.
+    Corecoll(&'static str, Alg),
+    /// A baseline.
+    Baseline(&'static str),
+}
+
+impl Entry {
+    fn name(self) -> &'static str {
+        match self {
+            Entry::Corecoll(n, _) | Entry::Baseline(n) => n,
+        }
+    }
+}
+
+/// The entries of `c` that `--algorithms` selects (`all`, or a list of names).
+fn entries(c: Collective, selection: &str) -> Vec<Entry> {
+    let all: Vec<Entry> = cell::algorithms(c)
+        .into_iter()
+        .map(|(n, a)| Entry::Corecoll(n, a))
+        .chain(baselines::names(c).into_iter().map(Entry::Baseline))
+        .collect();
+    if selection.trim() == "all" {
+        return all;
+    }
+    let wanted: Vec<&str> = selection.split(',').map(str::trim).collect();
+    all.into_iter()
+        .filter(|e| wanted.contains(&e.name()))
+        .collect()
+}
+
+/// Every name `--algorithms` accepts for `collectives` (for its error message).
+fn known_names(collectives: &[Collective]) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = collectives
+        .iter()
+        .flat_map(|&c| entries(c, "all").into_iter().map(Entry::name))
+        .collect();
+    names.push("mpi");
+    names.sort_unstable();
+    names.dedup();
+    names
+}
+
+/// The scopes of the run: the placement; with `--per-socket` each socket's cores first.
+fn scopes(args: &Args) -> Result<Vec<Scope>, String> {
+    let mut out = Vec::new();
+    if args.per_socket {
+        let socks = placement::sockets();
+        if socks.len() > 1 {
+            for (id, cores) in socks {
+                out.push(Scope {
+                    label: format!("socket {id}"),
+                    placement: Placement::Socket(id).to_string(),
+                    ranks: args.ranks.unwrap_or(cores.len()),
+                    pinning: Pinning::Cores(cores),
+                });
+            }
+        } else {
+            eprintln!(
+                "corecoll-bench: one socket here, so --per-socket is the whole-machine sweep"
+            );
+        }
+    }
+    let (pinning, n) = placement::pinning(&args.placement)?;
+    out.push(Scope {
+        label: "all".into(),
+        placement: args.placement.to_string(),
+        pinning,
+        ranks: args.ranks.unwrap_or(n),
+    });
+    Ok(out)
+}
+
+/// Runs the sweep of `args` and writes its outputs.
+pub fn main(args: &Args) -> Result<ExitCode, String> {
+    if !args.op.applies_to(args.dtype) {
+        return Err(format!(
+            "--op {} is not defined on --type {}",
+            args.op.name(),
+            args.dtype.name()
+        ));
+    }
+    if args.time <= 0.0 || !args.time.is_finite() {
+        return Err("--time must be a positive number of seconds".into());
+    }
+    let collectives = &args.collective.0;
+    if args.algorithms.trim() != "all" {
+        let known = known_names(collectives);
+        for name in args.algorithms.split(',').map(str::trim) {
+            if !known.contains(&name) {
+                return Err(format!(
+                    "unknown algorithm `{name}` (known here: {})",
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    let timing = Timing {
+        warmup: args.warmup,
+        iters: args.iters,
+        budget: Duration::from_secs_f64(args.time),
+        ..Timing::default()
+    };
+    let scopes = scopes(args)?;
+    let cells: u64 = scopes.len() as u64
+        * collectives
+            .iter()
+            .map(|&c| {
+                let sizes = if c == Collective::Barrier {
+                    1
+                } else {
+                    args.sizes.0.len()
+                };
+                (sizes * entries(c, &args.algorithms).len()) as u64
+            })
+            .sum::<u64>();
+    let bar = if args.quiet {
+        ProgressBar::hidden()
+    } else {
+        let b = ProgressBar::new(cells);
+        b.set_style(
+            ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        b
+    };
+    let mut records = Vec::new();
+    for scope in &scopes {
+        let team = Team::builder()
+            .ranks(scope.ranks)
+            .pinning(scope.pinning.clone())
+            .build()
+            .map_err(|e| {
+                format!(
+                    "cannot start {} ranks ({}): {e}",
+                    scope.ranks, scope.placement
+                )
+            })?;
+        if args.root >= scope.ranks {
+            return Err(format!(
+                "--root {} is not a rank of {} ranks",
+                args.root, scope.ranks
+            ));
+        }
+        for &c in collectives {
+            let sizes: &[usize] = if c == Collective::Barrier {
+                &[0]
+            } else {
+                &args.sizes.0
+            };
+            for &bytes in sizes {
+                let spec = CellSpec::new(
+                    c,
+                    scope.ranks,
+                    args.dtype,
+                    args.op,
+                    bytes,
+                    args.root,
+                    args.cold,
+                );
+                for entry in entries(c, &args.algorithms) {
+                    bar.set_message(format!(
+                        "{} {} {}",
+                        c.name(),
+                        fmt_bytes(spec.bytes()),
+                        entry.name()
+                    ));
+                    let rec = dispatch(
+                        args.dtype,
+                        args.op,
+                        Cell {
+                            team: &team,
+                            timing: &timing,
+                            spec,
+                            entry,
+                            scope,
+                            cold: args.cold,
+                        },
+                    )
+                    .expect("the op was checked against the type");
+                    records.push(rec);
+                    bar.inc(1);
+                }
+            }
+        }
+        #[cfg(feature = "mpi")]
+        if args.algorithms.trim() == "all" || args.algorithms.split(',').any(|a| a.trim() == "mpi")
+        {
+            bar.set_message(format!("MPI baseline, {} processes", scope.ranks));
+            match crate::mpi_baseline::run(args, scope.ranks) {
+                Ok(mut r) => records.append(&mut r),
+                Err(e) => bar.println(format!("corecoll-bench: MPI baseline skipped: {e}")),
+            }
+        }
+    }
+    bar.finish_and_clear();
+    output::fill_limit_pct(&mut records);
+    let stdout = &mut std::io::stdout();
+    output::print_table(stdout, &records).map_err(|e| e.to_string())?;
+    output::print_summary(stdout, &records).map_err(|e| e.to_string())?;
+    let dir = PathBuf::from("target/corecoll-bench");
+    let csv = args.csv.clone().unwrap_or_else(|| dir.join("results.csv"));
+    let json = args
+        .json
+        .clone()
+        .unwrap_or_else(|| dir.join("results.json"));
+    for path in [&csv, &json] {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+    }
+    let info = RunInfo {
+        command: std::env::args().collect::<Vec<_>>().join(" "),
+        version: env!("CARGO_PKG_VERSION").into(),
+        cores: placement::available_cores().len(),
+    };
+    output::write_csv(&csv, &records)?;
+    output::write_json(&json, &info, &records)?;
+    println!();
+    println!("CSV:  {}", csv.display());
+    println!("JSON: {}", json.display());
+    for &c in collectives {
+        let path = match &args.plot {
+            Some(p) if collectives.len() == 1 => p.clone(),
+            Some(p) => p.with_file_name(format!(
+                "{}-{}.svg",
+                p.file_stem().and_then(|s| s.to_str()).unwrap_or("plot"),
+                c.name()
+            )),
+            None => dir.join(format!("{}.svg", c.name())),
+        };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
+        let mine: Vec<Record> = records
+            .iter()
+            .filter(|r| r.collective == c.name())
+            .cloned()
+            .collect();
+        let title = format!(
+            "{} · {} {} · {} ranks",
+            c.name(),
+            args.dtype.name(),
+            args.op.name(),
+            scopes.last().map_or(0, |s| s.ranks)
+        );
+        plot::plot_svg(&path, &title, &mine)?;
+        println!("plot: {}", path.display());
+    }
+    let failed = records
+        .iter()
+        .filter(|r| r.validation == Validation::Fail)
+        .count();
+    if failed > 0 {
+        eprintln!("corecoll-bench: {failed} cell(s) failed their check (see the note column)");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One cell to run: everything but the element type and op, which [`dispatch`] supplies.
+struct Cell<'a> {
+    team: &'a Team,
+    timing: &'a Timing,
+    spec: CellSpec,
+    entry: Entry,
+    scope: &'a Scope,
+    cold: bool,
+}
+
+impl Visit for Cell<'_> {
+    type Out = Record;
+
+    fn visit<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
+        self,
+        _: crate::cli::OpName,
+        op: O,
+    ) -> Record {
+        let spec = self.spec;
+        let (source, measured) = match self.entry {
+            Entry::Corecoll(_, alg) => (
+                Source::Corecoll,
+                measure(self.team, self.timing, true, |comm| {
+                    Ok(Box::new(CorecollKernel::<T, O>::new(comm, spec, alg, op))
+                        as Box<dyn Kernel + '_>)
+                }),
+            ),
+            Entry::Baseline(name) => (
+                Source::Baseline,
+                baselines::run::<T, O>(name, self.team, self.timing, &spec, op),
+            ),
+        };
+        record::<T, O>(
+            &spec,
+            self.entry.name(),
+            source,
+            self.scope,
+            self.cold,
+            &op,
+            measured,
+        )
+    }
+}
+
+/// The record of a measured (or failed) cell.
+fn record<T: Elem, O: Op<T>>(
+    spec: &CellSpec,
+    algorithm: &str,
+    source: Source,
+    scope: &Scope,
+    cold: bool,
+    op: &O,
+    measured: Result<Measured, String>,
+) -> Record {
+    let mut rec = Record {
+        collective: spec.collective.name().into(),
+        algorithm: algorithm.into(),
+        source,
+        scope: scope.label.clone(),
+        placement: scope.placement.clone(),
+        ranks: spec.p,
+        dtype: spec.dtype.name().into(),
+        op: if spec.collective.reduces() {
+            spec.op.name().into()
+        } else {
+            "-".into()
+        },
+        bytes: spec.bytes(),
+        count: spec.count,
+        cache: if cold { "cold" } else { "warm" }.into(),
+        iters: 0,
+        min_us: f64::NAN,
+        median_us: f64::NAN,
+        p95_us: f64::NAN,
+        mean_us: f64::NAN,
+        algbw_gbs: f64::NAN,
+        busbw_gbs: f64::NAN,
+        limit_pct: None,
+        validation: Validation::Fail,
+        max_rel_error: None,
+        note: String::new(),
+    };
+    let m = match measured {
+        Ok(m) => m,
+        Err(e) => {
+            rec.note = e;
+            return rec;
+        }
+    };
+    if let Some(s) = Summary::of(&m.times) {
+        rec.iters = s.iters;
+        rec.min_us = s.min * 1e6;
+        rec.median_us = s.median * 1e6;
+        rec.p95_us = s.p95 * 1e6;
+        rec.mean_us = s.mean * 1e6;
+        rec.algbw_gbs = algbw_gbs(rec.bytes, s.median);
+        rec.busbw_gbs = rec.algbw_gbs * busbw_factor(&rec.collective, spec.p);
+    }
+    if m.outputs.is_empty() {
+        rec.validation = Validation::Skipped;
+    } else {
+        let c = cell::check::<T, O>(spec, op, &m.outputs);
+        rec.validation = c.validation;
+        rec.max_rel_error = c.max_rel_error;
+        rec.note = c.note;
+    }
+    rec
+}
+
+/// A byte count as B, KiB, MiB or GiB.
+pub fn fmt_bytes(b: usize) -> String {
+    match b {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
