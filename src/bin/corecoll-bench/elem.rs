@@ -22,7 +22,7 @@ pub trait Elem: Copy + Send + Sync + PartialEq + Debug + Default + 'static {
     /// `Sum`, 1 under `Prod`; the input otherwise, as min, max and the bit ops stay in range).
     fn timing_value(op: OpName, rank: usize, i: usize) -> Self {
         match op {
-            OpName::Sum => Self::from_bits(0, OpName::Band),
+            OpName::Sum => Self::default(),
             OpName::Prod => Self::one(),
             _ => input(op, 0, rank, i),
         }
