@@ -1,0 +1,152 @@
+//! Smoke runs of the `corecoll-bench` binary with tiny sizes: it exits cleanly, prints its
+//! table, writes the CSV, JSON and plot where it is told, checks every cell, and refuses bad
+//! arguments with a message instead of running.
+
+#![cfg(feature = "cli")]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_corecoll-bench");
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("corecoll-bench-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("corecoll-bench starts")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn a_tiny_allreduce_sweep_writes_its_outputs() {
+    let dir = scratch("allreduce");
+    let (csv, json, svg) = (dir.join("r.csv"), dir.join("r.json"), dir.join("r.svg"));
+    let out = run(&[
+        "--sizes",
+        "8,1KiB,4KiB",
+        "--time",
+        "0.002",
+        "--quiet",
+        "--ranks",
+        "3",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    for name in ["auto", "direct", "dual-root", "two-tree", "ring"] {
+        assert!(stdout.contains(name), "no `{name}` row:\n{stdout}");
+    }
+    assert!(!stdout.contains("FAIL"), "a cell failed:\n{stdout}");
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    // A header and one row per (size, algorithm or baseline): 3 sizes × at least 11 algorithms.
+    assert!(csv_text.lines().count() > 3 * 11, "{csv_text}");
+    assert!(csv_text
+        .lines()
+        .next()
+        .unwrap()
+        .starts_with("collective,algorithm,source"));
+    let json_text = std::fs::read_to_string(&json).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json_text).unwrap();
+    let records = v["records"].as_array().expect("a records array");
+    assert!(records
+        .iter()
+        .all(|r| r["validation"] == "pass" || r["validation"] == "skipped"));
+    assert!(records
+        .iter()
+        .any(|r| r["algorithm"] == "direct" && r["ranks"] == 3));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    assert!(stdout.contains(csv.to_str().unwrap()) && stdout.contains(svg.to_str().unwrap()));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_collective_runs_with_integers_and_cold_buffers() {
+    let dir = scratch("all");
+    let out = run(&[
+        "--collective",
+        "all",
+        "--sizes",
+        "0,24",
+        "--type",
+        "i32",
+        "--op",
+        "bxor",
+        "--cold",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+        "--quiet",
+        "--ranks",
+        "3",
+        "--root",
+        "2",
+        "--csv",
+        dir.join("a.csv").to_str().unwrap(),
+        "--json",
+        dir.join("a.json").to_str().unwrap(),
+        "--plot",
+        dir.join("a.svg").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    for c in [
+        "allreduce",
+        "reduce-scatter",
+        "alltoallv",
+        "scatterv",
+        "barrier",
+        "exscan",
+    ] {
+        assert!(stdout.contains(c), "no {c}:\n{stdout}");
+        assert!(dir.join(format!("a-{c}.svg")).exists(), "no plot for {c}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_arguments_are_refused_with_a_message() {
+    for (args, says) in [
+        (&["--type", "f64", "--op", "bxor"][..], "not defined"),
+        (&["--sizes", "1MiB..1KiB"][..], "empty"),
+        (&["--collective", "allreduse"][..], "unknown collective"),
+        (&["--algorithms", "fastest"][..], "unknown algorithm"),
+        (&["--placement", "cores:999999"][..], "not available"),
+        (&["--root", "7", "--ranks", "2", "--sizes", "8"][..], "root"),
+        (&["--time", "0"][..], "--time"),
+    ] {
+        let out = run(args);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            stderr.contains(says),
+            "{args:?}: stderr does not say `{says}`:\n{stderr}"
+        );
+    }
+}
