@@ -271,13 +271,14 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             .filter(|r| r.collective == c.name())
             .cloned()
             .collect();
-        let title = format!(
-            "{} · {} {} · {} ranks",
-            c.name(),
-            args.dtype.name(),
-            args.op.name(),
-            scopes.last().map_or(0, |s| s.ranks)
-        );
+        let data = match c {
+            Collective::Barrier => String::new(),
+            c if c.reduces() => format!(" · {} {}", args.dtype.name(), args.op.name()),
+            _ => format!(" · {}", args.dtype.name()),
+        };
+        let ranks = scopes.last().map_or(0, |s| s.ranks);
+        let cache = if args.cold { " · cold caches" } else { "" };
+        let title = format!("{}{data} · {ranks} ranks{cache}", c.name());
         plot::plot_svg(&path, &title, &mine)?;
         println!("plot: {}", path.display());
     }
