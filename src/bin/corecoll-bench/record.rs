@@ -71,16 +71,22 @@ pub struct Record {
     /// Timed iterations.
     pub iters: usize,
     /// Fastest iteration, µs (an iteration's time is max(end) − min(start) over the ranks).
+    #[serde(deserialize_with = "crate::output::f64_or_nan")]
     pub min_us: f64,
     /// Median iteration, µs.
+    #[serde(deserialize_with = "crate::output::f64_or_nan")]
     pub median_us: f64,
     /// 95th percentile, µs.
+    #[serde(deserialize_with = "crate::output::f64_or_nan")]
     pub p95_us: f64,
     /// Mean, µs.
+    #[serde(deserialize_with = "crate::output::f64_or_nan")]
     pub mean_us: f64,
     /// Algorithm bandwidth `bytes / median`, GB/s (10⁹ bytes).
+    #[serde(deserialize_with = "crate::output::f64_or_nan")]
     pub algbw_gbs: f64,
     /// Bus bandwidth: `algbw` times the collective's nccl-tests factor, GB/s.
+    #[serde(deserialize_with = "crate::output::f64_or_nan")]
     pub busbw_gbs: f64,
     /// The limit kernel's median as a percentage of this row's median (100 = as fast as the
     /// limit); empty where there is no limit kernel.

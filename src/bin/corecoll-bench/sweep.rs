@@ -243,16 +243,16 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
     }
-    let info = RunInfo {
-        command: std::env::args().collect::<Vec<_>>().join(" "),
-        version: env!("CARGO_PKG_VERSION").into(),
-        cores: placement::available_cores().len(),
-    };
+    let info = RunInfo::of_this_run();
     output::write_csv(&csv, &records)?;
     output::write_json(&json, &info, &records)?;
+    let md = json.with_extension("md");
+    std::fs::write(&md, output::summary_markdown(&records))
+        .map_err(|e| format!("{}: {e}", md.display()))?;
     println!();
     println!("CSV:  {}", csv.display());
     println!("JSON: {}", json.display());
+    println!("summary (markdown): {}", md.display());
     for &c in collectives {
         let path = match &args.plot {
             Some(p) if collectives.len() == 1 => p.clone(),

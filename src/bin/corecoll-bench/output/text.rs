@@ -1,0 +1,548 @@
+//! The printed results: the full table (every cell, grouped, sizes apart, the fastest of
+//! corecoll's algorithms marked) and the summary (per size the best algorithm against `auto`,
+//! the limit and each baseline), as fixed-width text and the summary also as GitHub markdown.
+
+use super::{groups, Group};
+use crate::record::{Record, Source, Validation};
+use crate::sweep::fmt_bytes;
+use std::io::Write;
+
+/// How a column's cells line up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Align {
+    /// Text: padded on the right.
+    Left,
+    /// Numbers: padded on the left.
+    Right,
+}
+
+/// A table of text cells under a header; a `None` row is a blank line.
+#[derive(Debug, Default)]
+struct Grid {
+    /// Column titles.
+    header: Vec<String>,
+    /// One per column.
+    align: Vec<Align>,
+    /// The rows, each as long as the header.
+    rows: Vec<Option<Vec<String>>>,
+}
+
+impl Grid {
+    /// A grid with the columns `cols` (title and alignment).
+    fn new(cols: &[(&str, Align)]) -> Grid {
+        Grid {
+            header: cols.iter().map(|c| c.0.to_string()).collect(),
+            align: cols.iter().map(|c| c.1).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Writes the grid as fixed-width text, two spaces between columns, no trailing blanks.
+    fn render(&self, w: &mut dyn Write) -> std::io::Result<()> {
+        let mut width: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in self.rows.iter().flatten() {
+            for (wd, cell) in width.iter_mut().zip(row) {
+                *wd = (*wd).max(cell.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut s = String::new();
+            for (k, cell) in cells.iter().enumerate() {
+                if k > 0 {
+                    s.push_str("  ");
+                }
+                let wd = width[k];
+                match self.align[k] {
+                    Align::Left => s.push_str(&format!("{cell:<wd$}")),
+                    Align::Right => s.push_str(&format!("{cell:>wd$}")),
+                }
+            }
+            s.trim_end().to_string()
+        };
+        writeln!(w, "{}", line(&self.header))?;
+        for row in &self.rows {
+            match row {
+                Some(cells) => writeln!(w, "{}", line(cells))?,
+                None => writeln!(w)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The grid as a GitHub markdown table (blank rows dropped).
+    fn markdown(&self) -> String {
+        let esc = |c: &String| c.replace('|', "\\|");
+        let mut s = String::new();
+        let row = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
+        s.push_str(&row(self.header.iter().map(esc).collect()));
+        s.push_str(&row(self
+            .align
+            .iter()
+            .map(|a| match a {
+                Align::Left => ":---".to_string(),
+                Align::Right => "---:".to_string(),
+            })
+            .collect()));
+        for cells in self.rows.iter().flatten() {
+            s.push_str(&row(cells.iter().map(esc).collect()));
+        }
+        s
+    }
+}
+
+/// `x` rounded to `n` significant digits.
+fn round_sig(x: f64, n: i32) -> f64 {
+    if x == 0.0 || !x.is_finite() {
+        return x;
+    }
+    let f = 10f64.powi(n - 1 - x.abs().log10().floor() as i32);
+    (x * f).round() / f
+}
+
+/// `x` with `n` significant digits in plain notation (`12.3`, `0.00412`, `12300`); `-` when it
+/// is not a number.
+fn fmt_sig(x: f64, n: i32) -> String {
+    if !x.is_finite() {
+        return "-".into();
+    }
+    if x == 0.0 {
+        return "0".into();
+    }
+    let r = round_sig(x, n);
+    let decimals = (n - 1 - r.abs().log10().floor() as i32).max(0) as usize;
+    format!("{r:.decimals$}")
+}
+
+/// A time given in µs, with three significant digits in ns, µs, ms or s (`812 ns`,
+/// `1.50 µs`, `12.3 ms`); `-` when it is not a number.
+fn fmt_time(us: f64) -> String {
+    if !us.is_finite() {
+        return "-".into();
+    }
+    // Round first, so that 999.7 ns is shown as 1.00 µs and not as 1000 ns.
+    let ns = round_sig(us * 1e3, 3);
+    let (v, unit) = match ns.abs() {
+        a if a < 1e3 => (ns, "ns"),
+        a if a < 1e6 => (ns / 1e3, "µs"),
+        a if a < 1e9 => (ns / 1e6, "ms"),
+        _ => (ns / 1e9, "s"),
+    };
+    format!("{} {unit}", fmt_sig(v, 3))
+}
+
+/// A relative error as `3.1e-16`; `0` for none at all, `-` when there is no figure.
+fn fmt_rel_err(e: Option<f64>) -> String {
+    match e {
+        None => "-".into(),
+        Some(0.0) => "0".into(),
+        Some(e) => format!("{e:.1e}"),
+    }
+}
+
+/// A percentage of the limit, or `-`.
+fn fmt_pct(p: Option<f64>) -> String {
+    p.map_or_else(|| "-".into(), |p| fmt_sig(p, 3))
+}
+
+/// Whether `r` may be called the best: one of corecoll's algorithms other than `auto`, timed,
+/// and not failed.
+fn contender(r: &Record) -> bool {
+    r.source == Source::Corecoll
+        && r.algorithm != "auto"
+        && r.validation != Validation::Fail
+        && r.median_us.is_finite()
+}
+
+/// The group's rows split by size: runs of indices with equal `bytes` (the rows are sorted).
+fn by_size(records: &[Record], g: &Group) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for &i in &g.rows {
+        match out.last_mut() {
+            Some(run) if records[run[0]].bytes == records[i].bytes => run.push(i),
+            _ => out.push(vec![i]),
+        }
+    }
+    out
+}
+
+/// Of the indices `run`, the contender with the smallest median (the first of equals).
+fn best(records: &[Record], run: &[usize]) -> Option<usize> {
+    run.iter()
+        .copied()
+        .filter(|&i| contender(&records[i]))
+        .min_by(|&a, &b| records[a].median_us.total_cmp(&records[b].median_us))
+}
+
+/// Prints every record: per group a heading and a table, sizes separated by a blank line and
+/// ascending, within a size the records in their order; the fastest of corecoll's algorithms
+/// at each size has its median marked `*`.
+pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()> {
+    use Align::{Left, Right};
+    for g in groups(records) {
+        let notes = g.rows.iter().any(|&i| !records[i].note.is_empty());
+        let mut cols = vec![
+            ("size", Right),
+            ("algorithm", Left),
+            ("iters", Right),
+            ("min", Right),
+            ("median ", Right),
+            ("p95", Right),
+            ("mean", Right),
+            ("algbw GB/s", Right),
+            ("busbw GB/s", Right),
+            ("% limit", Right),
+            ("check", Left),
+            ("max rel err", Right),
+        ];
+        if notes {
+            cols.push(("note", Left));
+        }
+        let mut grid = Grid::new(&cols);
+        for (k, run) in by_size(records, &g).iter().enumerate() {
+            if k > 0 {
+                grid.rows.push(None);
+            }
+            let top = best(records, run);
+            for &i in run {
+                let r = &records[i];
+                let mark = if Some(i) == top { "*" } else { " " };
+                let mut cells = vec![
+                    fmt_bytes(r.bytes),
+                    r.algorithm.clone(),
+                    r.iters.to_string(),
+                    fmt_time(r.min_us),
+                    format!("{}{mark}", fmt_time(r.median_us)),
+                    fmt_time(r.p95_us),
+                    fmt_time(r.mean_us),
+                    fmt_sig(r.algbw_gbs, 3),
+                    fmt_sig(r.busbw_gbs, 3),
+                    fmt_pct(r.limit_pct),
+                    r.validation.as_str().into(),
+                    fmt_rel_err(r.max_rel_error),
+                ];
+                if notes {
+                    cells.push(r.note.replace(['\n', '\r'], " "));
+                }
+                grid.rows.push(Some(cells));
+            }
+        }
+        writeln!(w, "{}", g.key.heading())?;
+        grid.render(w)?;
+        writeln!(w)?;
+    }
+    if !records.is_empty() {
+        writeln!(
+            w,
+            "*: the fastest of corecoll's algorithms at that size (auto and failed cells not \
+             counted).\n\
+             Times per call: max(end) − min(start) over the ranks. algbw = bytes per rank / \
+             median; busbw = algbw × nccl-tests' factor.\n\
+             % limit = the limit kernel's median / this median × 100."
+        )?;
+    }
+    Ok(())
+}
+
+/// One group's summary.
+struct SummaryTable {
+    /// The group's heading.
+    heading: String,
+    /// Its rows.
+    grid: Grid,
+}
+
+/// The summary of every group with rows of corecoll, and the names of the baselines (other
+/// than `limit`) that appear in them.
+fn summary_tables(records: &[Record]) -> (Vec<SummaryTable>, Vec<String>) {
+    use Align::{Left, Right};
+    let mut tables = Vec::new();
+    let mut all_baselines: Vec<String> = Vec::new();
+    for g in groups(records) {
+        if !g
+            .rows
+            .iter()
+            .any(|&i| records[i].source == Source::Corecoll)
+        {
+            continue;
+        }
+        let mut baselines: Vec<&str> = Vec::new();
+        for &i in &g.rows {
+            let r = &records[i];
+            if r.source != Source::Corecoll
+                && r.algorithm != "limit"
+                && !baselines.contains(&r.algorithm.as_str())
+            {
+                baselines.push(&r.algorithm);
+            }
+        }
+        let mut cols = vec![
+            ("size", Right),
+            ("best", Left),
+            ("median", Right),
+            ("auto", Right),
+            ("auto/best", Right),
+            ("% limit", Right),
+        ];
+        cols.extend(baselines.iter().map(|b| (*b, Right)));
+        let mut grid = Grid::new(&cols);
+        for run in by_size(records, &g) {
+            let find = |name: &str| {
+                run.iter()
+                    .map(|&i| &records[i])
+                    .find(|r| r.algorithm == name)
+            };
+            let top = best(records, &run).map(|i| &records[i]);
+            let mut cells = vec![fmt_bytes(records[run[0]].bytes)];
+            let auto = find("auto").filter(|r| r.source == Source::Corecoll);
+            let timed = |r: &Record| r.validation != Validation::Fail && r.median_us.is_finite();
+            let auto_cell = match auto {
+                None => "-".into(),
+                Some(a) if a.validation == Validation::Fail => "FAIL".into(),
+                Some(a) => fmt_time(a.median_us),
+            };
+            match top {
+                Some(t) => {
+                    cells.push(t.algorithm.clone());
+                    cells.push(fmt_time(t.median_us));
+                    cells.push(auto_cell);
+                    cells.push(match auto.filter(|a| timed(a)) {
+                        Some(a) => format!("{:.2}", a.median_us / t.median_us),
+                        None => "-".into(),
+                    });
+                    cells.push(fmt_pct(t.limit_pct));
+                }
+                None => {
+                    cells.extend(["-".into(), "-".into(), auto_cell, "-".into(), "-".into()]);
+                }
+            }
+            for b in &baselines {
+                cells.push(match (find(b), top) {
+                    (Some(r), _) if r.validation == Validation::Fail => "FAIL".into(),
+                    (Some(r), Some(t)) if timed(r) && t.median_us > 0.0 => {
+                        format!("{}×", fmt_sig(r.median_us / t.median_us, 3))
+                    }
+                    _ => "-".into(),
+                });
+            }
+            grid.rows.push(Some(cells));
+        }
+        for b in baselines {
+            if !all_baselines.iter().any(|x| x == b) {
+                all_baselines.push(b.to_string());
+            }
+        }
+        tables.push(SummaryTable {
+            heading: g.key.heading(),
+            grid,
+        });
+    }
+    (tables, all_baselines)
+}
+
+/// Prints the summary: per group and size the best of corecoll's algorithms (not `auto`, not
+/// failed) and its median, `auto`'s median and its ratio to the best, the best's % of the
+/// limit, and each baseline's median as a multiple of the best's; then a legend.
+pub fn print_summary(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()> {
+    let (tables, baselines) = summary_tables(records);
+    if tables.is_empty() {
+        return Ok(());
+    }
+    writeln!(w)?;
+    writeln!(w, "Summary")?;
+    writeln!(w)?;
+    for t in &tables {
+        writeln!(w, "{}", t.heading)?;
+        t.grid.render(w)?;
+        writeln!(w)?;
+    }
+    writeln!(
+        w,
+        "best: the fastest of corecoll's algorithms at that size whose result passed its check \
+         (auto not counted); median: its median time."
+    )?;
+    writeln!(
+        w,
+        "auto/best: auto's median over best's (1.00: auto did as well as the best)."
+    )?;
+    writeln!(
+        w,
+        "% limit: the limit kernel's median as a percentage of best's."
+    )?;
+    if !baselines.is_empty() {
+        writeln!(
+            w,
+            "{}: the baseline's median over best's, i.e. how many times faster best is.",
+            baselines.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// The summary of [`print_summary`] as GitHub markdown: per group its heading in bold and a
+/// table (for README and docs; the legend is left to the prose around it).
+pub fn summary_markdown(records: &[Record]) -> String {
+    let (tables, _) = summary_tables(records);
+    tables
+        .iter()
+        .map(|t| format!("**{}**\n\n{}", t.heading, t.grid.markdown()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::fill_limit_pct;
+    use crate::output::tests::rec;
+
+    #[test]
+    fn numbers_with_three_significant_digits() {
+        assert_eq!(fmt_sig(12.345, 3), "12.3");
+        assert_eq!(fmt_sig(0.004_123, 3), "0.00412");
+        assert_eq!(fmt_sig(1.0, 3), "1.00");
+        assert_eq!(fmt_sig(99.96, 3), "100");
+        assert_eq!(fmt_sig(12_345.0, 3), "12300");
+        assert_eq!(fmt_sig(0.0, 3), "0");
+        assert_eq!(fmt_sig(f64::NAN, 3), "-");
+        assert_eq!(fmt_time(0.8123), "812 ns");
+        assert_eq!(fmt_time(0.9997), "1.00 µs");
+        assert_eq!(fmt_time(1.5), "1.50 µs");
+        assert_eq!(fmt_time(12_345.0), "12.3 ms");
+        assert_eq!(fmt_time(2.5e6), "2.50 s");
+        assert_eq!(fmt_time(f64::NAN), "-");
+        assert_eq!(fmt_rel_err(Some(3.1e-16)), "3.1e-16");
+        assert_eq!(fmt_rel_err(Some(0.0)), "0");
+        assert_eq!(fmt_rel_err(None), "-");
+        assert_eq!(fmt_pct(Some(87.345)), "87.3");
+        assert_eq!(fmt_pct(None), "-");
+    }
+
+    /// Two sizes of one group, and a second group: at 8 B ring is fastest; at 1 KiB ring is
+    /// faster still but failed, so direct is the best.
+    fn set() -> Vec<Record> {
+        let mut v = vec![
+            rec("auto", 8, 1.1),
+            rec("ring", 8, 1.0),
+            rec("direct", 8, 2.0),
+            rec("limit", 8, 0.5),
+            rec("std-naive", 8, 12.3),
+            rec("auto", 1024, 3.3),
+            rec("ring", 1024, 0.1),
+            rec("direct", 1024, 3.0),
+            rec("limit", 1024, 1.5),
+            rec("std-naive", 1024, 30.0),
+            rec("mpi", 1024, 15.0),
+            rec("ring", 8, 7.0),
+        ];
+        v[1].max_rel_error = Some(3.1e-16);
+        v[6].validation = Validation::Fail;
+        v[6].note = "rank 1, element 0: 1 != 2".into();
+        v[11].ranks = 4;
+        fill_limit_pct(&mut v);
+        v
+    }
+
+    /// The cells of the line of `text` that starts with `size` and names `alg`.
+    fn cells<'a>(text: &'a str, size: &str, alg: &str) -> Vec<&'a str> {
+        text.lines()
+            .find(|l| {
+                let t: Vec<&str> = l.split_whitespace().collect();
+                l.trim_start().starts_with(size) && t.contains(&alg)
+            })
+            .unwrap_or_else(|| panic!("no line for {size} {alg} in\n{text}"))
+            .split_whitespace()
+            .collect()
+    }
+
+    #[test]
+    fn table_marks_the_fastest_and_shows_the_columns() {
+        let mut out = Vec::new();
+        print_table(&mut out, &set()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("allreduce · f64 sum · 2 ranks · all, compact · warm\n"));
+        assert!(text.contains("allreduce · f64 sum · 4 ranks · all, compact · warm\n"));
+        // size, algorithm, iters, min, median(+mark), p95, mean, algbw, busbw, %, check, err
+        let ring = cells(&text, "8 B", "ring");
+        assert_eq!(
+            ring,
+            [
+                "8", "B", "ring", "100", "900", "ns", "1.00", "µs*", "1.50", "µs", "1.10", "µs",
+                "0.00800", "0.00800", "50.0", "pass", "3.1e-16"
+            ]
+        );
+        assert_eq!(cells(&text, "8 B", "auto")[7], "µs");
+        assert_eq!(cells(&text, "8 B", "direct")[7], "µs");
+        let limit = cells(&text, "8 B", "limit");
+        assert_eq!(&limit[limit.len() - 3..], ["100", "-", "-"]);
+        // The failed ring is faster but not the best; its note ends the line.
+        let failed = cells(&text, "1 KiB", "ring");
+        assert!(!failed.contains(&"ns*"), "{failed:?}");
+        assert_eq!(
+            &failed[failed.len() - 9..failed.len() - 6],
+            ["FAIL", "-", "rank"]
+        );
+        assert_eq!(cells(&text, "1 KiB", "direct")[7], "µs*");
+        // The one ring of the 4-rank group is its best.
+        assert!(text.contains("µs*"));
+        // A blank line between the sizes of a group.
+        let dir = text.find("8 B  direct").unwrap();
+        let tail = &text[dir..];
+        let next = tail.find("1 KiB").unwrap();
+        assert_eq!(tail[..next].matches('\n').count(), 4, "{tail}");
+    }
+
+    #[test]
+    fn summary_has_best_auto_limit_and_baselines() {
+        let mut out = Vec::new();
+        print_summary(&mut out, &set()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let header = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("size"))
+            .unwrap();
+        let header: Vec<&str> = header.split_whitespace().collect();
+        assert_eq!(
+            header,
+            [
+                "size",
+                "best",
+                "median",
+                "auto",
+                "auto/best",
+                "%",
+                "limit",
+                "std-naive",
+                "mpi"
+            ]
+        );
+        assert_eq!(
+            cells(&text, "8 B", "ring"),
+            ["8", "B", "ring", "1.00", "µs", "1.10", "µs", "1.10", "50.0", "12.3×", "-"]
+        );
+        assert_eq!(
+            cells(&text, "1 KiB", "direct"),
+            [
+                "1", "KiB", "direct", "3.00", "µs", "3.30", "µs", "1.10", "50.0", "10.0×", "5.00×"
+            ]
+        );
+        assert!(text.contains("std-naive, mpi: the baseline's median over best's"));
+        let md = summary_markdown(&set());
+        assert!(md.starts_with("**allreduce · f64 sum · 2 ranks · all, compact · warm**\n\n"));
+        assert!(md
+            .contains("| size | best | median | auto | auto/best | % limit | std-naive | mpi |\n"));
+        assert!(md.contains("| ---: | :--- | ---: |"));
+        assert!(
+            md.contains("| 1 KiB | direct | 3.00 µs | 3.30 µs | 1.10 | 50.0 | 10.0× | 5.00× |\n")
+        );
+        assert!(md.contains("| 8 B | ring | 7.00 µs | - | - | - |\n"));
+    }
+
+    #[test]
+    fn nothing_to_print() {
+        let mut out = Vec::new();
+        print_table(&mut out, &[]).unwrap();
+        print_summary(&mut out, &[]).unwrap();
+        assert!(out.is_empty());
+        assert_eq!(summary_markdown(&[]), "");
+    }
+}
