@@ -81,7 +81,7 @@ fn a_tiny_allreduce_sweep_writes_its_outputs() {
 }
 
 #[test]
-fn every_collective_runs_with_integers_and_cold_buffers() {
+fn every_collective_runs_with_integers() {
     let dir = scratch("all");
     let out = run(&[
         "--collective",
@@ -127,6 +127,43 @@ fn every_collective_runs_with_integers_and_cold_buffers() {
         assert!(stdout.contains(c), "no {c}:\n{stdout}");
         assert!(dir.join(format!("a-{c}.svg")).exists(), "no plot for {c}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn cold_buffers_pass_their_check() {
+    let dir = scratch("cold");
+    let out = run(&[
+        "--collective",
+        "alltoall,allreduce",
+        "--sizes",
+        "24,4KiB",
+        "--cold",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--quiet",
+        "--ranks",
+        "2",
+        "--csv",
+        dir.join("c.csv").to_str().unwrap(),
+        "--json",
+        dir.join("c.json").to_str().unwrap(),
+        "--plot",
+        dir.join("c.svg").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("cold") && !stdout.contains("FAIL"),
+        "{stdout}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
