@@ -92,7 +92,6 @@ fn every_collective_runs_with_integers() {
         "i32",
         "--op",
         "bxor",
-        "--cold",
         "--iters",
         "2",
         "--warmup",
