@@ -198,4 +198,49 @@ impl<T: Copy> Pool<T> {
         let s = self.at * self.stride;
         &mut self.data[s..s + self.len]
     }
+
+    /// Where the pool's buffers lie, for a kernel whose ranks reach each other's buffers
+    /// through raw pointers (the `limit` baseline). The pointer comes from one borrow of the
+    /// storage and stays valid while the pool lives (moving the pool does not move its
+    /// storage) as long as `current` and `next` are not called again, as each of those
+    /// borrows the whole storage anew.
+    pub fn layout(&mut self) -> PoolLayout<T> {
+        PoolLayout {
+            base: self.data.as_mut_ptr(),
+            stride: self.stride,
+            slots: self.slots,
+            len: self.len,
+        }
+    }
+}
+
+/// The layout of a [`Pool`]'s storage: buffer `i` (for `i < slots`) holds the `len` elements
+/// from `base + i·stride`, and the `k`-th call of [`Pool::next`] on a new pool returns buffer
+/// `k % slots` (so ranks that advance in lockstep agree on the buffer of every call).
+#[derive(Debug)]
+pub struct PoolLayout<T> {
+    /// The first element of buffer 0.
+    pub base: *mut T,
+    /// Elements from the start of one buffer to the start of the next.
+    pub stride: usize,
+    /// Buffers (1 when warm).
+    pub slots: usize,
+    /// Elements of each buffer.
+    pub len: usize,
+}
+
+impl<T> Clone for PoolLayout<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for PoolLayout<T> {}
+
+impl<T> PoolLayout<T> {
+    /// The first element of the buffer of the `k`-th call (see the type's doc).
+    pub fn buffer(&self, k: usize) -> *mut T {
+        // In bounds of the storage: (k % slots) · stride < slots · stride elements.
+        self.base.wrapping_add((k % self.slots) * self.stride)
+    }
 }
