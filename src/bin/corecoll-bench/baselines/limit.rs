@@ -4,17 +4,19 @@
 //! and writes the other ranks' buffers directly, so that every element crosses the memory
 //! system as few times as the collective allows. Rank r's part of one call:
 //!
-//! | collective | rank r |
-//! | --- | --- |
-//! | allreduce | combines elements `split(n, p, r)` of all p buffers in rank order, and writes the result into all p buffers |
-//! | reduce | the same, writing into the root's buffer only |
-//! | scan, exscan | the prefixes of elements `split(n, p, r)` across the p buffers, in place |
-//! | reduce-scatter | combines block r of all p send buffers into its receive buffer |
-//! | broadcast | not the root: copies the root's buffer into its own |
-//! | allgather(v) | copies every rank's send buffer into its block of r's receive buffer: r's own first, then r + 1's, … |
-//! | alltoall(v) | copies block r of rank q's send buffer into block q of its receive buffer, for q = r, r + 1, … |
-//! | gather(v) | copies its send buffer into block r of the root's receive buffer |
-//! | scatter(v) | copies block r of the root's send buffer into its receive buffer |
+//! - allreduce: combines elements `split(n, p, r)` of all p buffers in rank order, and writes
+//!   the result into all p buffers;
+//! - reduce: the same, writing into the root's buffer only;
+//! - scan, exscan: the inclusive or exclusive prefixes of elements `split(n, p, r)` across
+//!   the p buffers, in place;
+//! - reduce-scatter: combines block r of all p send buffers into its receive buffer;
+//! - broadcast: a rank other than the root copies the root's buffer into its own;
+//! - allgather(v): copies every rank's send buffer into its block of r's receive buffer, r's
+//!   own first, then r + 1's, …;
+//! - alltoall(v): copies block r of rank q's send buffer into block q of its receive buffer,
+//!   for q = r, r + 1, …;
+//! - gather(v): copies its send buffer into block r of the root's receive buffer;
+//! - scatter(v): copies block r of the root's send buffer into its receive buffer.
 //!
 //! The reductions fold in rank order, so the result is MPI's and bit-identical on every rank.
 //!
@@ -191,7 +193,7 @@ struct LimitKernel<'c, T, O> {
 }
 
 impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
-    /// Rank r's part of the `k`-th call (the table of the module doc). Every `unsafe` block
+    /// Rank r's part of the `k`-th call (the list in the module doc). Every `unsafe` block
     /// below stays within rank r's elements as the module doc's rule assigns them.
     fn exec(&mut self, k: usize) {
         let LimitKernel {
