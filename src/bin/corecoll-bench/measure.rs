@@ -78,37 +78,42 @@ where
         .run(|comm| -> RankResult {
             let e = |e: corecoll::Error| e.to_string();
             let mut kernel = setup(comm)?;
-            // Warm-up: rank 0 times one call and decides how many more, so that every rank
-            // makes the same number of calls (the collectives must match).
+            // Warm-up: every rank times one call, and the slowest rank's time decides how
+            // many more (a rank with no work in a call, such as the root of the `limit`
+            // broadcast, would otherwise ask for far too many); every rank computes the same
+            // count from the same maximum, so the collectives match.
             comm.barrier().map_err(e)?;
             let t0 = Instant::now();
             kernel.call()?;
-            let first = t0.elapsed().as_secs_f64();
-            let mut n = [timing.warmup.map_or_else(
+            let mut first = [t0.elapsed().as_secs_f64()];
+            comm.allreduce(&mut first, corecoll::op::Max).map_err(e)?;
+            let first = first[0];
+            let n = timing.warmup.map_or_else(
                 || ((timing.budget.as_secs_f64() / 10.0 / first.max(1e-9)) as u64).clamp(1, 1000),
                 |w| w as u64,
-            )];
-            comm.broadcast(&mut n, 0).map_err(e)?;
+            );
             let t0 = Instant::now();
-            for _ in 1..n[0] {
+            for _ in 1..n {
                 kernel.call()?;
             }
-            let per_call = if n[0] > 1 {
-                t0.elapsed().as_secs_f64() / (n[0] - 1) as f64
+            let mut per_call = [if n > 1 {
+                t0.elapsed().as_secs_f64() / (n - 1) as f64
             } else {
                 first
-            };
-            let mut iters = [timing.iters.map_or_else(
+            }];
+            comm.allreduce(&mut per_call, corecoll::op::Max)
+                .map_err(e)?;
+            let per_call = per_call[0];
+            let iters = timing.iters.map_or_else(
                 || {
                     ((timing.budget.as_secs_f64() / per_call.max(1e-9)) as usize)
                         .clamp(timing.min_iters.max(1), timing.max_iters.max(1))
                         as u64
                 },
                 |i| i as u64,
-            )];
-            comm.broadcast(&mut iters, 0).map_err(e)?;
-            let mut times = Vec::with_capacity(iters[0] as usize);
-            for _ in 0..iters[0] {
+            );
+            let mut times = Vec::with_capacity(iters as usize);
+            for _ in 0..iters {
                 comm.barrier().map_err(e)?;
                 let start = ns();
                 kernel.call()?;
@@ -197,5 +202,50 @@ impl<T: Copy> Pool<T> {
     pub fn current(&mut self) -> &mut [T] {
         let s = self.at * self.stride;
         &mut self.data[s..s + self.len]
+    }
+
+    /// Where the pool's buffers lie, for a kernel whose ranks reach each other's buffers
+    /// through raw pointers (the `limit` baseline). The pointer comes from one borrow of the
+    /// storage and stays valid while the pool lives (moving the pool does not move its
+    /// storage) as long as `current` and `next` are not called again, as each of those
+    /// borrows the whole storage anew.
+    pub fn layout(&mut self) -> PoolLayout<T> {
+        PoolLayout {
+            base: self.data.as_mut_ptr(),
+            stride: self.stride,
+            slots: self.slots,
+            len: self.len,
+        }
+    }
+}
+
+/// The layout of a [`Pool`]'s storage: buffer `i` (for `i < slots`) holds the `len` elements
+/// from `base + i·stride`, and the `k`-th call of [`Pool::next`] on a new pool returns buffer
+/// `k % slots` (so ranks that advance in lockstep agree on the buffer of every call).
+#[derive(Debug)]
+pub struct PoolLayout<T> {
+    /// The first element of buffer 0.
+    pub base: *mut T,
+    /// Elements from the start of one buffer to the start of the next.
+    pub stride: usize,
+    /// Buffers (1 when warm).
+    pub slots: usize,
+    /// Elements of each buffer.
+    pub len: usize,
+}
+
+impl<T> Clone for PoolLayout<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for PoolLayout<T> {}
+
+impl<T> PoolLayout<T> {
+    /// The first element of the buffer of the `k`-th call (see the type's doc).
+    pub fn buffer(&self, k: usize) -> *mut T {
+        // In bounds of the storage: (k % slots) · stride < slots · stride elements.
+        self.base.wrapping_add((k % self.slots) * self.stride)
     }
 }
