@@ -37,7 +37,7 @@ pub struct Args {
     /// Timed iterations per cell; default: as many as fit in `--time`, at least 3.
     #[arg(long)]
     pub iters: Option<usize>,
-    /// Warm-up iterations per cell; default: enough for a tenth of `--time`, at least 1.
+    /// Warm-up iterations per cell; default: enough for a tenth of `--time`, at least 2.
     #[arg(long)]
     pub warmup: Option<usize>,
     /// Seconds of timed iterations per cell when `--iters` is not given.
@@ -59,7 +59,7 @@ pub struct Args {
     /// JSON output (default: target/corecoll-bench/results.json).
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// SVG plot (default: target/corecoll-bench/<collective>.svg per collective).
+    /// SVG plot (default: `target/corecoll-bench/COLLECTIVE.svg` per collective).
     #[arg(long)]
     pub plot: Option<PathBuf>,
     /// No progress bar.

@@ -26,7 +26,9 @@ pub trait Kernel {
 /// How many iterations to run.
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
-    /// Warm-up calls; `None`: as many as fit in a tenth of `budget` (at least 1, at most 1000).
+    /// Warm-up calls (the first one included); `None`: as many as fit in a tenth of `budget`, at
+    /// least 2 (so that the iteration count does not rest on the first call alone, which pays
+    /// for page faults and wake-ups) and at most 1000.
     pub warmup: Option<usize>,
     /// Timed iterations; `None`: as many as fit in `budget`, within `min_iters..=max_iters`.
     pub iters: Option<usize>,
@@ -89,7 +91,7 @@ where
             comm.allreduce(&mut first, corecoll::op::Max).map_err(e)?;
             let first = first[0];
             let n = timing.warmup.map_or_else(
-                || ((timing.budget.as_secs_f64() / 10.0 / first.max(1e-9)) as u64).clamp(1, 1000),
+                || ((timing.budget.as_secs_f64() / 10.0 / first.max(1e-9)) as u64).clamp(2, 1000),
                 |w| w as u64,
             );
             let t0 = Instant::now();
