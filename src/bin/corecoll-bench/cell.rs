@@ -265,40 +265,46 @@ pub fn output<T: Elem>(spec: &CellSpec, send: &[T], recv: &[T]) -> Vec<T> {
 enum Expect<T> {
     /// A value copied from an input (exact).
     Copy(T),
-    /// The rank-order fold of these terms (for a float sum: compared with the exactly
-    /// rounded sum, within the error bound of any summation order).
-    Fold(Vec<T>),
+    /// The rank-order fold of element `elem` of the inputs of `ranks` (for a float sum:
+    /// compared with the exactly rounded sum, within the error bound of any summation order).
+    Fold {
+        /// The element of each input.
+        elem: usize,
+        /// The ranks whose inputs are folded, in order.
+        ranks: std::ops::Range<usize>,
+    },
 }
 
-/// The expected output of rank `r` for `spec`, element by element.
-fn expected<T: Elem>(spec: &CellSpec, inputs: &[Vec<T>], r: usize) -> Vec<Expect<T>> {
-    let (p, n, b, root) = (spec.p, spec.count, spec.block, spec.root);
-    let fold = |i: usize, ranks: std::ops::Range<usize>| {
-        Expect::Fold(ranks.map(|q| inputs[q][i]).collect())
-    };
+/// The length of rank `r`'s expected output for `spec`.
+fn expected_len(spec: &CellSpec, r: usize) -> usize {
     match spec.collective {
-        Collective::Allreduce => (0..n).map(|i| fold(i, 0..p)).collect(),
-        Collective::Reduce if r == root => (0..n).map(|i| fold(i, 0..p)).collect(),
-        Collective::Reduce => inputs[r].iter().map(|&x| Expect::Copy(x)).collect(),
-        Collective::Broadcast => inputs[root].iter().map(|&x| Expect::Copy(x)).collect(),
-        Collective::Scan => (0..n).map(|i| fold(i, 0..r + 1)).collect(),
-        Collective::Exscan if r == 0 => inputs[0].iter().map(|&x| Expect::Copy(x)).collect(),
-        Collective::Exscan => (0..n).map(|i| fold(i, 0..r)).collect(),
-        Collective::Gather | Collective::Gatherv if r == root => {
-            (0..n).map(|i| Expect::Copy(inputs[i / b][i % b])).collect()
-        }
-        Collective::Gather | Collective::Gatherv => Vec::new(),
-        Collective::Scatter | Collective::Scatterv => (0..b)
-            .map(|i| Expect::Copy(inputs[root][r * b + i]))
-            .collect(),
-        Collective::Allgather | Collective::Allgatherv => {
-            (0..n).map(|i| Expect::Copy(inputs[i / b][i % b])).collect()
-        }
-        Collective::Alltoall | Collective::Alltoallv => (0..n)
-            .map(|i| Expect::Copy(inputs[i / b][r * b + i % b]))
-            .collect(),
-        Collective::ReduceScatter => (0..b).map(|i| fold(r * b + i, 0..p)).collect(),
-        Collective::Barrier => Vec::new(),
+        Collective::Gather | Collective::Gatherv if r != spec.root => 0,
+        Collective::Barrier => 0,
+        Collective::Scatter | Collective::Scatterv | Collective::ReduceScatter => spec.block,
+        _ => spec.count,
+    }
+}
+
+/// Element `i` of rank `r`'s expected output for `spec`.
+fn expected<T: Elem>(spec: &CellSpec, inputs: &[Vec<T>], r: usize, i: usize) -> Expect<T> {
+    let (p, b, root) = (spec.p, spec.block, spec.root);
+    let fold = |elem: usize, ranks: std::ops::Range<usize>| Expect::Fold { elem, ranks };
+    match spec.collective {
+        Collective::Allreduce => fold(i, 0..p),
+        Collective::Reduce if r == root => fold(i, 0..p),
+        Collective::Reduce => Expect::Copy(inputs[r][i]),
+        Collective::Broadcast => Expect::Copy(inputs[root][i]),
+        Collective::Scan => fold(i, 0..r + 1),
+        Collective::Exscan if r == 0 => Expect::Copy(inputs[0][i]),
+        Collective::Exscan => fold(i, 0..r),
+        Collective::Gather
+        | Collective::Gatherv
+        | Collective::Allgather
+        | Collective::Allgatherv => Expect::Copy(inputs[i / b][i % b]),
+        Collective::Scatter | Collective::Scatterv => Expect::Copy(inputs[root][r * b + i]),
+        Collective::Alltoall | Collective::Alltoallv => Expect::Copy(inputs[i / b][r * b + i % b]),
+        Collective::ReduceScatter => fold(r * b + i, 0..p),
+        Collective::Barrier => unreachable!("a barrier has no output"),
     }
 }
 
@@ -355,20 +361,25 @@ pub fn check<T: Elem, O: Op<T>>(
     let sum_bound = spec.p as f64 * u * 1.000_001;
     let prod_bound = 2.0 * spec.p as f64 * u;
     let mut max_err: Option<f64> = None;
+    let mut terms: Vec<T> = Vec::with_capacity(spec.p);
+    let mut scratch: Vec<f64> = Vec::new();
     for (r, out) in outs.iter().enumerate() {
-        let want = expected(spec, &inputs, r);
-        if out.len() != want.len() {
-            return fail(format!(
-                "rank {r}: {} elements, expected {}",
-                out.len(),
-                want.len()
-            ));
+        let len = expected_len(spec, r);
+        if out.len() != len {
+            return fail(format!("rank {r}: {} elements, expected {len}", out.len()));
         }
-        for (i, (&got, w)) in out.iter().zip(&want).enumerate() {
-            let ok = match w {
+        if spec.collective == Collective::Allreduce && r > 0 {
+            // Rank 0's result was checked; the others must equal it bit for bit (below).
+            break;
+        }
+        for (i, &got) in out.iter().enumerate() {
+            let want = expected(spec, &inputs, r, i);
+            let ok = match &want {
                 Expect::Copy(x) => got.same_bits(*x),
-                Expect::Fold(terms) => {
-                    let mut acc = vec![terms[0]];
+                Expect::Fold { elem, ranks } => {
+                    terms.clear();
+                    terms.extend(ranks.clone().map(|q| inputs[q][*elem]));
+                    let mut acc = [terms[0]];
                     for t in &terms[1..] {
                         op.fold_right(&mut acc, std::slice::from_ref(t));
                     }
@@ -376,7 +387,9 @@ pub fn check<T: Elem, O: Op<T>>(
                     if !float || matches!(spec.op, OpName::Min | OpName::Max) || terms.len() == 1 {
                         got.same_bits(seq)
                     } else if spec.op == OpName::Sum {
-                        let exact = T::exact_sum(terms).expect("a float type").to_f64();
+                        let exact = T::exact_sum(&terms, &mut scratch)
+                            .expect("a float type")
+                            .to_f64();
                         let err = if exact == 0.0 {
                             got.to_f64().abs()
                         } else {
@@ -393,9 +406,9 @@ pub fn check<T: Elem, O: Op<T>>(
             if !ok {
                 return fail(format!(
                     "rank {r}, element {i}: got {got:?}, expected {}",
-                    match w {
+                    match want {
                         Expect::Copy(x) => format!("{x:?}"),
-                        Expect::Fold(_) => "the fold of the inputs".to_string(),
+                        Expect::Fold { .. } => "the fold of the inputs".to_string(),
                     }
                 ));
             }

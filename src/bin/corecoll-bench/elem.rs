@@ -38,8 +38,8 @@ pub trait Elem: Copy + Send + Sync + PartialEq + Debug + Default + 'static {
     fn same_bits(self, other: Self) -> bool;
 
     /// The exactly rounded sum of `terms` for floats, `None` for integers (whose wrapping sum
-    /// is exact in any order).
-    fn exact_sum(terms: &[Self]) -> Option<Self>;
+    /// is exact in any order); `scratch` is working space, reused between calls.
+    fn exact_sum(terms: &[Self], scratch: &mut Vec<f64>) -> Option<Self>;
 }
 
 /// Input element `i` of rank `rank` for seed `seed`: a fixed function of the three (SplitMix64
@@ -62,8 +62,15 @@ fn splitmix64(mut z: u64) -> u64 {
 /// The exactly rounded f64 sum of `terms` (Shewchuk 1997's adaptive expansion, the method of
 /// Python's `math.fsum`): partials that never overlap are kept exactly, and summed at the end
 /// with the correction for round-half-even.
+#[cfg(test)]
 pub fn fsum(terms: impl IntoIterator<Item = f64>) -> f64 {
-    let mut partials: Vec<f64> = Vec::new();
+    fsum_with(&mut Vec::new(), terms)
+}
+
+/// [`fsum`] with `partials` as working space (cleared first), so that a caller summing many
+/// short lists allocates once.
+pub fn fsum_with(partials: &mut Vec<f64>, terms: impl IntoIterator<Item = f64>) -> f64 {
+    partials.clear();
     for mut x in terms {
         let mut kept = 0;
         for j in 0..partials.len() {
@@ -134,9 +141,9 @@ macro_rules! float_elem {
             fn same_bits(self, other: Self) -> bool {
                 self.to_bits() == other.to_bits()
             }
-            fn exact_sum(terms: &[Self]) -> Option<Self> {
+            fn exact_sum(terms: &[Self], scratch: &mut Vec<f64>) -> Option<Self> {
                 // f32 terms are exact in f64; the f64 result is rounded once more to f32.
-                Some(fsum(terms.iter().map(|&x| x as f64)) as $t)
+                Some(fsum_with(scratch, terms.iter().map(|&x| x as f64)) as $t)
             }
         }
     };
@@ -160,7 +167,7 @@ macro_rules! int_elem {
             fn same_bits(self, other: Self) -> bool {
                 self == other
             }
-            fn exact_sum(_terms: &[Self]) -> Option<Self> {
+            fn exact_sum(_terms: &[Self], _scratch: &mut Vec<f64>) -> Option<Self> {
                 None
             }
         }
