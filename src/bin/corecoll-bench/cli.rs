@@ -68,6 +68,9 @@ pub struct Args {
     /// Internal: run as one process of the MPI baseline (started by `mpirun`).
     #[arg(long, hide = true)]
     pub mpi_worker: bool,
+    /// Internal: where an MPI worker's rank 0 writes its records (a JSON array).
+    #[arg(long, hide = true)]
+    pub mpi_out: Option<PathBuf>,
 }
 
 /// A collective the bench can sweep.

@@ -68,7 +68,8 @@ fn known_names(collectives: &[Collective]) -> Vec<&'static str> {
         .iter()
         .flat_map(|&c| entries(c, "all").into_iter().map(Entry::name))
         .collect();
-    names.push("mpi");
+    // The MPI baseline's rows (feature `mpi`; without it they select nothing).
+    names.extend(["mpi", "mpi-reduce-bcast"]);
     names.sort_unstable();
     names.dedup();
     names
@@ -218,12 +219,12 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             }
         }
         #[cfg(feature = "mpi")]
-        if args.algorithms.trim() == "all" || args.algorithms.split(',').any(|a| a.trim() == "mpi")
-        {
+        if crate::mpi_baseline::selected(&args.algorithms) {
             bar.set_message(format!("MPI baseline, {} processes", scope.ranks));
-            match crate::mpi_baseline::run(args, scope.ranks) {
+            match crate::mpi_baseline::run(args, &scope.label, &scope.placement, scope.ranks) {
                 Ok(mut r) => records.append(&mut r),
-                Err(e) => bar.println(format!("corecoll-bench: MPI baseline skipped: {e}")),
+                // `suspend`, not `println`: a hidden bar (-q, or no terminal) drops the latter.
+                Err(e) => bar.suspend(|| eprintln!("corecoll-bench: MPI baseline skipped: {e}")),
             }
         }
     }
