@@ -581,10 +581,19 @@ mod tests {
         );
         // One element off by far more than rounding.
         let mut bad = good.clone();
+        bad[0][3] += 1e-6;
+        let c = check::<f64, _>(&spec, &op::Sum, &boxed(bad));
+        assert_eq!(c.validation, Validation::Fail);
+        assert!(c.note.contains("rank 0, element 3"), "{}", c.note);
+        let mut bad = good.clone();
         bad[1][3] += 1e-6;
         let c = check::<f64, _>(&spec, &op::Sum, &boxed(bad));
         assert_eq!(c.validation, Validation::Fail);
-        assert!(c.note.contains("rank 1, element 3"), "{}", c.note);
+        assert!(
+            c.note.contains("rank 1 differs from rank 0 at element 3"),
+            "{}",
+            c.note
+        );
         // Off by one ulp on one rank only: within the error bound, but not bit-identical.
         let mut ulp = good.clone();
         ulp[2][0] = f64::from_bits(ulp[2][0].to_bits() + 1);

@@ -50,7 +50,8 @@ pub struct Record {
     /// Where the numbers come from.
     pub source: Source,
     /// Which ranks ran it: `all` for the whole placement, `socket N` for one socket's cores
-    /// under `--per-socket`, `processes` for MPI.
+    /// under `--per-socket` (MPI rows carry the label of the thread sweep they belong with:
+    /// the same number of processes as that sweep has threads).
     pub scope: String,
     /// The placement (`compact`, `spread`, `socket:N`, `cores:LIST`).
     pub placement: String,
