@@ -211,19 +211,30 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
         let size = chunk::<T>();
         match spec.collective {
             Collective::Allreduce | Collective::Reduce if p > 1 => {
-                let to_all = spec.collective == Collective::Allreduce;
+                // The accumulator is the chunk of one of the buffers themselves (rank 0's
+                // for allreduce, the root's for reduce), so each input chunk is read once,
+                // the combined chunk written once there, and copied on while it is in the
+                // first-level cache: the fewest bytes moved. Rank order holds: inputs below
+                // the accumulator's owner fold in from the left, the others from the right.
+                let (owner, to_all) = match spec.collective {
+                    Collective::Allreduce => (0, true),
+                    _ => (root, false),
+                };
                 for c in chunks(split::<T>(n, p, r), size) {
-                    let acc = &mut acc[..c.len()];
                     // SAFETY (each block of this arm): `c` lies in `split(n, p, r)`, elements
-                    // that only rank r reads or writes, in any rank's buffer; `acc` is this
-                    // kernel's own and the slices end with each statement.
-                    acc.copy_from_slice(unsafe { part(send(0), k, c.clone()) });
-                    for q in 1..p {
+                    // that only rank r reads or writes, in any rank's buffer; `acc` and each
+                    // operand are chunks of two different buffers.
+                    let acc = unsafe { part_mut(send(owner), k, c.clone()) };
+                    for q in (0..owner).rev() {
+                        op.fold_left(unsafe { part(send(q), k, c.clone()) }, acc);
+                    }
+                    for q in owner + 1..p {
                         op.fold_right(acc, unsafe { part(send(q), k, c.clone()) });
                     }
-                    let targets = if to_all { 0..p } else { root..root + 1 };
-                    for q in targets {
-                        unsafe { part_mut(send(q), k, c.clone()) }.copy_from_slice(acc);
+                    if to_all {
+                        for q in 1..p {
+                            unsafe { part_mut(send(q), k, c.clone()) }.copy_from_slice(acc);
+                        }
                     }
                 }
             }
