@@ -23,6 +23,14 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Die quietly of SIGPIPE when the reader of stdout goes away (`corecoll-bench | head`),
+    // as command-line tools do, instead of panicking on the failed write: Rust sets SIGPIPE to
+    // ignored before `main`.
+    // SAFETY: `signal` with `SIG_DFL` installs no handler, only the default action; nothing
+    // else in the process has touched SIGPIPE, and no other thread runs yet.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args = cli::Args::parse();
     let result = if args.mpi_worker {
         mpi_worker(&args)
