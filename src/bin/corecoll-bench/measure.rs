@@ -272,7 +272,11 @@ mod tests {
     fn pool_buffers_are_aligned_and_cycle() {
         for cold in [false, true] {
             let mut pool = Pool::new(100, cold, 64, |i| i as u32);
-            let slots = if cold { 2.max(cold_bytes() / (64 * 448)) } else { 1 };
+            let slots = if cold {
+                2.max(cold_bytes() / (64 * 448))
+            } else {
+                1
+            };
             for k in 0..3 {
                 let b = pool.next();
                 assert_eq!(b.len(), 100);

@@ -77,9 +77,13 @@ fn known_names(collectives: &[Collective]) -> Vec<&'static str> {
 
 /// The scopes of the run: the placement; with `--per-socket` each socket's cores first.
 fn scopes(args: &Args) -> Result<Vec<Scope>, String> {
+    scopes_on(args, placement::sockets())
+}
+
+/// [`scopes`] on a machine of sockets `socks` (id and cores of each).
+fn scopes_on(args: &Args, socks: Vec<(usize, Vec<usize>)>) -> Result<Vec<Scope>, String> {
     let mut out = Vec::new();
     if args.per_socket {
-        let socks = placement::sockets();
         if socks.len() > 1 {
             for (id, cores) in socks {
                 out.push(Scope {
@@ -410,5 +414,68 @@ pub fn fmt_bytes(b: usize) -> String {
         b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
         b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
         b => format!("{b} B"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(list: &[&str]) -> Args {
+        Args::try_parse_from(std::iter::once("corecoll-bench").chain(list.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn per_socket_runs_each_socket_then_all() {
+        let two = vec![(0, vec![0, 1, 2]), (1, vec![3, 4, 5])];
+        let s = scopes_on(&args(&["--per-socket"]), two.clone()).unwrap();
+        let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["socket 0", "socket 1", "all"]);
+        assert_eq!((s[0].ranks, s[1].ranks), (3, 3));
+        assert_eq!(s[1].pinning, Pinning::Cores(vec![3, 4, 5]));
+        assert_eq!(s[1].placement, "socket:1");
+        // --ranks applies to every scope; one socket gives only the whole-machine sweep.
+        let s = scopes_on(&args(&["--per-socket", "--ranks", "2"]), two).unwrap();
+        assert!(s.iter().all(|s| s.ranks == 2));
+        let one = vec![(0, vec![0, 1])];
+        assert_eq!(
+            scopes_on(&args(&["--per-socket"]), one.clone())
+                .unwrap()
+                .len(),
+            1
+        );
+        assert_eq!(scopes_on(&args(&[]), one).unwrap()[0].label, "all");
+    }
+
+    #[test]
+    fn algorithm_selection() {
+        let names = |sel: &str| -> Vec<&str> {
+            entries(Collective::Allreduce, sel)
+                .into_iter()
+                .map(Entry::name)
+                .collect()
+        };
+        assert_eq!(names("direct, limit"), ["direct", "limit"]);
+        assert_eq!(names("all").first(), Some(&"auto"));
+        assert!(names("all").contains(&"channels"));
+        assert!(entries(Collective::Broadcast, "all")
+            .iter()
+            .all(|e| e.name() != "channels"));
+        let known = known_names(&[Collective::Allreduce]);
+        for n in [
+            "auto",
+            "dual-root",
+            "limit",
+            "std-naive",
+            "channels",
+            "mpi",
+            "mpi-reduce-bcast",
+        ] {
+            assert!(known.contains(&n), "{n}");
+        }
+        assert_eq!(fmt_bytes(0), "0 B");
+        assert_eq!(fmt_bytes(3 << 20), "3 MiB");
+        assert_eq!(fmt_bytes(1536), "1536 B");
     }
 }
