@@ -187,7 +187,7 @@ impl<T: Copy> Pool<T> {
         };
         let mut data = Vec::with_capacity(slots * stride + line);
         let misalign = data.as_ptr() as usize % 64;
-        let first = if misalign % elem == 0 {
+        let first = if misalign.is_multiple_of(elem) {
             (64 - misalign) % 64 / elem
         } else {
             0
