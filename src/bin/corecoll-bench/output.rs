@@ -33,6 +33,10 @@ pub struct RunInfo {
     /// `release` or `debug` (a debug build's times say little).
     #[serde(default)]
     pub build: String,
+    /// The cargo features the binary was built with that change what it measures (`mpi`:
+    /// the MPI baseline rows).
+    #[serde(default)]
+    pub features: String,
 }
 
 impl RunInfo {
@@ -53,6 +57,7 @@ impl RunInfo {
                 "release"
             }
             .into(),
+            features: if cfg!(feature = "mpi") { "mpi" } else { "" }.into(),
         }
     }
 }
@@ -416,6 +421,7 @@ pub(crate) mod tests {
             cpu: "Some CPU".into(),
             os: "linux x86_64".into(),
             build: "release".into(),
+            features: String::new(),
         };
         let path = temp("trip.json");
         write_json(&path, &info, &v).unwrap();
