@@ -59,16 +59,16 @@ fn splitmix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// The exactly rounded f64 sum of `terms` (Shewchuk 1997's adaptive expansion, the method of
-/// Python's `math.fsum`): partials that never overlap are kept exactly, and summed at the end
-/// with the correction for round-half-even.
+/// [`fsum_with`] with a working space of its own.
 #[cfg(test)]
 pub fn fsum(terms: impl IntoIterator<Item = f64>) -> f64 {
     fsum_with(&mut Vec::new(), terms)
 }
 
-/// [`fsum`] with `partials` as working space (cleared first), so that a caller summing many
-/// short lists allocates once.
+/// The exactly rounded f64 sum of `terms` (Shewchuk 1997's adaptive expansion, the method of
+/// Python's `math.fsum`): partials that never overlap are kept exactly, and summed at the end
+/// with the correction for round-half-even. `partials` is working space (cleared first), so
+/// that a caller summing many short lists allocates once.
 pub fn fsum_with(partials: &mut Vec<f64>, terms: impl IntoIterator<Item = f64>) -> f64 {
     partials.clear();
     for mut x in terms {
