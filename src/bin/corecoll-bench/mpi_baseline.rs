@@ -409,7 +409,7 @@ mod tests {
 
     #[test]
     fn json_nulls_read_back_as_nan() {
-        let rec = worker::record::<f64, corecoll::op::Sum>(
+        let rec = Record::of_cell::<f64, corecoll::op::Sum>(
             &CellSpec::new(
                 Collective::Allreduce,
                 2,
@@ -419,7 +419,8 @@ mod tests {
                 0,
                 false,
             ),
-            Row::Native,
+            Row::Native.name(),
+            Source::Mpi,
             &corecoll::op::Sum,
             Err("it broke".into()),
         );

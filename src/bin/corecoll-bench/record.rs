@@ -2,6 +2,11 @@
 //! the table prints it and as the CSV and JSON files hold it (the schema is this struct's
 //! fields, in order).
 
+use crate::cell::{self, CellSpec};
+use crate::elem::Elem;
+use crate::measure::Measured;
+use crate::stats::{algbw_gbs, busbw_factor, Summary};
+use corecoll::op::Op;
 use serde::{Deserialize, Serialize};
 
 /// Where a row's numbers come from.
@@ -99,4 +104,71 @@ pub struct Record {
     pub max_rel_error: Option<f64>,
     /// What went wrong, or what else is worth knowing about the row.
     pub note: String,
+}
+
+impl Record {
+    /// The record of a cell measured (or failed) with `measured`: the statistics of its
+    /// times, the bandwidths, and the check of its outputs against the reference for `spec`.
+    /// `scope` and `placement` are left empty for the caller to set.
+    pub fn of_cell<T: Elem, O: Op<T>>(
+        spec: &CellSpec,
+        algorithm: &str,
+        source: Source,
+        op: &O,
+        measured: Result<Measured, String>,
+    ) -> Record {
+        let mut rec = Record {
+            collective: spec.collective.name().into(),
+            algorithm: algorithm.into(),
+            source,
+            scope: String::new(),
+            placement: String::new(),
+            ranks: spec.p,
+            dtype: spec.dtype.name().into(),
+            op: if spec.collective.reduces() {
+                spec.op.name().into()
+            } else {
+                "-".into()
+            },
+            bytes: spec.bytes(),
+            count: spec.count,
+            cache: if spec.cold { "cold" } else { "warm" }.into(),
+            iters: 0,
+            min_us: f64::NAN,
+            median_us: f64::NAN,
+            p95_us: f64::NAN,
+            mean_us: f64::NAN,
+            algbw_gbs: f64::NAN,
+            busbw_gbs: f64::NAN,
+            limit_pct: None,
+            validation: Validation::Fail,
+            max_rel_error: None,
+            note: String::new(),
+        };
+        let m = match measured {
+            Ok(m) => m,
+            Err(e) => {
+                rec.note = e;
+                return rec;
+            }
+        };
+        if let Some(s) = Summary::of(&m.times) {
+            rec.iters = s.iters;
+            rec.min_us = s.min * 1e6;
+            rec.median_us = s.median * 1e6;
+            rec.p95_us = s.p95 * 1e6;
+            rec.mean_us = s.mean * 1e6;
+            rec.algbw_gbs = algbw_gbs(rec.bytes, s.median);
+            rec.busbw_gbs = rec.algbw_gbs * busbw_factor(&rec.collective, spec.p);
+        }
+        if m.outputs.is_empty() {
+            rec.validation = Validation::Skipped;
+        } else {
+            let c = cell::check::<T, O>(spec, op, &m.outputs);
+            rec.validation = c.validation;
+            rec.max_rel_error = c.max_rel_error;
+            rec.note = c.note;
+        }
+        rec
+    }
 }

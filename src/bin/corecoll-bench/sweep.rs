@@ -4,11 +4,10 @@
 use crate::cell::{self, Alg, CellSpec, CorecollKernel};
 use crate::cli::{Args, Collective, Placement};
 use crate::elem::{dispatch, Elem, Visit};
-use crate::measure::{measure, Kernel, Measured, Timing};
+use crate::measure::{measure, Kernel, Timing};
 use crate::output::{self, RunInfo};
 use crate::placement;
 use crate::record::{Record, Source, Validation};
-use crate::stats::{algbw_gbs, busbw_factor, Summary};
 use crate::{baselines, plot};
 use corecoll::op::Op;
 use corecoll::{Pinning, Team};
@@ -213,7 +212,6 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                             spec,
                             entry,
                             scope,
-                            cold: args.cold,
                         },
                     )
                     .expect("the op was checked against the type");
@@ -305,7 +303,6 @@ struct Cell<'a> {
     spec: CellSpec,
     entry: Entry,
     scope: &'a Scope,
-    cold: bool,
 }
 
 impl Visit for Cell<'_> {
@@ -330,81 +327,11 @@ impl Visit for Cell<'_> {
                 baselines::run::<T, O>(name, self.team, self.timing, &spec, op),
             ),
         };
-        record::<T, O>(
-            &spec,
-            self.entry.name(),
-            source,
-            self.scope,
-            self.cold,
-            &op,
-            measured,
-        )
+        let mut rec = Record::of_cell::<T, O>(&spec, self.entry.name(), source, &op, measured);
+        rec.scope = self.scope.label.clone();
+        rec.placement = self.scope.placement.clone();
+        rec
     }
-}
-
-/// The record of a measured (or failed) cell.
-fn record<T: Elem, O: Op<T>>(
-    spec: &CellSpec,
-    algorithm: &str,
-    source: Source,
-    scope: &Scope,
-    cold: bool,
-    op: &O,
-    measured: Result<Measured, String>,
-) -> Record {
-    let mut rec = Record {
-        collective: spec.collective.name().into(),
-        algorithm: algorithm.into(),
-        source,
-        scope: scope.label.clone(),
-        placement: scope.placement.clone(),
-        ranks: spec.p,
-        dtype: spec.dtype.name().into(),
-        op: if spec.collective.reduces() {
-            spec.op.name().into()
-        } else {
-            "-".into()
-        },
-        bytes: spec.bytes(),
-        count: spec.count,
-        cache: if cold { "cold" } else { "warm" }.into(),
-        iters: 0,
-        min_us: f64::NAN,
-        median_us: f64::NAN,
-        p95_us: f64::NAN,
-        mean_us: f64::NAN,
-        algbw_gbs: f64::NAN,
-        busbw_gbs: f64::NAN,
-        limit_pct: None,
-        validation: Validation::Fail,
-        max_rel_error: None,
-        note: String::new(),
-    };
-    let m = match measured {
-        Ok(m) => m,
-        Err(e) => {
-            rec.note = e;
-            return rec;
-        }
-    };
-    if let Some(s) = Summary::of(&m.times) {
-        rec.iters = s.iters;
-        rec.min_us = s.min * 1e6;
-        rec.median_us = s.median * 1e6;
-        rec.p95_us = s.p95 * 1e6;
-        rec.mean_us = s.mean * 1e6;
-        rec.algbw_gbs = algbw_gbs(rec.bytes, s.median);
-        rec.busbw_gbs = rec.algbw_gbs * busbw_factor(&rec.collective, spec.p);
-    }
-    if m.outputs.is_empty() {
-        rec.validation = Validation::Skipped;
-    } else {
-        let c = cell::check::<T, O>(spec, op, &m.outputs);
-        rec.validation = c.validation;
-        rec.max_rel_error = c.max_rel_error;
-        rec.note = c.note;
-    }
-    rec
 }
 
 /// A byte count as B, KiB, MiB or GiB.

@@ -26,8 +26,7 @@ use crate::cell::{self, CellSpec};
 use crate::cli::{Args, Collective, OpName};
 use crate::elem::{dispatch, Elem, Visit};
 use crate::measure::{cold_bytes, Measured, Timing};
-use crate::record::{Record, Source, Validation};
-use crate::stats::{algbw_gbs, busbw_factor, Summary};
+use crate::record::{Record, Source};
 use corecoll::op::Op;
 use mpi::collective::SystemOperation;
 use mpi::datatype::{DynBuffer, DynBufferMut, Partition, PartitionMut};
@@ -379,7 +378,9 @@ impl Visit for MpiCell<'_> {
         op: O,
     ) -> Option<Record> {
         let measured = measure::<T>(self.world, &self.spec, self.row, op_name, self.timing);
-        (self.world.rank() == 0).then(|| record::<T, O>(&self.spec, self.row, &op, measured))
+        (self.world.rank() == 0).then(|| {
+            Record::of_cell::<T, O>(&self.spec, self.row.name(), Source::Mpi, &op, measured)
+        })
     }
 }
 
@@ -502,67 +503,4 @@ fn gather_outputs<T: Elem>(world: &SimpleCommunicator, out: Vec<T>) -> Vec<Box<d
             Box::new(mine.to_vec()) as Box<dyn Any + Send>
         })
         .collect()
-}
-
-/// The record of a measured (or failed) cell, as the sweep fills its own (the scope and
-/// placement are the launcher's to set).
-pub(super) fn record<T: Elem, O: Op<T>>(
-    spec: &CellSpec,
-    row: Row,
-    op: &O,
-    measured: Result<Measured, String>,
-) -> Record {
-    let mut rec = Record {
-        collective: spec.collective.name().into(),
-        algorithm: row.name().into(),
-        source: Source::Mpi,
-        scope: String::new(),
-        placement: String::new(),
-        ranks: spec.p,
-        dtype: spec.dtype.name().into(),
-        op: if spec.collective.reduces() {
-            spec.op.name().into()
-        } else {
-            "-".into()
-        },
-        bytes: spec.bytes(),
-        count: spec.count,
-        cache: if spec.cold { "cold" } else { "warm" }.into(),
-        iters: 0,
-        min_us: f64::NAN,
-        median_us: f64::NAN,
-        p95_us: f64::NAN,
-        mean_us: f64::NAN,
-        algbw_gbs: f64::NAN,
-        busbw_gbs: f64::NAN,
-        limit_pct: None,
-        validation: Validation::Fail,
-        max_rel_error: None,
-        note: String::new(),
-    };
-    let m = match measured {
-        Ok(m) => m,
-        Err(e) => {
-            rec.note = e;
-            return rec;
-        }
-    };
-    if let Some(s) = Summary::of(&m.times) {
-        rec.iters = s.iters;
-        rec.min_us = s.min * 1e6;
-        rec.median_us = s.median * 1e6;
-        rec.p95_us = s.p95 * 1e6;
-        rec.mean_us = s.mean * 1e6;
-        rec.algbw_gbs = algbw_gbs(rec.bytes, s.median);
-        rec.busbw_gbs = rec.algbw_gbs * busbw_factor(&rec.collective, spec.p);
-    }
-    if m.outputs.is_empty() {
-        rec.validation = Validation::Skipped;
-    } else {
-        let c = cell::check::<T, O>(spec, op, &m.outputs);
-        rec.validation = c.validation;
-        rec.max_rel_error = c.max_rel_error;
-        rec.note = c.note;
-    }
-    rec
 }
