@@ -63,7 +63,11 @@ impl std::fmt::Display for Source {
 /// `numa`, a memory controller. The indices are positions in the topology the team was built
 /// with; with a synthetic topology they are the described machine's, while `os_index` is the
 /// real core the rank was wrapped onto.
+///
+/// More levels (a die, an L2 cluster) may be added as fields, so the struct is
+/// `#[non_exhaustive]`: locations come from a [`Topology`], not from literals.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub struct Location {
     /// Logical index of the package (socket), `0..Topology::num_packages()`.
     pub package: usize,
@@ -168,7 +172,9 @@ pub(crate) struct PuRecord {
 /// What a discovery back end found: every PU of the machine, and the L3 sizes by key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Discovered {
+    /// Every PU the back end reported, allowed or not.
     pub pus: Vec<PuRecord>,
+    /// Size in bytes of each L3 cache, by the key of [`PuRecord::l3`], where known.
     pub l3_bytes: HashMap<usize, u64>,
 }
 

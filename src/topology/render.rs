@@ -90,11 +90,7 @@ impl Topology {
             let _ = write!(s, ", {}", count(pus, "PU"));
         }
         if self.leaves.len() != self.num_cores() {
-            let _ = write!(
-                s,
-                ", {}",
-                count(self.leaves.len(), "leaf").replace("leafs", "leaves")
-            );
+            let _ = write!(s, ", {} leaves", self.leaves.len());
         }
         if self.source == Source::Flat {
             s.push_str("; grouping unknown");
@@ -177,7 +173,6 @@ impl Topology {
                 self.package_os[package]
             );
             let mut numa: Vec<usize> = mine.iter().map(|c| c.numa).collect();
-            numa.dedup();
             numa.sort_unstable();
             numa.dedup();
             for &n in &numa {
@@ -211,8 +206,10 @@ impl Topology {
     }
 }
 
-/// The tree as `lstopo-no-graphics` prints it, briefly (see the module documentation of
-/// `render.rs`): `{}` condenses long runs of cores, `{:#}` lists every core.
+/// The tree as `lstopo-no-graphics` prints it, briefly: a header line (source and counts),
+/// then packages, their NUMA nodes, L3 groups and cores with their PUs (`L#`: logical index,
+/// `P#`: OS index). `{}` condenses an L3 group of more than four cores to its first two, one
+/// line for those between and its last; `{:#}` lists every core.
 impl fmt::Display for Topology {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.tree(f.alternate()))
