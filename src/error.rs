@@ -126,6 +126,9 @@ pub enum Error {
     /// Pinning could not be set up as asked.
     #[error("pinning: {0}")]
     Pinning(String),
+    /// A topology could not be made as described (an empty or malformed shape).
+    #[error("topology: {0}")]
+    Topology(String),
     /// A rank thread could not be started.
     #[error("could not start rank thread {rank}: {message}")]
     Spawn {

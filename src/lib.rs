@@ -25,9 +25,11 @@
 //! ```
 //!
 //! Parts (see `DESIGN.md`): [`Team`] starts and pins rank threads and runs SPMD closures;
-//! [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its [`Algorithm`]s; [`op`] holds
-//! the reduction operations; the mailbox, the transport and the waiting protocol are
-//! internal and described in `docs/protocol.md`.
+//! [`Topology`] describes the machine (packages, NUMA nodes, L3 groups, cores; detected, or
+//! described for tests) and places ranks on it by a [`Pinning`], so that [`Comm::location`]
+//! tells where each rank runs; [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its
+//! [`Algorithm`]s; [`op`] holds the reduction operations; the mailbox, the transport and the
+//! waiting protocol are internal and described in `docs/protocol.md`.
 
 mod algorithms;
 mod comm;
@@ -37,6 +39,7 @@ pub mod op;
 mod select;
 mod sync;
 mod team;
+mod topology;
 mod transport;
 
 pub use comm::Comm;
@@ -51,7 +54,8 @@ pub mod algorithm {
         Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
     };
 }
-pub use team::{run, Pinning, Team, TeamBuilder};
+pub use team::{run, Team, TeamBuilder};
+pub use topology::{Location, Pinning, Source, Topology};
 
 #[cfg(loom)]
 #[doc(hidden)]

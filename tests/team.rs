@@ -1,14 +1,14 @@
 //! Teams: results in rank order, closures that borrow the caller's stack (and results that
-//! borrow from it), reuse across many runs, every `Pinning` variant and the cores it assigns,
-//! each rank's actual affinity, the calling thread's affinity given back after a run (also
-//! after a panic), rank 0 on the calling thread, a team run from inside another team's rank,
-//! stress runs of many oversubscribed ranks, and creating and dropping many teams without
-//! leaving threads behind.
+//! borrow from it), reuse across many runs, every `Pinning` variant and the cores it assigns
+//! on the detected topology, each rank's actual affinity, the calling thread's affinity given
+//! back after a run (also after a panic), rank 0 on the calling thread, a team run from
+//! inside another team's rank, stress runs of many oversubscribed ranks, and creating and
+//! dropping many teams without leaving threads behind.
 //!
 //! The tests of this file take one lock for their whole length, so that counting the rank
 //! threads of the process sees only the teams of the test that counts.
 
-use corecoll::{Comm, Error, Pinning, Team};
+use corecoll::{Comm, Error, Pinning, Team, Topology};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::ThreadId;
@@ -50,17 +50,26 @@ mod affinity {
     }
 }
 
-/// The cores a `p`-rank team gets under `pinning` when built by a thread that may run on
-/// `avail` (ascending): the rules documented on `Pinning`.
-fn expected_cores(pinning: &Pinning, p: usize, avail: &[usize]) -> Vec<Option<usize>> {
-    let n = avail.len();
+/// The cores a `p`-rank team gets under `pinning` when built by a thread whose detected
+/// topology has leaves `order` (OS indices in topology order): the rules documented on
+/// `Pinning`. Spread over several L3 groups is checked on described machines in
+/// tests/topology.rs; here it is taken from the topology's own placement.
+fn expected_cores(pinning: &Pinning, p: usize, topo: &Topology) -> Vec<Option<usize>> {
+    let order: Vec<usize> = topo.leaves().iter().map(|l| l.os_index).collect();
+    let n = order.len();
+    let socket = |s: usize| -> Vec<usize> { topo.package_leaves(s).map(|l| l.os_index).collect() };
     (0..p)
         .map(|r| match pinning {
             Pinning::None => None,
-            Pinning::Compact => Some(avail[r % n]),
-            Pinning::Spread if p <= n => Some(avail[r * n / p]),
-            Pinning::Spread => Some(avail[r % n]),
+            Pinning::Compact => Some(order[r % n]),
+            Pinning::Spread if topo.num_l3_groups() > 1 => {
+                topo.place(pinning, p).unwrap()[r].map(|l| l.os_index)
+            }
+            Pinning::Spread if p <= n => Some(order[r * n / p]),
+            Pinning::Spread => Some(order[r % n]),
+            Pinning::Socket(s) => Some(socket(*s)[r % socket(*s).len()]),
             Pinning::Cores(list) => Some(list[r % list.len()]),
+            other => panic!("no rule for {other:?}"),
         })
         .collect()
 }
@@ -176,10 +185,12 @@ fn pinning_variants_and_the_cores_they_assign() {
     let avail = affinity::get();
     let first = avail[0];
     let last = *avail.last().unwrap();
+    let topo = Topology::detect();
     let variants = [
         Pinning::Compact,
         Pinning::Spread,
         Pinning::None,
+        Pinning::Socket(0),
         Pinning::Cores(vec![first]),
         Pinning::Cores(vec![last, first]),
     ];
@@ -190,7 +201,7 @@ fn pinning_variants_and_the_cores_they_assign() {
                 .pinning(pinning.clone())
                 .build()
                 .unwrap();
-            let want = expected_cores(pinning, p, &avail);
+            let want = expected_cores(pinning, p, &topo);
             assert_eq!(team.cores(), want, "{pinning:?}, p = {p}");
             assert_eq!(team.size(), p);
             let masks = team.run(|_| affinity::get()).unwrap();
@@ -202,18 +213,22 @@ fn pinning_variants_and_the_cores_they_assign() {
             }
         }
     }
-    // Compact and Spread wrap around when there are more ranks than cores.
-    let p = 3 * avail.len() + 2;
+    // Compact and Spread wrap around when there are more ranks than cores: rank r goes
+    // where rank r mod n goes.
+    let n = topo.leaves().len();
+    let p = 3 * n + 2;
     for pinning in [Pinning::Compact, Pinning::Spread] {
-        let team = Team::builder().ranks(p).pinning(pinning).build().unwrap();
-        let cores: Vec<usize> = team.cores().iter().map(|c| c.unwrap()).collect();
-        assert_eq!(
-            cores,
-            (0..p).map(|r| avail[r % avail.len()]).collect::<Vec<_>>()
-        );
+        let team = Team::builder()
+            .ranks(p)
+            .pinning(pinning.clone())
+            .build()
+            .unwrap();
+        let first_round = expected_cores(&pinning, n, &topo);
+        let want: Vec<Option<usize>> = (0..p).map(|r| first_round[r % n]).collect();
+        assert_eq!(team.cores(), want, "{pinning:?}");
     }
-    // The default team has one rank per available core.
-    assert_eq!(Team::builder().build().unwrap().size(), avail.len());
+    // The default team has one rank per core (per leaf of the detected topology).
+    assert_eq!(Team::builder().build().unwrap().size(), n);
 }
 
 /// The cores are those the building thread may use.

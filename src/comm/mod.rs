@@ -16,6 +16,7 @@ pub(crate) mod world;
 use crate::algorithms;
 use crate::error::Result;
 use crate::select::{self, Barrier};
+use crate::topology::{Location, Topology};
 use crate::transport::shm::ShmTransport;
 use crate::transport::{Kind, Tag, Transport};
 use std::cell::Cell;
@@ -123,6 +124,26 @@ impl Comm {
     /// Team rank (rank in the world communicator of the run) of communicator rank `rank`.
     pub fn team_rank(&self, rank: usize) -> Option<usize> {
         self.shared.members.get(rank).copied()
+    }
+
+    /// Where communicator rank `rank` runs: its package, NUMA node, L3 group and core in the
+    /// team's [`Comm::topology`], and the OS index of the core it is pinned to. `None` for a
+    /// rank out of range or a team built with [`crate::Pinning::None`]. Every rank of the
+    /// communicator sees the same answer for every rank (ranks of one group need not be
+    /// contiguous: a spread placement interleaves the packages).
+    pub fn location(&self, rank: usize) -> Option<Location> {
+        let team_rank = self.team_rank(rank)?;
+        self.run.ranks.locations.get(team_rank).copied().flatten()
+    }
+
+    /// The topology of the team this communicator's ranks belong to (the one its locations
+    /// index into): the team builder's, or [`Topology::detect`]'s.
+    pub fn topology(&self) -> &Topology {
+        static NONE: std::sync::OnceLock<Topology> = std::sync::OnceLock::new();
+        match &self.run.ranks.topology {
+            Some(t) => t,
+            None => NONE.get_or_init(Topology::detect),
+        }
     }
 
     /// Blocks until every rank of the communicator has called `barrier`.

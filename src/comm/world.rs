@@ -6,6 +6,7 @@ use crate::error::Error;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
 use crate::sync::park::{Parker, WaitPolicy};
 use crate::sync::{AtomicBool, CachePadded, Mutex, Ordering};
+use crate::topology::{Location, Topology};
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -19,16 +20,31 @@ pub(crate) struct Ranks {
     pub policy: WaitPolicy,
     /// Longest a single wait may last before it fails with `Error::Timeout`.
     pub timeout: Option<Duration>,
+    /// The team's topology, shared by every communicator of its runs; `None` outside a team
+    /// (the loom models).
+    pub topology: Option<Arc<Topology>>,
+    /// Where each team rank runs, by team rank (`None`: not pinned).
+    pub locations: Box<[Option<Location>]>,
 }
 
 impl Ranks {
-    /// Parkers for `n` ranks.
+    /// Parkers for `n` ranks, with no topology and no locations (see [`Ranks::placed`]).
     pub(crate) fn new(n: usize, policy: WaitPolicy, timeout: Option<Duration>) -> Self {
         Ranks {
             parkers: (0..n).map(|_| CachePadded::new(Parker::new())).collect(),
             policy,
             timeout,
+            topology: None,
+            locations: vec![None; n].into_boxed_slice(),
         }
+    }
+
+    /// The same ranks placed on `topology` at `locations` (one per rank).
+    pub(crate) fn placed(mut self, topology: Topology, locations: Vec<Option<Location>>) -> Self {
+        debug_assert_eq!(locations.len(), self.parkers.len());
+        self.topology = Some(Arc::new(topology));
+        self.locations = locations.into_boxed_slice();
+        self
     }
 }
 

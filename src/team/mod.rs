@@ -9,13 +9,14 @@
 
 mod affinity;
 
-pub use affinity::Pinning;
+pub use crate::topology::Pinning;
 
 use crate::comm::world::{CommShared, Ranks, RunState};
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::sync::park::{wait_until, WaitPolicy};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering};
+use crate::topology::{available_cores, Location, Topology};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -63,20 +64,31 @@ impl std::fmt::Debug for Team {
 pub struct TeamBuilder {
     ranks: Option<usize>,
     pinning: Pinning,
+    topology: Option<Topology>,
     timeout: Option<Duration>,
 }
 
 impl TeamBuilder {
-    /// Number of ranks (threads, the caller included). Default: the number of cores the
-    /// process may use.
+    /// Number of ranks (threads, the caller included). Default: the number of leaves (cores)
+    /// of the topology, which for the detected one is the number of cores the calling thread
+    /// may use (one rank per core: SMT siblings are left out).
     pub fn ranks(mut self, ranks: usize) -> Self {
         self.ranks = Some(ranks);
         self
     }
 
-    /// Where ranks run. Default [`Pinning::Compact`].
+    /// Where ranks run, as places in the topology. Default [`Pinning::Compact`].
     pub fn pinning(mut self, pinning: Pinning) -> Self {
         self.pinning = pinning;
+        self
+    }
+
+    /// The machine the ranks are placed on. Default: [`Topology::detect`] (read once per
+    /// process, then restricted to the cores the thread calling `build` may use). With a
+    /// synthetic topology, ranks get the described machine's locations ([`Comm::location`])
+    /// while their threads are pinned to the real cores the leaves wrap onto.
+    pub fn topology(mut self, topology: Topology) -> Self {
+        self.topology = Some(topology);
         self
     }
 
@@ -89,17 +101,21 @@ impl TeamBuilder {
         self
     }
 
-    /// Starts the team's threads.
+    /// Places the ranks on the topology ([`Topology::place`]) and starts the team's threads,
+    /// each pinned to the OS index of its location. Fails for zero ranks or a placement the
+    /// topology cannot satisfy.
     pub fn build(self) -> Result<Team> {
-        let cores = affinity::available_cores();
-        let ranks = self.ranks.unwrap_or(cores.len().max(1));
+        let topology = self.topology.unwrap_or_else(Topology::detect);
+        let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
         if ranks == 0 {
             return Err(Error::ZeroRanks);
         }
-        let plan = affinity::plan(&self.pinning, ranks, &cores)?;
-        let policy = WaitPolicy::for_load(ranks, cores.len());
+        let locations = topology.place(&self.pinning, ranks)?;
+        let plan: Vec<Option<usize>> = locations.iter().map(|l| l.map(|l| l.os_index)).collect();
+        // Oversubscription is judged against the real cores, whatever the topology describes.
+        let policy = WaitPolicy::for_load(ranks, available_cores().len());
         let shared = Arc::new(Shared {
-            ranks: Arc::new(Ranks::new(ranks, policy, self.timeout)),
+            ranks: Arc::new(Ranks::new(ranks, policy, self.timeout).placed(topology, locations)),
             epoch: CachePadded::new(AtomicU64::new(0)),
             job: Mutex::new(None),
             remaining: CachePadded::new(AtomicUsize::new(0)),
@@ -179,9 +195,23 @@ impl Team {
         self.shared.ranks.parkers.len()
     }
 
-    /// The core each rank is pinned to (`None`: not pinned), by rank.
+    /// The core (OS index) each rank is pinned to (`None`: not pinned), by rank.
     pub fn cores(&self) -> &[Option<usize>] {
         &self.cores
+    }
+
+    /// Where each rank runs (`None`: not pinned), by rank; see [`Comm::location`].
+    pub fn locations(&self) -> &[Option<Location>] {
+        &self.shared.ranks.locations
+    }
+
+    /// The topology the ranks are placed on.
+    pub fn topology(&self) -> &Topology {
+        self.shared
+            .ranks
+            .topology
+            .as_deref()
+            .expect("a team's ranks always have a topology")
     }
 
     /// Runs `f` on every rank (SPMD) and returns the results in rank order. Rank 0 runs on the

@@ -50,6 +50,10 @@ pub struct Args {
     /// The sweep on each socket's cores alone, then on all of them.
     #[arg(long)]
     pub per_socket: bool,
+    /// Print the detected topology (packages, NUMA nodes, L3 groups, cores, as hwloc's
+    /// `lstopo` would, briefly) and where it came from, and exit.
+    #[arg(long)]
+    pub topology: bool,
     /// A different buffer every iteration (caches cold) instead of reusing one (warm).
     #[arg(long)]
     pub cold: bool,
@@ -271,11 +275,12 @@ pub fn parse_sizes(s: &str) -> Result<Sizes, String> {
 /// Where the ranks run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placement {
-    /// Rank r on the r-th available core.
+    /// Rank r on the r-th core in topology order (socket by socket).
     Compact,
-    /// Round-robin over the sockets.
+    /// Round-robin over the sockets (and over the L3 groups within each).
     Spread,
-    /// The cores of one socket (its `physical_package_id`).
+    /// The cores of one socket: package N of the detected topology (`--topology` lists
+    /// them; numbered as their `physical_package_id`s sort).
     Socket(usize),
     /// Rank r on `cores[r % len]` (operating-system core ids).
     Cores(Vec<usize>),

@@ -32,7 +32,15 @@ fn main() -> ExitCode {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let args = cli::Args::parse();
-    let result = if args.mpi_worker {
+    let result = if args.topology {
+        let t = corecoll::Topology::detect();
+        print!("{t}");
+        println!(
+            "(source: {}; one rank per core, SMT siblings left out)",
+            t.source()
+        );
+        Ok(ExitCode::SUCCESS)
+    } else if args.mpi_worker {
         mpi_worker(&args)
     } else {
         sweep::main(&args)

@@ -19,9 +19,10 @@ pub struct RunInfo {
     pub command: String,
     /// corecoll's version.
     pub version: String,
-    /// Cores available to the process.
+    /// Cores available to the process (one per core: SMT siblings are not counted).
     pub cores: usize,
-    /// Sockets those cores are on (from sysfs; 1 when it does not say).
+    /// Sockets (packages) those cores are on, from `Topology::detect` (1 when the machine
+    /// does not say).
     #[serde(default)]
     pub sockets: usize,
     /// The CPU model from /proc/cpuinfo, empty where it is not readable.

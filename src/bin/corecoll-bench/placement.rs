@@ -1,74 +1,63 @@
-//! Where the ranks run: the machine's sockets (from Linux sysfs) and the `Pinning` of a
-//! `--placement`. This is the bench's own small reading of sysfs until the crate's topology
-//! part (hwloc2 with a sysfs fallback) takes its place.
+//! Where the ranks run: the machine as the library's [`Topology::detect`] sees it (sockets are
+//! its packages, cores its leaves: one per core the process may use, SMT siblings left out)
+//! and the `Pinning` of a `--placement`.
 
 use crate::cli::Placement;
-use corecoll::Pinning;
+use corecoll::{Pinning, Topology};
 
-/// The cores this process may run on, ascending.
+/// The cores (OS indices) this process may run on, one per core, ascending.
 pub fn available_cores() -> Vec<usize> {
-    let mut ids: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
+    let mut ids: Vec<usize> = Topology::detect()
+        .leaves()
+        .iter()
+        .map(|l| l.os_index)
         .collect();
     ids.sort_unstable();
     ids.dedup();
-    if ids.is_empty() {
-        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
-        ids = (0..n).collect();
-    }
     ids
 }
 
-/// The available cores grouped by socket (`physical_package_id`), sockets in ascending id
-/// order; one group of every core when sysfs does not say.
+/// The available cores grouped by socket: each package's logical index (`socket:N`'s N) and
+/// its cores' OS indices in topology order; one group of every core when the machine's
+/// grouping is unknown.
 pub fn sockets() -> Vec<(usize, Vec<usize>)> {
-    let mut by: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-    for core in available_cores() {
-        let path = format!("/sys/devices/system/cpu/cpu{core}/topology/physical_package_id");
-        let socket = std::fs::read_to_string(path)
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .unwrap_or(0);
-        by.entry(socket).or_default().push(core);
-    }
-    by.into_iter().collect()
+    sockets_of(&Topology::detect())
+}
+
+/// [`sockets`] of topology `t`.
+fn sockets_of(t: &Topology) -> Vec<(usize, Vec<usize>)> {
+    (0..t.num_packages())
+        .map(|p| (p, t.package_leaves(p).map(|l| l.os_index).collect()))
+        .filter(|(_, cores): &(usize, Vec<usize>)| !cores.is_empty())
+        .collect()
 }
 
 /// The pinning of `placement` and the rank count it suggests (its number of cores).
 pub fn pinning(placement: &Placement) -> Result<(Pinning, usize), String> {
-    let all = available_cores();
+    pinning_on(&Topology::detect(), placement)
+}
+
+/// [`pinning`] on topology `t`.
+fn pinning_on(t: &Topology, placement: &Placement) -> Result<(Pinning, usize), String> {
+    let all = t.leaves().len();
     Ok(match placement {
-        Placement::Compact => (Pinning::Compact, all.len()),
-        Placement::Unpinned => (Pinning::None, all.len()),
-        Placement::Spread => {
-            // Round-robin over the sockets: socket 0's first core, socket 1's first, …
-            let socks = sockets();
-            let mut order = Vec::with_capacity(all.len());
-            let longest = socks.iter().map(|(_, c)| c.len()).max().unwrap_or(0);
-            for i in 0..longest {
-                order.extend(socks.iter().filter_map(|(_, c)| c.get(i)));
-            }
-            (Pinning::Cores(order), all.len())
-        }
+        Placement::Compact => (Pinning::Compact, all),
+        Placement::Unpinned => (Pinning::None, all),
+        // Round-robin over the sockets (and their L3 groups): the library's spread.
+        Placement::Spread => (Pinning::Spread, all),
         Placement::Socket(n) => {
-            let socks = sockets();
-            let cores = socks
-                .iter()
-                .find(|(id, _)| id == n)
-                .map(|(_, c)| c.clone())
-                .ok_or_else(|| {
-                    let ids: Vec<String> = socks.iter().map(|(id, _)| id.to_string()).collect();
-                    format!("no socket {n} here (sockets: {})", ids.join(", "))
-                })?;
-            let k = cores.len();
-            (Pinning::Cores(cores), k)
+            let k = t.package_leaves(*n).count();
+            if k == 0 {
+                let ids: Vec<String> = sockets_of(t).iter().map(|(id, _)| id.to_string()).collect();
+                return Err(format!("no socket {n} here (sockets: {})", ids.join(", ")));
+            }
+            (Pinning::Socket(*n), k)
         }
         Placement::Cores(list) => {
-            if let Some(c) = list.iter().find(|c| !all.contains(c)) {
+            let avail: Vec<usize> = t.leaves().iter().map(|l| l.os_index).collect();
+            if let Some(c) = list.iter().find(|c| !avail.contains(c)) {
                 return Err(format!(
-                    "core {c} is not available to this process (available: {all:?})"
+                    "core {c} is not available to this process (available: {avail:?})"
                 ));
             }
             (Pinning::Cores(list.clone()), list.len())
@@ -92,19 +81,35 @@ mod tests {
     fn placements_pin() {
         let all = available_cores();
         assert_eq!(pinning(&Placement::Compact).unwrap().1, all.len());
-        let (pin, n) = pinning(&Placement::Spread).unwrap();
-        assert_eq!(n, all.len());
-        match pin {
-            Pinning::Cores(mut c) => {
-                c.sort_unstable();
-                assert_eq!(c, all);
-            }
-            other => panic!("spread gave {other:?}"),
-        }
+        assert_eq!(
+            pinning(&Placement::Spread).unwrap(),
+            (Pinning::Spread, all.len())
+        );
         let first = sockets()[0].0;
         assert!(pinning(&Placement::Socket(first)).unwrap().1 >= 1);
         assert!(pinning(&Placement::Socket(usize::MAX)).is_err());
         assert_eq!(pinning(&Placement::Cores(vec![all[0]])).unwrap().1, 1);
-        assert!(pinning(&Placement::Cores(vec![usize::MAX])).is_err());
+        let e = pinning(&Placement::Cores(vec![usize::MAX])).unwrap_err();
+        assert!(e.contains("not available"), "{e}");
+    }
+
+    #[test]
+    fn sockets_and_placements_on_a_described_two_socket_machine() {
+        let t = Topology::synthetic_groups(vec![vec![3], vec![2]]).unwrap();
+        let socks = sockets_of(&t);
+        assert_eq!(
+            socks
+                .iter()
+                .map(|(id, c)| (*id, c.len()))
+                .collect::<Vec<_>>(),
+            [(0, 3), (1, 2)]
+        );
+        assert_eq!(
+            pinning_on(&t, &Placement::Socket(1)).unwrap(),
+            (Pinning::Socket(1), 2)
+        );
+        let e = pinning_on(&t, &Placement::Socket(2)).unwrap_err();
+        assert_eq!(e, "no socket 2 here (sockets: 0, 1)");
+        assert_eq!(pinning_on(&t, &Placement::Spread).unwrap().1, 5);
     }
 }
