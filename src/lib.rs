@@ -34,6 +34,7 @@
 mod algorithms;
 mod comm;
 mod error;
+mod hierarchy;
 mod mailbox;
 pub mod op;
 mod select;

@@ -52,6 +52,13 @@ pub enum Algorithm {
     /// buffers in rank order and writes the result into all p buffers (2pS bytes moved, the
     /// lower bound); two synchronisations.
     Direct,
+    /// Hierarchical (HAN-style): reduce within each L3 group of ranks (by
+    /// [`Comm::location`](crate::Comm::location)) to its lowest rank, reduce those leaders
+    /// within each package, allreduce among the package leaders with `Auto`'s choice, and
+    /// broadcast back down; levels with one group or single-rank groups are skipped. With
+    /// groups that are not intervals of ranks (a spread placement) and a non-commutative op,
+    /// it runs `Auto`'s flat choice instead (docs/hierarchy.md).
+    Hierarchical,
 }
 
 /// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
@@ -111,7 +118,7 @@ pub(crate) trait Choice: Copy {
 
 algorithm_ids!(
     Algorithm,
-    11,
+    12,
     (Algorithm::Auto, Algorithm::Auto, "auto", 0),
     (Algorithm::Linear, Algorithm::Linear, "linear", 1),
     (Algorithm::Chain, Algorithm::Chain, "chain", 2),
@@ -148,6 +155,12 @@ algorithm_ids!(
         9
     ),
     (Algorithm::Direct, Algorithm::Direct, "direct", 10),
+    (
+        Algorithm::Hierarchical,
+        Algorithm::Hierarchical,
+        "hierarchical",
+        11
+    ),
 );
 
 impl Algorithm {

@@ -97,6 +97,12 @@ impl Comm {
             (Algorithm::Direct, _) => {
                 algorithms::allreduce::direct::direct(self, send, buf, &op, tag)
             }
+            (Algorithm::Hierarchical, send) => {
+                if let Some(send) = send {
+                    buf.copy_from_slice(send);
+                }
+                self.hierarchical_allreduce(buf, op)
+            }
             (_, Some(send)) => {
                 buf.copy_from_slice(send);
                 algorithms::allreduce::run(&t, buf, &op, alg, block, tag)
@@ -125,5 +131,23 @@ impl Comm {
             }));
         }
         self.allreduce_impl(Some(send), recv, op, Algorithm::Auto)
+    }
+}
+
+impl Comm {
+    /// `Algorithm::Hierarchical` after the call check: through the cached hierarchy, or
+    /// `Auto`'s flat choice where the hierarchy cannot keep a non-commutative op's order.
+    /// (`op` is passed on by value to the flat allreduce, so that the instantiation does not
+    /// recurse through `&O`, `&&O`, …)
+    fn hierarchical_allreduce<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        let h = self.hierarchy()?;
+        if !op.is_commutative() && !h.contiguous() {
+            return self.allreduce_with(buf, op, Algorithm::Auto);
+        }
+        h.allreduce(self, buf, op)
     }
 }

@@ -19,7 +19,8 @@ use crate::select::{self, Barrier};
 use crate::topology::{Location, Topology};
 use crate::transport::shm::ShmTransport;
 use crate::transport::{Kind, Tag, Transport};
-use std::cell::Cell;
+use crate::hierarchy::Hierarchy;
+use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 use world::{CommShared, Context, RunState};
 
@@ -42,6 +43,8 @@ pub struct Comm {
     /// Number of collective calls made on this communicator by this rank: the sequence number
     /// in the tags of the next one.
     coll_seq: Cell<u64>,
+    /// This rank's hierarchy of the communicator, built by the first hierarchical collective.
+    hierarchy: OnceCell<Box<Hierarchy>>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -60,6 +63,7 @@ impl Comm {
             shared,
             run,
             coll_seq: Cell::new(0),
+            hierarchy: OnceCell::new(),
         }
     }
 
@@ -100,6 +104,16 @@ impl Comm {
     pub(crate) fn fail(&self, e: crate::Error) -> crate::Error {
         self.run.abort(e.clone());
         e
+    }
+
+    /// This rank's hierarchy of the communicator, built (collectively: every rank must call
+    /// this at the same point of the same collective, after its call check) the first time.
+    pub(crate) fn hierarchy(&self) -> Result<&Hierarchy> {
+        if let Some(h) = self.hierarchy.get() {
+            return Ok(h);
+        }
+        let h = Box::new(Hierarchy::build(self)?);
+        Ok(self.hierarchy.get_or_init(|| h))
     }
 
     /// The transport of the collective context, for operation `op`.
