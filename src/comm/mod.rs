@@ -15,11 +15,11 @@ pub(crate) mod world;
 
 use crate::algorithms;
 use crate::error::Result;
+use crate::hierarchy::Hierarchy;
 use crate::select::{self, Barrier};
 use crate::topology::{Location, Topology};
 use crate::transport::shm::ShmTransport;
 use crate::transport::{Kind, Tag, Transport};
-use crate::hierarchy::Hierarchy;
 use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 use world::{CommShared, Context, RunState};

@@ -1,0 +1,230 @@
+//! `Algorithm::Hierarchical`: the allreduce over the L3 groups and packages of synthetic
+//! machines, under compact placements (groups are intervals of ranks: the hierarchical path,
+//! which keeps rank order) and spread ones (groups interleave: a non-commutative op falls back
+//! to the flat algorithm), with as many ranks as cores, fewer, and more (wrapping). Integer
+//! sums are exact, float sums bit-identical on every rank and within the rounding bound, the
+//! non-commutative ops exactly the rank-order fold; a second call on the same communicator
+//! (the cached hierarchy) gives the same; a rank that chooses another algorithm makes every
+//! rank fail.
+
+mod common;
+
+use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, span_op};
+use corecoll::{op, Algorithm, Comm, Pinning, Team, Topology};
+use std::time::Duration;
+
+const H: Algorithm = Algorithm::Hierarchical;
+
+/// Element counts: empty, one, odd, long (past the eager limit, so the flat stages switch
+/// algorithm).
+const COUNTS: [usize; 4] = [0, 1, 7, 10_000];
+
+/// A team of `ranks` placed on `topology` by `pinning`, whose waits time out.
+fn team(topology: Topology, pinning: Pinning, ranks: usize) -> Team {
+    Team::builder()
+        .ranks(ranks)
+        .topology(topology)
+        .pinning(pinning)
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// The machines and placements tested, with a description for messages.
+fn teams() -> Vec<(String, Team)> {
+    let shapes: [(&[usize], &[usize]); 4] = [
+        (&[2, 3], &[6, 5, 8]),
+        (&[3, 5], &[15, 4]),
+        (&[4, 4], &[16, 10]),
+        (&[2, 2, 4], &[16, 7, 3]),
+    ];
+    let mut out = Vec::new();
+    for (shape, sizes) in shapes {
+        for &p in sizes {
+            for pinning in [Pinning::Compact, Pinning::Spread] {
+                let t = Topology::synthetic(shape).unwrap();
+                out.push((
+                    format!("{shape:?} {pinning:?} p = {p}"),
+                    team(t, pinning, p),
+                ));
+            }
+        }
+    }
+    for p in [9, 6] {
+        for pinning in [Pinning::Compact, Pinning::Spread] {
+            let t = Topology::synthetic_groups(vec![vec![3, 2], vec![4]]).unwrap();
+            out.push((
+                format!("[[3, 2], [4]] {pinning:?} p = {p}"),
+                team(t, pinning, p),
+            ));
+        }
+    }
+    let t = Topology::synthetic(&[2, 2, 2]).unwrap();
+    out.push(("[2, 2, 2] unpinned p = 8".into(), team(t, Pinning::None, 8)));
+    out
+}
+
+/// An f64 input with mixed magnitudes and signs, so that the grouping shows in the bits.
+fn float(r: usize, i: usize) -> f64 {
+    let h = mix(r, i, 11);
+    let m = (h >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+    m * f64::powi(2.0, (h % 20) as i32 - 10)
+}
+
+/// What one rank got from one round of calls: per count, the u64 sum, the f64 sum, the matrix
+/// product and the span.
+type Got = Vec<(Vec<u64>, Vec<f64>, Vec<[u32; 4]>, Vec<(u32, u32)>)>;
+
+/// One round of hierarchical allreduces on `comm`, every count, every op.
+fn round(comm: &Comm) -> corecoll::Result<Got> {
+    let r = comm.rank();
+    let mut got = Vec::new();
+    for n in COUNTS {
+        let mut u: Vec<u64> = (0..n).map(|i| mix(r, i, 1)).collect();
+        comm.allreduce_with(&mut u, op::Sum, H)?;
+        let mut f: Vec<f64> = (0..n).map(|i| float(r, i)).collect();
+        comm.allreduce_with(&mut f, op::Sum, H)?;
+        let mut m: Vec<[u32; 4]> = (0..n).map(|i| matrix(r, i)).collect();
+        comm.allreduce_with(&mut m, matrix_op(), H)?;
+        let mut s = vec![(r as u32, r as u32 + 1); n.min(7)];
+        comm.allreduce_with(&mut s, span_op(), H)?;
+        got.push((u, f, m, s));
+    }
+    Ok(got)
+}
+
+/// Checks one round's results on `p` ranks against the sequential references.
+fn check(what: &str, p: usize, per_rank: &[Got]) {
+    for (k, &n) in COUNTS.iter().enumerate() {
+        let u: Vec<u64> = (0..n)
+            .map(|i| (0..p).fold(0u64, |a, r| a.wrapping_add(mix(r, i, 1))))
+            .collect();
+        let f: Vec<f64> = (0..n).map(|i| (0..p).map(|r| float(r, i)).sum()).collect();
+        let m: Vec<[u32; 4]> = (0..n)
+            .map(|i| (1..p).fold(matrix(0, i), |a, r| matmul(a, matrix(r, i))))
+            .collect();
+        let s = vec![(0, p as u32); n.min(7)];
+        let first = &per_rank[0][k].1;
+        for (r, got) in per_rank.iter().enumerate() {
+            let (gu, gf, gm, gs) = &got[k];
+            assert_eq!(gu, &u, "{what} n = {n}: u64 sum on rank {r}");
+            assert_eq!(gm, &m, "{what} n = {n}: matrix product on rank {r}");
+            assert_eq!(gs, &s, "{what} n = {n}: span on rank {r}");
+            let same = gf.len() == first.len()
+                && gf
+                    .iter()
+                    .zip(first)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(
+                same,
+                "{what} n = {n}: f64 sum on rank {r} differs from rank 0"
+            );
+        }
+        for (i, (&x, &w)) in first.iter().zip(&f).enumerate() {
+            let scale: f64 = (0..p).map(|r| float(r, i).abs()).sum();
+            let bound = 2.0 * p as f64 * f64::EPSILON * scale;
+            assert!((x - w).abs() <= bound, "{what} n = {n} [{i}]: {x} vs {w}");
+        }
+    }
+}
+
+/// Every machine, placement and rank count: two rounds on the same communicator (the second
+/// reuses the cached hierarchy), both right and the same.
+#[test]
+fn allreduce_on_synthetic_machines() {
+    for (what, team) in teams() {
+        let p = team.size();
+        let out = team
+            .run(|comm| Ok::<_, corecoll::Error>((round(comm)?, round(comm)?)))
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let out: Vec<(Got, Got)> = out
+            .into_iter()
+            .enumerate()
+            .map(|(r, res)| res.unwrap_or_else(|e| panic!("{what}, rank {r}: {e}")))
+            .collect();
+        let (first, second): (Vec<Got>, Vec<Got>) = out.into_iter().unzip();
+        check(&format!("{what}, first call"), p, &first);
+        check(&format!("{what}, second call"), p, &second);
+        for (r, (a, b)) in first.iter().zip(&second).enumerate() {
+            for (k, (x, y)) in a.iter().zip(b).enumerate() {
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(
+                    bits(&x.1),
+                    bits(&y.1),
+                    "{what}: rank {r}, count {}: f64 sum changed between calls",
+                    COUNTS[k]
+                );
+            }
+        }
+    }
+}
+
+/// On sub-communicators (every other rank of a spread and a compact team): the hierarchy
+/// follows the members' own locations.
+#[test]
+fn allreduce_on_a_split_communicator() {
+    for pinning in [Pinning::Compact, Pinning::Spread] {
+        let t = Topology::synthetic(&[2, 2, 3]).unwrap();
+        let team = team(t, pinning.clone(), 12);
+        let out = team
+            .run(|comm| {
+                let sub = comm.split(Some(comm.rank() % 2), comm.rank())?.unwrap();
+                let q = sub.size();
+                let mut m: Vec<[u32; 4]> = (0..5).map(|i| matrix(sub.rank(), i)).collect();
+                sub.allreduce_with(&mut m, matrix_op(), H)?;
+                let want: Vec<[u32; 4]> = (0..5)
+                    .map(|i| (1..q).fold(matrix(0, i), |a, r| matmul(a, matrix(r, i))))
+                    .collect();
+                let mut u = vec![comm.rank() as u64; 3];
+                sub.allreduce_with(&mut u, op::Sum, H)?;
+                let parity = comm.rank() % 2;
+                let sum: u64 = (0..12).filter(|r| r % 2 == parity).map(|r| r as u64).sum();
+                Ok::<_, corecoll::Error>(m == want && u == vec![sum; 3])
+            })
+            .unwrap();
+        for (r, res) in out.into_iter().enumerate() {
+            assert!(res.unwrap(), "{pinning:?}: rank {r} got a wrong result");
+        }
+    }
+}
+
+/// One rank asks for `Hierarchical` while the others ask for `Direct` (or the reverse): every
+/// rank fails with a mismatch, none hangs, whether or not the hierarchy was built before.
+#[test]
+fn a_rank_with_another_algorithm_fails_everyone() {
+    for (shape, p) in [(&[2, 2, 4][..], 16), (&[2, 3][..], 5)] {
+        for odd in [0, p / 2, p - 1] {
+            for cached in [false, true] {
+                for (mine, theirs) in [(H, Algorithm::Direct), (Algorithm::Direct, H)] {
+                    let team = team(Topology::synthetic(shape).unwrap(), Pinning::Compact, p);
+                    let what = format!(
+                        "{shape:?} p = {p}: rank {odd} {} and the others {} (cached: {cached})",
+                        mine.name(),
+                        theirs.name()
+                    );
+                    check_fails(
+                        &team,
+                        &what,
+                        &|comm| {
+                            let mut v = vec![1u64; 100];
+                            if cached {
+                                comm.allreduce_with(&mut v, op::Sum, H)?;
+                            }
+                            let alg = if comm.rank() == odd { mine } else { theirs };
+                            comm.allreduce_with(&mut v, op::Sum, alg)
+                        },
+                        mismatch,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// `Hierarchical` is listed, named and not `Auto`'s choice.
+#[test]
+fn listed_and_named() {
+    assert!(Algorithm::ALL.contains(&H));
+    assert_eq!(H.name(), "hierarchical");
+    assert_eq!(Algorithm::from_name("hierarchical"), Some(H));
+}
