@@ -3,7 +3,8 @@
 //! **Algorithms** ([`ALGORITHMS`], the one list every test draws from): `Auto`, `Linear`,
 //! `Chain`, `Binomial`, `RecursiveDoubling`, `Rabenseifner`, `Ring`, `Direct`, and
 //! `PipelinedTree`, `DualRoot` and `TwoTree` each with blocks of 1 and 7 elements and `Auto`
-//! (`Chain` and `Ring` cut the automatic segment).
+//! (`Chain` and `Ring` cut the automatic segment), and `Hierarchical` (on these teams, placed
+//! on the detected machine, usually one group; tests/hierarchy.rs runs it on described ones).
 //!
 //! **The full matrix** (`sum_i64_full_matrix_*`, `matrix_full_matrix_*`, split by rank count
 //! so that the test harness runs them in parallel): every algorithm × p ∈ 1..=17 ∪ {31, 32,
@@ -94,7 +95,7 @@ const MAX_P_LONG_BLOCK_1: usize = 3;
 /// that take a pipeline block each with blocks of 1 and 7 elements and `Auto`'s (`Chain` and
 /// `Ring` always use the automatic segment). Filtered by `CORECOLL_TEST_SKIP` (see
 /// [`algorithms`]).
-const ALGORITHMS: [Algorithm; 17] = [
+const ALGORITHMS: [Algorithm; 18] = [
     Algorithm::Auto,
     Algorithm::Linear,
     Algorithm::Chain,
@@ -124,6 +125,7 @@ const ALGORITHMS: [Algorithm; 17] = [
     },
     Algorithm::TwoTree { block: Block::Auto },
     Algorithm::Direct,
+    Algorithm::Hierarchical,
 ];
 
 /// The algorithm names (`Algorithm::name`) listed, comma-separated, in the environment
