@@ -240,4 +240,57 @@ mod tests {
         let p = plan(&t, Pinning::None, 8);
         assert!(p.levels.is_empty() && p.contiguous);
     }
+
+    #[test]
+    fn contiguity_of_uneven_and_wrapped_placements() {
+        let t = Topology::synthetic_groups(vec![vec![3, 2], vec![4]]).unwrap();
+        let p = plan(&t, Pinning::Compact, 9);
+        assert_eq!(
+            p.levels,
+            vec![
+                vec![0, 0, 0, 1, 1, 2, 2, 2, 2],
+                vec![0, 0, 0, 0, 0, 1, 1, 1, 1]
+            ]
+        );
+        assert!(p.contiguous);
+        // More ranks than cores: compact wraps around, and the groups interleave.
+        let t = Topology::synthetic(&[2, 3]).unwrap();
+        assert!(!plan(&t, Pinning::Compact, 8).contiguous);
+    }
+
+    /// Each rank's levels and top on 2 packages × 2 L3 groups × 4 cores, compact: every rank
+    /// in an L3 group of 4; the L3 leaders (0, 4, 8, 12) in packages of 2; the package leaders
+    /// (0, 8) at the top.
+    #[test]
+    fn built_communicators() {
+        let team = crate::Team::builder()
+            .ranks(16)
+            .topology(Topology::synthetic(&[2, 2, 4]).unwrap())
+            .pinning(Pinning::Compact)
+            .timeout(std::time::Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let out = team
+            .run(|comm| {
+                let h = Hierarchy::build(comm)?;
+                let sizes: Vec<_> = h.levels.iter().map(|l| l.group.size()).collect();
+                let top = match &h.top {
+                    Top::Whole => Some(usize::MAX),
+                    Top::Leaders(l) => Some(l.size()),
+                    Top::None => None,
+                };
+                Ok::<_, crate::Error>((sizes, top, h.contiguous))
+            })
+            .unwrap();
+        for (r, res) in out.into_iter().enumerate() {
+            let (sizes, top, contiguous) = res.unwrap();
+            let want = match r {
+                0 | 8 => (vec![4, 2], Some(2)),
+                4 | 12 => (vec![4, 2], None),
+                _ => (vec![4], None),
+            };
+            assert_eq!((sizes, top), want, "rank {r}");
+            assert!(contiguous);
+        }
+    }
 }
