@@ -987,12 +987,14 @@ fn different_lengths_on_different_ranks_fail_everywhere() {
 
 /// Rank 1 picks another algorithm, or the same with another block size, than the others:
 /// every rank fails, with a mismatch as the first failure. (`Auto` is left out: it
-/// legitimately agrees with the algorithm it picks.)
+/// legitimately agrees with the algorithm it picks; so is `Hierarchical`, which on these
+/// teams, one group each, is `Auto`'s flat choice. tests/hierarchy.rs checks its mismatches
+/// on machines with several groups.)
 #[test]
 fn different_algorithms_on_different_ranks_fail_everywhere() {
     let explicit: Vec<Algorithm> = algorithms()
         .into_iter()
-        .filter(|&a| a != Algorithm::Auto)
+        .filter(|&a| a != Algorithm::Auto && a != Algorithm::Hierarchical)
         .collect();
     for team in teams(&[2, 3, 5, 17]) {
         let p = team.size();

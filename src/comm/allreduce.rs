@@ -50,12 +50,23 @@ impl Comm {
     {
         self.enter("allreduce")?;
         let tag = self.next_tag(Kind::Allreduce);
+        let auto = || {
+            select::choose_allreduce(self.size(), std::mem::size_of_val(buf), op.is_commutative())
+        };
         let alg = match algorithm {
-            Algorithm::Auto => select::choose_allreduce(
-                self.size(),
-                std::mem::size_of_val(buf),
-                op.is_commutative(),
-            ),
+            Algorithm::Auto => auto(),
+            // A hierarchy with nothing to combine (one group), or one that cannot keep a
+            // non-commutative op's rank order (interleaved groups), runs `Auto`'s flat choice.
+            // The plan needs no messages and is the same on every rank, so this is decided
+            // here, before the call check, as `Auto` itself is: one check, not two.
+            Algorithm::Hierarchical
+                if {
+                    let plan = self.hierarchy_plan();
+                    plan.levels.is_empty() || (!op.is_commutative() && !plan.contiguous)
+                } =>
+            {
+                auto()
+            }
             chosen => chosen,
         };
         if alg == Algorithm::Ring && !op.is_commutative() {
@@ -135,19 +146,17 @@ impl Comm {
 }
 
 impl Comm {
-    /// `Algorithm::Hierarchical` after the call check: through the cached hierarchy, or
-    /// `Auto`'s flat choice where the hierarchy cannot keep a non-commutative op's order.
-    /// (`op` is passed on by value to the flat allreduce, so that the instantiation does not
-    /// recurse through `&O`, `&&O`, …)
+    /// `Algorithm::Hierarchical` after the call check, through the cached hierarchy (whose
+    /// plan has levels, and keeps rank order or has a commutative op: `allreduce_impl` sent
+    /// the other cases to `Auto`). (`op` is passed on by value to the flat allreduce at the
+    /// top, so that the instantiation does not recurse through `&O`, `&&O`, …)
     fn hierarchical_allreduce<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
         let h = self.hierarchy()?;
-        if !op.is_commutative() && !h.contiguous() {
-            return self.allreduce_with(buf, op, Algorithm::Auto);
-        }
+        debug_assert!(op.is_commutative() || h.contiguous());
         h.allreduce(self, buf, op)
     }
 }

@@ -15,7 +15,7 @@ pub(crate) mod world;
 
 use crate::algorithms;
 use crate::error::Result;
-use crate::hierarchy::Hierarchy;
+use crate::hierarchy::{Hierarchy, Plan};
 use crate::select::{self, Barrier};
 use crate::topology::{Location, Topology};
 use crate::transport::shm::ShmTransport;
@@ -45,6 +45,9 @@ pub struct Comm {
     coll_seq: Cell<u64>,
     /// This rank's hierarchy of the communicator, built by the first hierarchical collective.
     hierarchy: OnceCell<Box<Hierarchy>>,
+    /// The plan of that hierarchy, computed from the ranks' locations alone (no messages) the
+    /// first time a call asks for it.
+    plan: OnceCell<Plan>,
 }
 
 impl std::fmt::Debug for Comm {
@@ -64,6 +67,7 @@ impl Comm {
             run,
             coll_seq: Cell::new(0),
             hierarchy: OnceCell::new(),
+            plan: OnceCell::new(),
         }
     }
 
@@ -108,6 +112,16 @@ impl Comm {
 
     /// This rank's hierarchy of the communicator, built (collectively: every rank must call
     /// this at the same point of the same collective, after its call check) the first time.
+    /// The plan of this communicator's hierarchy ([`Plan::of`] the ranks' locations): the
+    /// same on every rank, and needing no messages, so a call may consult it before its call
+    /// check.
+    pub(crate) fn hierarchy_plan(&self) -> &Plan {
+        self.plan.get_or_init(|| {
+            let locations: Vec<_> = (0..self.size()).map(|r| self.location(r)).collect();
+            Plan::of(&locations)
+        })
+    }
+
     pub(crate) fn hierarchy(&self) -> Result<&Hierarchy> {
         if let Some(h) = self.hierarchy.get() {
             return Ok(h);

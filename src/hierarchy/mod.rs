@@ -137,8 +137,7 @@ impl Hierarchy {
     /// Builds `comm`'s hierarchy: every rank of `comm` must call this at the same point (it
     /// splits `comm`, and the leaders' communicators below it).
     pub(crate) fn build(comm: &Comm) -> Result<Hierarchy> {
-        let locations: Vec<_> = (0..comm.size()).map(|r| comm.location(r)).collect();
-        let plan = Plan::of(&locations);
+        let plan = comm.hierarchy_plan();
         let mut levels = Vec::new();
         // The communicator being split at the current level (`None`: `comm` itself; then the
         // previous level's leaders), and the rank in `comm` of each of its members.
