@@ -6,7 +6,9 @@
 //! keeps each send buffer lent until the last reader is done. Each block moves once from its
 //! owner's memory into each reader's, with no intermediate buffer and no hop through other
 //! ranks (DESIGN.md, "Single copy where memory is shared"; the broadcast's
-//! `algorithms::broadcast::direct` does the same with one source).
+//! `algorithms::broadcast::direct` does the same with one source). The direct all-to-all
+//! (`algorithms::alltoall`) is the same exchange with p blocks per input, of which each rank
+//! reads its own: both run [`blocks`].
 //!
 //! **What is checked.** The published `len` is the block length n (the output holds p·n).
 //! After phase 1 each rank compares every call with its own: the same block length and
@@ -25,9 +27,28 @@ use std::ptr;
 /// Direct allgather of every rank's `send` (n elements) into `recv` (p·n elements; checked by
 /// the caller).
 pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: Tag) -> Result<()> {
-    comm.enter("allgather")?;
-    let (p, n) = (comm.size(), send.len());
+    blocks(comm, "allgather", send, recv, send.len(), false, tag)
+}
+
+/// The single-copy exchange behind the direct allgather and all-to-all: every rank publishes
+/// `send` and `recv` and copies one block of n elements out of every rank i's `send` into
+/// block i of its own `recv` (p·n elements; checked by the caller). The block read is the
+/// whole of `send` (n elements) for the allgather, or block r of p (`send` holds p·n) when
+/// `own_block` is set, the all-to-all's block for this rank r.
+pub(crate) fn blocks<T: Elem>(
+    comm: &Comm,
+    op: &'static str,
+    send: &[T],
+    recv: &mut [T],
+    n: usize,
+    own_block: bool,
+    tag: Tag,
+) -> Result<()> {
+    comm.enter(op)?;
+    let (p, r) = (comm.size(), comm.rank());
+    let at = if own_block { r * n } else { 0 };
     debug_assert_eq!(recv.len(), p * n);
+    debug_assert_eq!(send.len(), if own_block { p * n } else { n });
     if p == 1 {
         recv.copy_from_slice(send);
         return Ok(());
@@ -40,33 +61,35 @@ pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: T
         output: out.cast(),
         len: n,
         typ,
-        op: "allgather",
+        op,
     };
     let board = &comm.shared().board;
-    // SAFETY: `send` (n elements, borrowed shared for this whole function) is valid for reads
-    // and nobody writes it; `out` covers the p·n ≥ n elements of `recv`, borrowed for this
-    // whole function and used only through `out`, by this rank alone, while the session
-    // lasts. The session ends (finished, withdrawn, or dropped while unwinding) before this
-    // function returns. `Comm` is not `Sync`, so this thread is the only one acting as this
-    // rank, and its previous call on the board ended before that call returned.
+    // SAFETY: `send` (borrowed shared for this whole function) is valid for reads and nobody
+    // writes it; `out` covers the p·n elements of `recv`, borrowed for this whole function and
+    // used only through `out`, by this rank alone, while the session lasts. The session ends
+    // (finished, withdrawn, or dropped while unwinding) before this function returns. `Comm`
+    // is not `Sync`, so this thread is the only one acting as this rank, and its previous call
+    // on the board ended before that call returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
 
     let session = session.expect_same(n, typ, |len, same| {
         let ty = if same { "" } else { " of another element type" };
-        format!("direct allgather of blocks of {len} elements{ty}")
+        format!("direct {op} of blocks of {len} elements{ty}")
     })?;
 
     for i in 0..p {
         #[cfg(loom)]
         session.touch(i);
         let src = session.call(i).input.cast::<T>();
-        // SAFETY: the session passed phase 1 and is open; rank i published an input of n
-        // elements of `T` (checked above), which nobody writes until rank i's session ends,
-        // and that waits for this rank's `done`. `out + i·n .. out + (i + 1)·n` lies within
-        // this rank's own p·n-element output, which no one else reads or writes; the input
-        // is another borrow (or this rank's own `send`, a distinct borrow from `recv`), so
-        // they do not overlap.
-        unsafe { ptr::copy_nonoverlapping(src, out.add(i * n), n) };
+        // SAFETY: the session passed phase 1 and is open; rank i published an input of `T`
+        // with the same block length n (checked above) and the same shape as this rank's (n
+        // elements for the allgather, p blocks of n for the all-to-all, as every caller
+        // checked), which nobody writes until rank i's session ends, and that waits for this
+        // rank's `done`; `src + at .. src + at + n` lies within it. `out + i·n .. out +
+        // (i + 1)·n` lies within this rank's own p·n-element output, which no one else reads
+        // or writes; the input is another borrow (or this rank's own `send`, a distinct borrow
+        // from `recv`), so they do not overlap.
+        unsafe { ptr::copy_nonoverlapping(src.add(at), out.add(i * n), n) };
     }
     session.finish(true)
 }

@@ -23,6 +23,7 @@ mod vector;
 
 pub(crate) use allgather::{bruck, recursive_doubling, ring};
 pub(crate) use direct::allgather as direct_allgather;
+pub(crate) use direct::blocks as direct_blocks;
 pub(crate) use rooted::{gather_binomial, gather_linear, scatter_binomial, scatter_linear};
 pub(crate) use vector::{allgatherv, gatherv, scatterv};
 
