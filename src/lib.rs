@@ -52,7 +52,8 @@ pub use select::{Algorithm, Block};
 /// crate root), one enum per collective, for their `_with` variants.
 pub mod algorithm {
     pub use crate::select::{
-        Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
+        Allgather, Alltoall, Barrier, Broadcast, Fanout, Gather, Reduce, ReduceScatter, Scan,
+        Scatter,
     };
 }
 pub use team::{run, Team, TeamBuilder};

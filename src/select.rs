@@ -58,7 +58,11 @@ pub enum Algorithm {
     /// broadcast back down; levels with one group or single-rank groups are skipped. With
     /// groups that are not intervals of ranks (a spread placement) and a non-commutative op,
     /// it runs `Auto`'s flat choice instead (docs/hierarchy.md).
-    Hierarchical,
+    Hierarchical {
+        /// Segment size: the vector goes through the stages in segments of this many
+        /// elements, so that the stages pipeline.
+        segment: Block,
+    },
 }
 
 /// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
@@ -156,8 +160,10 @@ algorithm_ids!(
     ),
     (Algorithm::Direct, Algorithm::Direct, "direct", 10),
     (
-        Algorithm::Hierarchical,
-        Algorithm::Hierarchical,
+        Algorithm::Hierarchical { .. },
+        Algorithm::Hierarchical {
+            segment: Block::Auto
+        },
         "hierarchical",
         11
     ),
@@ -321,11 +327,14 @@ pub enum Broadcast {
     ScatterAllgather,
     /// Shared memory only: every rank copies from the root's published buffer, in chunks.
     Direct,
+    /// Hierarchical (HAN-style): up the root's own groups to the top leaders, among the
+    /// leaders, then down every other group (docs/hierarchy.md).
+    Hierarchical,
 }
 
 algorithm_ids!(
     Broadcast,
-    5,
+    6,
     (Broadcast::Auto, Broadcast::Auto, "auto", 0),
     (Broadcast::Binomial, Broadcast::Binomial, "binomial", 1),
     (
@@ -341,6 +350,12 @@ algorithm_ids!(
         3
     ),
     (Broadcast::Direct, Broadcast::Direct, "direct", 4),
+    (
+        Broadcast::Hierarchical,
+        Broadcast::Hierarchical,
+        "hierarchical",
+        5
+    ),
 );
 
 impl Broadcast {
@@ -380,11 +395,14 @@ pub enum Reduce {
     },
     /// Shared memory only: each rank reduces its slice of all p buffers into the root's.
     Direct,
+    /// Hierarchical (HAN-style): reduce up the groups to the top leaders, reduce among them,
+    /// and hand the result to the root (docs/hierarchy.md).
+    Hierarchical,
 }
 
 algorithm_ids!(
     Reduce,
-    4,
+    5,
     (Reduce::Auto, Reduce::Auto, "auto", 0),
     (Reduce::Binomial, Reduce::Binomial, "binomial", 1),
     (
@@ -394,6 +412,12 @@ algorithm_ids!(
         2
     ),
     (Reduce::Direct, Reduce::Direct, "direct", 3),
+    (
+        Reduce::Hierarchical,
+        Reduce::Hierarchical,
+        "hierarchical",
+        4
+    ),
 );
 
 impl Reduce {
@@ -510,11 +534,14 @@ pub enum Allgather {
     Bruck,
     /// Shared memory only: every rank copies every block straight from its owner's buffer.
     Direct,
+    /// Hierarchical (HAN-style): gather up the groups to the top leaders, allgather among
+    /// them, broadcast back down (docs/hierarchy.md).
+    Hierarchical,
 }
 
 algorithm_ids!(
     Allgather,
-    5,
+    6,
     (Allgather::Auto, Allgather::Auto, "auto", 0),
     (Allgather::Ring, Allgather::Ring, "ring", 1),
     (
@@ -525,6 +552,12 @@ algorithm_ids!(
     ),
     (Allgather::Bruck, Allgather::Bruck, "bruck", 3),
     (Allgather::Direct, Allgather::Direct, "direct", 4),
+    (
+        Allgather::Hierarchical,
+        Allgather::Hierarchical,
+        "hierarchical",
+        5
+    ),
 );
 
 /// `Auto`'s broadcast: the binomial tree while messages are eager, `Direct` above
@@ -637,15 +670,40 @@ pub enum Alltoall {
     Bruck,
     /// Shared memory only: every rank copies its block straight from every peer's buffer.
     Direct,
+    /// Hierarchical "RingLeaders": followers hand their blocks to their group's leader, the
+    /// leaders exchange with linear-shift partners, `fanout` exchanges at a time, and scatter
+    /// to their followers (docs/hierarchy.md).
+    RingLeaders {
+        /// Exchanges each leader has in flight per round.
+        fanout: Fanout,
+    },
+}
+
+/// How many exchanges a leader of [`Alltoall::RingLeaders`] has in flight per round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fanout {
+    /// Let the library choose.
+    #[default]
+    Auto,
+    /// This many (at least 1; more than the other leaders means all of them at once).
+    Exchanges(usize),
 }
 
 algorithm_ids!(
     Alltoall,
-    4,
+    5,
     (Alltoall::Auto, Alltoall::Auto, "auto", 0),
     (Alltoall::Pairwise, Alltoall::Pairwise, "pairwise", 1),
     (Alltoall::Bruck, Alltoall::Bruck, "bruck", 2),
     (Alltoall::Direct, Alltoall::Direct, "direct", 3),
+    (
+        Alltoall::RingLeaders { .. },
+        Alltoall::RingLeaders {
+            fanout: Fanout::Auto
+        },
+        "ring-leaders",
+        4
+    ),
 );
 
 /// `Auto`'s all-to-all, measured (docs/benchmarks.md). With a core per rank: at p = 2 the
@@ -733,11 +791,14 @@ pub enum Barrier {
     Dissemination,
     /// Tree: arrivals gathered up a tree to rank 0, the release sent back down.
     Tree,
+    /// Hierarchical: every group gathers its arrivals at its leader, the top leaders run a
+    /// flat barrier, and the release goes back down (docs/hierarchy.md).
+    Hierarchical,
 }
 
 algorithm_ids!(
     Barrier,
-    3,
+    4,
     (Barrier::Auto, Barrier::Auto, "auto", 0),
     (
         Barrier::Dissemination,
@@ -746,6 +807,12 @@ algorithm_ids!(
         1
     ),
     (Barrier::Tree, Barrier::Tree, "tree", 2),
+    (
+        Barrier::Hierarchical,
+        Barrier::Hierarchical,
+        "hierarchical",
+        3
+    ),
 );
 
 /// `Auto`'s barrier on `p` ranks: dissemination, whether or not the team is

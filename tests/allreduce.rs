@@ -125,7 +125,9 @@ const ALGORITHMS: [Algorithm; 18] = [
     },
     Algorithm::TwoTree { block: Block::Auto },
     Algorithm::Direct,
-    Algorithm::Hierarchical,
+    Algorithm::Hierarchical {
+        segment: Block::Auto,
+    },
 ];
 
 /// The algorithm names (`Algorithm::name`) listed, comma-separated, in the environment
@@ -994,7 +996,7 @@ fn different_lengths_on_different_ranks_fail_everywhere() {
 fn different_algorithms_on_different_ranks_fail_everywhere() {
     let explicit: Vec<Algorithm> = algorithms()
         .into_iter()
-        .filter(|&a| a != Algorithm::Auto && a != Algorithm::Hierarchical)
+        .filter(|&a| a != Algorithm::Auto && !matches!(a, Algorithm::Hierarchical { .. }))
         .collect();
     for team in teams(&[2, 3, 5, 17]) {
         let p = team.size();

@@ -10,10 +10,12 @@
 mod common;
 
 use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, span_op};
-use corecoll::{op, Algorithm, Comm, Pinning, Team, Topology};
+use corecoll::{op, Algorithm, Block, Comm, Pinning, Team, Topology};
 use std::time::Duration;
 
-const H: Algorithm = Algorithm::Hierarchical;
+const H: Algorithm = Algorithm::Hierarchical {
+    segment: Block::Auto,
+};
 
 /// Element counts: empty, one, odd, long (past the eager limit, so the flat stages switch
 /// algorithm).

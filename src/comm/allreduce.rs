@@ -55,15 +55,12 @@ impl Comm {
         };
         let alg = match algorithm {
             Algorithm::Auto => auto(),
-            // A hierarchy with nothing to combine (one group), or one that cannot keep a
-            // non-commutative op's rank order (interleaved groups), runs `Auto`'s flat choice.
-            // The plan needs no messages and is the same on every rank, so this is decided
-            // here, before the call check, as `Auto` itself is: one check, not two.
-            Algorithm::Hierarchical
-                if {
-                    let plan = self.hierarchy_plan();
-                    plan.levels.is_empty() || (!op.is_commutative() && !plan.contiguous)
-                } =>
+            // A hierarchy with nothing to combine (one group, or for a non-commutative op
+            // groups interleaved rank by rank) runs `Auto`'s flat choice. The plan needs no
+            // messages and is the same on every rank, so this is decided here, before the call
+            // check, as `Auto` itself is: one check, not two.
+            Algorithm::Hierarchical { .. }
+                if self.hierarchy_plan(!op.is_commutative()).levels.is_empty() =>
             {
                 auto()
             }
@@ -108,7 +105,7 @@ impl Comm {
             (Algorithm::Direct, _) => {
                 algorithms::allreduce::direct::direct(self, send, buf, &op, tag)
             }
-            (Algorithm::Hierarchical, send) => {
+            (Algorithm::Hierarchical { .. }, send) => {
                 if let Some(send) = send {
                     buf.copy_from_slice(send);
                 }
@@ -155,7 +152,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        let h = self.hierarchy()?;
+        let h = self.hierarchy(!op.is_commutative())?;
         debug_assert!(op.is_commutative() || h.contiguous());
         h.allreduce(self, buf, op)
     }

@@ -69,7 +69,8 @@ impl Comm {
         let n = send.len() / p;
         self.check_whole(OP, "recv", recv.len(), n)?;
         let alg = match algorithm {
-            Alltoall::Auto => select::choose_alltoall(
+            // SCAFFOLD(ring-leaders helper): replaced by RingLeaders.
+            Alltoall::Auto | Alltoall::RingLeaders { .. } => select::choose_alltoall(
                 p,
                 std::mem::size_of_val(&send[..n]),
                 self.run().ranks.policy.oversubscribed,
@@ -89,7 +90,9 @@ impl Comm {
         match alg {
             Alltoall::Direct => sched::direct(self, send, recv, tag),
             Alltoall::Pairwise => sched::pairwise(&t, send, recv, tag),
-            Alltoall::Bruck | Alltoall::Auto => sched::bruck(&t, send, recv, tag),
+            Alltoall::Bruck | Alltoall::Auto | Alltoall::RingLeaders { .. } => {
+                sched::bruck(&t, send, recv, tag)
+            }
         }
     }
 

@@ -150,7 +150,10 @@ impl Comm {
         let tag = self.next_tag(Kind::Allgather);
         self.check_whole(OP, "recv", recv.len(), send.len())?;
         let alg = match algorithm {
-            Allgather::Auto => select::choose_allgather(self.size(), std::mem::size_of_val(send)),
+            // SCAFFOLD(hierarchy helper): replaced by the hierarchical allgather.
+            Allgather::Auto | Allgather::Hierarchical => {
+                select::choose_allgather(self.size(), std::mem::size_of_val(send))
+            }
             chosen => chosen,
         };
         let t = self.coll(OP);
@@ -167,7 +170,9 @@ impl Comm {
             Allgather::Direct => sched::direct_allgather(self, send, recv, tag),
             Allgather::Ring => sched::ring(&t, send, recv, tag),
             Allgather::RecursiveDoubling => sched::recursive_doubling(&t, send, recv, tag),
-            Allgather::Bruck | Allgather::Auto => sched::bruck(&t, send, recv, tag),
+            Allgather::Bruck | Allgather::Auto | Allgather::Hierarchical => {
+                sched::bruck(&t, send, recv, tag)
+            }
         }
     }
 

@@ -43,11 +43,12 @@ pub struct Comm {
     /// Number of collective calls made on this communicator by this rank: the sequence number
     /// in the tags of the next one.
     coll_seq: Cell<u64>,
-    /// This rank's hierarchy of the communicator, built by the first hierarchical collective.
-    hierarchy: OnceCell<Box<Hierarchy>>,
-    /// The plan of that hierarchy, computed from the ranks' locations alone (no messages) the
-    /// first time a call asks for it.
-    plan: OnceCell<Plan>,
+    /// This rank's hierarchies of the communicator (by location; cut into runs that keep
+    /// rank order), each built by the first hierarchical collective that needs it.
+    hierarchy: [OnceCell<Box<Hierarchy>>; 2],
+    /// The plans of those hierarchies, computed from the ranks' locations alone (no messages)
+    /// the first time a call asks for them.
+    plan: [OnceCell<Plan>; 2],
 }
 
 impl std::fmt::Debug for Comm {
@@ -66,8 +67,8 @@ impl Comm {
             shared,
             run,
             coll_seq: Cell::new(0),
-            hierarchy: OnceCell::new(),
-            plan: OnceCell::new(),
+            hierarchy: [OnceCell::new(), OnceCell::new()],
+            plan: [OnceCell::new(), OnceCell::new()],
         }
     }
 
@@ -110,24 +111,34 @@ impl Comm {
         e
     }
 
-    /// This rank's hierarchy of the communicator, built (collectively: every rank must call
-    /// this at the same point of the same collective, after its call check) the first time.
-    /// The plan of this communicator's hierarchy ([`Plan::of`] the ranks' locations): the
-    /// same on every rank, and needing no messages, so a call may consult it before its call
-    /// check.
-    pub(crate) fn hierarchy_plan(&self) -> &Plan {
-        self.plan.get_or_init(|| {
+    /// The plan of this communicator's hierarchy ([`Plan::of`] the ranks' locations), the one
+    /// that keeps rank order if `ordered`: the same on every rank, and needing no messages, so
+    /// a call may consult it before its call check. Where the groups are intervals of ranks
+    /// already, the two plans are one.
+    pub(crate) fn hierarchy_plan(&self, ordered: bool) -> &Plan {
+        let plain = self.plan[0].get_or_init(|| {
             let locations: Vec<_> = (0..self.size()).map(|r| self.location(r)).collect();
-            Plan::of(&locations)
+            Plan::of(&locations, false)
+        });
+        if !ordered || plain.contiguous {
+            return plain;
+        }
+        self.plan[1].get_or_init(|| {
+            let locations: Vec<_> = (0..self.size()).map(|r| self.location(r)).collect();
+            Plan::of(&locations, true)
         })
     }
 
-    pub(crate) fn hierarchy(&self) -> Result<&Hierarchy> {
-        if let Some(h) = self.hierarchy.get() {
+    /// This rank's hierarchy of the communicator ([`Comm::hierarchy_plan`] of `ordered`),
+    /// built (collectively: every rank must call this at the same point of the same
+    /// collective, after its call check) the first time.
+    pub(crate) fn hierarchy(&self, ordered: bool) -> Result<&Hierarchy> {
+        let which = usize::from(ordered && !self.hierarchy_plan(false).contiguous);
+        if let Some(h) = self.hierarchy[which].get() {
             return Ok(h);
         }
-        let h = Box::new(Hierarchy::build(self)?);
-        Ok(self.hierarchy.get_or_init(|| h))
+        let h = Box::new(Hierarchy::build(self, which == 1)?);
+        Ok(self.hierarchy[which].get_or_init(|| h))
     }
 
     /// The transport of the collective context, for operation `op`.
@@ -191,7 +202,8 @@ impl Comm {
     pub fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
         self.enter("barrier")?;
         let alg = match algorithm {
-            Barrier::Auto => {
+            // SCAFFOLD(hierarchy helper): replaced by the hierarchical barrier.
+            Barrier::Auto | Barrier::Hierarchical => {
                 select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed)
             }
             chosen => chosen,
@@ -203,7 +215,9 @@ impl Comm {
         let t = self.coll("barrier");
         match alg {
             Barrier::Tree => algorithms::barrier::tree(&t, tag),
-            Barrier::Dissemination | Barrier::Auto => algorithms::barrier::dissemination(&t, tag),
+            Barrier::Dissemination | Barrier::Auto | Barrier::Hierarchical => {
+                algorithms::barrier::dissemination(&t, tag)
+            }
         }
     }
 

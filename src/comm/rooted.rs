@@ -29,7 +29,10 @@ impl Comm {
         let tag = self.next_tag(Kind::Broadcast);
         self.check_root("broadcast", root)?;
         let alg = match algorithm {
-            Broadcast::Auto => select::choose_broadcast(self.size(), std::mem::size_of_val(buf)),
+            // SCAFFOLD(hierarchy helper): replaced by the hierarchical broadcast.
+            Broadcast::Auto | Broadcast::Hierarchical => {
+                select::choose_broadcast(self.size(), std::mem::size_of_val(buf))
+            }
             chosen => chosen,
         };
         let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
@@ -78,7 +81,8 @@ impl Comm {
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
         let alg = match algorithm {
-            Reduce::Auto => select::choose_reduce(
+            // SCAFFOLD(hierarchy helper): replaced by the hierarchical reduce.
+            Reduce::Auto | Reduce::Hierarchical => select::choose_reduce(
                 self.size(),
                 std::mem::size_of_val(buf),
                 self.run().ranks.policy.oversubscribed,

@@ -27,32 +27,48 @@ const LEVELS: [LevelKey; 2] = [|l| l.l3, |l| l.package];
 /// What the hierarchy of a communicator looks like, derived from the locations alone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Plan {
-    /// Per level kept (lowest first), the group of every rank of the communicator (a small
-    /// number per distinct group, in order of the groups' first ranks). A level where every
-    /// group has one rank, or where there is only one group, is left out (collapsed).
+    /// Per level kept (lowest first), the group of every rank of the communicator: a small
+    /// number per distinct group, in order of the groups' first ranks. A rank that takes no
+    /// part at a level (it is not the leader of its group at some level below) has the group
+    /// of the rank that represents it there, its leader. A level where every group has one
+    /// rank, or where there is only one group, is left out (collapsed).
     pub levels: Vec<Vec<usize>>,
     /// Whether the ranks of every group of every level form an interval of ranks, so that
-    /// combining within groups and then across the groups' leaders keeps rank order.
+    /// combining within groups and then across the groups' leaders keeps rank order. Always
+    /// true for an [`ordered`](Plan::of) plan.
     pub contiguous: bool,
 }
 
 impl Plan {
     /// The plan for ranks at `locations` (one per rank). If any rank has no location (an
     /// unpinned team), the hierarchy is flat: no levels, one group of everyone.
-    pub(crate) fn of(locations: &[Option<Location>]) -> Plan {
+    ///
+    /// With `ordered`, every group is cut into its runs of consecutive ranks (consecutive
+    /// among the ranks taking part at that level), so that every group is an interval and
+    /// combining up the levels keeps rank order for a non-commutative op. A placement that
+    /// interleaves the groups rank by rank (spread) then has runs of one rank and the plan is
+    /// flat: no grouping can keep the order there.
+    pub(crate) fn of(locations: &[Option<Location>], ordered: bool) -> Plan {
         let Some(locs) = locations.iter().copied().collect::<Option<Vec<Location>>>() else {
             return Plan {
                 levels: Vec::new(),
                 contiguous: true,
             };
         };
+        let p = locs.len();
         let mut contiguous = true;
         let mut levels = Vec::new();
         // The ranks still taking part at the current level: the leaders of the level below.
-        let mut alive: Vec<usize> = (0..locs.len()).collect();
+        let mut alive: Vec<usize> = (0..p).collect();
+        // The rank that represents each rank at the current level (itself, or its leader).
+        let mut rep: Vec<usize> = (0..p).collect();
         for key in LEVELS {
-            contiguous &= intervals(&locs, key);
-            let groups = group_numbers(&locs, key);
+            let mut groups = group_numbers(&locs, key);
+            if ordered {
+                groups = runs(&alive, &groups, p);
+            } else {
+                contiguous &= intervals(&locs, key);
+            }
             let distinct = alive
                 .iter()
                 .map(|&r| groups[r])
@@ -66,13 +82,87 @@ impl Plan {
                 // One group: the ranks left are the top, and the levels above collapse too.
                 break;
             }
-            // The leaders (lowest rank of each group) go on.
-            let mut seen = std::collections::BTreeSet::new();
-            alive.retain(|&r| seen.insert(groups[r]));
-            levels.push(groups);
+            // Every rank's group is its representative's; the leaders (lowest rank of each
+            // group) go on and represent their groups above.
+            let per_rank: Vec<usize> = rep.iter().map(|&r| groups[r]).collect();
+            let mut leader_of = std::collections::HashMap::new();
+            for &r in &alive {
+                leader_of.entry(groups[r]).or_insert(r);
+            }
+            alive.retain(|&r| leader_of[&groups[r]] == r);
+            for r in rep.iter_mut() {
+                *r = leader_of[&groups[*r]];
+            }
+            levels.push(per_rank);
         }
         Plan { levels, contiguous }
     }
+
+    /// The ranks taking part at `level` (0: every rank; `levels.len()`: the top leaders), in
+    /// rank order.
+    #[allow(dead_code)]
+    pub(crate) fn alive(&self, level: usize) -> Vec<usize> {
+        let p = self.levels.first().map_or(0, Vec::len);
+        let mut alive: Vec<usize> = (0..p).collect();
+        for groups in &self.levels[..level.min(self.levels.len())] {
+            let mut seen = std::collections::BTreeSet::new();
+            alive.retain(|&r| seen.insert(groups[r]));
+        }
+        alive
+    }
+
+    /// The ranks of group `group` at `level` (those taking part there), in rank order: the
+    /// group's rank 0, its leader, first. They are the ranks of that group's communicator.
+    #[allow(dead_code)]
+    pub(crate) fn members(&self, level: usize, group: usize) -> Vec<usize> {
+        let groups = &self.levels[level];
+        self.alive(level)
+            .into_iter()
+            .filter(|&r| groups[r] == group)
+            .collect()
+    }
+
+    /// The ranks each rank represents at the top: per top leader (in rank order), the ranks
+    /// whose data it holds after the reduction up the levels, in rank order. With no levels,
+    /// one entry: every rank.
+    #[allow(dead_code)]
+    pub(crate) fn covered(&self, p: usize) -> Vec<Vec<usize>> {
+        let top = if self.levels.is_empty() {
+            vec![0]
+        } else {
+            self.alive(self.levels.len())
+        };
+        let last = self.levels.last();
+        top.iter()
+            .map(|&leader| {
+                (0..p)
+                    .filter(|&r| last.is_none_or(|g| g[r] == g[leader]))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// `groups` (per rank) cut into runs: consecutive ranks of `alive` (in rank order) in the same
+/// group form one run; runs are numbered in order. Ranks not in `alive` get the run of the
+/// nearest alive rank before them (they are represented by it: the ranks a leader represents
+/// follow it, for an ordered plan whose groups below are intervals).
+fn runs(alive: &[usize], groups: &[usize], p: usize) -> Vec<usize> {
+    let mut out = vec![0; p];
+    let mut run = 0;
+    let mut prev: Option<usize> = None;
+    let mut next_alive = alive.iter().peekable();
+    for (r, slot) in out.iter_mut().enumerate() {
+        if next_alive.peek() == Some(&&r) {
+            next_alive.next();
+            if prev.is_some_and(|g| g != groups[r]) {
+                run += 1;
+            }
+            prev = Some(groups[r]);
+        }
+        *slot = run;
+    }
+    out
 }
 
 /// Per rank, its group under `key`, numbered in order of the groups' first ranks.
@@ -105,14 +195,17 @@ fn intervals(locs: &[Location], key: LevelKey) -> bool {
 /// One level of a rank's hierarchy: its group there (for a rank that leads its groups on
 /// every level below).
 #[derive(Debug)]
-struct Level {
+pub(crate) struct Level {
     /// The ranks of this rank's group, in rank order; its rank 0 is the group's leader.
-    group: Comm,
+    pub group: Comm,
+    /// The number of this rank's group at this level ([`Plan::levels`]).
+    #[allow(dead_code)]
+    pub number: usize,
 }
 
 /// Where the top of the hierarchy (the allreduce among the highest leaders) runs for a rank.
 #[derive(Debug)]
-enum Top {
+pub(crate) enum Top {
     /// On the communicator itself (no level kept: the hierarchy is flat).
     Whole,
     /// On the communicator of the highest level's leaders, of which this rank is one.
@@ -126,18 +219,19 @@ enum Top {
 pub(crate) struct Hierarchy {
     /// The groups this rank is in, lowest level first, up to the first level where it is not
     /// the leader (every level, for a rank that leads everywhere).
-    levels: Vec<Level>,
+    pub levels: Vec<Level>,
     /// Where the top runs for this rank.
-    top: Top,
-    /// [`Plan::contiguous`].
-    contiguous: bool,
+    pub top: Top,
+    /// The plan this hierarchy was built from (the same on every rank).
+    pub plan: Plan,
 }
 
 impl Hierarchy {
     /// Builds `comm`'s hierarchy: every rank of `comm` must call this at the same point (it
     /// splits `comm`, and the leaders' communicators below it).
-    pub(crate) fn build(comm: &Comm) -> Result<Hierarchy> {
-        let plan = comm.hierarchy_plan();
+    /// `ordered` selects the plan that keeps rank order ([`Plan::of`]).
+    pub(crate) fn build(comm: &Comm, ordered: bool) -> Result<Hierarchy> {
+        let plan = comm.hierarchy_plan(ordered).clone();
         let mut levels = Vec::new();
         // The communicator being split at the current level (`None`: `comm` itself; then the
         // previous level's leaders), and the rank in `comm` of each of its members.
@@ -146,13 +240,14 @@ impl Hierarchy {
         let mut leads_all = true;
         for groups in &plan.levels {
             let on = current.as_ref().unwrap_or(comm);
+            let number = groups[members[on.rank()]];
             let group = on
-                .split(Some(groups[members[on.rank()]]), on.rank())?
+                .split(Some(number), on.rank())?
                 .expect("a rank that passes a color gets a communicator");
             let leaders = on.split((group.rank() == 0).then_some(0), on.rank())?;
             let mut seen = std::collections::BTreeSet::new();
             members.retain(|&r| seen.insert(groups[r]));
-            levels.push(Level { group });
+            levels.push(Level { group, number });
             match leaders {
                 Some(l) => current = Some(l),
                 None => {
@@ -166,16 +261,12 @@ impl Hierarchy {
             Some(l) => Top::Leaders(l),
             None => Top::Whole,
         };
-        Ok(Hierarchy {
-            levels,
-            top,
-            contiguous: plan.contiguous,
-        })
+        Ok(Hierarchy { levels, top, plan })
     }
 
     /// Whether every group is an interval of ranks ([`Plan::contiguous`]).
     pub(crate) fn contiguous(&self) -> bool {
-        self.contiguous
+        self.plan.contiguous
     }
 
     /// The hierarchical allreduce of `buf` on `comm` (whose hierarchy this is): reduce up the
@@ -209,7 +300,47 @@ mod tests {
     use crate::topology::{Pinning, Topology};
 
     fn plan(t: &Topology, pinning: Pinning, ranks: usize) -> Plan {
-        Plan::of(&t.place(&pinning, ranks).unwrap())
+        Plan::of(&t.place(&pinning, ranks).unwrap(), false)
+    }
+
+    fn ordered(t: &Topology, pinning: Pinning, ranks: usize) -> Plan {
+        Plan::of(&t.place(&pinning, ranks).unwrap(), true)
+    }
+
+    /// Cut into runs, every group is an interval; a placement interleaved rank by rank has
+    /// nothing left to group; the members, leaders and covered ranks follow the groups.
+    #[test]
+    fn ordered_plans_cut_groups_into_runs() {
+        let t = Topology::synthetic(&[2, 3]).unwrap();
+        // Compact, no wrap: the same as the plain plan.
+        assert_eq!(
+            ordered(&t, Pinning::Compact, 6),
+            plan(&t, Pinning::Compact, 6)
+        );
+        // Spread: runs of one rank, flat.
+        assert!(ordered(&t, Pinning::Spread, 6).levels.is_empty());
+        // Compact with wrap-around: 8 ranks on 6 cores, 0-2 | 3-5 | 6-7 (package 0 again).
+        let p = plan(&t, Pinning::Compact, 8);
+        assert_eq!(p.levels, vec![vec![0, 0, 0, 1, 1, 1, 0, 0]]);
+        assert!(!p.contiguous);
+        let o = ordered(&t, Pinning::Compact, 8);
+        assert_eq!(o.levels, vec![vec![0, 0, 0, 1, 1, 1, 2, 2]]);
+        assert!(o.contiguous);
+        assert_eq!(o.alive(1), vec![0, 3, 6]);
+        assert_eq!(o.members(0, 2), vec![6, 7]);
+        assert_eq!(o.covered(8), vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7]]);
+        assert_eq!(p.covered(8), vec![vec![0, 1, 2, 6, 7], vec![3, 4, 5]]);
+        // Two levels, 2 packages × 2 L3 × 2 cores, 12 ranks wrapped: L3 groups
+        // 0-1 | 2-3 | 4-5 | 6-7 | 8-9 (= L3 0) | 10-11 (= L3 1).
+        let t = Topology::synthetic(&[2, 2, 2]).unwrap();
+        let o = ordered(&t, Pinning::Compact, 12);
+        assert_eq!(o.levels[0], vec![0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5]);
+        // The L3 leaders 0, 2, 4, 6, 8, 10 are in packages 0, 0, 1, 1, 0, 0: three runs.
+        assert_eq!(o.levels[1], vec![0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
+        assert_eq!(o.alive(2), vec![0, 4, 8]);
+        for (i, c) in o.covered(12).iter().enumerate() {
+            assert_eq!(c, &(4 * i..4 * i + 4).collect::<Vec<_>>());
+        }
     }
 
     #[test]
@@ -271,14 +402,14 @@ mod tests {
             .unwrap();
         let out = team
             .run(|comm| {
-                let h = Hierarchy::build(comm)?;
+                let h = Hierarchy::build(comm, false)?;
                 let sizes: Vec<_> = h.levels.iter().map(|l| l.group.size()).collect();
                 let top = match &h.top {
                     Top::Whole => Some(usize::MAX),
                     Top::Leaders(l) => Some(l.size()),
                     Top::None => None,
                 };
-                Ok::<_, crate::Error>((sizes, top, h.contiguous))
+                Ok::<_, crate::Error>((sizes, top, h.contiguous()))
             })
             .unwrap();
         for (r, res) in out.into_iter().enumerate() {

@@ -40,7 +40,9 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
         Reduce::PipelinedTree { .. } => {
             pipelined_tree::pipelined_tree(t, buf, op, root, block, tag)
         }
-        Reduce::Direct => unreachable!("Direct runs on the communicator, not a transport"),
+        Reduce::Direct | Reduce::Hierarchical => {
+            unreachable!("{} runs on the communicator, not a transport", alg.name())
+        }
     }
 }
 
