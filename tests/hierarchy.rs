@@ -79,17 +79,27 @@ type Got = Vec<(Vec<u64>, Vec<f64>, Vec<[u32; 4]>, Vec<(u32, u32)>)>;
 
 /// One round of hierarchical allreduces on `comm`, every count, every op.
 fn round(comm: &Comm) -> corecoll::Result<Got> {
+    round_with(comm, H, usize::MAX)
+}
+
+/// One round of `h` allreduces on `comm`, every count up to `max_count` (larger ones are
+/// left empty), every op.
+fn round_with(comm: &Comm, h: Algorithm, max_count: usize) -> corecoll::Result<Got> {
     let r = comm.rank();
     let mut got = Vec::new();
     for n in COUNTS {
+        if n > max_count {
+            got.push(Default::default());
+            continue;
+        }
         let mut u: Vec<u64> = (0..n).map(|i| mix(r, i, 1)).collect();
-        comm.allreduce_with(&mut u, op::Sum, H)?;
+        comm.allreduce_with(&mut u, op::Sum, h)?;
         let mut f: Vec<f64> = (0..n).map(|i| float(r, i)).collect();
-        comm.allreduce_with(&mut f, op::Sum, H)?;
+        comm.allreduce_with(&mut f, op::Sum, h)?;
         let mut m: Vec<[u32; 4]> = (0..n).map(|i| matrix(r, i)).collect();
-        comm.allreduce_with(&mut m, matrix_op(), H)?;
+        comm.allreduce_with(&mut m, matrix_op(), h)?;
         let mut s = vec![(r as u32, r as u32 + 1); n.min(7)];
-        comm.allreduce_with(&mut s, span_op(), H)?;
+        comm.allreduce_with(&mut s, span_op(), h)?;
         got.push((u, f, m, s));
     }
     Ok(got)
@@ -97,7 +107,15 @@ fn round(comm: &Comm) -> corecoll::Result<Got> {
 
 /// Checks one round's results on `p` ranks against the sequential references.
 fn check(what: &str, p: usize, per_rank: &[Got]) {
+    check_up_to(what, p, per_rank, usize::MAX)
+}
+
+/// [`check`] for a round of counts up to `max_count`.
+fn check_up_to(what: &str, p: usize, per_rank: &[Got], max_count: usize) {
     for (k, &n) in COUNTS.iter().enumerate() {
+        if n > max_count {
+            continue;
+        }
         let u: Vec<u64> = (0..n)
             .map(|i| (0..p).fold(0u64, |a, r| a.wrapping_add(mix(r, i, 1))))
             .collect();
@@ -158,6 +176,55 @@ fn allreduce_on_synthetic_machines() {
                 );
             }
         }
+    }
+}
+
+/// Segmented: the stages pipeline over segments of 2 elements (short counts only: thousands
+/// of segments would take long on oversubscribed cores), 1 500 and 4 096 elements (a last
+/// segment shorter than the others), on machines whose plans keep rank order directly
+/// (compact), by runs (compact wrapping around), or not at all (spread, flat for the
+/// non-commutative ops).
+#[test]
+fn segmented_allreduce() {
+    let cases: [(&[usize], Pinning, usize); 4] = [
+        (&[2, 3], Pinning::Compact, 8),
+        (&[2, 2, 4], Pinning::Compact, 16),
+        (&[2, 2, 4], Pinning::Spread, 7),
+        (&[3, 5], Pinning::Compact, 20),
+    ];
+    let segments = [(2, 7), (1500, usize::MAX), (4096, usize::MAX)];
+    for (shape, pinning, p) in cases {
+        let what = format!("{shape:?} {pinning:?} p = {p}");
+        let team = team(Topology::synthetic(shape).unwrap(), pinning, p);
+        for (seg, max_count) in segments {
+            let h = Algorithm::Hierarchical {
+                segment: Block::Elements(seg),
+            };
+            let out = team
+                .run(|comm| round_with(comm, h, max_count))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let got: Vec<Got> = out
+                .into_iter()
+                .enumerate()
+                .map(|(r, res)| res.unwrap_or_else(|e| panic!("{what}, rank {r}: {e}")))
+                .collect();
+            check_up_to(&format!("{what}, segment {seg}"), p, &got, max_count);
+        }
+    }
+}
+
+/// Ranks that name different segment sizes fail, every one of them.
+#[test]
+fn segment_mismatch_fails_everywhere() {
+    let t = Topology::synthetic(&[2, 3]).unwrap();
+    let team = team(t, Pinning::Compact, 6);
+    let out = team.run(|comm| {
+        let segment = Block::Elements(if comm.rank() == 4 { 100 } else { 200 });
+        let mut v = vec![1u64; 1000];
+        comm.allreduce_with(&mut v, op::Sum, Algorithm::Hierarchical { segment })
+    });
+    for (r, res) in out.unwrap().into_iter().enumerate() {
+        assert!(res.is_err(), "rank {r} passed a mismatched call");
     }
 }
 

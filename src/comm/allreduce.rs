@@ -80,7 +80,10 @@ impl Comm {
         let t = self.coll("allreduce");
         // Only the pipelined algorithms and the ring's pieces have a block; the others pass 0
         // (the agreement compares it too) and skip the lemma's arithmetic.
-        let block = if alg.has_block() {
+        let block = if let Algorithm::Hierarchical { segment } = alg {
+            // The segment is compared by the check too.
+            crate::hierarchy::segment_elements(segment, std::mem::size_of::<T>())
+        } else if alg.has_block() {
             let costs = select::Costs::for_team(self.run().ranks.policy.oversubscribed);
             alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs)
         } else {
@@ -109,7 +112,7 @@ impl Comm {
                 if let Some(send) = send {
                     buf.copy_from_slice(send);
                 }
-                self.hierarchical_allreduce(buf, op)
+                self.hierarchical_allreduce(buf, &op, block)
             }
             (_, Some(send)) => {
                 buf.copy_from_slice(send);
@@ -144,16 +147,15 @@ impl Comm {
 
 impl Comm {
     /// `Algorithm::Hierarchical` after the call check, through the cached hierarchy (whose
-    /// plan has levels, and keeps rank order or has a commutative op: `allreduce_impl` sent
-    /// the other cases to `Auto`). (`op` is passed on by value to the flat allreduce at the
-    /// top, so that the instantiation does not recurse through `&O`, `&&O`, …)
-    fn hierarchical_allreduce<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
+    /// plan has levels, and keeps rank order if the op is not commutative: `allreduce_impl`
+    /// sent the other cases to `Auto`), in segments of `segment` elements.
+    fn hierarchical_allreduce<T, O>(&self, buf: &mut [T], op: &O, segment: usize) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
         let h = self.hierarchy(!op.is_commutative())?;
         debug_assert!(op.is_commutative() || h.contiguous());
-        h.allreduce(self, buf, op)
+        h.allreduce(buf, op, segment)
     }
 }

@@ -11,6 +11,7 @@ mod reduce_scatter;
 mod rooted;
 mod scan;
 mod split;
+mod staged;
 pub(crate) mod world;
 
 use crate::algorithms;

@@ -14,7 +14,7 @@
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::op::Op;
-use crate::select::Algorithm;
+use crate::select::Block;
 use crate::topology::Location;
 
 /// A level of the hierarchy: which group of that level a location belongs to.
@@ -269,28 +269,57 @@ impl Hierarchy {
         self.plan.contiguous
     }
 
-    /// The hierarchical allreduce of `buf` on `comm` (whose hierarchy this is): reduce up the
-    /// levels to the leaders, allreduce among the highest leaders with `Auto`'s choice,
-    /// broadcast back down. Keeps rank order only if [`Hierarchy::contiguous`]. (`op` goes by
-    /// value to the top allreduce, the very instantiation that called this one, so that the
-    /// types do not recurse through `&O`.)
-    pub(crate) fn allreduce<T, O>(&self, comm: &Comm, buf: &mut [T], op: O) -> Result<()>
+    /// The hierarchical allreduce of `buf` (whose hierarchy this is), in segments of
+    /// `segment` elements that pipeline through the stages as in HAN: at step t, reduce
+    /// segment t up the levels, allreduce segment t − 1 among the top leaders, broadcast
+    /// segment t − 2 back down. Every communicator sees its calls in the same order on all of
+    /// its ranks (the order of one global sequence of steps), so the blocking stages cannot
+    /// wait on each other in a cycle. Keeps rank order if [`Hierarchy::contiguous`].
+    pub(crate) fn allreduce<T, O>(&self, buf: &mut [T], op: &O, segment: usize) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        for level in &self.levels {
-            level.group.reduce(buf, &op, 0)?;
-        }
-        match &self.top {
-            Top::Whole => comm.allreduce_with(buf, op, Algorithm::Auto)?,
-            Top::Leaders(leaders) => leaders.allreduce_with(buf, op, Algorithm::Auto)?,
-            Top::None => {}
-        }
-        for level in self.levels.iter().rev() {
-            level.group.broadcast(buf, 0)?;
+        let n = buf.len();
+        let seg = segment.max(1);
+        let k = n.div_ceil(seg).max(1);
+        let range = |s: usize| s * seg..((s + 1) * seg).min(n);
+        for step in 0..k + 2 {
+            if step < k {
+                let part = &mut buf[range(step)];
+                for level in &self.levels {
+                    level.group.stage_reduce(part, op, 0)?;
+                }
+            }
+            if (1..=k).contains(&step) {
+                let part = &mut buf[range(step - 1)];
+                match &self.top {
+                    Top::Whole => unreachable!("a hierarchy without levels is not run"),
+                    Top::Leaders(leaders) => leaders.stage_allreduce(part, op)?,
+                    Top::None => {}
+                }
+            }
+            if (2..k + 2).contains(&step) {
+                let part = &mut buf[range(step - 2)];
+                for level in self.levels.iter().rev() {
+                    level.group.stage_broadcast(part, 0)?;
+                }
+            }
         }
         Ok(())
+    }
+}
+
+/// `Block::Auto`'s segment of the hierarchical allreduce, in bytes (see
+/// [`segment_elements`]).
+pub(crate) const AUTO_SEGMENT_BYTES: usize = 64 << 10;
+
+/// Elements per segment of a hierarchical collective on elements of `elem_size` bytes: the
+/// user's `Block::Elements` (at least 1), or [`AUTO_SEGMENT_BYTES`] worth.
+pub(crate) fn segment_elements(segment: Block, elem_size: usize) -> usize {
+    match segment {
+        Block::Elements(e) => e.max(1),
+        Block::Auto => (AUTO_SEGMENT_BYTES / elem_size.max(1)).max(1),
     }
 }
 

@@ -1,0 +1,108 @@
+//! The stages of the hierarchical collectives: the flat reduce, broadcast and allreduce of
+//! `Auto`'s choice on a sub-communicator of the hierarchy, without a call check of their own.
+//!
+//! A hierarchical collective checks its call once, on the whole communicator, before any stage
+//! runs (`Comm::agree`): every rank then runs the same stages, with the same lengths, element
+//! type, roots and algorithms, in the same order on every sub-communicator, because they all
+//! follow from the checked call and from the plan that every rank derives alike. A second
+//! check per stage would only add a synchronisation round to each stage (with segments, to
+//! each segment of each stage). Failures inside a stage (a panicking op, a timeout, a peer
+//! that exits) still fail the run, which every waiting rank sees: the sub-communicators share
+//! the run's state.
+//!
+//! The algorithms are the flat `Auto` choices (never a hierarchical one: a stage runs within
+//! one level).
+
+use super::Comm;
+use crate::algorithms;
+use crate::error::Result;
+use crate::op::Op;
+use crate::select::{self, Costs};
+use crate::transport::{Elem, Kind};
+
+impl Comm {
+    /// The costs the pipelining lemma uses on this communicator's team.
+    fn stage_costs(&self) -> Costs {
+        Costs::for_team(self.run().ranks.policy.oversubscribed)
+    }
+
+    /// A reduce of `buf` to `root` with `Auto`'s flat algorithm, without a call check (see
+    /// the module documentation: the caller's whole-communicator check covers it).
+    pub(crate) fn stage_reduce<T: Elem, O: Op<T>>(
+        &self,
+        buf: &mut [T],
+        op: &O,
+        root: usize,
+    ) -> Result<()> {
+        self.enter("reduce")?;
+        let tag = self.next_tag(Kind::Reduce);
+        if self.size() == 1 {
+            return Ok(());
+        }
+        let alg = select::choose_reduce(
+            self.size(),
+            std::mem::size_of_val(buf),
+            self.run().ranks.policy.oversubscribed,
+        );
+        let block = alg.block_elements(
+            self.size(),
+            buf.len(),
+            std::mem::size_of::<T>(),
+            self.stage_costs(),
+        );
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            select::Reduce::Direct => algorithms::reduce::direct(self, buf, op, root, tag),
+            _ => algorithms::reduce::run(&self.coll("reduce"), buf, op, root, alg, block, tag),
+        }
+    }
+
+    /// A broadcast of `buf` from `root` with `Auto`'s flat algorithm, without a call check.
+    pub(crate) fn stage_broadcast<T: Elem>(&self, buf: &mut [T], root: usize) -> Result<()> {
+        self.enter("broadcast")?;
+        let tag = self.next_tag(Kind::Broadcast);
+        if self.size() == 1 {
+            return Ok(());
+        }
+        let alg = select::choose_broadcast(self.size(), std::mem::size_of_val(buf));
+        let block = alg.block_elements(
+            self.size(),
+            buf.len(),
+            std::mem::size_of::<T>(),
+            self.stage_costs(),
+        );
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            select::Broadcast::Direct => algorithms::broadcast::direct(self, buf, root, tag),
+            _ => algorithms::broadcast::run(&self.coll("broadcast"), buf, root, alg, block, tag),
+        }
+    }
+
+    /// An allreduce of `buf` with `Auto`'s flat algorithm, without a call check.
+    pub(crate) fn stage_allreduce<T: Elem, O: Op<T>>(&self, buf: &mut [T], op: &O) -> Result<()> {
+        self.enter("allreduce")?;
+        let tag = self.next_tag(Kind::Allreduce);
+        if self.size() == 1 {
+            return Ok(());
+        }
+        let alg =
+            select::choose_allreduce(self.size(), std::mem::size_of_val(buf), op.is_commutative());
+        let block = if alg.has_block() {
+            alg.block_elements(
+                self.size(),
+                buf.len(),
+                std::mem::size_of::<T>(),
+                self.stage_costs(),
+            )
+        } else {
+            0
+        };
+        let tag = tag.with_variant(alg.id());
+        match alg {
+            select::Algorithm::Direct => {
+                algorithms::allreduce::direct::direct(self, None, buf, op, tag)
+            }
+            _ => algorithms::allreduce::run(&self.coll("allreduce"), buf, op, alg, block, tag),
+        }
+    }
+}
