@@ -5,7 +5,7 @@
 
 mod text;
 
-pub use text::{print_summary, print_table, summary_markdown};
+pub use text::{print_hierarchy, print_summary, print_table, summary_markdown};
 
 use crate::record::{Record, Source};
 use serde::{Deserialize, Deserializer, Serialize};

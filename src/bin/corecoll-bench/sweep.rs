@@ -342,6 +342,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     println!();
     output::print_table(stdout, &records).map_err(|e| e.to_string())?;
     output::print_summary(stdout, &records).map_err(|e| e.to_string())?;
+    output::print_hierarchy(stdout, &records).map_err(|e| e.to_string())?;
     let dir = PathBuf::from("target/corecoll-bench");
     let csv = args.csv.clone().unwrap_or_else(|| dir.join("results.csv"));
     let json = args
@@ -466,37 +467,95 @@ mod tests {
     #[test]
     fn per_socket_runs_each_socket_then_all() {
         let two = vec![(0, vec![0, 1, 2]), (1, vec![3, 4, 5])];
-        let s = scopes_on(&args(&["--per-socket"]), two.clone()).unwrap();
+        let s = scopes_on(&args(&["--per-socket"]), two.clone(), None).unwrap();
         let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["socket 0", "socket 1", "all"]);
         assert_eq!((s[0].ranks, s[1].ranks), (3, 3));
         assert_eq!(s[1].pinning, Pinning::Cores(vec![3, 4, 5]));
         assert_eq!(s[1].placement, "socket:1");
         // --ranks applies to every scope; one socket gives only the whole-machine sweep.
-        let s = scopes_on(&args(&["--per-socket", "--ranks", "2"]), two).unwrap();
+        let s = scopes_on(&args(&["--per-socket", "--ranks", "2"]), two, None).unwrap();
         assert!(s.iter().all(|s| s.ranks == 2));
         let one = vec![(0, vec![0, 1])];
         assert_eq!(
-            scopes_on(&args(&["--per-socket"]), one.clone())
+            scopes_on(&args(&["--per-socket"]), one.clone(), None)
                 .unwrap()
                 .len(),
             1
         );
-        assert_eq!(scopes_on(&args(&[]), one).unwrap()[0].label, "all");
+        assert_eq!(scopes_on(&args(&[]), one, None).unwrap()[0].label, "all");
+    }
+
+    #[test]
+    fn scopes_on_a_described_machine() {
+        let s = scopes(&args(&["--machine", "3+2/4", "--per-socket"])).unwrap();
+        let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["socket 0", "socket 1", "all"]);
+        assert_eq!(s.iter().map(|s| s.ranks).collect::<Vec<_>>(), [5, 4, 9]);
+        assert_eq!(s[1].pinning, Pinning::Socket(1));
+        assert!(s.iter().all(|s| s.topology.is_some()));
+        let s = scopes(&args(&["--machine", "2x2x4", "--placement", "socket:1"])).unwrap();
+        assert_eq!((s[0].ranks, &s[0].pinning), (8, &Pinning::Socket(1)));
+        let s = scopes(&args(&["--machine", "2x2x2", "--placement", "cores:0,1,6"])).unwrap();
+        let t = s[0].topology.as_ref().unwrap();
+        assert_eq!((s[0].ranks, t.num_packages(), t.num_l3_groups()), (3, 2, 2));
+        assert!(scopes(&args(&["--machine", "2x2", "--placement", "socket:2"])).is_err());
+        assert!(scopes(&args(&["--machine", "2x2", "--placement", "cores:4"])).is_err());
+        let s = scopes(&args(&["--machine", "2x3", "--placement", "spread"])).unwrap();
+        assert_eq!((s[0].ranks, &s[0].pinning), (6, &Pinning::Spread));
+    }
+
+    #[test]
+    fn parameterised_entries() {
+        let names = |c, sel: &str| -> Vec<String> {
+            entries(c, sel, Dtype::F64)
+                .into_iter()
+                .map(|e| e.name)
+                .collect()
+        };
+        assert_eq!(
+            names(
+                Collective::Allreduce,
+                "direct,hierarchical:1KiB,auto,hierarchical,dual-root:64"
+            ),
+            [
+                "auto",
+                "dual-root:64B",
+                "direct",
+                "hierarchical:1KiB",
+                "hierarchical"
+            ]
+        );
+        // A parameter the collective's algorithm does not take selects nothing there.
+        assert!(names(Collective::Broadcast, "hierarchical:1KiB").is_empty());
+        assert_eq!(
+            names(Collective::Alltoall, "ring-leaders:fanout=2,ring-leaders"),
+            ["ring-leaders:2", "ring-leaders"]
+        );
+        let both = [Collective::Allreduce, Collective::Broadcast];
+        assert!(check_algorithms(&both, "hierarchical:1KiB,pipelined-tree:4KiB").is_ok());
+        let e = check_algorithms(&[Collective::Broadcast], "hierarchical:1KiB").unwrap_err();
+        assert!(e.contains("takes no parameter"), "{e}");
+        let e = check_algorithms(&both, "limit:8").unwrap_err();
+        assert!(e.contains("takes no parameter"), "{e}");
+        let e = check_algorithms(&both, "hierarchical:fast").unwrap_err();
+        assert!(e.contains("block size"), "{e}");
+        let e = check_algorithms(&both, "fastest:8").unwrap_err();
+        assert!(e.contains("unknown algorithm `fastest`"), "{e}");
     }
 
     #[test]
     fn algorithm_selection() {
-        let names = |sel: &str| -> Vec<&str> {
-            entries(Collective::Allreduce, sel)
+        let names = |sel: &str| -> Vec<String> {
+            entries(Collective::Allreduce, sel, Dtype::F64)
                 .into_iter()
-                .map(Entry::name)
+                .map(|e| e.name)
                 .collect()
         };
         assert_eq!(names("direct, limit"), ["direct", "limit"]);
-        assert_eq!(names("all").first(), Some(&"auto"));
-        assert!(names("all").contains(&"channels"));
-        assert!(entries(Collective::Broadcast, "all")
+        assert_eq!(names("all")[0], "auto");
+        assert!(names("all").iter().any(|n| n == "channels"));
+        assert!(entries(Collective::Broadcast, "all", Dtype::F64)
             .iter()
             .all(|e| e.name() != "channels"));
         let known = known_names(&[Collective::Allreduce]);
@@ -509,7 +568,7 @@ mod tests {
             "mpi",
             "mpi-reduce-bcast",
         ] {
-            assert!(known.contains(&n), "{n}");
+            assert!(known.iter().any(|k| k == n), "{n}");
         }
         assert_eq!(fmt_bytes(0), "0 B");
         assert_eq!(fmt_bytes(3 << 20), "3 MiB");
