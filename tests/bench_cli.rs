@@ -186,3 +186,141 @@ fn bad_arguments_are_refused_with_a_message() {
         );
     }
 }
+
+#[test]
+fn a_described_machine_with_hierarchical_and_parameterised_rows() {
+    let dir = scratch("machine");
+    let json = dir.join("m.json");
+    let out = run(&[
+        "--machine",
+        "2x2",
+        "--ranks",
+        "4",
+        "--sizes",
+        "8,4KiB",
+        "--time",
+        "0.01",
+        "--collective",
+        "allreduce",
+        "--algorithms",
+        "auto,hierarchical,hierarchical:1KiB,direct",
+        "--quiet",
+        "--csv",
+        dir.join("m.csv").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        dir.join("m.svg").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.starts_with("machine: 2x2 (synthetic: 2 packages"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("hierarchical:1KiB"), "{stdout}");
+    assert!(stdout.contains("Hierarchical vs flat"), "{stdout}");
+    assert!(!stdout.contains("FAIL"), "a cell failed:\n{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(v["info"]["machine"]
+        .as_str()
+        .unwrap()
+        .starts_with("2x2 (synthetic"));
+    let records = v["records"].as_array().unwrap();
+    // 2 sizes × 4 algorithms, every one on 4 ranks.
+    assert_eq!(records.len(), 8);
+    assert!(records.iter().all(|r| r["ranks"] == 4));
+    assert!(records
+        .iter()
+        .any(|r| r["algorithm"] == "hierarchical:1KiB" && r["bytes"] == 4096));
+    let md = std::fs::read_to_string(dir.join("m.md")).unwrap();
+    assert!(md.starts_with("machine: 2x2"), "{md}");
+    assert!(md.contains("### Hierarchical vs flat"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_described_machine_per_socket() {
+    let dir = scratch("machine-sockets");
+    let out = run(&[
+        "--machine",
+        "2x2x2",
+        "--per-socket",
+        "--sizes",
+        "64",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--collective",
+        "allreduce",
+        "--algorithms",
+        "auto,hierarchical,direct",
+        "--quiet",
+        "--csv",
+        dir.join("s.csv").to_str().unwrap(),
+        "--json",
+        dir.join("s.json").to_str().unwrap(),
+        "--plot",
+        dir.join("s.svg").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    // Each socket of 4 cores, then the whole machine of 8, each with its hierarchy line.
+    for heading in [
+        "4 ranks · socket 0, socket:0",
+        "4 ranks · socket 1, socket:1",
+        "8 ranks · all, compact",
+    ] {
+        assert!(
+            stdout.matches(heading).count() >= 3,
+            "`{heading}` not in table, summary and hierarchy:\n{stdout}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_machines_and_parameters_are_refused_with_a_message() {
+    for (args, says) in [
+        (&["--machine", "2x0"][..], "at least 1"),
+        (&["--machine", "2x2x2x2"][..], "at most three levels"),
+        (&["--machine", "3+two"][..], "not a count"),
+        (
+            &["--machine", "2x2", "--placement", "socket:5"][..],
+            "no socket 5",
+        ),
+        (&["--algorithms", "direct:1KiB"][..], "takes no parameter"),
+        (&["--algorithms", "hierarchical:quick"][..], "block size"),
+        (
+            &["--collective", "alltoall", "--algorithms", "ring-leaders:0"][..],
+            "fanout",
+        ),
+    ] {
+        let out = run(args);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            stderr.contains(says),
+            "{args:?}: stderr does not say `{says}`:\n{stderr}"
+        );
+    }
+    let out = run(&["--machine", "3+2/4", "--topology"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success());
+    assert!(
+        stdout.contains("9 cores") && stdout.contains("--machine 3+2/4"),
+        "{stdout}"
+    );
+}

@@ -2,14 +2,15 @@
 //! corecoll's side of it: the algorithms of each collective, the kernel that calls them, the
 //! inputs of the check, and the sequential reference that the check compares against.
 
-use crate::cli::{Collective, Dtype, OpName};
+use crate::cli::{Collective, Dtype, OpName, Param};
 use crate::elem::{input, Elem};
 use crate::measure::{Kernel, Pool};
 use crate::record::Validation;
 use corecoll::algorithm::{
-    Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
+    Allgather, Alltoall, Barrier, Broadcast, Fanout, Gather, Reduce, ReduceScatter, Scan, Scatter,
 };
 use corecoll::op::Op;
+use corecoll::Block;
 use corecoll::{Algorithm, Comm};
 use std::any::Any;
 
@@ -134,6 +135,40 @@ pub fn algorithms(c: Collective) -> Vec<(&'static str, Alg)> {
         Collective::Allgatherv => vec![("ring", Alg::Fixed)],
         Collective::Alltoallv => vec![("pairwise", Alg::Fixed)],
     }
+}
+
+/// `alg` with its parameter set to `param` (a block or segment of `param` bytes, in elements
+/// of `dtype`, at least 1; or a ring-leaders fanout), or `None` when `alg` takes no such
+/// parameter.
+pub fn with_param(alg: Alg, param: Param, dtype: Dtype) -> Option<Alg> {
+    let block = match param {
+        Param::Bytes(b) => Some(Block::Elements((b / dtype.size()).max(1))),
+        Param::Fanout(_) => None,
+    };
+    Some(match (alg, param) {
+        (Alg::Allreduce(a), Param::Bytes(_)) => Alg::Allreduce(match a {
+            Algorithm::PipelinedTree { .. } => Algorithm::PipelinedTree { block: block? },
+            Algorithm::DualRoot { .. } => Algorithm::DualRoot { block: block? },
+            Algorithm::TwoTree { .. } => Algorithm::TwoTree { block: block? },
+            Algorithm::Hierarchical { .. } => Algorithm::Hierarchical { segment: block? },
+            _ => return None,
+        }),
+        (Alg::Broadcast(Broadcast::PipelinedTree { .. }), Param::Bytes(_)) => {
+            Alg::Broadcast(Broadcast::PipelinedTree { block: block? })
+        }
+        (Alg::Reduce(Reduce::PipelinedTree { .. }), Param::Bytes(_)) => {
+            Alg::Reduce(Reduce::PipelinedTree { block: block? })
+        }
+        (Alg::Scan(Scan::PipelinedTree { .. }), Param::Bytes(_)) => {
+            Alg::Scan(Scan::PipelinedTree { block: block? })
+        }
+        (Alg::Alltoall(Alltoall::RingLeaders { .. }), Param::Fanout(n)) => {
+            Alg::Alltoall(Alltoall::RingLeaders {
+                fanout: Fanout::Exchanges(n),
+            })
+        }
+        _ => return None,
+    })
 }
 
 /// The length of rank `rank`'s send and receive buffers for `spec` (the send buffer is the
@@ -631,6 +666,55 @@ mod tests {
             check::<f64, _>(&g, &op::Sum, &boxed(right)).validation,
             Validation::Pass
         );
+    }
+
+    #[test]
+    fn parameters_apply_to_the_algorithms_that_take_them() {
+        let find = |c, name| {
+            algorithms(c)
+                .into_iter()
+                .find(|(n, _)| *n == name)
+                .unwrap()
+                .1
+        };
+        let h = find(Collective::Allreduce, "hierarchical");
+        assert_eq!(
+            with_param(h, Param::Bytes(1024), Dtype::F64),
+            Some(Alg::Allreduce(Algorithm::Hierarchical {
+                segment: Block::Elements(128)
+            }))
+        );
+        // Less than one element is one element.
+        let d = find(Collective::Allreduce, "dual-root");
+        assert_eq!(
+            with_param(d, Param::Bytes(3), Dtype::F32),
+            Some(Alg::Allreduce(Algorithm::DualRoot {
+                block: Block::Elements(1)
+            }))
+        );
+        assert_eq!(with_param(d, Param::Fanout(2), Dtype::F64), None);
+        for c in [Collective::Broadcast, Collective::Reduce, Collective::Scan] {
+            assert!(with_param(find(c, "pipelined-tree"), Param::Bytes(64), Dtype::U8).is_some());
+        }
+        let rl = find(Collective::Alltoall, "ring-leaders");
+        assert_eq!(
+            with_param(rl, Param::Fanout(2), Dtype::F64),
+            Some(Alg::Alltoall(Alltoall::RingLeaders {
+                fanout: Fanout::Exchanges(2)
+            }))
+        );
+        assert_eq!(with_param(rl, Param::Bytes(8), Dtype::F64), None);
+        for (c, name) in [
+            (Collective::Allreduce, "direct"),
+            (Collective::Allreduce, "ring"),
+            (Collective::Broadcast, "hierarchical"),
+            (Collective::Barrier, "hierarchical"),
+        ] {
+            assert_eq!(
+                with_param(find(c, name), Param::Bytes(64), Dtype::F64),
+                None
+            );
+        }
     }
 
     #[test]

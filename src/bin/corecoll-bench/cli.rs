@@ -15,9 +15,18 @@ pub struct Args {
     #[arg(long, default_value = "allreduce", value_parser = parse_collectives)]
     pub collective: Collectives,
     /// Algorithms and baselines: `all`, or a comma-separated list of names (`auto`, `direct`,
-    /// `ring`, …, `limit`, `std-naive`, `channels`, `mpi`).
+    /// `ring`, …, `limit`, `std-naive`, `channels`, `mpi`). `NAME:VALUE` sets a parameter:
+    /// the block or segment size in bytes of `pipelined-tree`, `dual-root`, `two-tree` and
+    /// `hierarchical` (`hierarchical:64KiB`), the fanout of `ring-leaders` (`ring-leaders:2`
+    /// or `ring-leaders:fanout=2`).
     #[arg(long, default_value = "all")]
     pub algorithms: String,
+    /// Run on a described (synthetic) machine instead of the detected one: `PxGxC`
+    /// (packages × L3 groups per package × cores per group, e.g. `2x2x4`), `PxC`, `C`, or
+    /// uneven `3+2/4` (packages split by `/`, their L3 groups' core counts by `+`). Its
+    /// cores wrap onto the real ones; placements and `--per-socket` apply to it.
+    #[arg(long, value_parser = parse_machine)]
+    pub machine: Option<Machine>,
     /// Ranks (threads); default: one per available core (or per core of the placement).
     #[arg(long)]
     pub ranks: Option<usize>,
@@ -51,7 +60,8 @@ pub struct Args {
     #[arg(long)]
     pub per_socket: bool,
     /// Print the detected topology (packages, NUMA nodes, L3 groups, cores, as hwloc's
-    /// `lstopo` would, briefly) and where it came from, and exit.
+    /// `lstopo` would, briefly) and where it came from, and exit; with `--machine`, the
+    /// described one.
     #[arg(long)]
     pub topology: bool,
     /// A different buffer every iteration (caches cold) instead of reusing one (warm).
@@ -353,6 +363,188 @@ pub fn parse_placement(s: &str) -> Result<Placement, String> {
     ))
 }
 
+/// A described machine of `--machine`: per package the core counts of its L3 groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    /// The spec as given (trimmed), e.g. `2x2x4` or `3+2/4`.
+    pub spec: String,
+    /// `groups[p][g]`: cores of L3 group g of package p.
+    pub groups: Vec<Vec<usize>>,
+}
+
+/// The most cores a described machine may have (each is a thread of the sweep).
+pub const MACHINE_MAX_CORES: usize = 4096;
+
+impl Machine {
+    /// The library's synthetic topology of this machine.
+    pub fn topology(&self) -> Result<corecoll::Topology, String> {
+        corecoll::Topology::synthetic_groups(self.groups.clone())
+            .map_err(|e| format!("--machine {}: {e}", self.spec))
+    }
+
+    /// Total cores.
+    pub fn cores(&self) -> usize {
+        self.groups.iter().flatten().sum()
+    }
+
+    /// A description for the results, e.g. `2x2x4 (synthetic: 2 packages, 4 L3 groups, 16
+    /// cores)`.
+    pub fn describe(&self) -> String {
+        let l3: usize = self.groups.iter().map(Vec::len).sum();
+        format!(
+            "{} (synthetic: {} packages, {l3} L3 groups, {} cores)",
+            self.spec,
+            self.groups.len(),
+            self.cores()
+        )
+    }
+}
+
+/// Parses `--machine`: `PxGxC`, `PxC` or `C` (every number at least 1), or the uneven form
+/// `3+2/4` (packages separated by `/`, the core counts of a package's L3 groups by `+`).
+pub fn parse_machine(s: &str) -> Result<Machine, String> {
+    let spec = s.trim().to_string();
+    let help = "PxGxC (packages x L3 groups x cores, e.g. 2x2x4), PxC, C, or uneven groups \
+                such as 3+2/4";
+    let num = |x: &str| -> Result<usize, String> {
+        match x.trim().parse::<usize>() {
+            Ok(0) => Err(format!(
+                "machine `{spec}`: every count must be at least 1 ({help})"
+            )),
+            Ok(n) => Ok(n),
+            Err(_) => Err(format!(
+                "machine `{spec}`: `{}` is not a count ({help})",
+                x.trim()
+            )),
+        }
+    };
+    let groups: Vec<Vec<usize>> = if spec.contains(['+', '/']) {
+        spec.split('/')
+            .map(|pkg| pkg.split('+').map(num).collect::<Result<Vec<_>, _>>())
+            .collect::<Result<_, _>>()?
+    } else {
+        let dims = spec
+            .split(['x', 'X'])
+            .map(num)
+            .collect::<Result<Vec<_>, _>>()?;
+        let (p, g, c) = match dims[..] {
+            [c] => (1, 1, c),
+            [p, c] => (p, 1, c),
+            [p, g, c] => (p, g, c),
+            _ => return Err(format!("machine `{spec}`: at most three levels ({help})")),
+        };
+        if p.saturating_mul(g).saturating_mul(c) > MACHINE_MAX_CORES {
+            return Err(format!(
+                "machine `{spec}`: more than {MACHINE_MAX_CORES} cores"
+            ));
+        }
+        vec![vec![c; g]; p]
+    };
+    let m = Machine { spec, groups };
+    if m.groups
+        .iter()
+        .flatten()
+        .fold(0usize, |a, &c| a.saturating_add(c))
+        > MACHINE_MAX_CORES
+    {
+        return Err(format!(
+            "machine `{}`: more than {MACHINE_MAX_CORES} cores",
+            m.spec
+        ));
+    }
+    Ok(m)
+}
+
+/// The parameter of an algorithm in `--algorithms` (`NAME:VALUE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Param {
+    /// A block or segment size in bytes (at least 1).
+    Bytes(usize),
+    /// The fanout of `ring-leaders`: exchanges in flight per round (at least 1).
+    Fanout(usize),
+}
+
+impl Param {
+    /// The spelling in the row's name: `64KiB`, `100B`, `2`.
+    pub fn label(self) -> String {
+        match self {
+            Param::Bytes(b) => crate::sweep::fmt_bytes(b).replace(' ', ""),
+            Param::Fanout(n) => n.to_string(),
+        }
+    }
+}
+
+/// One item of `--algorithms`: a name and its parameter, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlgSpec {
+    /// The algorithm's or baseline's name.
+    pub name: String,
+    /// The parameter after `:`.
+    pub param: Option<Param>,
+}
+
+impl AlgSpec {
+    /// The row's name: `NAME`, or `NAME:VALUE` with the value in canonical form.
+    pub fn label(&self) -> String {
+        match self.param {
+            None => self.name.clone(),
+            Some(p) => format!("{}:{}", self.name, p.label()),
+        }
+    }
+}
+
+/// Parses one item of `--algorithms`: `NAME`, `NAME:SIZE` (bytes, with the size suffixes;
+/// `block=` or `segment=` may precede it) or, for `ring-leaders`, `NAME:N` or
+/// `NAME:fanout=N`.
+pub fn parse_alg_spec(item: &str) -> Result<AlgSpec, String> {
+    let item = item.trim();
+    let Some((name, value)) = item.split_once(':') else {
+        return Ok(AlgSpec {
+            name: item.to_string(),
+            param: None,
+        });
+    };
+    let (name, value) = (name.trim(), value.trim());
+    let param = if name == "ring-leaders" {
+        let v = value.strip_prefix("fanout=").unwrap_or(value).trim();
+        match v.parse::<usize>() {
+            Ok(n) if n >= 1 => Param::Fanout(n),
+            _ => {
+                return Err(format!(
+                    "`{item}`: ring-leaders takes a fanout of at least 1 (`ring-leaders:2` or \
+                     `ring-leaders:fanout=2`)"
+                ))
+            }
+        }
+    } else {
+        let v = value
+            .strip_prefix("block=")
+            .or_else(|| value.strip_prefix("segment="))
+            .unwrap_or(value);
+        match parse_size(v) {
+            Ok(0) => return Err(format!("`{item}`: the block size must be at least 1 byte")),
+            Ok(b) => Param::Bytes(b),
+            Err(e) => return Err(format!("`{item}`: the parameter is a block size: {e}")),
+        }
+    };
+    Ok(AlgSpec {
+        name: name.to_string(),
+        param: Some(param),
+    })
+}
+
+/// Parses the list of `--algorithms` (not `all`): its items in order, duplicates dropped.
+pub fn parse_alg_specs(s: &str) -> Result<Vec<AlgSpec>, String> {
+    let mut out: Vec<AlgSpec> = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let a = parse_alg_spec(item)?;
+        if !out.iter().any(|b| b.label() == a.label()) {
+            out.push(a);
+        }
+    }
+    Ok(out)
+}
+
 /// Element types of `--type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Dtype {
@@ -546,5 +738,73 @@ mod tests {
         assert_eq!(a.dtype, Dtype::U8);
         assert_eq!(a.ranks, Some(3));
         assert!(a.cold);
+    }
+
+    #[test]
+    fn machines_parse() {
+        let m = parse_machine("2x2x4").unwrap();
+        assert_eq!(m.groups, vec![vec![4, 4], vec![4, 4]]);
+        assert_eq!((m.cores(), m.spec.as_str()), (16, "2x2x4"));
+        assert_eq!(parse_machine("2x3").unwrap().groups, vec![vec![3], vec![3]]);
+        assert_eq!(parse_machine(" 4 ").unwrap().groups, vec![vec![4]]);
+        assert_eq!(
+            parse_machine("3+2/4").unwrap().groups,
+            vec![vec![3, 2], vec![4]]
+        );
+        assert_eq!(
+            parse_machine("2x2x4").unwrap().describe(),
+            "2x2x4 (synthetic: 2 packages, 4 L3 groups, 16 cores)"
+        );
+        for bad in [
+            "",
+            "2x0",
+            "2x2x2x2",
+            "x",
+            "3+/4",
+            "2y2",
+            "-1",
+            "0",
+            "1+0",
+            "99999x99999",
+        ] {
+            let e = parse_machine(bad).unwrap_err();
+            assert!(e.starts_with("machine `"), "{bad}: {e}");
+        }
+        let t = parse_machine("3+2/4").unwrap().topology().unwrap();
+        assert_eq!(
+            (t.num_packages(), t.num_l3_groups(), t.num_cores()),
+            (2, 3, 9)
+        );
+    }
+
+    #[test]
+    fn algorithm_parameters_parse() {
+        let a = parse_alg_spec("hierarchical:64KiB").unwrap();
+        assert_eq!(a.param, Some(Param::Bytes(64 << 10)));
+        assert_eq!(a.label(), "hierarchical:64KiB");
+        assert_eq!(parse_alg_spec("direct").unwrap().label(), "direct");
+        assert_eq!(
+            parse_alg_spec("dual-root:block=100").unwrap().label(),
+            "dual-root:100B"
+        );
+        assert_eq!(
+            parse_alg_spec("ring-leaders:2").unwrap().param,
+            Some(Param::Fanout(2))
+        );
+        assert_eq!(
+            parse_alg_spec("ring-leaders:fanout=3").unwrap().label(),
+            "ring-leaders:3"
+        );
+        assert!(parse_alg_spec("ring-leaders:0").is_err());
+        assert!(parse_alg_spec("ring-leaders:1KiB").is_err());
+        assert!(parse_alg_spec("hierarchical:0").is_err());
+        assert!(parse_alg_spec("hierarchical:lots").is_err());
+        let list =
+            parse_alg_specs("auto, hierarchical,hierarchical:1KiB,hierarchical:1024").unwrap();
+        let labels: Vec<String> = list.iter().map(AlgSpec::label).collect();
+        assert_eq!(labels, ["auto", "hierarchical", "hierarchical:1KiB"]);
+        let a = Args::try_parse_from(["corecoll-bench", "--machine", "2x2"]).unwrap();
+        assert_eq!(a.machine.unwrap().groups, vec![vec![2], vec![2]]);
+        assert!(Args::try_parse_from(["corecoll-bench", "--machine", "2x0"]).is_err());
     }
 }

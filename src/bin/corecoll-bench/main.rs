@@ -33,13 +33,7 @@ fn main() -> ExitCode {
     }
     let args = cli::Args::parse();
     let result = if args.topology {
-        let t = corecoll::Topology::detect();
-        print!("{t}");
-        println!(
-            "(source: {}; one rank per core, SMT siblings left out)",
-            t.source()
-        );
-        Ok(ExitCode::SUCCESS)
+        print_topology(&args)
     } else if args.mpi_worker {
         mpi_worker(&args)
     } else {
@@ -52,6 +46,32 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `--topology`: the detected machine, or the described one of `--machine`.
+fn print_topology(args: &cli::Args) -> Result<ExitCode, String> {
+    match &args.machine {
+        Some(m) => {
+            let t = m.topology()?;
+            print!("{t}");
+            println!(
+                "(described by --machine {}: its {} cores wrap onto the {} this process may \
+                 use)",
+                m.spec,
+                t.num_cores(),
+                placement::available_cores().len()
+            );
+        }
+        None => {
+            let t = corecoll::Topology::detect();
+            print!("{t}");
+            println!(
+                "(source: {}; one rank per core, SMT siblings left out)",
+                t.source()
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// One process of the MPI baseline, started by `mpirun` from a sweep.

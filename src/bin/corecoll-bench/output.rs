@@ -5,7 +5,7 @@
 
 mod text;
 
-pub use text::{print_summary, print_table, summary_markdown};
+pub use text::{print_hierarchy, print_summary, print_table, summary_markdown};
 
 use crate::record::{Record, Source};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -38,11 +38,17 @@ pub struct RunInfo {
     /// the MPI baseline rows).
     #[serde(default)]
     pub features: String,
+    /// The machine the ranks were placed on: `detected`, or the described machine of
+    /// `--machine`, e.g. `2x2x4 (synthetic: 2 packages, 4 L3 groups, 16 cores)`, whose cores
+    /// wrap onto the `cores` real ones. Empty in the files of older runs.
+    #[serde(default)]
+    pub machine: String,
 }
 
 impl RunInfo {
-    /// The description of this run of this process on this machine.
-    pub fn of_this_run() -> RunInfo {
+    /// The description of this run of this process on this machine, the ranks placed on
+    /// `machine` (the described one of `--machine`) or, without one, on the detected machine.
+    pub fn of_this_run(machine: Option<&crate::cli::Machine>) -> RunInfo {
         RunInfo {
             command: std::env::args().collect::<Vec<_>>().join(" "),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -59,6 +65,22 @@ impl RunInfo {
             }
             .into(),
             features: if cfg!(feature = "mpi") { "mpi" } else { "" }.into(),
+            machine: machine.map_or_else(|| "detected".into(), |m| m.describe()),
+        }
+    }
+
+    /// The line that heads the printed results and the markdown summary, e.g. `machine:
+    /// 2x2x4 (synthetic: 2 packages, 4 L3 groups, 16 cores) on 2 cores, 1 socket`.
+    pub fn header(&self) -> String {
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+        let real = format!(
+            "{}, {}",
+            plural(self.cores, "core"),
+            plural(self.sockets, "socket")
+        );
+        match self.machine.as_str() {
+            "" | "detected" => format!("machine: detected, {real}"),
+            m => format!("machine: {m} on {real}"),
         }
     }
 }
@@ -423,6 +445,7 @@ pub(crate) mod tests {
             os: "linux x86_64".into(),
             build: "release".into(),
             features: String::new(),
+            machine: "2x2 (synthetic: 2 packages, 2 L3 groups, 4 cores)".into(),
         };
         let path = temp("trip.json");
         write_json(&path, &info, &v).unwrap();
@@ -456,8 +479,19 @@ pub(crate) mod tests {
         let arm = "Processor\t: ARMv7 rev 4 (v7l)\nprocessor\t: 0\n";
         assert_eq!(cpu_model(arm), "ARMv7 rev 4 (v7l)");
         assert_eq!(cpu_model("processor : 0\n"), "");
-        let info = RunInfo::of_this_run();
+        let info = RunInfo::of_this_run(None);
         assert!(info.cores >= 1 && info.sockets >= 1);
+        assert!(info.header().starts_with("machine: detected, "));
+        let m = crate::cli::parse_machine("2x2x4").unwrap();
+        let info = RunInfo {
+            cores: 2,
+            sockets: 1,
+            ..RunInfo::of_this_run(Some(&m))
+        };
+        assert_eq!(
+            info.header(),
+            "machine: 2x2x4 (synthetic: 2 packages, 4 L3 groups, 16 cores) on 2 cores, 1 socket"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub fn sockets() -> Vec<(usize, Vec<usize>)> {
 }
 
 /// [`sockets`] of topology `t`.
-fn sockets_of(t: &Topology) -> Vec<(usize, Vec<usize>)> {
+pub fn sockets_of(t: &Topology) -> Vec<(usize, Vec<usize>)> {
     (0..t.num_packages())
         .map(|p| (p, t.package_leaves(p).map(|l| l.os_index).collect()))
         .filter(|(_, cores): &(usize, Vec<usize>)| !cores.is_empty())
@@ -38,7 +38,7 @@ pub fn pinning(placement: &Placement) -> Result<(Pinning, usize), String> {
 }
 
 /// [`pinning`] on topology `t`.
-fn pinning_on(t: &Topology, placement: &Placement) -> Result<(Pinning, usize), String> {
+pub fn pinning_on(t: &Topology, placement: &Placement) -> Result<(Pinning, usize), String> {
     let all = t.leaves().len();
     Ok(match placement {
         Placement::Compact => (Pinning::Compact, all),
@@ -63,6 +63,40 @@ fn pinning_on(t: &Topology, placement: &Placement) -> Result<(Pinning, usize), S
             (Pinning::Cores(list.clone()), list.len())
         }
     })
+}
+
+/// The part of described machine `t` made of its cores `list` (logical core numbers, in
+/// topology order: how `cores:LIST` reads with `--machine`): the same packages and L3 groups,
+/// each with only the listed cores, those without any left out. A core listed twice counts
+/// once.
+pub fn sub_machine(t: &Topology, list: &[usize]) -> Result<Topology, String> {
+    let n = t.leaves().len();
+    if let Some(c) = list.iter().find(|&&c| c >= n) {
+        return Err(format!(
+            "core {c} is not a core of the described machine (cores 0-{})",
+            n.saturating_sub(1)
+        ));
+    }
+    let mut packages: Vec<Vec<usize>> = Vec::new();
+    for p in 0..t.num_packages() {
+        let mut groups: Vec<usize> = Vec::new();
+        let mut last_l3 = None;
+        for leaf in t.package_leaves(p) {
+            if !list.contains(&leaf.core) {
+                continue;
+            }
+            if last_l3 == Some(leaf.l3) {
+                *groups.last_mut().expect("a group was started") += 1;
+            } else {
+                groups.push(1);
+                last_l3 = Some(leaf.l3);
+            }
+        }
+        if !groups.is_empty() {
+            packages.push(groups);
+        }
+    }
+    Topology::synthetic_groups(packages).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -111,5 +145,18 @@ mod tests {
         let e = pinning_on(&t, &Placement::Socket(2)).unwrap_err();
         assert_eq!(e, "no socket 2 here (sockets: 0, 1)");
         assert_eq!(pinning_on(&t, &Placement::Spread).unwrap().1, 5);
+    }
+
+    #[test]
+    fn a_core_list_cuts_a_described_machine() {
+        let t = Topology::synthetic(&[2, 2, 2]).unwrap();
+        // Cores 0, 1 (group 0), 3 (group 1) of package 0; 6 (group 3) of package 1.
+        let sub = sub_machine(&t, &[0, 1, 3, 6, 6]).unwrap();
+        assert_eq!(
+            (sub.num_packages(), sub.num_l3_groups(), sub.num_cores()),
+            (2, 3, 4)
+        );
+        let e = sub_machine(&t, &[8]).unwrap_err();
+        assert!(e.contains("cores 0-7"), "{e}");
     }
 }

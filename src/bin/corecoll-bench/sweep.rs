@@ -2,7 +2,7 @@
 //! sizes × algorithms and baselines, each cell measured and checked, then the outputs.
 
 use crate::cell::{self, Alg, CellSpec, CorecollKernel};
-use crate::cli::{Args, Collective, Placement};
+use crate::cli::{parse_alg_specs, Args, Collective, Dtype, Placement};
 use crate::elem::{dispatch, Elem, Visit};
 use crate::measure::{measure, Kernel, Timing};
 use crate::output::{self, RunInfo};
@@ -10,7 +10,7 @@ use crate::placement;
 use crate::record::{Record, Source, Validation};
 use crate::{baselines, plot};
 use corecoll::op::Op;
-use corecoll::{Pinning, Team};
+use corecoll::{Pinning, Team, Topology};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,61 +26,154 @@ struct Scope {
     pinning: Pinning,
     /// Ranks.
     ranks: usize,
+    /// The team's topology: `None` for the detected machine, else the described one of
+    /// `--machine` (or the part of it that `cores:LIST` names).
+    topology: Option<Topology>,
 }
 
-/// One entry of a collective's list: a corecoll algorithm or a baseline.
+/// What runs one row: a corecoll algorithm or a baseline.
 #[derive(Debug, Clone, Copy)]
-enum Entry {
-    /// corecoll's algorithm.
-    Corecoll(&'static str, Alg),
-    /// A baseline.
+enum Kind {
+    /// corecoll's algorithm (with its parameter set).
+    Corecoll(Alg),
+    /// A baseline, by its name.
     Baseline(&'static str),
 }
 
+/// One entry of a collective's list: the row's name (with its parameter, e.g.
+/// `hierarchical:64KiB`) and what runs it.
+#[derive(Debug, Clone)]
+struct Entry {
+    /// The name in the results.
+    name: String,
+    /// What runs it.
+    kind: Kind,
+}
+
 impl Entry {
-    fn name(self) -> &'static str {
-        match self {
-            Entry::Corecoll(n, _) | Entry::Baseline(n) => n,
-        }
+    /// The name in the results.
+    fn name(&self) -> &str {
+        &self.name
     }
 }
 
-/// The entries of `c` that `--algorithms` selects (`all`, or a list of names).
-fn entries(c: Collective, selection: &str) -> Vec<Entry> {
-    let all: Vec<Entry> = cell::algorithms(c)
+/// The entries of `c` that `--algorithms` selects (`all`, or a list of names, some with
+/// parameters, whose block sizes are counted in elements of `dtype`). The order is the
+/// collective's, each name's parameterised rows after it in the order given. An item that
+/// does not apply to `c` (another collective's name, a parameter that `c`'s algorithm of that
+/// name does not take) selects nothing.
+fn entries(c: Collective, selection: &str, dtype: Dtype) -> Vec<Entry> {
+    let all: Vec<(&'static str, Kind)> = cell::algorithms(c)
         .into_iter()
-        .map(|(n, a)| Entry::Corecoll(n, a))
-        .chain(baselines::names(c).into_iter().map(Entry::Baseline))
+        .map(|(n, a)| (n, Kind::Corecoll(a)))
+        .chain(
+            baselines::names(c)
+                .into_iter()
+                .map(|n| (n, Kind::Baseline(n))),
+        )
         .collect();
     if selection.trim() == "all" {
-        return all;
+        return all
+            .into_iter()
+            .map(|(n, kind)| Entry {
+                name: n.into(),
+                kind,
+            })
+            .collect();
     }
-    let wanted: Vec<&str> = selection.split(',').map(str::trim).collect();
-    all.into_iter()
-        .filter(|e| wanted.contains(&e.name()))
-        .collect()
+    // Checked by `check_algorithms` before the sweep.
+    let specs = parse_alg_specs(selection).unwrap_or_default();
+    let mut out = Vec::new();
+    for (name, kind) in all {
+        for spec in specs.iter().filter(|s| s.name == name) {
+            match (spec.param, kind) {
+                (None, _) => out.push(Entry {
+                    name: name.into(),
+                    kind,
+                }),
+                (Some(p), Kind::Corecoll(a)) => {
+                    if let Some(a) = cell::with_param(a, p, dtype) {
+                        out.push(Entry {
+                            name: spec.label(),
+                            kind: Kind::Corecoll(a),
+                        });
+                    }
+                }
+                (Some(_), Kind::Baseline(_)) => {}
+            }
+        }
+    }
+    out
 }
 
 /// Every name `--algorithms` accepts for `collectives` (for its error message).
-fn known_names(collectives: &[Collective]) -> Vec<&'static str> {
-    let mut names: Vec<&'static str> = collectives
+fn known_names(collectives: &[Collective]) -> Vec<String> {
+    let mut names: Vec<String> = collectives
         .iter()
-        .flat_map(|&c| entries(c, "all").into_iter().map(Entry::name))
+        .flat_map(|&c| entries(c, "all", Dtype::F64).into_iter().map(|e| e.name))
         .collect();
     // The MPI baseline's rows (feature `mpi`; without it they select nothing).
-    names.extend(["mpi", "mpi-reduce-bcast"]);
+    names.extend(["mpi".to_string(), "mpi-reduce-bcast".to_string()]);
     names.sort_unstable();
     names.dedup();
     names
 }
 
-/// The scopes of the run: the placement; with `--per-socket` each socket's cores first.
-fn scopes(args: &Args) -> Result<Vec<Scope>, String> {
-    scopes_on(args, placement::sockets())
+/// Checks `--algorithms` against `collectives`: every name is known, and every parameter is
+/// taken by the algorithm of that name of at least one of them.
+fn check_algorithms(collectives: &[Collective], selection: &str) -> Result<(), String> {
+    if selection.trim() == "all" {
+        return Ok(());
+    }
+    let known = known_names(collectives);
+    for spec in parse_alg_specs(selection).map_err(|e| format!("--algorithms: {e}"))? {
+        if !known.contains(&spec.name) {
+            return Err(format!(
+                "unknown algorithm `{}` (known here: {})",
+                spec.name,
+                known.join(", ")
+            ));
+        }
+        if spec.param.is_some() {
+            let label = spec.label();
+            let taken = collectives.iter().any(|&c| {
+                entries(c, &label, Dtype::F64)
+                    .iter()
+                    .any(|e| e.name == label)
+            });
+            if !taken {
+                return Err(format!(
+                    "`{label}`: `{}` takes no parameter here (parameters: the block size of \
+                     pipelined-tree, dual-root and two-tree, the segment size of allreduce's \
+                     hierarchical, the fanout of alltoall's ring-leaders)",
+                    spec.name
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
-/// [`scopes`] on a machine of sockets `socks` (id and cores of each).
-fn scopes_on(args: &Args, socks: Vec<(usize, Vec<usize>)>) -> Result<Vec<Scope>, String> {
+/// The scopes of the run: the placement; with `--per-socket` each socket's cores first. On
+/// the machine of `--machine` when there is one.
+fn scopes(args: &Args) -> Result<Vec<Scope>, String> {
+    match &args.machine {
+        Some(m) => {
+            let t = m.topology()?;
+            scopes_on(args, placement::sockets_of(&t), Some(&t))
+        }
+        None => scopes_on(args, placement::sockets(), None),
+    }
+}
+
+/// [`scopes`] on a machine of sockets `socks` (id and cores of each): the detected one
+/// (`machine` `None`; sockets are pinned to their cores' OS indices), or the described
+/// `machine` (sockets are its packages).
+fn scopes_on(
+    args: &Args,
+    socks: Vec<(usize, Vec<usize>)>,
+    machine: Option<&Topology>,
+) -> Result<Vec<Scope>, String> {
     let mut out = Vec::new();
     if args.per_socket {
         if socks.len() > 1 {
@@ -89,7 +182,11 @@ fn scopes_on(args: &Args, socks: Vec<(usize, Vec<usize>)>) -> Result<Vec<Scope>,
                     label: format!("socket {id}"),
                     placement: Placement::Socket(id).to_string(),
                     ranks: args.ranks.unwrap_or(cores.len()),
-                    pinning: Pinning::Cores(cores),
+                    pinning: match machine {
+                        Some(_) => Pinning::Socket(id),
+                        None => Pinning::Cores(cores),
+                    },
+                    topology: machine.cloned(),
                 });
             }
         } else {
@@ -98,12 +195,27 @@ fn scopes_on(args: &Args, socks: Vec<(usize, Vec<usize>)>) -> Result<Vec<Scope>,
             );
         }
     }
-    let (pinning, n) = placement::pinning(&args.placement)?;
+    let (pinning, n, topology) = match (machine, &args.placement) {
+        (Some(t), Placement::Cores(list)) => {
+            let sub = placement::sub_machine(t, list)?;
+            let n = sub.leaves().len();
+            (Pinning::Compact, n, Some(sub))
+        }
+        (Some(t), p) => {
+            let (pinning, n) = placement::pinning_on(t, p)?;
+            (pinning, n, Some(t.clone()))
+        }
+        (None, p) => {
+            let (pinning, n) = placement::pinning(p)?;
+            (pinning, n, None)
+        }
+    };
     out.push(Scope {
         label: "all".into(),
         placement: args.placement.to_string(),
         pinning,
         ranks: args.ranks.unwrap_or(n),
+        topology,
     });
     Ok(out)
 }
@@ -121,17 +233,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         return Err("--time must be a positive number of seconds".into());
     }
     let collectives = &args.collective.0;
-    if args.algorithms.trim() != "all" {
-        let known = known_names(collectives);
-        for name in args.algorithms.split(',').map(str::trim) {
-            if !known.contains(&name) {
-                return Err(format!(
-                    "unknown algorithm `{name}` (known here: {})",
-                    known.join(", ")
-                ));
-            }
-        }
-    }
+    check_algorithms(collectives, &args.algorithms)?;
     let timing = Timing {
         warmup: args.warmup,
         iters: args.iters,
@@ -148,7 +250,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                 } else {
                     args.sizes.0.len()
                 };
-                (sizes * entries(c, &args.algorithms).len()) as u64
+                (sizes * entries(c, &args.algorithms, args.dtype).len()) as u64
             })
             .sum::<u64>();
     let bar = if args.quiet {
@@ -164,16 +266,18 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     };
     let mut records = Vec::new();
     for scope in &scopes {
-        let team = Team::builder()
+        let mut builder = Team::builder()
             .ranks(scope.ranks)
-            .pinning(scope.pinning.clone())
-            .build()
-            .map_err(|e| {
-                format!(
-                    "cannot start {} ranks ({}): {e}",
-                    scope.ranks, scope.placement
-                )
-            })?;
+            .pinning(scope.pinning.clone());
+        if let Some(t) = &scope.topology {
+            builder = builder.topology(t.clone());
+        }
+        let team = builder.build().map_err(|e| {
+            format!(
+                "cannot start {} ranks ({}): {e}",
+                scope.ranks, scope.placement
+            )
+        })?;
         if args.root >= scope.ranks {
             return Err(format!(
                 "--root {} is not a rank of {} ranks",
@@ -196,7 +300,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                     args.root,
                     args.cold,
                 );
-                for entry in entries(c, &args.algorithms) {
+                for entry in entries(c, &args.algorithms, args.dtype) {
                     bar.set_message(format!(
                         "{} {} {}",
                         c.name(),
@@ -210,7 +314,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                             team: &team,
                             timing: &timing,
                             spec,
-                            entry,
+                            entry: &entry,
                             scope,
                         },
                     )
@@ -232,9 +336,13 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     }
     bar.finish_and_clear();
     output::fill_limit_pct(&mut records);
+    let info = RunInfo::of_this_run(args.machine.as_ref());
     let stdout = &mut std::io::stdout();
+    println!("{}", info.header());
+    println!();
     output::print_table(stdout, &records).map_err(|e| e.to_string())?;
     output::print_summary(stdout, &records).map_err(|e| e.to_string())?;
+    output::print_hierarchy(stdout, &records).map_err(|e| e.to_string())?;
     let dir = PathBuf::from("target/corecoll-bench");
     let csv = args.csv.clone().unwrap_or_else(|| dir.join("results.csv"));
     let json = args
@@ -246,12 +354,15 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
     }
-    let info = RunInfo::of_this_run();
     output::write_csv(&csv, &records)?;
     output::write_json(&json, &info, &records)?;
     let md = json.with_extension("md");
-    std::fs::write(&md, output::summary_markdown(&records))
-        .map_err(|e| format!("{}: {e}", md.display()))?;
+    let markdown = format!(
+        "{}\n\n{}",
+        info.header(),
+        output::summary_markdown(&records)
+    );
+    std::fs::write(&md, markdown).map_err(|e| format!("{}: {e}", md.display()))?;
     println!();
     println!("CSV:  {}", csv.display());
     println!("JSON: {}", json.display());
@@ -301,7 +412,7 @@ struct Cell<'a> {
     team: &'a Team,
     timing: &'a Timing,
     spec: CellSpec,
-    entry: Entry,
+    entry: &'a Entry,
     scope: &'a Scope,
 }
 
@@ -314,15 +425,15 @@ impl Visit for Cell<'_> {
         op: O,
     ) -> Record {
         let spec = self.spec;
-        let (source, measured) = match self.entry {
-            Entry::Corecoll(_, alg) => (
+        let (source, measured) = match self.entry.kind {
+            Kind::Corecoll(alg) => (
                 Source::Corecoll,
                 measure(self.team, self.timing, true, |comm| {
                     Ok(Box::new(CorecollKernel::<T, O>::new(comm, spec, alg, op))
                         as Box<dyn Kernel + '_>)
                 }),
             ),
-            Entry::Baseline(name) => (
+            Kind::Baseline(name) => (
                 Source::Baseline,
                 baselines::run::<T, O>(name, self.team, self.timing, &spec, op),
             ),
@@ -356,37 +467,95 @@ mod tests {
     #[test]
     fn per_socket_runs_each_socket_then_all() {
         let two = vec![(0, vec![0, 1, 2]), (1, vec![3, 4, 5])];
-        let s = scopes_on(&args(&["--per-socket"]), two.clone()).unwrap();
+        let s = scopes_on(&args(&["--per-socket"]), two.clone(), None).unwrap();
         let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["socket 0", "socket 1", "all"]);
         assert_eq!((s[0].ranks, s[1].ranks), (3, 3));
         assert_eq!(s[1].pinning, Pinning::Cores(vec![3, 4, 5]));
         assert_eq!(s[1].placement, "socket:1");
         // --ranks applies to every scope; one socket gives only the whole-machine sweep.
-        let s = scopes_on(&args(&["--per-socket", "--ranks", "2"]), two).unwrap();
+        let s = scopes_on(&args(&["--per-socket", "--ranks", "2"]), two, None).unwrap();
         assert!(s.iter().all(|s| s.ranks == 2));
         let one = vec![(0, vec![0, 1])];
         assert_eq!(
-            scopes_on(&args(&["--per-socket"]), one.clone())
+            scopes_on(&args(&["--per-socket"]), one.clone(), None)
                 .unwrap()
                 .len(),
             1
         );
-        assert_eq!(scopes_on(&args(&[]), one).unwrap()[0].label, "all");
+        assert_eq!(scopes_on(&args(&[]), one, None).unwrap()[0].label, "all");
+    }
+
+    #[test]
+    fn scopes_on_a_described_machine() {
+        let s = scopes(&args(&["--machine", "3+2/4", "--per-socket"])).unwrap();
+        let labels: Vec<&str> = s.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["socket 0", "socket 1", "all"]);
+        assert_eq!(s.iter().map(|s| s.ranks).collect::<Vec<_>>(), [5, 4, 9]);
+        assert_eq!(s[1].pinning, Pinning::Socket(1));
+        assert!(s.iter().all(|s| s.topology.is_some()));
+        let s = scopes(&args(&["--machine", "2x2x4", "--placement", "socket:1"])).unwrap();
+        assert_eq!((s[0].ranks, &s[0].pinning), (8, &Pinning::Socket(1)));
+        let s = scopes(&args(&["--machine", "2x2x2", "--placement", "cores:0,1,6"])).unwrap();
+        let t = s[0].topology.as_ref().unwrap();
+        assert_eq!((s[0].ranks, t.num_packages(), t.num_l3_groups()), (3, 2, 2));
+        assert!(scopes(&args(&["--machine", "2x2", "--placement", "socket:2"])).is_err());
+        assert!(scopes(&args(&["--machine", "2x2", "--placement", "cores:4"])).is_err());
+        let s = scopes(&args(&["--machine", "2x3", "--placement", "spread"])).unwrap();
+        assert_eq!((s[0].ranks, &s[0].pinning), (6, &Pinning::Spread));
+    }
+
+    #[test]
+    fn parameterised_entries() {
+        let names = |c, sel: &str| -> Vec<String> {
+            entries(c, sel, Dtype::F64)
+                .into_iter()
+                .map(|e| e.name)
+                .collect()
+        };
+        assert_eq!(
+            names(
+                Collective::Allreduce,
+                "direct,hierarchical:1KiB,auto,hierarchical,dual-root:64"
+            ),
+            [
+                "auto",
+                "dual-root:64B",
+                "direct",
+                "hierarchical:1KiB",
+                "hierarchical"
+            ]
+        );
+        // A parameter the collective's algorithm does not take selects nothing there.
+        assert!(names(Collective::Broadcast, "hierarchical:1KiB").is_empty());
+        assert_eq!(
+            names(Collective::Alltoall, "ring-leaders:fanout=2,ring-leaders"),
+            ["ring-leaders:2", "ring-leaders"]
+        );
+        let both = [Collective::Allreduce, Collective::Broadcast];
+        assert!(check_algorithms(&both, "hierarchical:1KiB,pipelined-tree:4KiB").is_ok());
+        let e = check_algorithms(&[Collective::Broadcast], "hierarchical:1KiB").unwrap_err();
+        assert!(e.contains("takes no parameter"), "{e}");
+        let e = check_algorithms(&both, "limit:8").unwrap_err();
+        assert!(e.contains("takes no parameter"), "{e}");
+        let e = check_algorithms(&both, "hierarchical:fast").unwrap_err();
+        assert!(e.contains("block size"), "{e}");
+        let e = check_algorithms(&both, "fastest:8").unwrap_err();
+        assert!(e.contains("unknown algorithm `fastest`"), "{e}");
     }
 
     #[test]
     fn algorithm_selection() {
-        let names = |sel: &str| -> Vec<&str> {
-            entries(Collective::Allreduce, sel)
+        let names = |sel: &str| -> Vec<String> {
+            entries(Collective::Allreduce, sel, Dtype::F64)
                 .into_iter()
-                .map(Entry::name)
+                .map(|e| e.name)
                 .collect()
         };
         assert_eq!(names("direct, limit"), ["direct", "limit"]);
-        assert_eq!(names("all").first(), Some(&"auto"));
-        assert!(names("all").contains(&"channels"));
-        assert!(entries(Collective::Broadcast, "all")
+        assert_eq!(names("all")[0], "auto");
+        assert!(names("all").iter().any(|n| n == "channels"));
+        assert!(entries(Collective::Broadcast, "all", Dtype::F64)
             .iter()
             .all(|e| e.name() != "channels"));
         let known = known_names(&[Collective::Allreduce]);
@@ -399,7 +568,7 @@ mod tests {
             "mpi",
             "mpi-reduce-bcast",
         ] {
-            assert!(known.contains(&n), "{n}");
+            assert!(known.iter().any(|k| k == n), "{n}");
         }
         assert_eq!(fmt_bytes(0), "0 B");
         assert_eq!(fmt_bytes(3 << 20), "3 MiB");
