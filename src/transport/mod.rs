@@ -199,6 +199,7 @@ pub(crate) trait Transport {
     /// matching calls in the same order (as the linear-shift rounds of the hierarchical
     /// all-to-all do). The shared-memory transport overrides it with one engine that has all
     /// of them in flight at once, deadlock-free whatever the order.
+    #[allow(dead_code)] // the fallback of transports without a many-message engine
     fn exchange_many<T: Elem>(
         &self,
         sends: &[(usize, &[T])],
