@@ -115,7 +115,7 @@ fn count(s: usize, d: usize, salt: usize) -> usize {
         0 | 3 => 0,
         1 => 1,
         2 => 5,
-        4 if (s + d) % 3 == 0 => 200,
+        4 if (s + d).is_multiple_of(3) => 200,
         _ => 2,
     }
 }

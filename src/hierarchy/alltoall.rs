@@ -135,6 +135,10 @@ pub(crate) fn ring_leaders<T: Elem>(
     }
 }
 
+/// A received message to scatter: its source group, its elements, and each local rank's
+/// slice bounds (`cuts[b] .. cuts[b + 1]`).
+type Part<'m, T> = (usize, &'m [MaybeUninit<T>], &'m [usize]);
+
 /// What both roles need.
 struct Ctx<'c, 'a> {
     comm: &'c Comm,
@@ -329,7 +333,7 @@ impl Ctx<'_, '_> {
                     c
                 })
                 .collect();
-            let parts: Vec<(usize, &[MaybeUninit<T>], &[usize])> = batch
+            let parts: Vec<Part<'_, T>> = batch
                 .iter()
                 .enumerate()
                 .map(|(k, &s)| (source_group(self.gi, s, l), &inc[k][..], &cuts[k][..]))
@@ -344,7 +348,7 @@ impl Ctx<'_, '_> {
     /// own slices into its receive blocks in source-rank order.
     fn scatter<T: Elem>(
         &self,
-        parts: &[(usize, &[MaybeUninit<T>], &[usize])],
+        parts: &[Part<'_, T>],
         recv: &mut [MaybeUninit<T>],
         rl: Layout<'_>,
     ) -> Result<()> {
