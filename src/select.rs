@@ -682,7 +682,7 @@ pub enum Alltoall {
 /// How many exchanges a leader of [`Alltoall::RingLeaders`] has in flight per round.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Fanout {
-    /// Let the library choose.
+    /// Let the library choose: min(L − 1, 4) for L leaders.
     #[default]
     Auto,
     /// This many (at least 1; more than the other leaders means all of them at once).

@@ -29,6 +29,7 @@ use super::agree::Call;
 use super::Comm;
 use crate::algorithms::alltoall as sched;
 use crate::error::{Error, Result};
+use crate::hierarchy::alltoall as ring;
 use crate::select::{self, Alltoall};
 use crate::transport::Kind;
 
@@ -68,16 +69,39 @@ impl Comm {
         }
         let n = send.len() / p;
         self.check_whole(OP, "recv", recv.len(), n)?;
-        let alg = match algorithm {
-            // SCAFFOLD(ring-leaders helper): replaced by RingLeaders.
-            Alltoall::Auto | Alltoall::RingLeaders { .. } => select::choose_alltoall(
+        let auto = || {
+            select::choose_alltoall(
                 p,
                 std::mem::size_of_val(&send[..n]),
                 self.run().ranks.policy.oversubscribed,
-            ),
+            )
+        };
+        // RingLeaders on one group (no levels) is `Auto`'s flat choice, decided here, before
+        // the check, from the plan every rank derives alike.
+        let leaders = match algorithm {
+            Alltoall::RingLeaders { .. } => ring::groups(self).len(),
+            _ => 0,
+        };
+        let alg = match algorithm {
+            Alltoall::Auto => auto(),
+            Alltoall::RingLeaders { .. } if leaders < 2 => auto(),
             chosen => chosen,
         };
         let t = self.coll(OP);
+        if let Alltoall::RingLeaders { fanout } = alg {
+            let f = ring::exchanges(fanout, leaders);
+            // The fan-out rides in the check's block word.
+            self.agree(&t, tag, &Call::of::<T, _>(OP, alg, n).in_blocks(f), false)?;
+            let counts = vec![n; p];
+            let displs: Vec<usize> = (0..p).map(|j| j * n).collect();
+            let layout = ring::Layout {
+                counts: &counts,
+                displs: &displs,
+                v: false,
+            };
+            let tag = tag.with_variant(alg.id());
+            return ring::ring_leaders(self, &t, (send, layout), (recv, layout), f, tag);
+        }
         // At p = 2 every message-passing algorithm is one exchange whose message carries what
         // the check compares (the algorithm in the tag variant, the element type and length
         // checked by the receiving mailbox), and `Direct` starts with the check's own
@@ -114,6 +138,35 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        self.alltoallv_with(
+            send,
+            send_counts,
+            send_displs,
+            recv,
+            recv_counts,
+            recv_displs,
+            Alltoall::Auto,
+        )
+    }
+
+    /// [`Comm::alltoallv`] with a chosen algorithm (every rank must choose the same): `Auto`
+    /// and `Pairwise` run the pairwise exchange, `RingLeaders` the hierarchical exchange
+    /// (the pairwise one on a communicator with one group), and `Bruck` and `Direct` are
+    /// `Error::Unsupported` (on every rank: the run fails).
+    #[allow(clippy::too_many_arguments)]
+    pub fn alltoallv_with<T>(
+        &self,
+        send: &[T],
+        send_counts: &[usize],
+        send_displs: &[usize],
+        recv: &mut [T],
+        recv_counts: &[usize],
+        recv_displs: &[usize],
+        algorithm: Alltoall,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
         const OP: &str = "alltoallv";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Alltoall);
@@ -130,8 +183,43 @@ impl Comm {
                 ),
             }));
         }
-        let alg = Alltoall::Pairwise;
+        let leaders = match algorithm {
+            Alltoall::RingLeaders { .. } => ring::groups(self).len(),
+            _ => 0,
+        };
+        let alg = match algorithm {
+            Alltoall::Auto | Alltoall::Pairwise => Alltoall::Pairwise,
+            Alltoall::RingLeaders { .. } if leaders < 2 => Alltoall::Pairwise,
+            Alltoall::RingLeaders { fanout } => Alltoall::RingLeaders { fanout },
+            other => {
+                return Err(self.fail(Error::Unsupported {
+                    rank: me,
+                    op: OP,
+                    what: format!(
+                        "the {} algorithm has no alltoallv (pairwise or ring-leaders have)",
+                        other.name()
+                    ),
+                }))
+            }
+        };
         let t = self.coll(OP);
+        if let Alltoall::RingLeaders { fanout } = alg {
+            let f = ring::exchanges(fanout, leaders);
+            let call = Call::of::<T, _>(OP, alg, 0).in_blocks(f);
+            self.agree(&t, tag, &call, false)?;
+            let tag = tag.with_variant(V_FORM | alg.id());
+            let sl = ring::Layout {
+                counts: send_counts,
+                displs: send_displs,
+                v: true,
+            };
+            let rl = ring::Layout {
+                counts: recv_counts,
+                displs: recv_displs,
+                v: true,
+            };
+            return ring::ring_leaders(self, &t, (send, sl), (recv, rl), f, tag);
+        }
         let call = Call::of::<T, _>(OP, alg, 0);
         self.agree(&t, tag, &call, false)?;
         let tag = tag.with_variant(V_FORM | alg.id());

@@ -11,6 +11,8 @@
 //! This module composes; it has no schedules of its own (DESIGN.md: the hierarchy must not
 //! duplicate flat algorithms).
 
+pub(crate) mod alltoall;
+
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::op::Op;

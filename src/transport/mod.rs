@@ -190,6 +190,34 @@ pub(crate) trait Transport {
         recv: &mut [T],
         tag: Tag,
     ) -> Result<()>;
+    /// Sends every `(dest, data)` of `sends` and receives every `(src, buf)` of `recvs`
+    /// (exactly `buf.len()` elements each), all with `tag`, and returns once all are done.
+    /// Messages on one edge go and are taken in list order.
+    ///
+    /// The default runs them one at a time: pair i as a [`Transport::sendrecv`] of `sends[i]`
+    /// and `recvs[i]`, then the unpaired rest one by one — deadlock-free when the peers make
+    /// matching calls in the same order (as the linear-shift rounds of the hierarchical
+    /// all-to-all do). The shared-memory transport overrides it with one engine that has all
+    /// of them in flight at once, deadlock-free whatever the order.
+    #[allow(dead_code)] // the fallback of transports without a many-message engine
+    fn exchange_many<T: Elem>(
+        &self,
+        sends: &[(usize, &[T])],
+        recvs: &mut [(usize, &mut [T])],
+        tag: Tag,
+    ) -> Result<()> {
+        let pairs = sends.len().min(recvs.len());
+        for (&(dest, data), (src, buf)) in sends.iter().zip(recvs.iter_mut()) {
+            self.sendrecv(dest, data, *src, buf, tag)?;
+        }
+        for &(dest, data) in &sends[pairs..] {
+            self.send(dest, tag, data)?;
+        }
+        for (src, buf) in recvs[pairs..].iter_mut() {
+            self.recv(*src, tag, buf)?;
+        }
+        Ok(())
+    }
     /// Receives `acc.len()` elements from `src` and combines them into `acc` with
     /// `combine(acc, incoming)`, reading the incoming elements where the sender published them
     /// (no intermediate copy for large messages).

@@ -26,6 +26,8 @@ use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use std::mem::{size_of, size_of_val};
 use std::time::Instant;
 
+mod many;
+
 /// The transport of one rank of one communicator, in one context (user point-to-point or
 /// collectives), for one named operation (used in error messages).
 pub(crate) struct ShmTransport<'a> {
@@ -495,6 +497,15 @@ impl Transport for ShmTransport<'_> {
         self.sendrecv_reduce(peer, scratch, peer, buf, tag, combine)
     }
 
+    fn exchange_many<T: Elem>(
+        &self,
+        sends: &[(usize, &[T])],
+        recvs: &mut [(usize, &mut [T])],
+        tag: Tag,
+    ) -> Result<()> {
+        ShmTransport::exchange_many(self, sends, recvs, tag)
+    }
+
     fn sendrecv_reduce<T: Elem>(
         &self,
         dest: usize,
@@ -577,6 +588,80 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// `exchange_many` with every other rank at once, two messages per edge (in order), of
+    /// sizes from empty through eager to rendezvous, a message to itself, and zero-sized
+    /// elements; then a length mismatch, which is an `Err` on every rank.
+    #[test]
+    fn exchange_many_with_several_peers_and_sizes() {
+        let size = |s: usize, d: usize, k: usize| {
+            [0usize, 1, 3, EAGER_MAX / 8, EAGER_MAX / 8 + 1, 40_000][(s * 7 + d * 3 + k) % 6]
+        };
+        let val =
+            |s: usize, d: usize, k: usize, i: usize| (s * 1_000_003 + d * 1009 + k * 7 + i) as u64;
+        for p in [1usize, 2, 3, 5] {
+            let out = crate::run(p, |comm| {
+                let t = comm.coll("test");
+                let r = comm.rank();
+                let data: Vec<Vec<u64>> = (0..2 * p)
+                    .map(|j| {
+                        (0..size(r, j / 2, j % 2))
+                            .map(|i| val(r, j / 2, j % 2, i))
+                            .collect()
+                    })
+                    .collect();
+                let sends: Vec<(usize, &[u64])> = data
+                    .iter()
+                    .enumerate()
+                    .map(|(j, d)| (j / 2, &d[..]))
+                    .collect();
+                let mut bufs: Vec<Vec<u64>> =
+                    (0..2 * p).map(|j| vec![0; size(j / 2, r, j % 2)]).collect();
+                let mut recvs: Vec<(usize, &mut [u64])> = bufs
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(j, b)| (j / 2, &mut b[..]))
+                    .collect();
+                t.exchange_many(&sends, &mut recvs, Tag::P2P).unwrap();
+                // Sends only and receives only, zero-sized elements, in a ring.
+                let (right, left) = ((r + 1) % p, (r + p - 1) % p);
+                if p > 1 {
+                    t.exchange_many(&[(right, &[(); 5][..])], &mut [], Tag::P2P)
+                        .unwrap();
+                    t.exchange_many::<()>(&[], &mut [(left, &mut [(); 5][..])], Tag::P2P)
+                        .unwrap();
+                }
+                bufs
+            })
+            .unwrap();
+            for (r, bufs) in out.iter().enumerate() {
+                for (j, b) in bufs.iter().enumerate() {
+                    let (s, k) = (j / 2, j % 2);
+                    let want: Vec<u64> = (0..size(s, r, k)).map(|i| val(s, r, k, i)).collect();
+                    assert_eq!(b, &want, "p={p} r={r} from {s} message {k}");
+                }
+            }
+        }
+        let out = crate::run(3, |comm| {
+            let t = comm.coll("test");
+            let r = comm.rank();
+            let big = vec![1u32; 10_000];
+            let n = if r == 1 { 9_999 } else { 10_000 };
+            let mut a = vec![0u32; n];
+            let mut b = vec![0u32; n];
+            let (right, left) = ((r + 1) % 3, (r + 2) % 3);
+            let res = t.exchange_many(
+                &[(right, &big[..]), (left, &big[..])],
+                &mut [(left, &mut a[..]), (right, &mut b[..])],
+                Tag::P2P,
+            );
+            res.is_err() || comm.barrier().is_err()
+        });
+        // Every rank fails: in the exchange, or in the barrier after a failed run.
+        if let Ok(v) = out {
+            assert!(v.iter().all(|&e| e));
         }
     }
 }
