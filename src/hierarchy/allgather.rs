@@ -111,3 +111,38 @@ impl Hierarchy {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{Pinning, Topology};
+
+    /// Spread on 2 packages × 3 cores, 6 ranks: packages {0, 2, 4} and {1, 3, 5}; the
+    /// leaders 0 and 1 hold their packages' blocks in rank order, the top in leader order.
+    #[test]
+    fn packing_of_interleaved_groups() {
+        let t = Topology::synthetic(&[2, 3]).unwrap();
+        let plan = Plan::of(&t.place(&Pinning::Spread, 6).unwrap(), false);
+        let packing = plan.packing(6);
+        assert_eq!(packing.len(), 2);
+        assert_eq!(packing[1][0], vec![0, 2, 4]);
+        assert_eq!(packing[1][1], vec![1, 3, 5]);
+        assert_eq!(plan.representatives(4), vec![4, 0]);
+        assert_eq!(plan.position(0, 4), 2);
+        assert_eq!(plan.position(1, 1), 1);
+        let (counts, displs) = layout(&[0, 1], &packing[1], 2);
+        assert_eq!((counts, displs), (vec![6, 6], vec![0, 6]));
+    }
+
+    /// Two levels, compact, 16 ranks on 2 × 2 × 4: the package leaders cover their packages.
+    #[test]
+    fn packing_of_two_levels() {
+        let t = Topology::synthetic(&[2, 2, 4]).unwrap();
+        let plan = Plan::of(&t.place(&Pinning::Compact, 16).unwrap(), false);
+        let packing = plan.packing(16);
+        assert_eq!(packing[1][4], (4..8).collect::<Vec<_>>());
+        assert_eq!(packing[2][8], (8..16).collect::<Vec<_>>());
+        assert_eq!(plan.representatives(13), vec![13, 12, 8]);
+        assert_eq!(plan.position(2, 8), 1);
+    }
+}
