@@ -395,8 +395,11 @@ pub enum Reduce {
     },
     /// Shared memory only: each rank reduces its slice of all p buffers into the root's.
     Direct,
-    /// Hierarchical (HAN-style): reduce up the groups to the top leaders, reduce among them,
-    /// and hand the result to the root (docs/hierarchy.md).
+    /// Hierarchical (HAN-style): reduce up the groups to the top leaders, reduce among them
+    /// to the root's top leader, which hands the result to the root. With groups that are not
+    /// intervals of ranks and a non-commutative op, groups are cut into runs of consecutive
+    /// ranks, and where that leaves nothing to group, `Auto`'s flat choice runs
+    /// (docs/hierarchy.md).
     Hierarchical,
 }
 
@@ -791,8 +794,9 @@ pub enum Barrier {
     Dissemination,
     /// Tree: arrivals gathered up a tree to rank 0, the release sent back down.
     Tree,
-    /// Hierarchical: every group gathers its arrivals at its leader, the top leaders run a
-    /// flat barrier, and the release goes back down (docs/hierarchy.md).
+    /// Hierarchical: a flat barrier in every group up the levels (its leader learns of the
+    /// arrivals), one among the top leaders, and one in every group on the way down (the
+    /// release), after a one-hop call check on the whole communicator (docs/hierarchy.md).
     Hierarchical,
 }
 

@@ -149,10 +149,18 @@ impl Comm {
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Allgather);
         self.check_whole(OP, "recv", recv.len(), send.len())?;
+        let auto = || select::choose_allgather(self.size(), std::mem::size_of_val(send));
         let alg = match algorithm {
-            // SCAFFOLD(hierarchy helper): replaced by the hierarchical allgather.
-            Allgather::Auto | Allgather::Hierarchical => {
-                select::choose_allgather(self.size(), std::mem::size_of_val(send))
+            Allgather::Auto => auto(),
+            // One group: `Auto`'s flat choice, decided from the plan (no messages, the same on
+            // every rank) before the call check, as the allreduce does.
+            Allgather::Hierarchical if self.hierarchy_plan(false).levels.is_empty() => auto(),
+            Allgather::Hierarchical => {
+                // The one-hop check is enough: no rank's result is complete without every
+                // rank's block, so no rank finishes if one fails.
+                let call = Call::of::<T, _>(OP, Allgather::Hierarchical, send.len());
+                self.agree(&self.coll(OP), tag, &call, false)?;
+                return self.hierarchy(false)?.allgather(self, send, recv);
             }
             chosen => chosen,
         };

@@ -202,10 +202,21 @@ impl Comm {
     /// or [`crate::Error::Aborted`], none hangs or passes.
     pub fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
         self.enter("barrier")?;
+        let auto = || select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed);
         let alg = match algorithm {
-            // SCAFFOLD(hierarchy helper): replaced by the hierarchical barrier.
-            Barrier::Auto | Barrier::Hierarchical => {
-                select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed)
+            Barrier::Auto => auto(),
+            // One group: `Auto`'s flat choice, decided from the plan (no messages, the same on
+            // every rank), as the allreduce does.
+            Barrier::Hierarchical if self.hierarchy_plan(false).levels.is_empty() => auto(),
+            Barrier::Hierarchical => {
+                // The call check's one hop on the whole communicator comes first: its messages
+                // go r → r + 1 as dissemination's first round and the tree's first messages
+                // do, under another tag variant, so a rank of another algorithm meets a
+                // foreign tag at once (`hierarchy::barrier`). Only then the (cached) split.
+                let tag = self.next_tag(Kind::Barrier);
+                let call = agree::Call::of::<u8, _>("barrier", Barrier::Hierarchical, 0);
+                self.agree(&self.coll("barrier"), tag, &call, false)?;
+                return self.hierarchy(false)?.barrier(self);
             }
             chosen => chosen,
         };

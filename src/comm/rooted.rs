@@ -28,10 +28,20 @@ impl Comm {
         self.enter("broadcast")?;
         let tag = self.next_tag(Kind::Broadcast);
         self.check_root("broadcast", root)?;
+        let auto = || select::choose_broadcast(self.size(), std::mem::size_of_val(buf));
         let alg = match algorithm {
-            // SCAFFOLD(hierarchy helper): replaced by the hierarchical broadcast.
-            Broadcast::Auto | Broadcast::Hierarchical => {
-                select::choose_broadcast(self.size(), std::mem::size_of_val(buf))
+            Broadcast::Auto => auto(),
+            // A hierarchy with one group runs `Auto`'s flat choice, decided here from the plan
+            // (no messages, the same on every rank) before the call check, as the allreduce
+            // does: one check, not two.
+            Broadcast::Hierarchical if self.hierarchy_plan(false).levels.is_empty() => auto(),
+            Broadcast::Hierarchical => {
+                let call =
+                    Call::of::<T, _>("broadcast", Broadcast::Hierarchical, buf.len()).at(root);
+                // The dissemination form: the root needs nothing from the others, so every
+                // rank must know that every rank agreed before any stage starts.
+                self.agree(&self.coll("broadcast"), tag, &call, true)?;
+                return self.hierarchy(false)?.broadcast(self, buf, root);
             }
             chosen => chosen,
         };
@@ -77,11 +87,49 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        // A hierarchy with nothing to combine (one group, or for a non-commutative op groups
+        // interleaved rank by rank) runs `Auto`'s flat choice, decided here from the plan (no
+        // messages, the same on every rank) before the call check, as the allreduce does.
+        let ordered = !op.is_commutative();
+        if algorithm != Reduce::Hierarchical || self.hierarchy_plan(ordered).levels.is_empty() {
+            return self.reduce_flat(buf, &op, root, algorithm);
+        }
+        self.enter("reduce")?;
+        let tag = self.next_tag(Kind::Reduce);
+        self.check_root("reduce", root)?;
+        let alg = Reduce::Hierarchical;
+        let t = self.coll("reduce");
+        // The dissemination form: a rank whose part ends early (a group's non-leader, once its
+        // group's reduce is acknowledged) must know that every rank agreed.
+        self.agree(
+            &t,
+            tag,
+            &Call::of::<T, _>("reduce", alg, buf.len()).at(root),
+            true,
+        )?;
+        let h = self.hierarchy(ordered)?;
+        debug_assert!(!ordered || h.contiguous());
+        h.reduce(self, &t, buf, &op, root, tag.with_variant(alg.id()))
+    }
+
+    /// The flat reduce behind [`Comm::reduce_with`] (`Hierarchical` is `Auto` here), also the
+    /// stages of the hierarchical one. `op` is a reference, so that the hierarchy's stages do
+    /// not instantiate the hierarchical path again with `&O`, `&&O`, ….
+    pub(crate) fn reduce_flat<T, O>(
+        &self,
+        buf: &mut [T],
+        op: &O,
+        root: usize,
+        algorithm: Reduce,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
         self.enter("reduce")?;
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
         let alg = match algorithm {
-            // SCAFFOLD(hierarchy helper): replaced by the hierarchical reduce.
             Reduce::Auto | Reduce::Hierarchical => select::choose_reduce(
                 self.size(),
                 std::mem::size_of_val(buf),
@@ -101,13 +149,13 @@ impl Comm {
         // schedule (a panicking op) then fails every rank too.
         if self.size() == 2 && alg == Reduce::Binomial {
             let data = tag.with_variant(alg.id());
-            return self.reduce_pair(&t, (tag, data), &call, buf, &op, root);
+            return self.reduce_pair(&t, (tag, data), &call, buf, op, root);
         }
         self.agree(&t, tag, &call, false)?;
         let tag = tag.with_variant(alg.id());
         match alg {
-            Reduce::Direct => algorithms::reduce::direct(self, buf, &op, root, tag),
-            _ => algorithms::reduce::run(&t, buf, &op, root, alg, block, tag),
+            Reduce::Direct => algorithms::reduce::direct(self, buf, op, root, tag),
+            _ => algorithms::reduce::run(&t, buf, op, root, alg, block, tag),
         }
     }
 }

@@ -11,7 +11,11 @@
 //! This module composes; it has no schedules of its own (DESIGN.md: the hierarchy must not
 //! duplicate flat algorithms).
 
+mod allgather;
 pub(crate) mod alltoall;
+mod barrier;
+mod broadcast;
+mod reduce;
 
 use crate::comm::Comm;
 use crate::error::Result;
