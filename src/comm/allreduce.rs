@@ -54,6 +54,18 @@ impl Comm {
             select::choose_allreduce(self.size(), std::mem::size_of_val(buf), op.is_commutative())
         };
         let alg = match algorithm {
+            // Across L3 groups or packages, with a core per rank, the hierarchy for long
+            // vectors (`select::prefer_hierarchy`); decided from the plan, before the check.
+            Algorithm::Auto
+                if select::prefer_hierarchy(
+                    std::mem::size_of_val(buf),
+                    self.run().ranks.policy.oversubscribed,
+                ) && !self.hierarchy_plan(!op.is_commutative()).levels.is_empty() =>
+            {
+                Algorithm::Hierarchical {
+                    segment: crate::Block::Auto,
+                }
+            }
             Algorithm::Auto => auto(),
             // A hierarchy with nothing to combine (one group, or for a non-commutative op
             // groups interleaved rank by rank) runs `Auto`'s flat choice. The plan needs no

@@ -114,9 +114,8 @@ impl Comm {
         match alg {
             Alltoall::Direct => sched::direct(self, send, recv, tag),
             Alltoall::Pairwise => sched::pairwise(&t, send, recv, tag),
-            Alltoall::Bruck | Alltoall::Auto | Alltoall::RingLeaders { .. } => {
-                sched::bruck(&t, send, recv, tag)
-            }
+            Alltoall::Bruck | Alltoall::Auto => sched::bruck(&t, send, recv, tag),
+            Alltoall::RingLeaders { .. } => unreachable!("RingLeaders ran above"),
         }
     }
 

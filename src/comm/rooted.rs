@@ -112,9 +112,7 @@ impl Comm {
         h.reduce(self, &t, buf, &op, root, tag.with_variant(alg.id()))
     }
 
-    /// The flat reduce behind [`Comm::reduce_with`] (`Hierarchical` is `Auto` here), also the
-    /// stages of the hierarchical one. `op` is a reference, so that the hierarchy's stages do
-    /// not instantiate the hierarchical path again with `&O`, `&&O`, ….
+    /// The flat reduce behind [`Comm::reduce_with`] (`Hierarchical` is `Auto` here).
     pub(crate) fn reduce_flat<T, O>(
         &self,
         buf: &mut [T],

@@ -11,7 +11,7 @@
 use super::{Hierarchy, Plan, Top};
 use crate::comm::Comm;
 use crate::error::Result;
-use crate::select::{Allgather, Broadcast};
+use crate::select::Allgather;
 
 impl Plan {
     /// Per level `0..=levels.len()`, per rank, the ranks whose blocks that rank holds when it
@@ -106,7 +106,7 @@ impl Hierarchy {
             Top::None => {}
         }
         for level in self.levels.iter().rev() {
-            level.group.broadcast_with(recv, 0, Broadcast::Auto)?;
+            level.group.stage_broadcast(recv, 0)?;
         }
         Ok(())
     }

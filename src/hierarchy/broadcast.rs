@@ -5,7 +5,6 @@
 use super::{Hierarchy, Plan, Top};
 use crate::comm::Comm;
 use crate::error::Result;
-use crate::select::Broadcast;
 
 impl Plan {
     /// The ranks that represent `root` at each level: entry `l` (for `l` in
@@ -66,20 +65,20 @@ impl Hierarchy {
         for (l, level) in self.levels.iter().enumerate() {
             if done_up(l, level.number) {
                 let from = plan.position(l, reps[l]);
-                level.group.broadcast_with(buf, from, Broadcast::Auto)?;
+                level.group.stage_broadcast(buf, from)?;
             }
         }
         match &self.top {
-            Top::Whole => comm.broadcast_with(buf, root, Broadcast::Auto)?,
+            Top::Whole => comm.stage_broadcast(buf, root)?,
             Top::Leaders(leaders) => {
                 let from = plan.position(plan.levels.len(), reps[plan.levels.len()]);
-                leaders.broadcast_with(buf, from, Broadcast::Auto)?;
+                leaders.stage_broadcast(buf, from)?;
             }
             Top::None => {}
         }
         for (l, level) in self.levels.iter().enumerate().rev() {
             if !done_up(l, level.number) {
-                level.group.broadcast_with(buf, 0, Broadcast::Auto)?;
+                level.group.stage_broadcast(buf, 0)?;
             }
         }
         Ok(())

@@ -7,7 +7,6 @@ use super::{Hierarchy, Top};
 use crate::comm::Comm;
 use crate::error::Result;
 use crate::op::Op;
-use crate::select::Reduce;
 use crate::transport::{Tag, Transport};
 
 impl Hierarchy {
@@ -48,13 +47,13 @@ impl Hierarchy {
             &mut *buf
         };
         for level in &self.levels {
-            level.group.reduce_flat(work, op, 0, Reduce::Auto)?;
+            level.group.stage_reduce(work, op, 0)?;
         }
         match &self.top {
-            Top::Whole => return comm.reduce_flat(work, op, root, Reduce::Auto),
+            Top::Whole => return comm.stage_reduce(work, op, root),
             Top::Leaders(leaders) => {
                 let at = plan.position(plan.levels.len(), top);
-                leaders.reduce_flat(work, op, at, Reduce::Auto)?;
+                leaders.stage_reduce(work, op, at)?;
             }
             Top::None => {}
         }
