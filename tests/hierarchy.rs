@@ -9,9 +9,8 @@
 
 mod common;
 
-use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, span_op};
+use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, placed_team, span_op};
 use corecoll::{op, Algorithm, Block, Comm, Pinning, Team, Topology};
-use std::time::Duration;
 
 const H: Algorithm = Algorithm::Hierarchical {
     segment: Block::Auto,
@@ -20,17 +19,6 @@ const H: Algorithm = Algorithm::Hierarchical {
 /// Element counts: empty, one, odd, long (past the eager limit, so the flat stages switch
 /// algorithm).
 const COUNTS: [usize; 4] = [0, 1, 7, 10_000];
-
-/// A team of `ranks` placed on `topology` by `pinning`, whose waits time out.
-fn team(topology: Topology, pinning: Pinning, ranks: usize) -> Team {
-    Team::builder()
-        .ranks(ranks)
-        .topology(topology)
-        .pinning(pinning)
-        .timeout(Duration::from_secs(30))
-        .build()
-        .unwrap()
-}
 
 /// The machines and placements tested, with a description for messages.
 fn teams() -> Vec<(String, Team)> {
@@ -47,7 +35,7 @@ fn teams() -> Vec<(String, Team)> {
                 let t = Topology::synthetic(shape).unwrap();
                 out.push((
                     format!("{shape:?} {pinning:?} p = {p}"),
-                    team(t, pinning, p),
+                    placed_team(t, pinning, p),
                 ));
             }
         }
@@ -57,12 +45,15 @@ fn teams() -> Vec<(String, Team)> {
             let t = Topology::synthetic_groups(vec![vec![3, 2], vec![4]]).unwrap();
             out.push((
                 format!("[[3, 2], [4]] {pinning:?} p = {p}"),
-                team(t, pinning, p),
+                placed_team(t, pinning, p),
             ));
         }
     }
     let t = Topology::synthetic(&[2, 2, 2]).unwrap();
-    out.push(("[2, 2, 2] unpinned p = 8".into(), team(t, Pinning::None, 8)));
+    out.push((
+        "[2, 2, 2] unpinned p = 8".into(),
+        placed_team(t, Pinning::None, 8),
+    ));
     out
 }
 
@@ -195,7 +186,7 @@ fn segmented_allreduce() {
     let segments = [(2, 7), (1500, usize::MAX), (4096, usize::MAX)];
     for (shape, pinning, p) in cases {
         let what = format!("{shape:?} {pinning:?} p = {p}");
-        let team = team(Topology::synthetic(shape).unwrap(), pinning, p);
+        let team = placed_team(Topology::synthetic(shape).unwrap(), pinning, p);
         for (seg, max_count) in segments {
             let h = Algorithm::Hierarchical {
                 segment: Block::Elements(seg),
@@ -217,7 +208,7 @@ fn segmented_allreduce() {
 #[test]
 fn segment_mismatch_fails_everywhere() {
     let t = Topology::synthetic(&[2, 3]).unwrap();
-    let team = team(t, Pinning::Compact, 6);
+    let team = placed_team(t, Pinning::Compact, 6);
     let out = team.run(|comm| {
         let segment = Block::Elements(if comm.rank() == 4 { 100 } else { 200 });
         let mut v = vec![1u64; 1000];
@@ -234,7 +225,7 @@ fn segment_mismatch_fails_everywhere() {
 fn allreduce_on_a_split_communicator() {
     for pinning in [Pinning::Compact, Pinning::Spread] {
         let t = Topology::synthetic(&[2, 2, 3]).unwrap();
-        let team = team(t, pinning.clone(), 12);
+        let team = placed_team(t, pinning.clone(), 12);
         let out = team
             .run(|comm| {
                 let sub = comm.split(Some(comm.rank() % 2), comm.rank())?.unwrap();
@@ -265,7 +256,8 @@ fn a_rank_with_another_algorithm_fails_everyone() {
         for odd in [0, p / 2, p - 1] {
             for cached in [false, true] {
                 for (mine, theirs) in [(H, Algorithm::Direct), (Algorithm::Direct, H)] {
-                    let team = team(Topology::synthetic(shape).unwrap(), Pinning::Compact, p);
+                    let team =
+                        placed_team(Topology::synthetic(shape).unwrap(), Pinning::Compact, p);
                     let what = format!(
                         "{shape:?} p = {p}: rank {odd} {} and the others {} (cached: {cached})",
                         mine.name(),

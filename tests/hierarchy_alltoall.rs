@@ -6,10 +6,9 @@
 
 mod common;
 
-use common::{check_fails, mismatch, place};
+use common::{check_fails, mismatch, place, placed_team};
 use corecoll::algorithm::{Alltoall, Fanout};
 use corecoll::{Comm, Error, Pinning, Team, Topology};
-use std::time::Duration;
 
 fn rl(f: Fanout) -> Alltoall {
     Alltoall::RingLeaders { fanout: f }
@@ -25,16 +24,6 @@ const FANOUTS: [Fanout; 4] = [
 
 /// Block lengths: empty, one, odd, and rendezvous-sized (300 × 8 B > `EAGER_MAX`).
 const LENS: [usize; 4] = [0, 1, 3, 300];
-
-fn team(topology: Topology, pinning: Pinning, ranks: usize) -> Team {
-    Team::builder()
-        .ranks(ranks)
-        .topology(topology)
-        .pinning(pinning)
-        .timeout(Duration::from_secs(45))
-        .build()
-        .unwrap()
-}
 
 /// The machines and placements tested, with a description.
 fn teams() -> Vec<(String, Team)> {
@@ -52,7 +41,10 @@ fn teams() -> Vec<(String, Team)> {
     ];
     for (shape, pinning, p) in cases {
         let what = format!("{shape:?} {pinning:?} p = {p}");
-        out.push((what, team(Topology::synthetic(shape).unwrap(), pinning, p)));
+        out.push((
+            what,
+            placed_team(Topology::synthetic(shape).unwrap(), pinning, p),
+        ));
     }
     for (pinning, p) in [
         (Pinning::Compact, 9),
@@ -62,11 +54,14 @@ fn teams() -> Vec<(String, Team)> {
         let t = Topology::synthetic_groups(vec![vec![3, 2], vec![4]]).unwrap();
         out.push((
             format!("[[3, 2], [4]] {pinning:?} p = {p}"),
-            team(t, pinning, p),
+            placed_team(t, pinning, p),
         ));
     }
     let t = Topology::synthetic(&[2, 3]).unwrap();
-    out.push(("[2, 3] unpinned p = 5".into(), team(t, Pinning::None, 5)));
+    out.push((
+        "[2, 3] unpinned p = 5".into(),
+        placed_team(t, Pinning::None, 5),
+    ));
     out
 }
 
@@ -172,7 +167,7 @@ fn alltoallv_on_synthetic_machines() {
 #[test]
 fn on_a_split_communicator() {
     for pinning in [Pinning::Compact, Pinning::Spread] {
-        let team = team(
+        let team = placed_team(
             Topology::synthetic(&[2, 2, 3]).unwrap(),
             pinning.clone(),
             12,
@@ -192,8 +187,8 @@ fn on_a_split_communicator() {
 
 fn disagreeing_teams() -> Vec<Team> {
     vec![
-        team(Topology::synthetic(&[3, 2]).unwrap(), Pinning::Compact, 6),
-        team(
+        placed_team(Topology::synthetic(&[3, 2]).unwrap(), Pinning::Compact, 6),
+        placed_team(
             Topology::synthetic_groups(vec![vec![3, 2], vec![4]]).unwrap(),
             Pinning::Spread,
             9,

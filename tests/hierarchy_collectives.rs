@@ -13,26 +13,14 @@
 
 mod common;
 
-use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, span_op};
+use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, placed_team, span_op};
 use corecoll::algorithm::{Allgather, Barrier, Broadcast, Reduce};
 use corecoll::{op, Comm, Pinning, Team, Topology};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 /// Element counts: empty, one, odd, long (past the eager limit, so the flat stages switch
 /// algorithm).
 const COUNTS: [usize; 4] = [0, 1, 7, 10_000];
-
-/// A team of `ranks` placed on `topology` by `pinning`, whose waits time out.
-fn team(topology: Topology, pinning: Pinning, ranks: usize) -> Team {
-    Team::builder()
-        .ranks(ranks)
-        .topology(topology)
-        .pinning(pinning)
-        .timeout(Duration::from_secs(45))
-        .build()
-        .unwrap()
-}
 
 /// A machine shape: regular (`Topology::synthetic`) or uneven (`synthetic_groups`).
 #[derive(Clone, Debug)]
@@ -68,7 +56,7 @@ fn teams() -> Vec<(String, Team, bool)> {
                 let every_root = p <= 11 && p != 10;
                 out.push((
                     format!("{shape:?} {pinning:?} p = {p}"),
-                    team(shape.topology(), pinning, p),
+                    placed_team(shape.topology(), pinning, p),
                     every_root,
                 ));
             }
@@ -305,7 +293,7 @@ fn allgather_and_barrier_on_synthetic_machines() {
 fn on_split_communicators() {
     for pinning in [Pinning::Compact, Pinning::Spread] {
         let t = Topology::synthetic(&[2, 2, 4]).unwrap();
-        let team = team(t, pinning.clone(), 16);
+        let team = placed_team(t, pinning.clone(), 16);
         let counters = [0, 1, 2, 3].map(|_| AtomicUsize::new(0));
         run_checked(&format!("{pinning:?}"), &team, &|comm| {
             for (j, color) in [comm.rank() % 2, 2 + comm.rank() / 8]
@@ -337,7 +325,7 @@ fn mismatches_fail_every_rank() {
         (&[2, 2, 4], Pinning::Spread, 12),
     ];
     for (shape, pinning, p) in cases {
-        let team = team(Topology::synthetic(shape).unwrap(), pinning.clone(), p);
+        let team = placed_team(Topology::synthetic(shape).unwrap(), pinning.clone(), p);
         for odd in [0, p / 2, p - 1] {
             for cached in [false, true] {
                 let w = |c: &str| format!("{shape:?} {pinning:?}: rank {odd} {c} ({cached})");
@@ -460,7 +448,7 @@ fn mixed_barriers_fail_every_rank() {
         (&[2, 2, 4], Pinning::Compact, 16),
     ];
     for (shape, pinning, p) in cases {
-        let team = team(Topology::synthetic(shape).unwrap(), pinning.clone(), p);
+        let team = placed_team(Topology::synthetic(shape).unwrap(), pinning.clone(), p);
         let mut mixes: Vec<Vec<bool>> = [0, 1, p / 2, p - 1]
             .into_iter()
             .flat_map(|odd| {

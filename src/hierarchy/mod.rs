@@ -319,8 +319,8 @@ impl Hierarchy {
 /// `Block::Auto`'s segment of the hierarchical allreduce, in bytes (see
 /// [`segment_elements`]): the best of 64 KiB, 256 KiB, 1 MiB and unsegmented measured on the
 /// development machine (`corecoll-bench --machine 2x2 --algorithms
-/// hierarchical:64KiB,hierarchical:256KiB,hierarchical:1MiB,hierarchical:64MiB`, 1 and
-/// 8 MiB vectors: 1 MiB segments tied with none, 64 KiB ones were 2–3× slower, every stage's
+/// hierarchical,hierarchical:256KiB,hierarchical:1MiB,hierarchical:64MiB`, when
+/// `hierarchical`'s `Block::Auto` was 64 KiB; 1 and 8 MiB vectors: 1 MiB segments tied with none, 64 KiB ones were 2–3× slower, every stage's
 /// synchronisation being a context switch on oversubscribed cores). Vectors longer than
 /// this still pipeline.
 pub(crate) const AUTO_SEGMENT_BYTES: usize = 1 << 20;

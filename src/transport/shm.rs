@@ -356,17 +356,7 @@ impl ShmTransport<'_> {
         let got = self.exchange(out, inc, Self::mismatch::<T>)?;
         if let (Some(got), Some((src, tag, n))) = (got, recv) {
             if got != n {
-                let expect = header_of::<T>(tag, n);
-                let mut e = self.mismatch::<T>(src, &expect, &expect);
-                if let Error::Mismatch {
-                    expected, found, ..
-                } = &mut e
-                {
-                    let what = Tag::describe(expect.tag);
-                    *expected = format!("{what}: {n} elements of a zero-sized type");
-                    *found = format!("{what}: {got} elements of a zero-sized type");
-                }
-                return Err(e);
+                return Err(self.zero_sized_mismatch::<T>(src, tag, n, got));
             }
         }
         Ok(())

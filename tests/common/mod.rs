@@ -4,7 +4,7 @@
 #![allow(dead_code)] // each suite uses its own subset
 
 use corecoll::op::{self, Op};
-use corecoll::{Comm, Error, Team};
+use corecoll::{Comm, Error, Pinning, Team, Topology};
 use std::fmt::Debug;
 use std::time::Duration;
 
@@ -191,4 +191,16 @@ pub fn bad_layouts(good: &Layout) -> Vec<(&'static str, Layout)> {
         ));
     }
     bad
+}
+
+/// A team of `ranks` placed on `topology` (a described machine) by `pinning`, whose waits
+/// time out after 45 s, so that a hang fails the test instead of stalling it.
+pub fn placed_team(topology: Topology, pinning: Pinning, ranks: usize) -> Team {
+    Team::builder()
+        .ranks(ranks)
+        .topology(topology)
+        .pinning(pinning)
+        .timeout(Duration::from_secs(45))
+        .build()
+        .unwrap()
 }

@@ -196,7 +196,13 @@ impl ShmTransport<'_> {
     }
 
     /// The error for `got` elements of a zero-sized type where `n` were expected.
-    fn zero_sized_mismatch<T: Elem>(&self, src: usize, tag: Tag, n: usize, got: usize) -> Error {
+    pub(super) fn zero_sized_mismatch<T: Elem>(
+        &self,
+        src: usize,
+        tag: Tag,
+        n: usize,
+        got: usize,
+    ) -> Error {
         let expect = header_of::<T>(tag, n);
         let mut e = self.mismatch::<T>(src, &expect, &expect);
         if let Error::Mismatch {
