@@ -188,6 +188,21 @@ pub fn allreduce_direct<T: Copy + Send + Sync + 'static, O: crate::op::Op<T>>(
     crate::algorithms::allreduce::direct::direct(comm, send, buf, &op, tag)
 }
 
+/// `Algorithm::HierarchicalDirect` on `comm` over `groups` (each in rank order, together every
+/// rank once, at least two; intervals for a non-commutative op), without the call check: the
+/// board's own protocol with its middle stage, out of place if `send` is given.
+pub fn allreduce_hierarchical_direct<T: Copy + Send + Sync + 'static, O: crate::op::Op<T>>(
+    comm: &Comm,
+    send: Option<&[T]>,
+    buf: &mut [T],
+    op: O,
+    groups: &[Vec<usize>],
+) -> crate::Result<()> {
+    comm.enter("allreduce")?;
+    let tag = comm.next_tag(Kind::Allreduce);
+    crate::hierarchy::direct::allreduce(comm, send, buf, &op, groups, tag)
+}
+
 /// The world communicators of a `p`-rank run without a team: one `Comm` per rank, to be moved
 /// into loom threads.
 pub fn world(p: usize) -> Vec<Comm> {

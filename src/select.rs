@@ -59,13 +59,25 @@ pub enum Algorithm {
     /// group or single-rank groups are skipped. For a non-commutative op the groups are cut
     /// into runs of consecutive ranks, which keeps rank order on any placement (one that
     /// interleaves rank by rank then has nothing to group and runs `Auto`'s flat choice).
-    /// `Auto` picks it for long vectors on a team with a core per rank that spans several L3
-    /// groups or packages (docs/hierarchy.md).
+    /// Within one process [`Algorithm::HierarchicalDirect`] does the same work with fewer
+    /// copies and synchronisations; this composition is the form whose top stage can leave
+    /// the shared memory.
     Hierarchical {
         /// Segment size: the vector goes through the stages in segments of this many
         /// elements (`Block::Auto`: 1 MiB worth), so that the stages pipeline.
         segment: Block,
     },
+    /// Shared memory only, hierarchical and single-copy: [`Algorithm::Direct`] with its
+    /// reduction split at the top level of the hierarchy (packages, else L3 groups). Each rank
+    /// folds a run of slices over its own group's buffers into a partial result; then rank r
+    /// folds the groups' partials of slice r and writes the result into all p buffers. One
+    /// wait between the direct algorithm's two synchronisations; each input byte is read
+    /// within its group, and one partial per group and element crosses between groups. For a
+    /// non-commutative op the groups are cut into runs of consecutive ranks as for
+    /// `Hierarchical`; with nothing to group it runs `Auto`'s flat choice. `Auto` picks it
+    /// for long vectors on a team with a core per rank that spans several L3 groups or
+    /// packages (docs/hierarchy.md).
+    HierarchicalDirect,
 }
 
 /// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
@@ -125,7 +137,7 @@ pub(crate) trait Choice: Copy {
 
 algorithm_ids!(
     Algorithm,
-    12,
+    13,
     (Algorithm::Auto, Algorithm::Auto, "auto", 0),
     (Algorithm::Linear, Algorithm::Linear, "linear", 1),
     (Algorithm::Chain, Algorithm::Chain, "chain", 2),
@@ -169,6 +181,12 @@ algorithm_ids!(
         },
         "hierarchical",
         11
+    ),
+    (
+        Algorithm::HierarchicalDirect,
+        Algorithm::HierarchicalDirect,
+        "hierarchical-direct",
+        12
     ),
 );
 
@@ -316,9 +334,10 @@ pub(crate) fn choose_allreduce(_p: usize, bytes: usize, _commutative: bool) -> A
 /// on a team with a core per rank, above the eager limit, where the hierarchy saves what it
 /// is for, the bytes crossing between groups (the flat direct algorithm reads every other
 /// rank's slice wherever it lives; the hierarchy crosses once per group). Not on an
-/// oversubscribed team: there every stage's synchronisation waits for a context switch, and
-/// on the 2-core development machine (synthetic 2 × 2, 4 ranks) the hierarchy measured
-/// 1.5–2.3× the flat direct algorithm from 64 KiB to 8 MiB (docs/hierarchy.md). Short vectors
+/// oversubscribed team: there every synchronisation waits for a context switch, and on the
+/// 2-core development machine (synthetic 2 × 2, 4 ranks) the single-copy hierarchy
+/// (`HierarchicalDirect`, the one `Auto` picks) measured 1.14–1.20× the flat direct algorithm
+/// from 64 KiB to 8 MiB, the composition 1.6–2.3× (docs/hierarchy.md). Short vectors
 /// stay flat: three stages of latency against ⌈log₂ p⌉ rounds of recursive doubling. The
 /// dedicated-core case is not measured here (no machine with more than one L3 group): the
 /// rule follows HAN's design, and the tuning work's measured tables are to replace it.

@@ -1,4 +1,4 @@
-//! `Algorithm::Hierarchical`: the allreduce over the L3 groups and packages of synthetic
+//! `Algorithm::Hierarchical` and `Algorithm::HierarchicalDirect`: the allreduce over the L3 groups and packages of synthetic
 //! machines, under compact placements (groups are intervals of ranks: the hierarchical path,
 //! which keeps rank order) and spread ones (groups interleave: a non-commutative op falls back
 //! to the flat algorithm), with as many ranks as cores, fewer, and more (wrapping). Integer
@@ -15,6 +15,9 @@ use corecoll::{op, Algorithm, Block, Comm, Pinning, Team, Topology};
 const H: Algorithm = Algorithm::Hierarchical {
     segment: Block::Auto,
 };
+
+/// The single-copy hierarchical allreduce.
+const HD: Algorithm = Algorithm::HierarchicalDirect;
 
 /// Element counts: empty, one, odd, long (past the eager limit, so the flat stages switch
 /// algorithm).
@@ -67,11 +70,6 @@ fn float(r: usize, i: usize) -> f64 {
 /// What one rank got from one round of calls: per count, the u64 sum, the f64 sum, the matrix
 /// product and the span.
 type Got = Vec<(Vec<u64>, Vec<f64>, Vec<[u32; 4]>, Vec<(u32, u32)>)>;
-
-/// One round of hierarchical allreduces on `comm`, every count, every op.
-fn round(comm: &Comm) -> corecoll::Result<Got> {
-    round_with(comm, H, usize::MAX)
-}
 
 /// One round of `h` allreduces on `comm`, every count up to `max_count` (larger ones are
 /// left empty), every op.
@@ -139,12 +137,13 @@ fn check_up_to(what: &str, p: usize, per_rank: &[Got], max_count: usize) {
     }
 }
 
-/// Every machine, placement and rank count: two rounds on the same communicator (the second
-/// reuses the cached hierarchy), both right and the same.
-#[test]
-fn allreduce_on_synthetic_machines() {
+/// Every machine, placement and rank count: two rounds of `h` on the same communicator (the
+/// second reuses the cached plan and hierarchy), both right and the same.
+fn on_synthetic_machines(h: Algorithm) {
     for (what, team) in teams() {
+        let what = format!("{}: {what}", h.name());
         let p = team.size();
+        let round = |comm: &Comm| round_with(comm, h, usize::MAX);
         let out = team
             .run(|comm| Ok::<_, corecoll::Error>((round(comm)?, round(comm)?)))
             .unwrap_or_else(|e| panic!("{what}: {e}"));
@@ -168,6 +167,16 @@ fn allreduce_on_synthetic_machines() {
             }
         }
     }
+}
+
+#[test]
+fn allreduce_on_synthetic_machines() {
+    on_synthetic_machines(H);
+}
+
+#[test]
+fn direct_allreduce_on_synthetic_machines() {
+    on_synthetic_machines(HD);
 }
 
 /// Segmented: the stages pipeline over segments of 2 elements (short counts only: thousands
@@ -223,7 +232,10 @@ fn segment_mismatch_fails_everywhere() {
 /// follows the members' own locations.
 #[test]
 fn allreduce_on_a_split_communicator() {
-    for pinning in [Pinning::Compact, Pinning::Spread] {
+    for (h, pinning) in [H, HD]
+        .into_iter()
+        .flat_map(|h| [(h, Pinning::Compact), (h, Pinning::Spread)])
+    {
         let t = Topology::synthetic(&[2, 2, 3]).unwrap();
         let team = placed_team(t, pinning.clone(), 12);
         let out = team
@@ -231,31 +243,41 @@ fn allreduce_on_a_split_communicator() {
                 let sub = comm.split(Some(comm.rank() % 2), comm.rank())?.unwrap();
                 let q = sub.size();
                 let mut m: Vec<[u32; 4]> = (0..5).map(|i| matrix(sub.rank(), i)).collect();
-                sub.allreduce_with(&mut m, matrix_op(), H)?;
+                sub.allreduce_with(&mut m, matrix_op(), h)?;
                 let want: Vec<[u32; 4]> = (0..5)
                     .map(|i| (1..q).fold(matrix(0, i), |a, r| matmul(a, matrix(r, i))))
                     .collect();
                 let mut u = vec![comm.rank() as u64; 3];
-                sub.allreduce_with(&mut u, op::Sum, H)?;
+                sub.allreduce_with(&mut u, op::Sum, h)?;
                 let parity = comm.rank() % 2;
                 let sum: u64 = (0..12).filter(|r| r % 2 == parity).map(|r| r as u64).sum();
                 Ok::<_, corecoll::Error>(m == want && u == vec![sum; 3])
             })
             .unwrap();
         for (r, res) in out.into_iter().enumerate() {
-            assert!(res.unwrap(), "{pinning:?}: rank {r} got a wrong result");
+            assert!(
+                res.unwrap(),
+                "{} {pinning:?}: rank {r} got a wrong result",
+                h.name()
+            );
         }
     }
 }
 
-/// One rank asks for `Hierarchical` while the others ask for `Direct` (or the reverse): every
-/// rank fails with a mismatch, none hangs, whether or not the hierarchy was built before.
+/// One rank asks for a hierarchical allreduce while the others ask for `Direct` or the other
+/// hierarchical one (or the reverse): every rank fails with a mismatch, none hangs, whether or not the hierarchy was built before.
 #[test]
 fn a_rank_with_another_algorithm_fails_everyone() {
     for (shape, p) in [(&[2, 2, 4][..], 16), (&[2, 3][..], 5)] {
         for odd in [0, p / 2, p - 1] {
             for cached in [false, true] {
-                for (mine, theirs) in [(H, Algorithm::Direct), (Algorithm::Direct, H)] {
+                for (mine, theirs) in [
+                    (H, Algorithm::Direct),
+                    (Algorithm::Direct, H),
+                    (HD, Algorithm::Direct),
+                    (Algorithm::Direct, HD),
+                    (HD, H),
+                ] {
                     let team =
                         placed_team(Topology::synthetic(shape).unwrap(), Pinning::Compact, p);
                     let what = format!(
@@ -269,7 +291,7 @@ fn a_rank_with_another_algorithm_fails_everyone() {
                         &|comm| {
                             let mut v = vec![1u64; 100];
                             if cached {
-                                comm.allreduce_with(&mut v, op::Sum, H)?;
+                                comm.allreduce_with(&mut v, op::Sum, mine)?;
                             }
                             let alg = if comm.rank() == odd { mine } else { theirs };
                             comm.allreduce_with(&mut v, op::Sum, alg)
@@ -282,10 +304,13 @@ fn a_rank_with_another_algorithm_fails_everyone() {
     }
 }
 
-/// `Hierarchical` is listed, named and not `Auto`'s choice.
+/// `Hierarchical` and `HierarchicalDirect` are listed and named.
 #[test]
 fn listed_and_named() {
     assert!(Algorithm::ALL.contains(&H));
     assert_eq!(H.name(), "hierarchical");
     assert_eq!(Algorithm::from_name("hierarchical"), Some(H));
+    assert!(Algorithm::ALL.contains(&HD));
+    assert_eq!(HD.name(), "hierarchical-direct");
+    assert_eq!(Algorithm::from_name("hierarchical-direct"), Some(HD));
 }

@@ -62,16 +62,14 @@ impl Comm {
                     self.run().ranks.policy.oversubscribed,
                 ) && !self.hierarchy_plan(!op.is_commutative()).levels.is_empty() =>
             {
-                Algorithm::Hierarchical {
-                    segment: crate::Block::Auto,
-                }
+                Algorithm::HierarchicalDirect
             }
             Algorithm::Auto => auto(),
             // A hierarchy with nothing to combine (one group, or for a non-commutative op
             // groups interleaved rank by rank) runs `Auto`'s flat choice. The plan needs no
             // messages and is the same on every rank, so this is decided here, before the call
             // check, as `Auto` itself is: one check, not two.
-            Algorithm::Hierarchical { .. }
+            Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
                 if self.hierarchy_plan(!op.is_commutative()).levels.is_empty() =>
             {
                 auto()
@@ -119,6 +117,12 @@ impl Comm {
         match (alg, send) {
             (Algorithm::Direct, _) => {
                 algorithms::allreduce::direct::direct(self, send, buf, &op, tag)
+            }
+            (Algorithm::HierarchicalDirect, _) => {
+                let groups = self
+                    .hierarchy_plan(!op.is_commutative())
+                    .covered(self.size());
+                crate::hierarchy::direct::allreduce(self, send, buf, &op, &groups, tag)
             }
             (Algorithm::Hierarchical { .. }, send) => {
                 if let Some(send) = send {

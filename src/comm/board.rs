@@ -119,6 +119,10 @@ struct Slot {
     /// `2e` once the owner has finished its part of call `e`, `2e + 1` if it finished failing.
     /// Written (release) by the owner; read (acquire) by every peer.
     done: AtomicU64,
+    /// `4·2e + s` once the owner has reached stage `s` (1 ≤ s ≤ 3) of call `e`, for the
+    /// collectives that meet between phase 1 and phase 2 ([`Session::mark`]). Written
+    /// (release) by the owner; read (acquire) by the peers that wait for that stage.
+    stage: AtomicU64,
     /// The owner's buffers for the current call. Written by the owner before it stores
     /// `arrived`; read by peers after they passed phase 1 and before they store `done`.
     call: UnsafeCell<Call>,
@@ -180,6 +184,7 @@ impl Board {
                     CachePadded::new(Slot {
                         arrived: AtomicU64::new(0),
                         done: AtomicU64::new(0),
+                        stage: AtomicU64::new(0),
                         call: UnsafeCell::new(Call::EMPTY),
                         #[cfg(loom)]
                         parts: (0..p).map(|_| UnsafeCell::new(())).collect(),
@@ -329,6 +334,51 @@ pub(crate) struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// Announces that this rank has reached stage `stage` (1 ≤ stage ≤ 3) of this call: its
+    /// writes before the mark are visible to every peer that [`waits`](Session::wait_stage)
+    /// for it. The stages of one call are marked in increasing order.
+    pub(crate) fn mark(&self, stage: u64) {
+        debug_assert!((1..=3).contains(&stage));
+        let me = self.comm.rank();
+        self.board.slots[me]
+            .stage
+            .store(self.stage_word(stage), Ordering::Release);
+        self.board.wake_peers(self.comm);
+    }
+
+    /// Waits until rank `peer` has marked stage `stage` of this call (true), or has finished
+    /// the call failing or withdrawn from it without getting there (false: it unwound from a
+    /// panicking op, or gave up in phase 1; this rank's result will be incomplete). No deadline: a peer that passed phase 1 either
+    /// computes towards the mark or fails, as in phase 2. After `true`, the peer's writes
+    /// before its mark are visible to this rank.
+    pub(crate) fn wait_stage(&self, peer: usize, stage: u64) -> bool {
+        let me = self.comm.rank();
+        if peer == me {
+            return true;
+        }
+        let want = self.stage_word(stage);
+        let slot = &self.board.slots[peer];
+        let there = || reached(slot.stage.load(Ordering::Acquire), want);
+        if there() {
+            return true;
+        }
+        // Finished failing, or withdrew: a peer still in phase 1 when this rank passed may
+        // give up there (its timeout) and will never get to the stage.
+        let failed = || {
+            slot.done.load(Ordering::Acquire) == self.target + 1
+                || slot.arrived.load(Ordering::Acquire) == self.target + 1
+        };
+        let run = self.comm.run();
+        let parker = &run.ranks.parkers[self.comm.shared().members[me]];
+        wait_until(parker, &run.ranks.policy, None, || there() || failed());
+        there()
+    }
+
+    /// The stage word of stage `stage` of this call: `4·2e + stage`.
+    fn stage_word(&self, stage: u64) -> u64 {
+        (self.target << 2) | stage
+    }
+
     /// What rank `rank` published for this call.
     #[inline]
     pub(crate) fn call(&self, rank: usize) -> Call {
@@ -341,7 +391,14 @@ impl Session<'_> {
     /// Under loom: records that this rank reads and writes its part of `owner`'s buffers now.
     #[cfg(loom)]
     pub(crate) fn touch(&self, owner: usize) {
-        self.board.slots[owner].parts[self.comm.rank()].with_mut(|_| ());
+        self.touch_part(owner, self.comm.rank());
+    }
+
+    /// Under loom: records that this rank reads and writes part `part` (slice `part` of the
+    /// vector) of `owner`'s buffers now.
+    #[cfg(loom)]
+    pub(crate) fn touch_part(&self, owner: usize, part: usize) {
+        self.board.slots[owner].parts[part].with_mut(|_| ());
     }
 
     /// Folds the published inputs of ranks `from .. p`, elements `at .. at + acc.len()` of

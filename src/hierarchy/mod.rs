@@ -15,6 +15,7 @@ mod allgather;
 pub(crate) mod alltoall;
 mod barrier;
 mod broadcast;
+pub(crate) mod direct;
 mod reduce;
 
 use crate::comm::Comm;

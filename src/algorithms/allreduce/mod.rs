@@ -49,7 +49,7 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
         Algorithm::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, op, block, tag),
         Algorithm::DualRoot { .. } => dual_root::dual_root(t, buf, op, block, tag),
         Algorithm::TwoTree { .. } => two_tree::two_tree(t, buf, op, block, tag),
-        Algorithm::Direct | Algorithm::Hierarchical { .. } => {
+        Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect => {
             unreachable!("{} runs on the communicator, not a transport", alg.name())
         }
     }

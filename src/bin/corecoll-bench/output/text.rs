@@ -413,7 +413,10 @@ pub const HIER_GOAL: f64 = 1.3;
 /// algorithms: `hierarchical` or all-to-all's `ring-leaders`.
 pub fn is_hierarchical(algorithm: &str) -> bool {
     let base = algorithm.split(':').next().unwrap_or(algorithm);
-    matches!(base, "hierarchical" | "ring-leaders")
+    matches!(
+        base,
+        "hierarchical" | "hierarchical-direct" | "ring-leaders"
+    )
 }
 
 /// One hierarchical row of a group at one size against the flat rows beside it.
