@@ -10,6 +10,7 @@ mod pair;
 mod reduce_scatter;
 mod rooted;
 mod scan;
+pub(crate) mod scratch;
 mod split;
 mod staged;
 pub(crate) mod world;
@@ -50,6 +51,8 @@ pub struct Comm {
     /// The plans of those hierarchies, computed from the ranks' locations alone (no messages)
     /// the first time a call asks for them.
     plan: [OnceCell<Plan>; 2],
+    /// This rank's scratch buffers, reused by the collectives from call to call.
+    scratch: scratch::Pool,
 }
 
 impl std::fmt::Debug for Comm {
@@ -70,6 +73,7 @@ impl Comm {
             coll_seq: Cell::new(0),
             hierarchy: [OnceCell::new(), OnceCell::new()],
             plan: [OnceCell::new(), OnceCell::new()],
+            scratch: scratch::Pool::new(),
         }
     }
 

@@ -11,10 +11,11 @@
 //! L groups G₀ … G_{L−1}, rank r in G_j:
 //!
 //! 1. *Gather.* A follower sends its p send blocks, packed in destination order, to its
-//!    leader (the `v` form sends its 2p send and receive counts first); the leader holds the
-//!    blocks of all its ranks, N_f·P blocks (N_f ranks in its group, P ranks in all).
-//! 2. *Own group* (shift 0). The leader sends each of its ranks b the blocks a → b for a in
-//!    G_j, in rank order.
+//!    leader (the `v` form sends its 2p send and receive counts first); the leader then
+//!    holds the blocks of all its ranks, N_f·P blocks (N_f ranks in its group, P ranks in
+//!    all): its followers' in its gathered buffer, its own where they are, in its send buffer.
+//! 2. *Own group* (shift 0). The leader sends each of its followers b the blocks a → b for a
+//!    in G_j, in rank order, and copies its own (a → leader) into its receive blocks.
 //! 3. *Rounds.* For shift s = 1 … L − 1, in batches of f shifts: leader j packs for leader
 //!    n = j + s the blocks a → x (a ∈ G_j, x ∈ G_n) ordered by x then a, and receives from
 //!    leader m = j − s (mod L) the blocks x → b ordered by b then x, all f exchanges of the
@@ -23,10 +24,19 @@
 //!    and each rank copies it into its receive blocks in source-rank order (directly into
 //!    the receive buffer when the source group's blocks lie there back to back).
 //!
-//! **Memory at a leader**: the gathered buffer (N_f·P blocks) plus f send and f receive
-//! staging buffers of N_f·(P/N_l) blocks each, ≈ N_f·P·(1 + 2f/N_l) blocks for N_l equal
-//! groups (the RFC's figure). A follower needs no buffer when its blocks and the source
-//! groups are contiguous, otherwise one of a source group's size.
+//! **Memory at a leader**: the gathered buffer (N_f·P blocks, less the leader's own P, which
+//! it reads from its send buffer) plus f send and f receive staging buffers of N_f·(P/N_l)
+//! blocks each, ≈ N_f·P·(1 + 2f/N_l) blocks for N_l equal groups (the RFC's figure). A
+//! follower needs no buffer when its blocks and the source groups are contiguous, otherwise
+//! one of a source group's size (and one of its p send blocks when they are not packed).
+//!
+//! **Buffers.** Every buffer whose size scales with the message — the gathered buffer, the
+//! own group's staging, each batch's f send and f receive staging buffers (consecutive pieces
+//! of one scratch buffer each), a follower's packing and unpacking buffers — comes from the
+//! communicator's scratch pool ([`Comm::scratch`]), which keeps them from call to call. Fresh
+//! allocations of MiB sizes are fresh `mmap`s, which every call would page-fault in again
+//! (≈ 1000 faults per call at 1 MiB per rank on 4 ranks, and a call 45-50 times slower than
+//! the flat direct all-to-all); reused ones are faulted in once.
 //!
 //! **Fan-out.** `Fanout::Exchanges(f)` for f ≥ 1 (0 counts as 1; f ≥ L − 1 means all shifts
 //! at once); `Fanout::Auto` is min(L − 1, 4): a few exchanges in flight hide a late partner
@@ -182,13 +192,15 @@ impl Ctx<'_, '_> {
             self.t
                 .send(leader, self.tag, &send[..sl.counts.iter().sum::<usize>()])?;
         } else {
-            let mut buf = Vec::with_capacity(sl.counts.iter().sum());
+            let mut buf = self.comm.scratch::<T>(sl.counts.iter().sum());
+            let mut at = 0;
             for j in 0..p {
-                buf.extend_from_slice(&send[sl.block(j)]);
+                let block = &send[sl.block(j)];
+                buf[at..at + block.len()].copy_from_slice(block);
+                at += block.len();
             }
             self.t.send(leader, self.tag, &buf)?;
         }
-        let mut scratch = Vec::new();
         for s in 0..self.l() {
             let src = &self.groups[source_group(self.gi, s, self.l())];
             let total: usize = src.iter().map(|&x| rl.counts[x]).sum();
@@ -200,8 +212,7 @@ impl Ctx<'_, '_> {
                 let at = rl.displs[src[0]];
                 self.t.recv(leader, self.tag, &mut recv[at..at + total])?;
             } else {
-                scratch.clear();
-                scratch.resize(total, MaybeUninit::uninit());
+                let mut scratch = self.comm.scratch::<T>(total);
                 self.t.recv(leader, self.tag, &mut scratch)?;
                 let mut at = 0;
                 for &x in src {
@@ -256,14 +267,12 @@ impl Ctx<'_, '_> {
             o.push(total);
             soff.push(o);
         }
-        // The gathered buffer: the leader's own blocks, then its followers' as they send them.
-        let mut gathered: Vec<MaybeUninit<T>> = Vec::with_capacity(total);
-        for j in 0..p {
-            gathered.extend_from_slice(&send[sl.block(j)]);
-        }
-        gathered.resize(total, MaybeUninit::uninit());
+        // The gathered buffer: the followers' blocks as they send them (the leader's own stay
+        // in its send buffer).
+        let base = soff[0][p];
+        let mut gathered = self.comm.scratch::<T>(total - base);
         {
-            let mut rest = &mut gathered[soff[0][p]..];
+            let mut rest = &mut gathered[..];
             let mut recvs = Vec::with_capacity(nf - 1);
             for (k, &b) in mine.iter().enumerate().skip(1) {
                 let (head, tail) = rest.split_at_mut(soff[k][p] - soff[k][0]);
@@ -275,56 +284,93 @@ impl Ctx<'_, '_> {
         if sl.v {
             self.check_counts(&sc, &rc)?;
         }
-        // Own group: rank b gets a → b for every a of the group, in rank order.
-        let mut out: Vec<Vec<MaybeUninit<T>>> = vec![Vec::new(); self.f];
-        let mut inc: Vec<Vec<MaybeUninit<T>>> = vec![Vec::new(); self.f];
-        let block = |a: usize, x: usize| soff[a][x]..soff[a][x + 1];
-        {
-            let stage = &mut out[0];
-            stage.clear();
-            let mut cuts = vec![0];
-            for &b in mine {
-                for a in 0..nf {
-                    stage.extend_from_slice(&gathered[block(a, b)]);
-                }
-                cuts.push(stage.len());
+        let gathered = &gathered[..];
+        // Block a → x of local rank a (a = 0: the leader's own, in its send buffer).
+        let block = |a: usize, x: usize| -> &[MaybeUninit<T>] {
+            if a == 0 {
+                &send[sl.block(x)]
+            } else {
+                &gathered[soff[a][x] - base..soff[a][x + 1] - base]
             }
-            self.scatter(&[(self.gi, &stage[..], &cuts[..])], recv, rl)?;
+        };
+        // Elements leader j sends group n: a → x for a in G_j, x in G_n.
+        let out_len = |n: usize| -> usize {
+            self.groups[n]
+                .iter()
+                .map(|&x| sc.iter().map(|row| row[x]).sum::<usize>())
+                .sum()
+        };
+        // Elements leader j receives from group m: x → b for x in G_m, b in G_j.
+        let inc_len = |m: usize| -> usize {
+            rc.iter()
+                .map(|row| self.groups[m].iter().map(|&x| row[x]).sum::<usize>())
+                .sum()
+        };
+        // Packs the blocks a → x for x in `xs` into `stage` (ordered by x, then a) and returns
+        // the end of each x's blocks.
+        let pack = |xs: &[usize], stage: &mut [MaybeUninit<T>]| -> Vec<usize> {
+            let mut at = 0;
+            let mut ends = Vec::with_capacity(xs.len());
+            for &x in xs {
+                for a in 0..nf {
+                    let b = block(a, x);
+                    stage[at..at + b.len()].copy_from_slice(b);
+                    at += b.len();
+                }
+                ends.push(at);
+            }
+            ends
+        };
+        // Own group: rank b gets a → b for every a of the group, in rank order; the leader
+        // copies its own straight from the blocks, and stages only its followers'.
+        for (a, &x) in mine.iter().enumerate() {
+            recv[rl.block(x)].copy_from_slice(block(a, self.comm.rank()));
         }
-        // The rounds, f shifts at a time.
+        {
+            let own: usize = sc.iter().map(|row| row[mine[0]]).sum();
+            let mut stage = self.comm.scratch::<T>(out_len(self.gi) - own);
+            let ends = pack(&mine[1..], &mut stage);
+            let sends: Vec<(usize, &[MaybeUninit<T>])> = mine[1..]
+                .iter()
+                .zip(&ends)
+                .scan(0, |from, (&b, &end)| {
+                    let slice = &stage[*from..end];
+                    *from = end;
+                    Some((b, slice))
+                })
+                .collect();
+            t.exchange_many(&sends, &mut [], tag)?;
+        }
+        // The rounds, f shifts at a time: the batch's f send and f receive staging buffers
+        // are consecutive pieces of one scratch buffer each.
         let shifts: Vec<usize> = (1..l).collect();
         for batch in shifts.chunks(self.f) {
+            let dests: Vec<usize> = batch.iter().map(|&s| (self.gi + s) % l).collect();
+            let srcs: Vec<usize> = batch.iter().map(|&s| source_group(self.gi, s, l)).collect();
+            let out_lens: Vec<usize> = dests.iter().map(|&n| out_len(n)).collect();
+            let inc_lens: Vec<usize> = srcs.iter().map(|&m| inc_len(m)).collect();
+            let mut out = self.comm.scratch::<T>(out_lens.iter().sum());
+            let mut inc = self.comm.scratch::<T>(inc_lens.iter().sum());
             let mut sends = Vec::with_capacity(batch.len());
-            for (k, &s) in batch.iter().enumerate() {
-                let n = (self.gi + s) % l;
-                let stage = &mut out[k];
-                stage.clear();
-                for &x in &self.groups[n] {
-                    for a in 0..nf {
-                        stage.extend_from_slice(&gathered[block(a, x)]);
-                    }
-                }
-                let m = source_group(self.gi, s, l);
-                let len: usize = (0..nf)
-                    .map(|b| self.groups[m].iter().map(|&x| rc[b][x]).sum::<usize>())
-                    .sum();
-                inc[k].clear();
-                inc[k].resize(len, MaybeUninit::uninit());
+            let mut rest = &mut out[..];
+            for (&n, &len) in dests.iter().zip(&out_lens) {
+                let (stage, tail) = rest.split_at_mut(len);
+                pack(&self.groups[n], stage);
+                sends.push((self.groups[n][0], &*stage));
+                rest = tail;
             }
-            for (k, &s) in batch.iter().enumerate() {
-                sends.push((self.groups[(self.gi + s) % l][0], &out[k][..]));
+            let mut recvs: Vec<(usize, &mut [MaybeUninit<T>])> = Vec::with_capacity(batch.len());
+            let mut rest = &mut inc[..];
+            for (&m, &len) in srcs.iter().zip(&inc_lens) {
+                let (buf, tail) = rest.split_at_mut(len);
+                recvs.push((self.groups[m][0], buf));
+                rest = tail;
             }
-            let mut recvs: Vec<(usize, &mut [MaybeUninit<T>])> = batch
-                .iter()
-                .zip(inc.iter_mut())
-                .map(|(&s, buf)| (self.groups[source_group(self.gi, s, l)][0], &mut buf[..]))
-                .collect();
             t.exchange_many(&sends, &mut recvs, tag)?;
             drop(recvs);
-            let cuts: Vec<Vec<usize>> = batch
+            let cuts: Vec<Vec<usize>> = srcs
                 .iter()
-                .map(|&s| {
-                    let m = source_group(self.gi, s, l);
+                .map(|&m| {
                     let mut c = vec![0];
                     for row in &rc {
                         let len: usize = self.groups[m].iter().map(|&x| row[x]).sum();
@@ -333,11 +379,13 @@ impl Ctx<'_, '_> {
                     c
                 })
                 .collect();
-            let parts: Vec<Part<'_, T>> = batch
-                .iter()
-                .enumerate()
-                .map(|(k, &s)| (source_group(self.gi, s, l), &inc[k][..], &cuts[k][..]))
-                .collect();
+            let mut parts: Vec<Part<'_, T>> = Vec::with_capacity(batch.len());
+            let mut rest = &inc[..];
+            for ((&m, &len), c) in srcs.iter().zip(&inc_lens).zip(&cuts) {
+                let (data, tail) = rest.split_at(len);
+                parts.push((m, data, &c[..]));
+                rest = tail;
+            }
             self.scatter(&parts, recv, rl)?;
         }
         Ok(())
