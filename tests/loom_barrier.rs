@@ -11,10 +11,13 @@
 #![cfg(loom)]
 
 use corecoll::loom_api::{recv_reduce, sendrecv_reduce, world, world_with_run, EAGER_MAX};
+mod loom_common;
+
 use corecoll::{Comm, Error};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use loom::thread;
+use loom_common::spmd;
 use std::sync::Arc;
 
 /// What the ranks of a barrier model share besides their communicators: per barrier parity
@@ -76,22 +79,6 @@ fn barrier_rank(comm: Comm, board: &Board, rounds: usize) {
             assert_eq!(got[0] as usize, ((r + p - 1) % p) * 10 + k);
         }
     }
-}
-
-/// Runs `body(comm)` for every rank of a `p`-rank world, rank 0 on this thread.
-fn spmd<R: Send + 'static>(p: usize, body: impl Fn(Comm) -> R + Send + Sync + 'static) -> Vec<R> {
-    let body = Arc::new(body);
-    let mut comms = world(p).into_iter();
-    let first = comms.next().expect("p >= 1");
-    let others: Vec<_> = comms
-        .map(|comm| {
-            let body = body.clone();
-            thread::spawn(move || body(comm))
-        })
-        .collect();
-    let mut out = vec![body(first)];
-    out.extend(others.into_iter().map(|t| t.join().unwrap()));
-    out
 }
 
 /// Two ranks, three barriers in a row on the same communicator (the mailboxes are reused and

@@ -14,44 +14,12 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom_direct`
 #![cfg(loom)]
 
-use corecoll::loom_api::{allreduce_direct, world_with_run, RunHandle};
+mod loom_common;
+
+use corecoll::loom_api::{allreduce_direct, world_with_run};
 use corecoll::{op, Comm, Error};
 use loom::thread;
-use std::sync::Arc;
-
-/// Runs `body(comm, run)` on every rank of a fresh `p`-rank world, rank 0 on the model's main
-/// thread, and returns the results in rank order.
-fn spmd<R: Send + 'static>(
-    p: usize,
-    body: impl Fn(Comm, RunHandle) -> R + Send + Sync + 'static,
-) -> Vec<R> {
-    let body = Arc::new(body);
-    let (comms, run) = world_with_run(p);
-    let mut comms = comms.into_iter();
-    let first = comms.next().expect("p >= 1");
-    let others: Vec<_> = comms
-        .map(|comm| {
-            let (body, run) = (body.clone(), run.clone());
-            thread::spawn(move || body(comm, run))
-        })
-        .collect();
-    let mut out = vec![body(first, run)];
-    out.extend(others.into_iter().map(|t| t.join().unwrap()));
-    out
-}
-
-/// Rank r's input: element i is (r + 1) · 10^i, so every sum is recognisable.
-fn input(r: usize, n: usize) -> Vec<u64> {
-    (0..n)
-        .map(|i| (r as u64 + 1) * 10u64.pow(i as u32))
-        .collect()
-}
-
-/// The sum of `input` over `p` ranks.
-fn total(p: usize, n: usize) -> Vec<u64> {
-    let s = (p * (p + 1) / 2) as u64;
-    (0..n).map(|i| s * 10u64.pow(i as u32)).collect()
-}
+use loom_common::{input, spmd_with_run as spmd, total};
 
 /// Two ranks, two calls on one board: in place, then out of place (the slots are rewritten
 /// for the second call while the peer may still be finishing the first).

@@ -13,40 +13,11 @@
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom_hierarchy`
 #![cfg(loom)]
 
-use corecoll::loom_api::{allreduce_hierarchical_direct, world};
-use corecoll::{op, Comm, Error};
-use loom::thread;
-use std::sync::Arc;
+mod loom_common;
 
-/// Runs `body(comm)` on every rank of a fresh `p`-rank world, rank 0 on the model's main
-/// thread, and returns the results in rank order.
-fn spmd<R: Send + 'static>(p: usize, body: impl Fn(Comm) -> R + Send + Sync + 'static) -> Vec<R> {
-    let body = Arc::new(body);
-    let mut comms = world(p).into_iter();
-    let first = comms.next().expect("p >= 1");
-    let others: Vec<_> = comms
-        .map(|comm| {
-            let body = body.clone();
-            thread::spawn(move || body(comm))
-        })
-        .collect();
-    let mut out = vec![body(first)];
-    out.extend(others.into_iter().map(|t| t.join().unwrap()));
-    out
-}
-
-/// Rank r's input: element i is (r + 1) · 10^i, so every sum is recognisable.
-fn input(r: usize, n: usize) -> Vec<u64> {
-    (0..n)
-        .map(|i| (r as u64 + 1) * 10u64.pow(i as u32))
-        .collect()
-}
-
-/// The sum of `input` over `p` ranks.
-fn total(p: usize, n: usize) -> Vec<u64> {
-    let s = (p * (p + 1) / 2) as u64;
-    (0..n).map(|i| s * 10u64.pow(i as u32)).collect()
-}
+use corecoll::loom_api::allreduce_hierarchical_direct;
+use corecoll::{op, Error};
+use loom_common::{input, spmd, total};
 
 /// Three ranks in groups {0, 1} and {2}, in place, one element per slice: rank 0 holds its
 /// group's partials of slices 0 and 1, rank 1 of slice 2, rank 2 all of its own group's.

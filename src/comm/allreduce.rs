@@ -119,10 +119,8 @@ impl Comm {
                 algorithms::allreduce::direct::direct(self, send, buf, &op, tag)
             }
             (Algorithm::HierarchicalDirect, _) => {
-                let groups = self
-                    .hierarchy_plan(!op.is_commutative())
-                    .covered(self.size());
-                crate::hierarchy::direct::allreduce(self, send, buf, &op, &groups, tag)
+                let groups = self.hierarchy_plan(!op.is_commutative()).covered();
+                crate::hierarchy::direct::allreduce(self, send, buf, &op, groups, tag)
             }
             (Algorithm::Hierarchical { .. }, send) => {
                 if let Some(send) = send {

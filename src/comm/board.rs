@@ -436,6 +436,66 @@ impl Session<'_> {
         }
     }
 
+    /// Folds the inputs of `ranks` (in that order; this rank is `ranks[pos]`), elements
+    /// `at .. at + len` of each, and returns where the result is: this rank's own output
+    /// chunk when accumulating there loses no operand (out of place; in place as the first
+    /// of `ranks`, whose chunk holds the first operand, or as the second, folding the first
+    /// in from the left), else `scratch`. The direct allreduces' inner loop.
+    ///
+    /// # Safety
+    ///
+    /// The session passed phase 1 and is open; every rank of `ranks` published an input,
+    /// and this rank an output, of at least `at + len` elements of `T`; until this rank
+    /// writes them elsewhere, nobody else reads or writes those elements of this rank's
+    /// output or writes those of the inputs. `out_of_place` says whether this rank's input
+    /// is not its output.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn fold_own<T: Copy, O: crate::op::Op<T>>(
+        &self,
+        ranks: &[usize],
+        pos: usize,
+        out_of_place: bool,
+        at: usize,
+        len: usize,
+        scratch: &mut Vec<T>,
+        op: &O,
+    ) -> *const T {
+        // SAFETY: by the caller's promise each input holds `at + len` elements of `T`,
+        // published before its `arrived` store (acquired in phase 1) and not written during
+        // the fold; inputs may alias each other (shared) but never another rank's output, and
+        // this rank's own input is never read through `x` while `own` is borrowed mutably
+        // below (it is skipped as already folded).
+        let x = |i: usize| unsafe {
+            std::slice::from_raw_parts(self.call(ranks[i]).input.cast::<T>().add(at), len)
+        };
+        if out_of_place || pos <= 1 {
+            // SAFETY: this rank's output holds `at + len` elements nobody else touches now.
+            let own = unsafe { self.call(self.comm.rank()).output.cast::<T>().add(at) };
+            // SAFETY: as just said; no other reference to these elements exists meanwhile.
+            let a = unsafe { std::slice::from_raw_parts_mut(own, len) };
+            let first = if out_of_place {
+                a.copy_from_slice(x(0));
+                1
+            } else if pos == 1 {
+                op.fold_left(x(0), a);
+                2
+            } else {
+                1
+            };
+            for i in first..ranks.len() {
+                op.fold_right(a, x(i));
+            }
+            own
+        } else {
+            scratch.clear();
+            scratch.extend_from_slice(x(0));
+            for i in 1..ranks.len() {
+                op.fold_right(scratch, x(i));
+            }
+            scratch.as_ptr()
+        }
+    }
+
     /// The first rank whose published call `differs` from this rank's view of the call, if
     /// any. Every rank sees the same calls, so every rank finds the same answer.
     pub(crate) fn first_differing(&self, differs: impl Fn(usize, Call) -> bool) -> Option<usize> {

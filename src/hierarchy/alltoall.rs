@@ -76,9 +76,9 @@ pub(crate) fn exchanges(fanout: Fanout, leaders: usize) -> usize {
 
 /// The groups of RingLeaders on `comm`: per top leader, its ranks in rank order (one group,
 /// of everyone, if the plan has no levels).
-pub(crate) fn groups(comm: &Comm) -> Vec<Vec<usize>> {
+pub(crate) fn groups(comm: &Comm) -> &[Vec<usize>] {
     let plan: &Plan = comm.hierarchy_plan(false);
-    plan.covered(comm.size())
+    plan.covered()
 }
 
 /// One rank's blocks: counts and displacements per peer rank.
@@ -133,7 +133,7 @@ pub(crate) fn ring_leaders<T: Elem>(
     let ctx = Ctx {
         comm,
         t,
-        groups: &groups,
+        groups,
         gi,
         f,
         tag,

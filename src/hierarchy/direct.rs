@@ -49,12 +49,13 @@
 //! op the groups may interleave, so floating-point sums associate by group, not as the
 //! sequential left fold.
 
+use crate::algorithms::allreduce::direct::open;
 use crate::algorithms::blocks::block_start;
-use crate::comm::board::{fold_chunk, Call, Session};
+use crate::comm::board::{fold_chunk, Session};
 use crate::comm::Comm;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::op::Op;
-use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::transport::{Elem, Tag};
 use std::ptr;
 
 /// The stage a rank marks once its partial results are written.
@@ -71,40 +72,12 @@ pub(crate) fn allreduce<T: Elem, O: Op<T>>(
     groups: &[Vec<usize>],
     tag: Tag,
 ) -> Result<()> {
-    comm.enter("allreduce")?;
     let (me, n) = (comm.rank(), buf.len());
-    if let Some(s) = send {
-        if s.len() != n {
-            return Err(comm.fail(Error::InvalidArgument {
-                rank: me,
-                op: "allreduce",
-                what: format!("send has {} elements but recv has {n}", s.len()),
-            }));
-        }
-    }
-    // From here until the session ends, `buf` is touched only through `out` (by this rank and
-    // by its peers), never through the reference.
-    let out: *mut T = buf.as_mut_ptr();
-    let input: *const T = send.map_or(out.cast_const(), <[T]>::as_ptr);
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: input.cast(),
-        output: out.cast(),
-        len: n,
-        typ,
-        op: "allreduce",
+    // SAFETY: `send` and `buf` stay borrowed for this whole function and are not used
+    // through their references again; the session ends before it returns.
+    let Some(session) = (unsafe { open(comm, send, buf, tag, "hierarchical direct")? }) else {
+        return Ok(());
     };
-    let board = &comm.shared().board;
-    // SAFETY: `input` and `out` cover `n` elements of `T` (`buf`, and `send` whose length was
-    // checked), borrowed for this whole function, and the session ends (finished, withdrawn,
-    // or dropped while unwinding, which waits as finishing does) before it returns; `buf` is
-    // not used through the reference meanwhile. `Comm` is not `Sync`, so this thread is the
-    // only one acting as this rank, and a previous call on the board ended before it returned.
-    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-    let session = session.expect_same(n, typ, |len, same| {
-        let ty = if same { "" } else { " of another element type" };
-        format!("hierarchical direct allreduce of {len} elements{ty}")
-    })?;
     let ok = {
         let s = Schedule {
             session: &session,
@@ -165,13 +138,10 @@ impl Schedule<'_, '_> {
     /// going to the group's k-th rank.
     fn holder(group: &[usize], p: usize, r: usize) -> usize {
         let g = group.len();
-        let foreign = Self::foreign(group, p);
-        let at = foreign
-            .iter()
-            .position(|&x| x == r)
-            .expect("slice r is foreign to the group");
+        // Slice r's place among the foreign slices: r less the group's ranks below it.
+        let at = r - group.iter().filter(|&&x| x < r).count();
         let k = (0..g)
-            .rfind(|&k| block_start(foreign.len(), g, k) <= at)
+            .rfind(|&k| block_start(p - g, g, k) <= at)
             .expect("block_start(_, g, 0) = 0");
         group[k]
     }
@@ -201,10 +171,6 @@ impl Schedule<'_, '_> {
         let g = group.len();
         let foreign = Self::foreign(group, self.p);
         let run = &foreign[block_start(foreign.len(), g, k)..block_start(foreign.len(), g, k + 1)];
-        // In place, this rank's own chunk may accumulate only if that loses no operand: as
-        // its group's first rank it already holds the first operand; as the second, folding
-        // the first in from the left gives the same prefix.
-        let own_acc = self.out_of_place || k <= 1;
         let chunk = fold_chunk::<T>();
         let mut scratch: Vec<T> = Vec::new();
         let mine = self.output::<T>(self.me);
@@ -219,38 +185,20 @@ impl Schedule<'_, '_> {
                 let len = chunk.min(hi - start);
                 // SAFETY (the whole chunk): by phase 1 every buffer is valid for `n`
                 // elements; until stage 1 only this rank reads these elements of its group's
-                // inputs or touches them in its own output (module docs), and the inputs were
-                // written before their owners' `arrived` stores, which this rank acquired. The
-                // inputs may alias each other (shared) but not another rank's output; an input
-                // chunk is read before the same chunk of this rank's output (perhaps that
-                // input) is written.
+                // inputs or touches them in its own output (module docs), and nobody writes
+                // the inputs meanwhile.
                 unsafe {
-                    let x = |i: usize| {
-                        std::slice::from_raw_parts(self.input::<T>(group[i]).add(start), len)
-                    };
-                    if own_acc {
-                        let a = std::slice::from_raw_parts_mut(mine.add(start), len);
-                        // The operands already in `a`: none out of place; x₀ as the group's
-                        // first rank in place; x₁ as its second, x₀ folded in from the left.
-                        let first = if self.out_of_place {
-                            a.copy_from_slice(x(0));
-                            1
-                        } else if k == 1 {
-                            op.fold_left(x(0), a);
-                            2
-                        } else {
-                            1
-                        };
-                        for i in first..g {
-                            op.fold_right(a, x(i));
-                        }
-                    } else {
-                        scratch.clear();
-                        scratch.extend_from_slice(x(0));
-                        for i in 1..g {
-                            op.fold_right(&mut scratch, x(i));
-                        }
-                        ptr::copy_nonoverlapping(scratch.as_ptr(), mine.add(start), len);
+                    let acc = self.session.fold_own(
+                        group,
+                        k,
+                        self.out_of_place,
+                        start,
+                        len,
+                        &mut scratch,
+                        op,
+                    );
+                    if acc != mine.add(start).cast_const() {
+                        ptr::copy_nonoverlapping(acc, mine.add(start), len);
                     }
                 }
                 start += len;
@@ -357,9 +305,9 @@ mod tests {
     ) -> crate::Result<()> {
         comm.enter("allreduce")?;
         let tag = comm.next_tag(Kind::Allreduce);
-        let groups = comm.hierarchy_plan(true).covered(comm.size());
+        let groups = comm.hierarchy_plan(true).covered();
         assert!(groups.len() >= 2, "the test machines have several groups");
-        allreduce(comm, send, buf, &op, &groups, tag)
+        allreduce(comm, send, buf, &op, groups, tag)
     }
 
     /// Row-major 2×2 product with wrapping arithmetic: associative, not commutative.

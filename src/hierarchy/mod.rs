@@ -44,6 +44,8 @@ pub(crate) struct Plan {
     /// combining within groups and then across the groups' leaders keeps rank order. Always
     /// true for an [`ordered`](Plan::of) plan.
     pub contiguous: bool,
+    /// [`Plan::covered`], computed once with the plan.
+    covered: Vec<Vec<usize>>,
 }
 
 impl Plan {
@@ -60,6 +62,7 @@ impl Plan {
             return Plan {
                 levels: Vec::new(),
                 contiguous: true,
+                covered: vec![(0..locations.len()).collect()],
             };
         };
         let p = locs.len();
@@ -102,7 +105,13 @@ impl Plan {
             }
             levels.push(per_rank);
         }
-        Plan { levels, contiguous }
+        let mut plan = Plan {
+            levels,
+            contiguous,
+            covered: Vec::new(),
+        };
+        plan.covered = plan.top_groups(p);
+        plan
     }
 
     /// The ranks taking part at `level` (0: every rank; `levels.len()`: the top leaders), in
@@ -132,8 +141,12 @@ impl Plan {
     /// The ranks each rank represents at the top: per top leader (in rank order), the ranks
     /// whose data it holds after the reduction up the levels, in rank order. With no levels,
     /// one entry: every rank.
-    #[allow(dead_code)]
-    pub(crate) fn covered(&self, p: usize) -> Vec<Vec<usize>> {
+    pub(crate) fn covered(&self) -> &[Vec<usize>] {
+        &self.covered
+    }
+
+    /// [`Plan::covered`] computed from the levels, for `p` ranks.
+    fn top_groups(&self, p: usize) -> Vec<Vec<usize>> {
         let top = if self.levels.is_empty() {
             vec![0]
         } else {
@@ -369,8 +382,8 @@ mod tests {
         assert!(o.contiguous);
         assert_eq!(o.alive(1), vec![0, 3, 6]);
         assert_eq!(o.members(0, 2), vec![6, 7]);
-        assert_eq!(o.covered(8), vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7]]);
-        assert_eq!(p.covered(8), vec![vec![0, 1, 2, 6, 7], vec![3, 4, 5]]);
+        assert_eq!(o.covered(), vec![vec![0, 1, 2], vec![3, 4, 5], vec![6, 7]]);
+        assert_eq!(p.covered(), vec![vec![0, 1, 2, 6, 7], vec![3, 4, 5]]);
         // Two levels, 2 packages × 2 L3 × 2 cores, 12 ranks wrapped: L3 groups
         // 0-1 | 2-3 | 4-5 | 6-7 | 8-9 (= L3 0) | 10-11 (= L3 1).
         let t = Topology::synthetic(&[2, 2, 2]).unwrap();
@@ -379,7 +392,7 @@ mod tests {
         // The L3 leaders 0, 2, 4, 6, 8, 10 are in packages 0, 0, 1, 1, 0, 0: three runs.
         assert_eq!(o.levels[1], vec![0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2]);
         assert_eq!(o.alive(2), vec![0, 4, 8]);
-        for (i, c) in o.covered(12).iter().enumerate() {
+        for (i, c) in o.covered().iter().enumerate() {
             assert_eq!(c, &(4 * i..4 * i + 4).collect::<Vec<_>>());
         }
     }

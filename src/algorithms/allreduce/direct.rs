@@ -36,8 +36,39 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     op: &O,
     tag: Tag,
 ) -> Result<()> {
-    comm.enter("allreduce")?;
     let (p, me, n) = (comm.size(), comm.rank(), buf.len());
+    // SAFETY: `send` and `buf` stay borrowed for this whole function and are not used
+    // through their references again; the session ends before it returns.
+    let Some(session) = (unsafe { open(comm, send, buf, tag, "direct")? }) else {
+        return Ok(());
+    };
+    // SAFETY: the session passed phase 1 and is open; every published call has `n` elements
+    // of `T` (checked by `open`).
+    unsafe { reduce_slice(&session, p, me, n, send.is_some(), op) };
+    session.finish(true)
+}
+
+/// The start of a shared-memory allreduce (`Direct`, `HierarchicalDirect`): checks that
+/// `send` (if given) is as long as `buf`, publishes both on the communicator's board as call
+/// `tag`, waits for phase 1 and checks that every rank published the same length and element
+/// type (`name`, "direct" say, names the algorithm in the mismatch). `Ok(None)` on a
+/// communicator of one rank, after copying `send` into `buf`: there is nothing to share.
+///
+/// # Safety
+///
+/// Until the returned session ends (finished, or dropped while unwinding), `send` and `buf`
+/// must stay borrowed and be used only through the published pointers, as the collective
+/// prescribes, not through the references. `Comm` is not `Sync`, so the caller is the only
+/// thread acting as this rank.
+pub(crate) unsafe fn open<'a, T: Elem>(
+    comm: &'a Comm,
+    send: Option<&[T]>,
+    buf: &mut [T],
+    tag: Tag,
+    name: &str,
+) -> Result<Option<Session<'a>>> {
+    comm.enter("allreduce")?;
+    let (me, n) = (comm.rank(), buf.len());
     if let Some(s) = send {
         if s.len() != n {
             return Err(comm.fail(Error::InvalidArgument {
@@ -47,14 +78,12 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
             }));
         }
     }
-    if p == 1 {
+    if comm.size() == 1 {
         if let Some(s) = send {
             buf.copy_from_slice(s);
         }
-        return Ok(());
+        return Ok(None);
     }
-    // From here until the session ends, `buf` is touched only through `out` (by this rank and
-    // by its peers), never through the reference.
     let out: *mut T = buf.as_mut_ptr();
     let input: *const T = send.map_or(out.cast_const(), <[T]>::as_ptr);
     let typ = type_fingerprint::<T>();
@@ -67,21 +96,15 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     };
     let board = &comm.shared().board;
     // SAFETY: `input` and `out` cover `n` elements of `T` (`buf`, and `send` whose length was
-    // checked), borrowed for this whole function, and the session ends (finished, withdrawn,
-    // or dropped while unwinding, which waits as finishing does) before it returns; `buf` is
-    // not used through the reference meanwhile. `Comm` is not `Sync`, so this thread is the
-    // only one acting as this rank, and a previous call on the board ended before it returned.
+    // checked), which by the caller's promise stay borrowed and untouched through their
+    // references until the session ends (finished, withdrawn, or dropped while unwinding,
+    // which waits as finishing does). A previous call on the board ended before it returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-
     let session = session.expect_same(n, typ, |len, same| {
         let ty = if same { "" } else { " of another element type" };
-        format!("direct allreduce of {len} elements{ty}")
+        format!("{name} allreduce of {len} elements{ty}")
     })?;
-
-    // SAFETY: the session passed phase 1 and is open; every published call has `n` elements
-    // of `T` (checked just above).
-    unsafe { reduce_slice(&session, p, me, n, send.is_some(), op) };
-    session.finish(true)
+    Ok(Some(session))
 }
 
 /// Reduces this rank's slice of the vector from every published input into every published
@@ -109,48 +132,22 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
         session.touch(owner);
     }
     let chunk = fold_chunk::<T>();
-    let inputs = |k: usize| session.call(k).input.cast::<T>();
     let outputs = |k: usize| session.call(k).output.cast::<T>();
-    // In place, the accumulator may be this rank's own chunk only if that does not lose an
-    // operand: on rank 0 it already holds x₀, and on rank 1 folding x₀ in from the left gives
-    // x₀ ⊙ x₁, the same prefix. Further ranks would overwrite xₘₑ before it is folded in.
-    let own_acc = out_of_place || me <= 1;
-    let mut scratch: Vec<T> = if own_acc {
-        Vec::new()
-    } else {
-        Vec::with_capacity(chunk.min(hi - lo))
-    };
+    let ranks: Vec<usize> = (0..p).collect();
+    let mut scratch: Vec<T> = Vec::new();
     let mut start = lo;
     while start < hi {
         let len = chunk.min(hi - start);
         // SAFETY (for the whole chunk): by phase 1, every rank's buffers are valid for `n`
         // elements and, until this rank stores `done`, only rank `me` reads or writes the
         // elements `lo..hi` of any of them, so every slice below covers memory nobody else
-        // accesses meanwhile. The inputs were written before their owners' `arrived`
-        // stores, which this rank acquired. Inputs may alias each other (shared borrows) but
-        // never an output other than their own rank's (an output is an exclusive borrow), and
-        // an input is read from only before the same chunk of its own output is written.
+        // accesses meanwhile; the result is written into an output only after every input
+        // of the chunk was read.
         unsafe {
-            let acc: *mut T = if own_acc {
-                outputs(me).add(start)
-            } else {
-                scratch.as_mut_ptr()
-            };
-            // The operands already in `acc`: x₀ … x_{first − 1} (none: `fold_inputs` takes
-            // x₀ first).
-            let first = if out_of_place || me >= 2 {
-                0
-            } else if me == 1 {
-                let x0 = std::slice::from_raw_parts(inputs(0).add(start), len);
-                op.fold_left(x0, std::slice::from_raw_parts_mut(acc, len));
-                2
-            } else {
-                1
-            };
-            session.fold_inputs(start, std::slice::from_raw_parts_mut(acc, len), first, op);
+            let acc = session.fold_own(&ranks, me, out_of_place, start, len, &mut scratch, op);
             for j in 0..p {
                 let dst = outputs(j).add(start);
-                if dst != acc {
+                if dst.cast_const() != acc {
                     ptr::copy_nonoverlapping(acc, dst, len);
                 }
             }
