@@ -367,11 +367,15 @@ pub enum Broadcast {
     /// Hierarchical (HAN-style): up the root's own groups to the top leaders, among the
     /// leaders, then down every other group (docs/hierarchy.md).
     Hierarchical,
+    /// Shared memory only: the single-copy broadcast split at the plan's top level, so that
+    /// one rank per group reads the root's buffer and the others copy from it; short vectors
+    /// go down a binomial tree over the ranks in group order (docs/hierarchy.md).
+    HierarchicalDirect,
 }
 
 algorithm_ids!(
     Broadcast,
-    6,
+    7,
     (Broadcast::Auto, Broadcast::Auto, "auto", 0),
     (Broadcast::Binomial, Broadcast::Binomial, "binomial", 1),
     (
@@ -392,6 +396,12 @@ algorithm_ids!(
         Broadcast::Hierarchical,
         "hierarchical",
         5
+    ),
+    (
+        Broadcast::HierarchicalDirect,
+        Broadcast::HierarchicalDirect,
+        "hierarchical-direct",
+        6
     ),
 );
 
@@ -438,11 +448,15 @@ pub enum Reduce {
     /// ranks, and where that leaves nothing to group, `Auto`'s flat choice runs
     /// (docs/hierarchy.md).
     Hierarchical,
+    /// Shared memory only: the single-copy reduce split at the plan's top level, so that each
+    /// input is read inside its own group and one partial per group crosses to the root;
+    /// short vectors go up a binomial tree over the ranks in group order (docs/hierarchy.md).
+    HierarchicalDirect,
 }
 
 algorithm_ids!(
     Reduce,
-    5,
+    6,
     (Reduce::Auto, Reduce::Auto, "auto", 0),
     (Reduce::Binomial, Reduce::Binomial, "binomial", 1),
     (
@@ -457,6 +471,12 @@ algorithm_ids!(
         Reduce::Hierarchical,
         "hierarchical",
         4
+    ),
+    (
+        Reduce::HierarchicalDirect,
+        Reduce::HierarchicalDirect,
+        "hierarchical-direct",
+        5
     ),
 );
 
@@ -577,11 +597,15 @@ pub enum Allgather {
     /// Hierarchical (HAN-style): gather up the groups to the top leaders, allgather among
     /// them, broadcast back down (docs/hierarchy.md).
     Hierarchical,
+    /// Shared memory only: the single-copy allgather split at the plan's top level, so that
+    /// each block crosses to another group once and is copied on from there; short blocks
+    /// go by a flat schedule over the ranks in group order (docs/hierarchy.md).
+    HierarchicalDirect,
 }
 
 algorithm_ids!(
     Allgather,
-    6,
+    7,
     (Allgather::Auto, Allgather::Auto, "auto", 0),
     (Allgather::Ring, Allgather::Ring, "ring", 1),
     (
@@ -597,6 +621,12 @@ algorithm_ids!(
         Allgather::Hierarchical,
         "hierarchical",
         5
+    ),
+    (
+        Allgather::HierarchicalDirect,
+        Allgather::HierarchicalDirect,
+        "hierarchical-direct",
+        6
     ),
 );
 
@@ -835,11 +865,15 @@ pub enum Barrier {
     /// arrivals), one among the top leaders, and one in every group on the way down (the
     /// release), after a one-hop call check on the whole communicator (docs/hierarchy.md).
     Hierarchical,
+    /// Shared memory only: arrival flags gathered in each group by its leader, the top
+    /// leaders meet on flags, each leader releases its group through one flag
+    /// (docs/hierarchy.md).
+    HierarchicalDirect,
 }
 
 algorithm_ids!(
     Barrier,
-    4,
+    5,
     (Barrier::Auto, Barrier::Auto, "auto", 0),
     (
         Barrier::Dissemination,
@@ -853,6 +887,12 @@ algorithm_ids!(
         Barrier::Hierarchical,
         "hierarchical",
         3
+    ),
+    (
+        Barrier::HierarchicalDirect,
+        Barrier::HierarchicalDirect,
+        "hierarchical-direct",
+        4
     ),
 );
 

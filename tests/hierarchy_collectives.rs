@@ -1,6 +1,6 @@
-//! The hierarchical broadcast, reduce, allgather and barrier (`Broadcast::Hierarchical`,
-//! `Reduce::Hierarchical`, `Allgather::Hierarchical`, `Barrier::Hierarchical`) on synthetic
-//! machines, under compact placements (groups are intervals of ranks, or not once the
+//! The hierarchical broadcast, reduce, allgather and barrier, composed (`Broadcast::Hierarchical`,
+//! `Reduce::Hierarchical`, `Allgather::Hierarchical`, `Barrier::Hierarchical`) and single-copy
+//! (the `HierarchicalDirect` variants), on synthetic machines, under compact placements (groups are intervals of ranks, or not once the
 //! placement wraps around the cores) and spread ones (groups interleave), with as many ranks
 //! as cores, fewer and more: against sequential references computed here, every root on some
 //! machines, integer sums exact, float reductions within the rounding bound and the same bits
@@ -17,6 +17,31 @@ use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, placed_team,
 use corecoll::algorithm::{Allgather, Barrier, Broadcast, Reduce};
 use corecoll::{op, Comm, Pinning, Team, Topology};
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One family of hierarchical algorithms: the composition or the single-copy one.
+#[derive(Clone, Copy, Debug)]
+struct H {
+    bcast: Broadcast,
+    reduce: Reduce,
+    allgather: Allgather,
+    barrier: Barrier,
+}
+
+/// The composition of flat collectives on sub-communicators.
+const COMPOSED: H = H {
+    bcast: Broadcast::Hierarchical,
+    reduce: Reduce::Hierarchical,
+    allgather: Allgather::Hierarchical,
+    barrier: Barrier::Hierarchical,
+};
+
+/// The single-copy forms on the board.
+const DIRECT: H = H {
+    bcast: Broadcast::HierarchicalDirect,
+    reduce: Reduce::HierarchicalDirect,
+    allgather: Allgather::HierarchicalDirect,
+    barrier: Barrier::HierarchicalDirect,
+};
 
 /// Element counts: empty, one, odd, long (past the eager limit, so the flat stages switch
 /// algorithm).
@@ -94,7 +119,7 @@ fn ensure(ok: bool, what: impl FnOnce() -> String) -> Result<(), String> {
 
 /// Hierarchical broadcasts from each of `roots` with every count (the long one from the
 /// first and last root only), checked on this rank.
-fn broadcasts(comm: &Comm, roots: &[usize]) -> Result<(), String> {
+fn broadcasts(comm: &Comm, roots: &[usize], h: H) -> Result<(), String> {
     let r = comm.rank();
     for (k, &root) in roots.iter().enumerate() {
         for n in COUNTS {
@@ -105,7 +130,7 @@ fn broadcasts(comm: &Comm, roots: &[usize]) -> Result<(), String> {
             let mut buf: Vec<u64> = (0..n)
                 .map(|i| if r == root { mix(root, i, salt) } else { !0 })
                 .collect();
-            comm.broadcast_with(&mut buf, root, Broadcast::Hierarchical)
+            comm.broadcast_with(&mut buf, root, h.bcast)
                 .map_err(|e| format!("broadcast root {root} n = {n}: {e}"))?;
             let want: Vec<u64> = (0..n).map(|i| mix(root, i, salt)).collect();
             ensure(buf == want, || {
@@ -113,7 +138,7 @@ fn broadcasts(comm: &Comm, roots: &[usize]) -> Result<(), String> {
             })?;
         }
         let mut f = [if r == root { 0.1 + root as f64 } else { 0.0 }];
-        comm.broadcast_with(&mut f, root, Broadcast::Hierarchical)
+        comm.broadcast_with(&mut f, root, h.bcast)
             .map_err(|e| format!("f64 broadcast root {root}: {e}"))?;
         ensure(f[0].to_bits() == (0.1 + root as f64).to_bits(), || {
             format!("f64 broadcast root {root}: {} on rank {r}", f[0])
@@ -125,9 +150,9 @@ fn broadcasts(comm: &Comm, roots: &[usize]) -> Result<(), String> {
 /// Hierarchical reduces to each of `roots` with every count (the long one to the first and
 /// last root only), u64 and f64 sums, the matrix product and the span op, checked on this
 /// rank: the result at the root, the other ranks' buffers unchanged.
-fn reduces(comm: &Comm, roots: &[usize]) -> Result<(), String> {
+fn reduces(comm: &Comm, roots: &[usize], h: H) -> Result<(), String> {
     let (r, p) = (comm.rank(), comm.size());
-    const R: Reduce = Reduce::Hierarchical;
+    let big = h.reduce;
     for (k, &root) in roots.iter().enumerate() {
         for n in COUNTS {
             if n > 7 && k != 0 && k != roots.len() - 1 {
@@ -137,7 +162,7 @@ fn reduces(comm: &Comm, roots: &[usize]) -> Result<(), String> {
             // u64 sum.
             let input: Vec<u64> = (0..n).map(|i| mix(r, i, 1)).collect();
             let mut u = input.clone();
-            comm.reduce_with(&mut u, op::Sum, root, R)
+            comm.reduce_with(&mut u, op::Sum, root, big)
                 .map_err(|e| format!("{}: {e}", what("u64")))?;
             let want: Vec<u64> = if r == root {
                 (0..n)
@@ -150,9 +175,9 @@ fn reduces(comm: &Comm, roots: &[usize]) -> Result<(), String> {
             // f64 sum, twice: the same bits, within the rounding bound.
             let input: Vec<f64> = (0..n).map(|i| float(r, i)).collect();
             let (mut f, mut g) = (input.clone(), input.clone());
-            comm.reduce_with(&mut f, op::Sum, root, R)
+            comm.reduce_with(&mut f, op::Sum, root, big)
                 .map_err(|e| format!("{}: {e}", what("f64")))?;
-            comm.reduce_with(&mut g, op::Sum, root, R)
+            comm.reduce_with(&mut g, op::Sum, root, big)
                 .map_err(|e| format!("{}: {e}", what("f64")))?;
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             ensure(bits(&f) == bits(&g), || what("f64 (repeat)"))?;
@@ -171,7 +196,7 @@ fn reduces(comm: &Comm, roots: &[usize]) -> Result<(), String> {
             // Non-commutative: the matrix product in rank order.
             let input: Vec<[u32; 4]> = (0..n).map(|i| matrix(r, i)).collect();
             let mut m = input.clone();
-            comm.reduce_with(&mut m, matrix_op(), root, R)
+            comm.reduce_with(&mut m, matrix_op(), root, big)
                 .map_err(|e| format!("{}: {e}", what("matrix")))?;
             let want: Vec<[u32; 4]> = if r == root {
                 (0..n)
@@ -184,7 +209,7 @@ fn reduces(comm: &Comm, roots: &[usize]) -> Result<(), String> {
             // The span op panics on operands out of order.
             let input = vec![(r as u32, r as u32 + 1); n.min(7)];
             let mut s = input.clone();
-            comm.reduce_with(&mut s, span_op(), root, R)
+            comm.reduce_with(&mut s, span_op(), root, big)
                 .map_err(|e| format!("{}: {e}", what("span")))?;
             let want = if r == root {
                 vec![(0, p as u32); n.min(7)]
@@ -198,12 +223,12 @@ fn reduces(comm: &Comm, roots: &[usize]) -> Result<(), String> {
 }
 
 /// Hierarchical allgathers of every count, checked on this rank.
-fn allgathers(comm: &Comm) -> Result<(), String> {
+fn allgathers(comm: &Comm, h: H) -> Result<(), String> {
     let (r, p) = (comm.rank(), comm.size());
     for n in COUNTS {
         let send: Vec<u64> = (0..n).map(|i| mix(r, i, 7)).collect();
         let mut recv = vec![!0u64; p * n];
-        comm.allgather_with(&send, &mut recv, Allgather::Hierarchical)
+        comm.allgather_with(&send, &mut recv, h.allgather)
             .map_err(|e| format!("allgather n = {n}: {e}"))?;
         let want: Vec<u64> = (0..p)
             .flat_map(|q| (0..n).map(move |i| mix(q, i, 7)))
@@ -252,11 +277,21 @@ fn run_checked(what: &str, team: &Team, body: &(dyn Fn(&Comm) -> Result<(), Stri
 /// allgathers and barriers, all on one communicator (the hierarchy is built once, reused).
 #[test]
 fn rooted_collectives_on_synthetic_machines() {
+    rooted_collectives(COMPOSED);
+}
+
+/// The same with the single-copy forms.
+#[test]
+fn rooted_direct_collectives_on_synthetic_machines() {
+    rooted_collectives(DIRECT);
+}
+
+fn rooted_collectives(h: H) {
     for (what, team, every) in teams() {
         let roots = roots(team.size(), every);
-        run_checked(&what, &team, &|comm| {
-            broadcasts(comm, &roots)?;
-            reduces(comm, &roots)
+        run_checked(&format!("{what} {h:?}"), &team, &|comm| {
+            broadcasts(comm, &roots, h)?;
+            reduces(comm, &roots, h)
         });
     }
 }
@@ -265,24 +300,36 @@ fn rooted_collectives_on_synthetic_machines() {
 /// barriers that hold, also alternating with the flat barriers, on every machine.
 #[test]
 fn allgather_and_barrier_on_synthetic_machines() {
+    allgather_and_barrier(COMPOSED);
+}
+
+/// The same with the single-copy forms.
+#[test]
+fn direct_allgather_and_barrier_on_synthetic_machines() {
+    allgather_and_barrier(DIRECT);
+}
+
+fn allgather_and_barrier(h: H) {
     for (what, team, _) in teams() {
         let counter = AtomicUsize::new(0);
         let cycle = [
-            Barrier::Hierarchical,
+            h.barrier,
             Barrier::Dissemination,
             Barrier::Hierarchical,
+            Barrier::HierarchicalDirect,
+            h.barrier,
             Barrier::Tree,
         ];
-        run_checked(&what, &team, &|comm| {
-            allgathers(comm)?;
-            hold(comm, &counter, 20, |_| Barrier::Hierarchical)?;
+        run_checked(&format!("{what} {h:?}"), &team, &|comm| {
+            allgathers(comm, h)?;
+            hold(comm, &counter, 20, |_| h.barrier)?;
             comm.barrier().map_err(|e| e.to_string())?;
             if comm.rank() == 0 {
                 counter.store(0, Ordering::SeqCst);
             }
             comm.barrier().map_err(|e| e.to_string())?;
             hold(comm, &counter, 12, |k| cycle[k % cycle.len()])?;
-            allgathers(comm)
+            allgathers(comm, h)
         });
     }
 }
@@ -306,10 +353,17 @@ fn on_split_communicators() {
                     .expect("every rank has a colour");
                 let q = sub.size();
                 let roots = [0, q / 2 + j, q - 1];
-                broadcasts(&sub, &roots)?;
-                reduces(&sub, &roots[..2])?;
-                allgathers(&sub)?;
-                hold(&sub, &counters[color], 10, |_| Barrier::Hierarchical)?;
+                for h in [COMPOSED, DIRECT] {
+                    broadcasts(&sub, &roots, h)?;
+                    reduces(&sub, &roots[..2], h)?;
+                    allgathers(&sub, h)?;
+                    hold(&sub, &counters[color], 10, |_| h.barrier)?;
+                    sub.barrier().map_err(|e| e.to_string())?;
+                    if sub.rank() == 0 {
+                        counters[color].store(0, Ordering::SeqCst);
+                    }
+                    sub.barrier().map_err(|e| e.to_string())?;
+                }
             }
             Ok(())
         });
@@ -324,14 +378,17 @@ fn mismatches_fail_every_rank() {
         (&[2, 3], Pinning::Compact, 8),
         (&[2, 2, 4], Pinning::Spread, 12),
     ];
-    for (shape, pinning, p) in cases {
+    for ((shape, pinning, p), (h, other)) in cases
+        .into_iter()
+        .flat_map(|c| [(c.clone(), (COMPOSED, DIRECT)), (c, (DIRECT, COMPOSED))])
+    {
         let team = placed_team(Topology::synthetic(shape).unwrap(), pinning.clone(), p);
         for odd in [0, p / 2, p - 1] {
             for cached in [false, true] {
-                let w = |c: &str| format!("{shape:?} {pinning:?}: rank {odd} {c} ({cached})");
+                let w = |c: &str| format!("{shape:?} {pinning:?} {h:?}: rank {odd} {c} ({cached})");
                 let warm = |comm: &Comm| -> corecoll::Result<()> {
                     if cached {
-                        comm.barrier_with(Barrier::Hierarchical)?;
+                        comm.barrier_with(h.barrier)?;
                     }
                     Ok(())
                 };
@@ -343,7 +400,7 @@ fn mismatches_fail_every_rank() {
                     &|comm| {
                         warm(comm)?;
                         let mut v = vec![1u64; 4];
-                        comm.broadcast_with(&mut v, root(comm), Broadcast::Hierarchical)
+                        comm.broadcast_with(&mut v, root(comm), h.bcast)
                     },
                     mismatch,
                 );
@@ -353,7 +410,7 @@ fn mismatches_fail_every_rank() {
                     &|comm| {
                         warm(comm)?;
                         let mut v = vec![1u64; len(comm)];
-                        comm.broadcast_with(&mut v, 0, Broadcast::Hierarchical)
+                        comm.broadcast_with(&mut v, 0, h.bcast)
                     },
                     mismatch,
                 );
@@ -364,9 +421,13 @@ fn mismatches_fail_every_rank() {
                         warm(comm)?;
                         let mut v = vec![1u64; 4];
                         let alg = if comm.rank() == odd {
-                            Broadcast::Binomial
+                            if cached {
+                                other.bcast
+                            } else {
+                                Broadcast::Binomial
+                            }
                         } else {
-                            Broadcast::Hierarchical
+                            h.bcast
                         };
                         comm.broadcast_with(&mut v, 1, alg)
                     },
@@ -378,7 +439,7 @@ fn mismatches_fail_every_rank() {
                     &|comm| {
                         warm(comm)?;
                         let mut v = vec![1u64; 4];
-                        comm.reduce_with(&mut v, op::Sum, root(comm), Reduce::Hierarchical)
+                        comm.reduce_with(&mut v, op::Sum, root(comm), h.reduce)
                     },
                     mismatch,
                 );
@@ -388,7 +449,7 @@ fn mismatches_fail_every_rank() {
                     &|comm| {
                         warm(comm)?;
                         let mut v = vec![1u64; len(comm)];
-                        comm.reduce_with(&mut v, op::Sum, p - 1, Reduce::Hierarchical)
+                        comm.reduce_with(&mut v, op::Sum, p - 1, h.reduce)
                     },
                     mismatch,
                 );
@@ -399,9 +460,13 @@ fn mismatches_fail_every_rank() {
                         warm(comm)?;
                         let mut v = vec![1u64; 4];
                         let alg = if comm.rank() == odd {
-                            Reduce::Direct
+                            if cached {
+                                other.reduce
+                            } else {
+                                Reduce::Direct
+                            }
                         } else {
-                            Reduce::Hierarchical
+                            h.reduce
                         };
                         comm.reduce_with(&mut v, op::Sum, 0, alg)
                     },
@@ -414,7 +479,7 @@ fn mismatches_fail_every_rank() {
                         warm(comm)?;
                         let n = len(comm);
                         let mut recv = vec![0u64; n * p];
-                        comm.allgather_with(&vec![1u64; n], &mut recv, Allgather::Hierarchical)
+                        comm.allgather_with(&vec![1u64; n], &mut recv, h.allgather)
                     },
                     mismatch,
                 );
@@ -425,9 +490,13 @@ fn mismatches_fail_every_rank() {
                         warm(comm)?;
                         let mut recv = vec![0u64; 3 * p];
                         let alg = if comm.rank() == odd {
-                            Allgather::Ring
+                            if cached {
+                                other.allgather
+                            } else {
+                                Allgather::Ring
+                            }
                         } else {
-                            Allgather::Hierarchical
+                            h.allgather
                         };
                         comm.allgather_with(&[1u64; 3], &mut recv, alg)
                     },
@@ -438,7 +507,7 @@ fn mismatches_fail_every_rank() {
     }
 }
 
-/// Ranks mixing the hierarchical barrier with dissemination or the tree (one odd rank in
+/// Ranks mixing a hierarchical barrier with dissemination, the tree or the other hierarchical one (one odd rank in
 /// several places, alternating ranks, the reverse): every rank fails, none passes or hangs.
 #[test]
 fn mixed_barriers_fail_every_rank() {
@@ -457,23 +526,26 @@ fn mixed_barriers_fail_every_rank() {
             .collect();
         mixes.push((0..p).map(|r| r % 2 == 0).collect());
         mixes.push((0..p).map(|r| r % 2 == 1).collect());
-        for other in [Barrier::Dissemination, Barrier::Tree] {
+        let pairs = [
+            (Barrier::Hierarchical, Barrier::Dissemination),
+            (Barrier::Hierarchical, Barrier::Tree),
+            (Barrier::HierarchicalDirect, Barrier::Dissemination),
+            (Barrier::HierarchicalDirect, Barrier::Tree),
+            (Barrier::HierarchicalDirect, Barrier::Hierarchical),
+        ];
+        for (hier, other) in pairs {
             for mix in &mixes {
                 for cached in [false, true] {
                     let what: String = mix.iter().map(|&h| if h { 'H' } else { '-' }).collect();
                     check_fails(
                         &team,
-                        &format!("{shape:?} {pinning:?} {what} vs {other:?} ({cached})"),
+                        &format!("{shape:?} {pinning:?} {what}: {hier:?} vs {other:?} ({cached})"),
                         &|comm| {
                             if cached {
-                                comm.barrier_with(Barrier::Hierarchical)?;
+                                comm.barrier_with(hier)?;
                             }
                             comm.barrier()?;
-                            let alg = if mix[comm.rank()] {
-                                Barrier::Hierarchical
-                            } else {
-                                other
-                            };
+                            let alg = if mix[comm.rank()] { hier } else { other };
                             comm.barrier_with(alg)
                         },
                         mismatch,

@@ -7,7 +7,8 @@ use crate::algorithms;
 use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::select::{self, Algorithm};
-use crate::transport::Kind;
+use crate::transport::{Kind, Permuted};
+use crate::EAGER_MAX;
 
 impl Comm {
     /// Combines every rank's `buf` element-wise with `op`, in rank order
@@ -117,6 +118,18 @@ impl Comm {
         match (alg, send) {
             (Algorithm::Direct, _) => {
                 algorithms::allreduce::direct::direct(self, send, buf, &op, tag)
+            }
+            // Short vectors: recursive doubling over the ranks in group order, whose first
+            // rounds pair ranks of one group and whose last cross between groups (the plan
+            // for a non-commutative op is the ordered one, whose group order is rank order).
+            (Algorithm::HierarchicalDirect, send) if std::mem::size_of_val(buf) <= EAGER_MAX => {
+                if let Some(send) = send {
+                    buf.copy_from_slice(send);
+                }
+                let (order, place) = self.hierarchy_plan(!op.is_commutative()).order();
+                let perm = Permuted::new(&t, order, place);
+                let rd = Algorithm::RecursiveDoubling;
+                algorithms::allreduce::run(&perm, buf, &op, rd, 0, tag)
             }
             (Algorithm::HierarchicalDirect, _) => {
                 let groups = self.hierarchy_plan(!op.is_commutative()).covered();

@@ -162,6 +162,16 @@ impl Comm {
                 self.agree(&self.coll(OP), tag, &call, false)?;
                 return self.hierarchy(false)?.allgather(self, send, recv);
             }
+            Allgather::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
+            Allgather::HierarchicalDirect => {
+                let alg = Allgather::HierarchicalDirect;
+                // The one-hop check, as `Hierarchical`'s.
+                let call = Call::of::<T, _>(OP, alg, send.len());
+                self.agree(&self.coll(OP), tag, &call, false)?;
+                let plan = self.hierarchy_plan(false);
+                let tag = tag.with_variant(alg.id());
+                return crate::hierarchy::direct::allgather(self, send, recv, plan, tag);
+            }
             chosen => chosen,
         };
         let t = self.coll(OP);
@@ -178,9 +188,10 @@ impl Comm {
             Allgather::Direct => sched::direct_allgather(self, send, recv, tag),
             Allgather::Ring => sched::ring(&t, send, recv, tag),
             Allgather::RecursiveDoubling => sched::recursive_doubling(&t, send, recv, tag),
-            Allgather::Bruck | Allgather::Auto | Allgather::Hierarchical => {
-                sched::bruck(&t, send, recv, tag)
-            }
+            Allgather::Bruck
+            | Allgather::Auto
+            | Allgather::Hierarchical
+            | Allgather::HierarchicalDirect => sched::bruck(&t, send, recv, tag),
         }
     }
 

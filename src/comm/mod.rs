@@ -222,6 +222,16 @@ impl Comm {
                 self.agree(&self.coll("barrier"), tag, &call, false)?;
                 return self.hierarchy(false)?.barrier(self);
             }
+            Barrier::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
+            Barrier::HierarchicalDirect => {
+                // The same one-hop check as `Hierarchical`'s, for the same reason.
+                let alg = Barrier::HierarchicalDirect;
+                let tag = self.next_tag(Kind::Barrier);
+                let call = agree::Call::of::<u8, _>("barrier", alg, 0);
+                self.agree(&self.coll("barrier"), tag, &call, false)?;
+                let plan = self.hierarchy_plan(false);
+                return crate::hierarchy::direct::barrier(self, plan, tag.with_variant(alg.id()));
+            }
             chosen => chosen,
         };
         // No call check: the messages carry the algorithm in their tag, and the tree barrier
@@ -231,9 +241,10 @@ impl Comm {
         let t = self.coll("barrier");
         match alg {
             Barrier::Tree => algorithms::barrier::tree(&t, tag),
-            Barrier::Dissemination | Barrier::Auto | Barrier::Hierarchical => {
-                algorithms::barrier::dissemination(&t, tag)
-            }
+            Barrier::Dissemination
+            | Barrier::Auto
+            | Barrier::Hierarchical
+            | Barrier::HierarchicalDirect => algorithms::barrier::dissemination(&t, tag),
         }
     }
 

@@ -43,6 +43,17 @@ impl Comm {
                 self.agree(&self.coll("broadcast"), tag, &call, true)?;
                 return self.hierarchy(false)?.broadcast(self, buf, root);
             }
+            Broadcast::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
+            Broadcast::HierarchicalDirect => {
+                let alg = Broadcast::HierarchicalDirect;
+                let call = Call::of::<T, _>("broadcast", alg, buf.len()).at(root);
+                // The dissemination form, as every broadcast's: the root needs nothing from
+                // the others.
+                self.agree(&self.coll("broadcast"), tag, &call, true)?;
+                let plan = self.hierarchy_plan(false);
+                let tag = tag.with_variant(alg.id());
+                return crate::hierarchy::direct::broadcast(self, buf, root, plan, tag);
+            }
             chosen => chosen,
         };
         let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
@@ -91,14 +102,24 @@ impl Comm {
         // interleaved rank by rank) runs `Auto`'s flat choice, decided here from the plan (no
         // messages, the same on every rank) before the call check, as the allreduce does.
         let ordered = !op.is_commutative();
-        if algorithm != Reduce::Hierarchical || self.hierarchy_plan(ordered).levels.is_empty() {
+        let hierarchical = matches!(algorithm, Reduce::Hierarchical | Reduce::HierarchicalDirect);
+        if !hierarchical || self.hierarchy_plan(ordered).levels.is_empty() {
             return self.reduce_flat(buf, &op, root, algorithm);
         }
         self.enter("reduce")?;
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
-        let alg = Reduce::Hierarchical;
+        let alg = algorithm;
         let t = self.coll("reduce");
+        if alg == Reduce::HierarchicalDirect {
+            // The one-hop form, as the flat reduces': the call ends on the board (or with the
+            // binomial tree's acknowledgements) only once every rank took part.
+            let call = Call::of::<T, _>("reduce", alg, buf.len()).at(root);
+            self.agree(&t, tag, &call, false)?;
+            let plan = self.hierarchy_plan(ordered);
+            let tag = tag.with_variant(alg.id());
+            return crate::hierarchy::direct::reduce(self, buf, &op, root, plan, tag);
+        }
         // The dissemination form: a rank whose part ends early (a group's non-leader, once its
         // group's reduce is acknowledged) must know that every rank agreed.
         self.agree(
@@ -112,7 +133,7 @@ impl Comm {
         h.reduce(self, &t, buf, &op, root, tag.with_variant(alg.id()))
     }
 
-    /// The flat reduce behind [`Comm::reduce_with`] (`Hierarchical` is `Auto` here).
+    /// The flat reduce behind [`Comm::reduce_with`] (the hierarchical ones are `Auto` here).
     pub(crate) fn reduce_flat<T, O>(
         &self,
         buf: &mut [T],
@@ -128,11 +149,13 @@ impl Comm {
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
         let alg = match algorithm {
-            Reduce::Auto | Reduce::Hierarchical => select::choose_reduce(
-                self.size(),
-                std::mem::size_of_val(buf),
-                self.run().ranks.policy.oversubscribed,
-            ),
+            Reduce::Auto | Reduce::Hierarchical | Reduce::HierarchicalDirect => {
+                select::choose_reduce(
+                    self.size(),
+                    std::mem::size_of_val(buf),
+                    self.run().ranks.policy.oversubscribed,
+                )
+            }
             chosen => chosen,
         };
         let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);

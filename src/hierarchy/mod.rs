@@ -46,6 +46,10 @@ pub(crate) struct Plan {
     pub contiguous: bool,
     /// [`Plan::covered`], computed once with the plan.
     covered: Vec<Vec<usize>>,
+    /// [`Plan::order`], computed once with the plan.
+    order: Vec<usize>,
+    /// The inverse of `order`: rank r is at `place[r]` in it.
+    place: Vec<usize>,
 }
 
 impl Plan {
@@ -59,10 +63,13 @@ impl Plan {
     /// flat: no grouping can keep the order there.
     pub(crate) fn of(locations: &[Option<Location>], ordered: bool) -> Plan {
         let Some(locs) = locations.iter().copied().collect::<Option<Vec<Location>>>() else {
+            let all: Vec<usize> = (0..locations.len()).collect();
             return Plan {
                 levels: Vec::new(),
                 contiguous: true,
-                covered: vec![(0..locations.len()).collect()],
+                covered: vec![all.clone()],
+                order: all.clone(),
+                place: all,
             };
         };
         let p = locs.len();
@@ -109,8 +116,14 @@ impl Plan {
             levels,
             contiguous,
             covered: Vec::new(),
+            order: Vec::new(),
+            place: vec![0; p],
         };
         plan.covered = plan.top_groups(p);
+        plan.order = plan.covered.concat();
+        for (v, &r) in plan.order.iter().enumerate() {
+            plan.place[r] = v;
+        }
         plan
     }
 
@@ -143,6 +156,15 @@ impl Plan {
     /// one entry: every rank.
     pub(crate) fn covered(&self) -> &[Vec<usize>] {
         &self.covered
+    }
+
+    /// The ranks in *group order*: the groups of [`Plan::covered`] one after the other, each
+    /// in rank order; and its inverse (rank r is at `place[r]`). For a plan whose groups are
+    /// intervals (an ordered plan, or a compact placement) this is rank order itself. The
+    /// hierarchical direct collectives run their short-vector schedules over it
+    /// (`transport::Permuted`).
+    pub(crate) fn order(&self) -> (&[usize], &[usize]) {
+        (&self.order, &self.place)
     }
 
     /// [`Plan::covered`] computed from the levels, for `p` ranks.

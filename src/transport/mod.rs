@@ -5,8 +5,11 @@
 //! implementation ([`shm`]) runs over the mailboxes; an MPI one and a cost-model simulator
 //! implement the same trait in later parts, so one schedule serves all three.
 
+mod permuted;
 pub(crate) mod shm;
 mod wire;
+
+pub(crate) use permuted::Permuted;
 
 use crate::error::Result;
 use std::any::TypeId;

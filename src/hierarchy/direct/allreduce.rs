@@ -49,6 +49,7 @@
 //! op the groups may interleave, so floating-point sums associate by group, not as the
 //! sequential left fold.
 
+use super::{group_of, held, holder};
 use crate::algorithms::allreduce::direct::open;
 use crate::algorithms::blocks::block_start;
 use crate::comm::board::{fold_chunk, Session};
@@ -127,39 +128,6 @@ impl Schedule<'_, '_> {
         )
     }
 
-    /// The slices group `group` folds partials of in step 2: those of the ranks outside it,
-    /// in order.
-    fn foreign(group: &[usize], p: usize) -> Vec<usize> {
-        (0..p).filter(|r| !group.contains(r)).collect()
-    }
-
-    /// The rank of `group` that folds that group's partial of slice `r` (a rank outside the
-    /// group) in step 2: the group's foreign slices are cut into `group.len()` runs, the k-th
-    /// going to the group's k-th rank.
-    fn holder(group: &[usize], p: usize, r: usize) -> usize {
-        let g = group.len();
-        // Slice r's place among the foreign slices: r less the group's ranks below it.
-        let at = r - group.iter().filter(|&&x| x < r).count();
-        let k = (0..g)
-            .rfind(|&k| block_start(p - g, g, k) <= at)
-            .expect("block_start(_, g, 0) = 0");
-        group[k]
-    }
-
-    /// This rank's group and its position in it.
-    fn my_group(&self) -> (&[usize], usize) {
-        let group = self
-            .groups
-            .iter()
-            .find(|g| g.contains(&self.me))
-            .expect("every rank is in a group");
-        let k = group
-            .iter()
-            .position(|&r| r == self.me)
-            .expect("in its group");
-        (group, k)
-    }
-
     /// Step 2: this rank's run of its group's foreign slices, each folded over the group's
     /// inputs in rank order into this rank's own output.
     ///
@@ -167,14 +135,12 @@ impl Schedule<'_, '_> {
     ///
     /// The session passed phase 1 and is open; every call has `n` elements of `T`.
     unsafe fn partials<T: Elem, O: Op<T>>(&self, op: &O) {
-        let (group, k) = self.my_group();
-        let g = group.len();
-        let foreign = Self::foreign(group, self.p);
-        let run = &foreign[block_start(foreign.len(), g, k)..block_start(foreign.len(), g, k + 1)];
+        let (group, k) = group_of(self.groups, self.me);
+        let run = held(group, self.p, k);
         let chunk = fold_chunk::<T>();
         let mut scratch: Vec<T> = Vec::new();
         let mine = self.output::<T>(self.me);
-        for &slice in run {
+        for &slice in &run {
             let (lo, hi) = self.elements(slice, slice + 1);
             #[cfg(loom)]
             for &owner in group {
@@ -218,12 +184,12 @@ impl Schedule<'_, '_> {
         if lo == hi {
             return true;
         }
-        let (mine, _) = self.my_group();
+        let (mine, _) = group_of(self.groups, self.me);
         // Per group, in order: the holder of its partial, or `None` for this rank's own group.
         let sources: Vec<Option<usize>> = self
             .groups
             .iter()
-            .map(|g| (g[0] != mine[0]).then(|| Self::holder(g, self.p, self.me)))
+            .map(|g| (g[0] != mine[0]).then(|| holder(g, self.p, self.me)))
             .collect();
         for &h in sources.iter().flatten() {
             if !self.session.wait_stage(h, PARTIALS) {
@@ -276,7 +242,7 @@ impl Schedule<'_, '_> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{allreduce, Schedule};
+    use super::allreduce;
     use crate::op::{self, Op};
     use crate::topology::Topology;
     use crate::transport::Kind;
@@ -386,28 +352,6 @@ mod tests {
             });
             assert!(res.is_err(), "rank {bad}'s panic was not reported");
             assert_eq!(errs.into_inner().unwrap(), vec![true; p - 1], "rank {bad}");
-        }
-    }
-
-    /// Each group's foreign slices go to its ranks in runs, every one to exactly one rank.
-    #[test]
-    fn holders_split_the_foreign_slices_in_runs() {
-        for p in 2..20 {
-            for g in 1..p {
-                for offset in [0, p - g] {
-                    let group: Vec<usize> = (offset..offset + g).collect();
-                    let held: Vec<usize> = (0..p)
-                        .filter(|r| !group.contains(r))
-                        .map(|r| Schedule::holder(&group, p, r))
-                        .collect();
-                    assert_eq!(held.len(), p - g);
-                    assert!(held.windows(2).all(|w| w[0] <= w[1]), "p = {p}, g = {g}");
-                    assert_eq!(held.first(), Some(&offset));
-                    if p - g >= g {
-                        assert_eq!(held.last(), Some(&(offset + g - 1)), "p = {p}, g = {g}");
-                    }
-                }
-            }
         }
     }
 }
