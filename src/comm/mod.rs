@@ -50,7 +50,7 @@ pub struct Comm {
     hierarchy: [OnceCell<Box<Hierarchy>>; 2],
     /// The plans of those hierarchies, computed from the ranks' locations alone (no messages)
     /// the first time a call asks for them.
-    plan: [OnceCell<Plan>; 2],
+    plan: [OnceCell<Box<Plan>>; 2],
     /// This rank's scratch buffers, reused by the collectives from call to call.
     scratch: scratch::Pool,
 }
@@ -123,14 +123,14 @@ impl Comm {
     pub(crate) fn hierarchy_plan(&self, ordered: bool) -> &Plan {
         let plain = self.plan[0].get_or_init(|| {
             let locations: Vec<_> = (0..self.size()).map(|r| self.location(r)).collect();
-            Plan::of(&locations, false)
+            Box::new(Plan::of(&locations, false))
         });
         if !ordered || plain.contiguous {
             return plain;
         }
         self.plan[1].get_or_init(|| {
             let locations: Vec<_> = (0..self.size()).map(|r| self.location(r)).collect();
-            Plan::of(&locations, true)
+            Box::new(Plan::of(&locations, true))
         })
     }
 
