@@ -37,9 +37,19 @@
 //!   reached `e`; store `released = e` (release) and unpark its members. A leader alone in its
 //!   group skips the gathering and the release; with one group there is no meeting.
 //!
+//! **Shortcut.** With at most [`POLL_LEADERS`] groups a member waits until its leader's
+//! `released` *or every leader's* `gathered` has reached `e`: it need not wait for its
+//! leader to be scheduled again after the meeting, which on an oversubscribed machine is a
+//! whole hand-off of the core (measured on 2x2: 1.6–1.8× dissemination with it, 2.3× without).
+//! The extra polling is L − 1 lines from other groups per member, hence the bound. Either
+//! word says that everyone arrived, and the wake-up argument is unchanged: a member parks
+//! only while its leader's `released` has not reached `e`, and that store is followed by an
+//! unpark of the member.
+//!
 //! **Why nobody leaves early.** A member leaves once it acquired `released ≥ e` from its
 //! leader, a leader once it acquired `gathered ≥ e` from every other leader. A leader stores
-//! `released = e` only after it saw every other leader's `gathered ≥ e`, and a leader stores
+//! `released = e` only after it saw every other leader's `gathered ≥ e` (and a member taking
+//! the shortcut saw them itself), and a leader stores
 //! `gathered = e` only after it saw every member's `arrived ≥ e`; every rank stores its own
 //! word for `e` only in call `e`. So whoever leaves call `e` has seen, through a chain of
 //! release stores and acquire loads, every rank's arrival at `e` — and everything each rank
@@ -94,6 +104,11 @@ use std::time::{Duration, Instant};
 
 /// The operation's name in errors.
 const OP: &str = "barrier";
+
+/// Up to this many groups, a member also polls every leader's `gathered` word besides its
+/// own leader's `released`, and leaves as soon as either says that everyone arrived: one
+/// hand-off less on the critical path (module docs, "Shortcut").
+const POLL_LEADERS: usize = 4;
 
 /// One rank's words (module docs, "Flags"). Every word is written by the owning rank only,
 /// with release, and read by its pollers with acquire.
@@ -162,13 +177,24 @@ pub(crate) fn barrier_over(comm: &Comm, groups: &[Vec<usize>], tag: Tag) -> Resu
         let leader = group[0];
         mine.arrived.store(call.epoch, Ordering::Release);
         call.wake(1, |_| leader);
-        return call.wait_all(1, |_| leader, |f| &f.released);
+        let released = &call.flags[leader].released;
+        if groups.len() > POLL_LEADERS {
+            return call.wait(call.pending(1, |_| leader, |f| &f.released));
+        }
+        let mut gathered = call.pending(groups.len(), |i| groups[i][0], |f| &f.gathered);
+        return call.wait(|| {
+            if reached(released.load(Ordering::Acquire), call.epoch) {
+                None
+            } else {
+                gathered()
+            }
+        });
     }
-    call.wait_all(group.len(), |i| group[i], |f| &f.arrived)?;
+    call.wait(call.pending(group.len(), |i| group[i], |f| &f.arrived))?;
     if groups.len() > 1 {
         mine.gathered.store(call.epoch, Ordering::Release);
         call.wake(groups.len(), |i| groups[i][0]);
-        call.wait_all(groups.len(), |i| groups[i][0], |f| &f.gathered)?;
+        call.wait(call.pending(groups.len(), |i| groups[i][0], |f| &f.gathered))?;
     }
     if group.len() > 1 {
         mine.released.store(call.epoch, Ordering::Release);
@@ -205,19 +231,18 @@ impl Call<'_> {
         }
     }
 
-    /// Waits until `word` of every rank `peer(0..count)` (this rank skipped) has reached the
-    /// call's epoch; `Err` if the run failed, a rank waited for returned from the run, or the
-    /// deadline passed first (module docs, "Failure").
-    fn wait_all(
-        &self,
+    /// The first of the ranks `peer(0..count)` (this rank skipped) whose `word` has not
+    /// reached the call's epoch, `None` once there is none; each call resumes where the last
+    /// stopped (the words only grow).
+    fn pending<'s>(
+        &'s self,
         count: usize,
-        peer: impl Fn(usize) -> usize,
-        word: impl Fn(&Flag) -> &AtomicU64,
-    ) -> Result<()> {
+        peer: impl Fn(usize) -> usize + 's,
+        word: impl Fn(&Flag) -> &AtomicU64 + 's,
+    ) -> impl FnMut() -> Option<usize> + 's {
         let me = self.comm.rank();
-        // Ranks below `next` have been seen at the epoch; their words only grow.
         let mut next = 0;
-        let mut pending = || {
+        move || {
             while next < count {
                 let q = peer(next);
                 if q != me && !reached(word(&self.flags[q]).load(Ordering::Acquire), self.epoch) {
@@ -226,7 +251,14 @@ impl Call<'_> {
                 next += 1;
             }
             None
-        };
+        }
+    }
+
+    /// Waits until `pending()` (which only loads words, with acquire) finds no rank to wait
+    /// for; `Err` if the run failed, the rank it names returned from the run, or the deadline
+    /// passed first (module docs, "Failure").
+    fn wait(&self, mut pending: impl FnMut() -> Option<usize>) -> Result<()> {
+        let me = self.comm.rank();
         let run = self.comm.run();
         let members = &self.comm.shared().members;
         wait_until(
@@ -293,6 +325,8 @@ mod tests {
             (&[2, 3][..], &[6, 5, 9][..]),
             (&[2, 2, 2][..], &[8, 7][..]),
             (&[3, 2][..], &[6, 4][..]),
+            // More groups than `POLL_LEADERS`: members wait for `released` only.
+            (&[6, 2][..], &[12, 9][..]),
         ] {
             for &p in sizes {
                 for pinning in [Pinning::Compact, Pinning::Spread] {
