@@ -231,3 +231,12 @@ pub fn world_with_run(p: usize) -> (Vec<Comm>, RunHandle) {
         .collect();
     (comms, RunHandle(run))
 }
+
+/// `Barrier::HierarchicalDirect` on `comm` over `groups` (each in rank order, together every
+/// rank once; the first rank of each leads it), without the call check: the shared flags of
+/// `hierarchy::direct::barrier` alone.
+pub fn barrier_hierarchical_direct(comm: &Comm, groups: &[Vec<usize>]) -> crate::Result<()> {
+    comm.enter("barrier")?;
+    let tag = comm.next_tag(Kind::Barrier);
+    crate::hierarchy::direct::barrier_over(comm, groups, tag)
+}

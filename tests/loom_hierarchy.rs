@@ -10,12 +10,16 @@
 //! did not order the two steps — or touch a buffer outside its owner's publish/return, and a
 //! deadlock if a stage wait could last for ever (a panicking holder included).
 //!
+//! The last model checks the hierarchical barrier on shared flags
+//! (`src/hierarchy/direct/barrier.rs`): every rank's write before a barrier is ordered before
+//! every rank's read after it.
+//!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom_hierarchy`
 #![cfg(loom)]
 
 mod loom_common;
 
-use corecoll::loom_api::allreduce_hierarchical_direct;
+use corecoll::loom_api::{allreduce_hierarchical_direct, barrier_hierarchical_direct};
 use corecoll::{op, Error};
 use loom_common::{input, spmd, total};
 
@@ -98,6 +102,51 @@ fn a_panicking_holder() {
             match r {
                 1 => assert!(res.is_err(), "rank 1 unwinds"),
                 _ => assert!(matches!(res, Ok(Err(Error::Aborted { .. }))), "{res:?}"),
+            }
+        });
+    });
+}
+
+/// The hierarchical flag barrier: three ranks in groups {0, 1} (leader 0) and {2} (a leader
+/// alone), two barriers in a row. Before barrier k each rank writes its loom cell of barrier k
+/// and counts itself on a relaxed counter; after it each rank reads every rank's cell of
+/// barrier k and the counter. A barrier that let anyone out before everyone arrived would
+/// let a read race with (or miss) a write: loom reports the race, or the assertion fails.
+#[test]
+fn flag_barrier_three_ranks_two_groups() {
+    use loom::cell::UnsafeCell;
+    use loom::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    use std::sync::Arc;
+
+    const P: usize = 3;
+    const ROUNDS: usize = 2;
+    struct Cells {
+        slots: [[UnsafeCell<usize>; P]; ROUNDS],
+        arrived: AtomicUsize,
+    }
+    // SAFETY: the cells are accessed only through loom's `with`/`with_mut`, which check that
+    // the barrier orders every write before every read; that is the property under test.
+    unsafe impl Sync for Cells {}
+
+    loom::model(|| {
+        let cells = Arc::new(Cells {
+            slots: std::array::from_fn(|_| std::array::from_fn(|_| UnsafeCell::new(0))),
+            arrived: AtomicUsize::new(0),
+        });
+        spmd(P, move |comm| {
+            let r = comm.rank();
+            let groups = [vec![0, 1], vec![2]];
+            for k in 0..ROUNDS {
+                // SAFETY: write access checked by loom.
+                cells.slots[k][r].with_mut(|v| unsafe { *v = k + 1 });
+                cells.arrived.fetch_add(1, Relaxed);
+                barrier_hierarchical_direct(&comm, &groups).expect("barrier");
+                for s in 0..P {
+                    // SAFETY: read access checked by loom.
+                    let v = cells.slots[k][s].with(|v| unsafe { *v });
+                    assert_eq!(v, k + 1, "rank {s}'s write before barrier {k}");
+                }
+                assert!(cells.arrived.load(Relaxed) >= P * (k + 1));
             }
         });
     });

@@ -3,6 +3,7 @@
 
 use super::board::Board;
 use crate::error::Error;
+use crate::hierarchy::direct::Flags;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
 use crate::sync::park::{Parker, WaitPolicy};
 use crate::sync::{AtomicBool, CachePadded, Mutex, Ordering};
@@ -174,6 +175,9 @@ pub(crate) struct CommShared {
     /// Where the shared-memory direct collectives publish their buffers and meet; each slot
     /// written by its rank only (see `board`).
     pub board: Board,
+    /// The flags of the hierarchical direct barrier; each rank's written by that rank only
+    /// (see `hierarchy::direct::barrier`).
+    pub barrier: Flags,
 }
 
 impl CommShared {
@@ -185,6 +189,7 @@ impl CommShared {
             boxes: (0..2 * p * p).map(|_| OnceLock::new()).collect(),
             splits: Mutex::new(HashMap::new()),
             board: Board::new(p),
+            barrier: Flags::new(p),
         }
     }
 

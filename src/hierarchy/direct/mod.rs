@@ -19,7 +19,9 @@ mod reduce;
 
 pub(crate) use allgather::allgather;
 pub(crate) use allreduce::allreduce;
-pub(crate) use barrier::barrier;
+#[cfg(loom)]
+pub(crate) use barrier::barrier_over;
+pub(crate) use barrier::{barrier, Flags};
 pub(crate) use broadcast::broadcast;
 pub(crate) use reduce::reduce;
 
