@@ -126,6 +126,32 @@ impl Comm {
         }
     }
 
+    /// The one-hop check ([`Comm::agree`] with `everyone` false) in two halves, so that a
+    /// collective may start its own work in between: this half posts this rank's descriptor
+    /// to rank r + 1 (eager: it returns at once); [`Comm::agree_take`] reads rank r − 1's and
+    /// compares. The collective must call `agree_take` before it waits for anything that a
+    /// rank making another call would never provide, so that a mismatch fails the run instead
+    /// of leaving ranks waiting (`hierarchy::direct::barrier`).
+    pub(crate) fn agree_post<Tr: Transport>(&self, t: &Tr, tag: Tag, call: &Call) -> Result<()> {
+        let (p, r) = (self.size(), self.rank());
+        if p == 1 {
+            return Ok(());
+        }
+        t.send((r + 1) % p, tag, &call.words())
+    }
+
+    /// The second half of the split one-hop check ([`Comm::agree_post`]).
+    pub(crate) fn agree_take<Tr: Transport>(&self, t: &Tr, tag: Tag, call: &Call) -> Result<()> {
+        let (p, r) = (self.size(), self.rank());
+        if p == 1 {
+            return Ok(());
+        }
+        let mut left = [0u64; 4];
+        let from = (r + p - 1) % p;
+        t.recv(from, tag, &mut left)?;
+        self.compare(call, &call.words(), &left, from)
+    }
+
     /// The check of a two-rank communicator, with the schedule's one message in the same hop
     /// when it is short: this rank posts its descriptor to the other rank, then `data` (the
     /// message its part of the schedule sends, under the schedule's tag) if it is eager-sized,

@@ -224,13 +224,18 @@ impl Comm {
             }
             Barrier::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
             Barrier::HierarchicalDirect => {
-                // The same one-hop check as `Hierarchical`'s, for the same reason.
+                // The same one-hop check as `Hierarchical`'s, for the same reason, split in
+                // two around the barrier's arrival: the descriptor goes out first, and is
+                // read and compared before the barrier waits for anyone
+                // (`hierarchy::direct::barrier`).
                 let alg = Barrier::HierarchicalDirect;
                 let tag = self.next_tag(Kind::Barrier);
                 let call = agree::Call::of::<u8, _>("barrier", alg, 0);
-                self.agree(&self.coll("barrier"), tag, &call, false)?;
+                let t = self.coll("barrier");
+                self.agree_post(&t, tag, &call)?;
                 let plan = self.hierarchy_plan(false);
-                return crate::hierarchy::direct::barrier(self, plan, tag.with_variant(alg.id()));
+                let check = || self.agree_take(&t, tag, &call);
+                return crate::hierarchy::direct::barrier(self, plan, tag, check);
             }
             chosen => chosen,
         };
