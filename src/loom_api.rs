@@ -240,3 +240,17 @@ pub fn barrier_hierarchical_direct(comm: &Comm, groups: &[Vec<usize>]) -> crate:
     let tag = comm.next_tag(Kind::Barrier);
     crate::hierarchy::direct::barrier_over(comm, groups, tag, || Ok(()))
 }
+
+/// `Allgather::HierarchicalDirect`'s single-copy path on `comm` over `groups` (each in rank
+/// order, together every rank once), without the call check or the short-block path: the
+/// board's own protocol with the holders' stage between the two copies.
+pub fn allgather_hierarchical_direct<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    send: &[T],
+    recv: &mut [T],
+    groups: &[Vec<usize>],
+) -> crate::Result<()> {
+    comm.enter("allgather")?;
+    let tag = comm.next_tag(Kind::Allgather);
+    crate::hierarchy::direct::single_copy_allgather(comm, send, recv, groups, tag)
+}

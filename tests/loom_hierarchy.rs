@@ -1,4 +1,4 @@
-//! Loom models of the single-copy hierarchical allreduce (`src/hierarchy/direct.rs`): the
+//! Loom models of the single-copy hierarchical allreduce (`src/hierarchy/direct/allreduce.rs`): the
 //! board's arrival and departure with a middle stage, at which each rank waits for the ranks
 //! holding its groups' partial results (`Session::mark` and `Session::wait_stage` in
 //! `src/comm/board.rs`).
@@ -19,7 +19,9 @@
 
 mod loom_common;
 
-use corecoll::loom_api::{allreduce_hierarchical_direct, barrier_hierarchical_direct};
+use corecoll::loom_api::{
+    allgather_hierarchical_direct, allreduce_hierarchical_direct, barrier_hierarchical_direct,
+};
 use corecoll::{op, Error};
 use loom_common::{input, spmd, total};
 
@@ -148,6 +150,26 @@ fn flag_barrier_three_ranks_two_groups() {
                 }
                 assert!(cells.arrived.load(Relaxed) >= P * (k + 1));
             }
+        });
+    });
+}
+
+/// The single-copy allgather (`src/hierarchy/direct/allgather.rs`) on three ranks in groups
+/// {0, 1} and {2}, one element per block: rank 0 holds block 2 for its group and rank 1 reads
+/// it from rank 0's receive buffer after rank 0's stage; rank 2 holds blocks 0 and 1 for
+/// itself. The model records each block copy as a write of that block of the writer's buffer
+/// and a read of the source's (`Session::touch_part`, `Session::read_part`), so a read of the
+/// held block before rank 0's mark, or of any buffer after its owner took it back, is a race.
+#[test]
+fn allgather_three_ranks_two_groups() {
+    loom::model(|| {
+        spmd(3, |comm| {
+            let r = comm.rank();
+            let groups = [vec![0, 1], vec![2]];
+            let send = [10 * (r as u64 + 1)];
+            let mut recv = [0u64; 3];
+            allgather_hierarchical_direct(&comm, &send, &mut recv, &groups).expect("call");
+            assert_eq!(recv, [10, 20, 30]);
         });
     });
 }

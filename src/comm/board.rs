@@ -401,6 +401,14 @@ impl Session<'_> {
         self.board.slots[owner].parts[part].with_mut(|_| ());
     }
 
+    /// Under loom: records that this rank only reads part `part` of `owner`'s buffers now:
+    /// concurrent reads of a part do not race, a concurrent [`touch_part`](Self::touch_part)
+    /// (or the owner's taking its buffers back) does.
+    #[cfg(loom)]
+    pub(crate) fn read_part(&self, owner: usize, part: usize) {
+        self.board.slots[owner].parts[part].with(|_| ());
+    }
+
     /// Folds the published inputs of ranks `from .. p`, elements `at .. at + acc.len()` of
     /// each, into `acc` in rank order (`acc ⊙= x_k`, k ascending), `acc` holding the
     /// combination of the ranks below `from` already; with `from == 0` it first takes rank 0's

@@ -18,6 +18,8 @@ mod broadcast;
 mod reduce;
 
 pub(crate) use allgather::allgather;
+#[cfg(loom)]
+pub(crate) use allgather::single_copy as single_copy_allgather;
 pub(crate) use allreduce::allreduce;
 #[cfg(loom)]
 pub(crate) use barrier::barrier_over;
