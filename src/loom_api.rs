@@ -231,3 +231,17 @@ pub fn world_with_run(p: usize) -> (Vec<Comm>, RunHandle) {
         .collect();
     (comms, RunHandle(run))
 }
+
+/// The single-copy schedule of `Broadcast::HierarchicalDirect` on `comm` from `root` over
+/// `groups` (each in rank order, together every rank once), whatever the length and without
+/// the call check: the board's own protocol with its middle stage.
+pub fn broadcast_hierarchical_direct<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    buf: &mut [T],
+    root: usize,
+    groups: &[Vec<usize>],
+) -> crate::Result<()> {
+    comm.enter("broadcast")?;
+    let tag = comm.next_tag(Kind::Broadcast);
+    crate::hierarchy::direct::broadcast_single_copy(comm, buf, root, groups, tag)
+}

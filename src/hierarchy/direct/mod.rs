@@ -21,6 +21,8 @@ pub(crate) use allgather::allgather;
 pub(crate) use allreduce::allreduce;
 pub(crate) use barrier::barrier;
 pub(crate) use broadcast::broadcast;
+#[cfg(loom)]
+pub(crate) use broadcast::single_copy as broadcast_single_copy;
 pub(crate) use reduce::reduce;
 
 use crate::algorithms::blocks::block_start;
