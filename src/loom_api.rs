@@ -254,3 +254,17 @@ pub fn allgather_hierarchical_direct<T: Copy + Send + Sync + 'static>(
     let tag = comm.next_tag(Kind::Allgather);
     crate::hierarchy::direct::single_copy_allgather(comm, send, recv, groups, tag)
 }
+
+/// The single-copy schedule of `Broadcast::HierarchicalDirect` on `comm` from `root` over
+/// `groups` (each in rank order, together every rank once), whatever the length and without
+/// the call check: the board's own protocol with its middle stage.
+pub fn broadcast_hierarchical_direct<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    buf: &mut [T],
+    root: usize,
+    groups: &[Vec<usize>],
+) -> crate::Result<()> {
+    comm.enter("broadcast")?;
+    let tag = comm.next_tag(Kind::Broadcast);
+    crate::hierarchy::direct::broadcast_single_copy(comm, buf, root, groups, tag)
+}

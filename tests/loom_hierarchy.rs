@@ -21,6 +21,7 @@ mod loom_common;
 
 use corecoll::loom_api::{
     allgather_hierarchical_direct, allreduce_hierarchical_direct, barrier_hierarchical_direct,
+    broadcast_hierarchical_direct,
 };
 use corecoll::{op, Error};
 use loom_common::{input, spmd, total};
@@ -170,6 +171,62 @@ fn allgather_three_ranks_two_groups() {
             let mut recv = [0u64; 3];
             allgather_hierarchical_direct(&comm, &send, &mut recv, &groups).expect("call");
             assert_eq!(recv, [10, 20, 30]);
+        });
+    });
+}
+
+// ---- The single-copy hierarchical broadcast (`src/hierarchy/direct/broadcast.rs`) ----
+//
+// Under loom the broadcast records its accesses in the board's cells: a reader of the root's
+// buffer writes its own cell there; a rank outside the root's group writes, before its mark,
+// the cells of its own buffer belonging to every member of its group (its part, which they
+// read later), and, after waiting for a member's mark, its own cell in that member's buffer.
+// So loom reports a race if a rank could copy a member's part before that member wrote it
+// (a missing or misplaced stage wait), or touch a buffer outside its owner's publish/return.
+
+/// Three ranks in groups {0, 1} and {2}, three elements, from root 2: group {0, 1} splits
+/// the vector (rank 0 copies part 0 from the root, rank 1 part 1, then each the other's part
+/// from its peer once it has marked, or chunks of it from the root meanwhile).
+#[test]
+fn broadcast_split_group() {
+    loom::model(|| {
+        spmd(3, |comm| {
+            let mut v = input(comm.rank(), 3);
+            let groups = [vec![0, 1], vec![2]];
+            broadcast_hierarchical_direct(&comm, &mut v, 2, &groups).expect("call");
+            assert_eq!(v, input(2, 3));
+        });
+    });
+}
+
+/// The same groups from root 0: rank 1 copies straight from the root, rank 2 (alone in its
+/// group) copies all of it.
+#[test]
+fn broadcast_root_in_the_larger_group() {
+    loom::model(|| {
+        spmd(3, |comm| {
+            let mut v = input(comm.rank(), 3);
+            let groups = [vec![0, 1], vec![2]];
+            broadcast_hierarchical_direct(&comm, &mut v, 0, &groups).expect("call");
+            assert_eq!(v, input(0, 3));
+        });
+    });
+}
+
+/// Two calls on two ranks in two groups, from root 0 and then root 1: the slots and stage
+/// words are rewritten for the second call while the peer may still finish the first.
+#[test]
+fn broadcast_two_calls() {
+    loom::model(|| {
+        spmd(2, |comm| {
+            let r = comm.rank();
+            let groups = [vec![0], vec![1]];
+            let mut v = input(r, 2);
+            broadcast_hierarchical_direct(&comm, &mut v, 0, &groups).expect("first");
+            assert_eq!(v, input(0, 2));
+            let mut w = input(r, 2);
+            broadcast_hierarchical_direct(&comm, &mut w, 1, &groups).expect("second");
+            assert_eq!(w, input(1, 2));
         });
     });
 }

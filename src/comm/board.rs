@@ -374,6 +374,14 @@ impl Session<'_> {
         there()
     }
 
+    /// Whether rank `peer` has marked stage `stage` of this call, without waiting: for a rank
+    /// that has other work to do meanwhile. After `true`, as after [`Session::wait_stage`],
+    /// the peer's writes before its mark are visible to this rank.
+    pub(crate) fn has_reached(&self, peer: usize, stage: u64) -> bool {
+        let word = self.board.slots[peer].stage.load(Ordering::Acquire);
+        peer == self.comm.rank() || reached(word, self.stage_word(stage))
+    }
+
     /// The stage word of stage `stage` of this call: `4·2e + stage`.
     fn stage_word(&self, stage: u64) -> u64 {
         (self.target << 2) | stage

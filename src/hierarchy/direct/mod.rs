@@ -25,6 +25,8 @@ pub(crate) use allreduce::allreduce;
 pub(crate) use barrier::barrier_over;
 pub(crate) use barrier::{barrier, Flags};
 pub(crate) use broadcast::broadcast;
+#[cfg(loom)]
+pub(crate) use broadcast::single_copy as broadcast_single_copy;
 pub(crate) use reduce::reduce;
 
 use crate::algorithms::blocks::block_start;
