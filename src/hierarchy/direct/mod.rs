@@ -22,6 +22,8 @@ pub(crate) use allreduce::allreduce;
 pub(crate) use barrier::barrier;
 pub(crate) use broadcast::broadcast;
 pub(crate) use reduce::reduce;
+#[cfg(loom)]
+pub(crate) use reduce::reduce_groups;
 
 use crate::algorithms::blocks::block_start;
 

@@ -7,7 +7,7 @@
 //!
 //! # Two paths
 //!
-//! Vectors of at most [`DIRECT_MIN`] bytes go by a binomial tree over the ranks in group
+//! Vectors of at most [`DIRECT_MIN`] bytes (on ranks with a core each) go by a binomial tree over the ranks in group
 //! order ([`Plan::order`], through `transport::Permuted`): its first rounds combine within
 //! groups and only its last ones cross between them; ⌈log₂ p⌉ message latencies beat a board
 //! session's three synchronisations (arrival, the middle stage, departure) while the data is
@@ -78,18 +78,28 @@ use crate::select::Reduce;
 use crate::transport::{type_fingerprint, Elem, Permuted, Tag};
 use crate::Comm;
 
-/// Bytes per rank up to which the reduce goes by the binomial tree in group order; longer
-/// vectors take the single-copy schedule.
+/// Bytes per rank up to which the reduce goes by the binomial tree in group order when every
+/// rank has a core of its own; longer vectors, and every vector when the ranks outnumber the
+/// cores, take the single-copy schedule — the flat `Auto`'s rule (`select::choose_reduce`).
 ///
-/// Measured (`corecoll-bench --collective reduce --algorithms
-/// auto,binomial,direct,hierarchical,hierarchical-direct --sizes
-/// 8,1KiB,4KiB,16KiB,64KiB,1MiB,8MiB --time 0.3`, f64 sums, on the 2-core test machine
-/// oversubscribed by the described `--machine 2x2` and `2x2x2`, with other builds running):
-/// see the table in the commit that set it; the single-copy schedule overtakes the tree
-/// between 1 KiB and 4 KiB, as the flat `Auto` switches from the tree to `Direct` at
-/// `EAGER_MAX` (1 KiB), the size past which the tree's messages stop riding inline in the
-/// mailbox cells.
+/// Measured with `corecoll-bench --machine 2x2` and `--machine 2x2x2 --collective reduce
+/// --algorithms auto,binomial,direct,hierarchical,hierarchical-direct --sizes
+/// 8,1KiB,4KiB,16KiB,64KiB,1MiB,8MiB --time 0.3` (f64 sums, root 0) on the 2-core test
+/// machine, so with 4 and 8 ranks oversubscribed, while other builds ran: medians of the tree
+/// in group order against the single-copy schedule were 12.0 / 12.4 µs (8 B), 12.2 / 13.6 µs
+/// (1 KiB), 12.4 / 12.3 µs (4 KiB), 15.4 / 16.1 µs (64 KiB), 104 / 79 µs (1 MiB) on 2x2, and
+/// 35.2 / 26.7 µs (8 B), 37.2 / 32.2 µs (1 KiB), 41.0 / 31.9 µs (4 KiB), 53.3 / 45.3 µs
+/// (64 KiB), 32 ms (noise) / 154 µs (1 MiB) on 2x2x2: oversubscribed, the board session never
+/// loses by more than the noise, and wins by a quarter at 8 ranks, as the flat direct reduce
+/// beats the flat tree there. With a core per rank (not measurable here) the tree's eager
+/// rounds should win while messages ride inline in the mailbox cells, as the flat tree does
+/// below `EAGER_MAX`; the coordinator's quiet machine should confirm the value.
 pub(crate) const DIRECT_MIN: usize = crate::mailbox::EAGER_MAX;
+
+/// Whether a reduce of `bytes` per rank takes the single-copy schedule ([`DIRECT_MIN`]).
+fn single_copy(bytes: usize, oversubscribed: bool) -> bool {
+    oversubscribed || bytes > DIRECT_MIN
+}
 
 /// The hierarchical direct reduce of `buf` with `op` to `root` over `plan` (with levels; the
 /// ordered plan for a non-commutative op, whose group order is rank order), after the call
@@ -102,10 +112,25 @@ pub(crate) fn reduce<T: Elem, O: Op<T>>(
     plan: &Plan,
     tag: Tag,
 ) -> Result<()> {
-    // Every rank decides alike: the call check compared lengths and element types.
-    if std::mem::size_of_val(buf) > DIRECT_MIN {
-        return reduce_groups(comm, buf, op, root, plan.covered(), tag);
+    // Every rank decides alike: the call check compared lengths and element types, and the
+    // wait policy is the team's.
+    let oversubscribed = comm.run().ranks.policy.oversubscribed;
+    if single_copy(std::mem::size_of_val(buf), oversubscribed) {
+        reduce_groups(comm, buf, op, root, plan.covered(), tag)
+    } else {
+        reduce_tree(comm, buf, op, root, plan, tag)
     }
+}
+
+/// The short-vector path: a binomial tree over the ranks in group order.
+fn reduce_tree<T: Elem, O: Op<T>>(
+    comm: &Comm,
+    buf: &mut [T],
+    op: &O,
+    root: usize,
+    plan: &Plan,
+    tag: Tag,
+) -> Result<()> {
     let t = comm.coll("reduce");
     let (order, place) = plan.order();
     let perm = Permuted::new(&t, order, place);
@@ -186,7 +211,7 @@ pub(crate) fn reduce_groups<T: Elem, O: Op<T>>(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::reduce_groups;
+    use super::{reduce_groups, reduce_tree};
     use crate::op::{self, Op};
     use crate::topology::Topology;
     use crate::transport::Kind;
@@ -273,6 +298,61 @@ mod tests {
                             assert!(v == mine, "{ctx}: a non-root's buffer changed");
                         }
                     }
+                }
+            }
+        }
+    }
+
+    /// The short path, the tree in group order, on a spread placement (groups are not
+    /// intervals, the unordered plan) with a commutative op and on the ordered plan with the
+    /// matrix product: the same results, at every root; the others' buffers unchanged.
+    #[test]
+    fn the_tree_in_group_order_reduces_to_every_root() {
+        let p = 8;
+        let out = Team::builder()
+            .ranks(p)
+            .topology(Topology::synthetic(&[2, 2, 2]).unwrap())
+            .pinning(Pinning::Spread)
+            .timeout(Duration::from_secs(45))
+            .build()
+            .unwrap()
+            .run(|comm| {
+                let r = comm.rank();
+                let mine: Vec<[u32; 4]> = (0..3).map(|i| matrix(r, i)).collect();
+                let m = op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b));
+                let mut results = Vec::new();
+                for root in 0..p {
+                    comm.enter("reduce")?;
+                    let tag = comm.next_tag(Kind::Reduce);
+                    let mut v = mine.clone();
+                    reduce_tree(comm, &mut v, &m, root, comm.hierarchy_plan(true), tag)?;
+                    comm.enter("reduce")?;
+                    let tag = comm.next_tag(Kind::Reduce);
+                    let mut s: Vec<u64> = vec![r as u64 + 1; 5];
+                    reduce_tree(
+                        comm,
+                        &mut s,
+                        &op::Sum,
+                        root,
+                        comm.hierarchy_plan(false),
+                        tag,
+                    )?;
+                    results.push((root, v, s));
+                }
+                Ok::<_, crate::Error>(results)
+            })
+            .unwrap();
+        let want: Vec<[u32; 4]> = (0..3)
+            .map(|i| (1..p).fold(matrix(0, i), |a, r| matmul(a, matrix(r, i))))
+            .collect();
+        let sum = (p * (p + 1) / 2) as u64;
+        for (r, res) in out.into_iter().enumerate() {
+            let mine: Vec<[u32; 4]> = (0..3).map(|i| matrix(r, i)).collect();
+            for (root, v, s) in res.unwrap() {
+                if r == root {
+                    assert_eq!((v, s), (want.clone(), vec![sum; 5]), "root {root}");
+                } else {
+                    assert_eq!((v, s), (mine.clone(), vec![r as u64 + 1; 5]), "rank {r}");
                 }
             }
         }
