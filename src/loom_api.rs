@@ -268,3 +268,19 @@ pub fn broadcast_hierarchical_direct<T: Copy + Send + Sync + 'static>(
     let tag = comm.next_tag(Kind::Broadcast);
     crate::hierarchy::direct::broadcast_single_copy(comm, buf, root, groups, tag)
 }
+
+/// `Reduce::HierarchicalDirect`'s single-copy schedule on `comm` over `groups` (as for
+/// [`allreduce_hierarchical_direct`]) to `root`, whatever the length, without the call check:
+/// the board's protocol with its middle stage, the root's buffer the only output and every
+/// other rank's partials in a compact buffer from its scratch pool.
+pub fn reduce_hierarchical_direct<T: Copy + Send + Sync + 'static, O: crate::op::Op<T>>(
+    comm: &Comm,
+    buf: &mut [T],
+    op: O,
+    root: usize,
+    groups: &[Vec<usize>],
+) -> crate::Result<()> {
+    comm.enter("reduce")?;
+    let tag = comm.next_tag(Kind::Reduce);
+    crate::hierarchy::direct::reduce_groups(comm, buf, &op, root, groups, tag)
+}

@@ -1,7 +1,8 @@
-//! Loom models of the single-copy hierarchical allreduce (`src/hierarchy/direct/allreduce.rs`): the
-//! board's arrival and departure with a middle stage, at which each rank waits for the ranks
-//! holding its groups' partial results (`Session::mark` and `Session::wait_stage` in
-//! `src/comm/board.rs`).
+//! Loom models of the single-copy hierarchical collectives (`src/hierarchy/direct/`): the
+//! allreduce's and the reduce's board arrival and departure with a middle stage, at which each
+//! rank waits for the ranks holding its groups' partial results (`Session::mark` and
+//! `Session::wait_stage` in `src/comm/board.rs`); the allgather's and the broadcast's copies
+//! from a group's holders; and the barrier on shared flags.
 //!
 //! Under loom the board keeps a cell per (buffer owner, slice of the vector): a rank writes
 //! the cells of the slices it reads or writes in each owner's buffers, in both steps. So loom
@@ -21,7 +22,7 @@ mod loom_common;
 
 use corecoll::loom_api::{
     allgather_hierarchical_direct, allreduce_hierarchical_direct, barrier_hierarchical_direct,
-    broadcast_hierarchical_direct,
+    broadcast_hierarchical_direct, reduce_hierarchical_direct,
 };
 use corecoll::{op, Error};
 use loom_common::{input, spmd, total};
@@ -229,4 +230,40 @@ fn broadcast_two_calls() {
             assert_eq!(w, input(1, 2));
         });
     });
+}
+
+/// The single-copy hierarchical reduce (`src/hierarchy/direct/reduce.rs`) of three ranks in
+/// groups {0, 1} and {2}, one element per slice, to `root`: the root gets the sum, the other
+/// ranks' buffers are unchanged. Rank 0 holds its group's partial of slice 2, rank 2 its own
+/// group's of slices 0 and 1; a non-root holder keeps them in a compact buffer, the root in
+/// its own buffer.
+fn reduce_to(root: usize) {
+    use corecoll::loom_api::reduce_hierarchical_direct;
+    loom::model(move || {
+        spmd(3, move |comm| {
+            let r = comm.rank();
+            let mut v = input(r, 3);
+            let groups = [vec![0, 1], vec![2]];
+            reduce_hierarchical_direct(&comm, &mut v, op::Sum, root, &groups).expect("call");
+            if r == root {
+                assert_eq!(v, total(3, 3));
+            } else {
+                assert_eq!(v, input(r, 3));
+            }
+        });
+    });
+}
+
+/// Root 1 holds no partial: ranks 0 and 2 both keep theirs in compact buffers, and rank 1
+/// writes slice 1 over its own input, which only it reads.
+#[test]
+fn reduce_to_a_root_without_partials() {
+    reduce_to(1);
+}
+
+/// Root 2 writes its group's partials of slices 0 and 1 into its own buffer; ranks 0 and 1
+/// read them after its mark and then overwrite them with the result.
+#[test]
+fn reduce_to_a_root_holding_partials() {
+    reduce_to(2);
 }

@@ -28,6 +28,8 @@ pub(crate) use broadcast::broadcast;
 #[cfg(loom)]
 pub(crate) use broadcast::single_copy as broadcast_single_copy;
 pub(crate) use reduce::reduce;
+#[cfg(loom)]
+pub(crate) use reduce::reduce_groups;
 
 use crate::algorithms::blocks::block_start;
 
