@@ -238,7 +238,6 @@ fn broadcast_two_calls() {
 /// group's of slices 0 and 1; a non-root holder keeps them in a compact buffer, the root in
 /// its own buffer.
 fn reduce_to(root: usize) {
-    use corecoll::loom_api::reduce_hierarchical_direct;
     loom::model(move || {
         spmd(3, move |comm| {
             let r = comm.rank();
