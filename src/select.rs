@@ -329,7 +329,7 @@ pub(crate) fn choose_allreduce(_p: usize, bytes: usize, _commutative: bool) -> A
     }
 }
 
-/// Whether `Auto`'s allreduce of `bytes` per rank goes hierarchical on a communicator whose
+/// Whether `Auto`'s allreduce (and broadcast) of `bytes` per rank goes hierarchical on a communicator whose
 /// ranks span several L3 groups or packages (the caller checks that the plan has levels):
 /// on a team with a core per rank, above the eager limit, where the hierarchy saves what it
 /// is for, the bytes crossing between groups (the flat direct algorithm reads every other

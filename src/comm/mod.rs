@@ -192,8 +192,10 @@ impl Comm {
 
     /// Blocks until every rank of the communicator has called `barrier`.
     ///
-    /// The algorithm is `Auto`'s choice ([`Comm::barrier_with`]), today dissemination, which
-    /// measured faster than the tree with and without a core per rank.
+    /// The algorithm is `Auto`'s choice ([`Comm::barrier_with`]): the barrier on shared flags
+    /// (`HierarchicalDirect`) when the ranks span several L3 groups or packages and have a
+    /// core each, else dissemination, which measured faster than the tree with and without a
+    /// core per rank.
     pub fn barrier(&self) -> Result<()> {
         self.barrier_with(Barrier::Auto)
     }
@@ -208,6 +210,14 @@ impl Comm {
         self.enter("barrier")?;
         let auto = || select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed);
         let alg = match algorithm {
+            // Across L3 groups or packages, with a core per rank, the barrier on shared flags
+            // (docs/hierarchy.md, "When `Auto` goes hierarchical").
+            Barrier::Auto
+                if !self.run().ranks.policy.oversubscribed
+                    && !self.hierarchy_plan(false).levels.is_empty() =>
+            {
+                Barrier::HierarchicalDirect
+            }
             Barrier::Auto => auto(),
             // One group: `Auto`'s flat choice, decided from the plan (no messages, the same on
             // every rank), as the allreduce does.
@@ -223,22 +233,20 @@ impl Comm {
                 return self.hierarchy(false)?.barrier(self);
             }
             Barrier::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            Barrier::HierarchicalDirect => {
-                // The same one-hop check as `Hierarchical`'s, for the same reason, split in
-                // two around the barrier's arrival: the descriptor goes out first, and is
-                // read and compared before the barrier waits for anyone
-                // (`hierarchy::direct::barrier`).
-                let alg = Barrier::HierarchicalDirect;
-                let tag = self.next_tag(Kind::Barrier);
-                let call = agree::Call::of::<u8, _>("barrier", alg, 0);
-                let t = self.coll("barrier");
-                self.agree_post(&t, tag, &call)?;
-                let plan = self.hierarchy_plan(false);
-                let check = || self.agree_take(&t, tag, &call);
-                return crate::hierarchy::direct::barrier(self, plan, tag, check);
-            }
             chosen => chosen,
         };
+        if alg == Barrier::HierarchicalDirect {
+            // The same one-hop check as `Hierarchical`'s, for the same reason, split in two
+            // around the barrier's arrival: the descriptor goes out first, and is read and
+            // compared before the barrier waits for anyone (`hierarchy::direct::barrier`).
+            let tag = self.next_tag(Kind::Barrier);
+            let call = agree::Call::of::<u8, _>("barrier", alg, 0);
+            let t = self.coll("barrier");
+            self.agree_post(&t, tag, &call)?;
+            let plan = self.hierarchy_plan(false);
+            let check = || self.agree_take(&t, tag, &call);
+            return crate::hierarchy::direct::barrier(self, plan, tag, check);
+        }
         // No call check: the messages carry the algorithm in their tag, and the tree barrier
         // is laid out so that a mix of algorithms meets a foreign tag at once
         // (`algorithms::barrier`).

@@ -30,6 +30,16 @@ impl Comm {
         self.check_root("broadcast", root)?;
         let auto = || select::choose_broadcast(self.size(), std::mem::size_of_val(buf));
         let alg = match algorithm {
+            // Across L3 groups or packages, with a core per rank, the single-copy hierarchy
+            // for long vectors, as the allreduce's `Auto` (`select::prefer_hierarchy`).
+            Broadcast::Auto
+                if select::prefer_hierarchy(
+                    std::mem::size_of_val(buf),
+                    self.run().ranks.policy.oversubscribed,
+                ) && !self.hierarchy_plan(false).levels.is_empty() =>
+            {
+                Broadcast::HierarchicalDirect
+            }
             Broadcast::Auto => auto(),
             // A hierarchy with one group runs `Auto`'s flat choice, decided here from the plan
             // (no messages, the same on every rank) before the call check, as the allreduce
@@ -44,18 +54,17 @@ impl Comm {
                 return self.hierarchy(false)?.broadcast(self, buf, root);
             }
             Broadcast::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            Broadcast::HierarchicalDirect => {
-                let alg = Broadcast::HierarchicalDirect;
-                let call = Call::of::<T, _>("broadcast", alg, buf.len()).at(root);
-                // The dissemination form, as every broadcast's: the root needs nothing from
-                // the others.
-                self.agree(&self.coll("broadcast"), tag, &call, true)?;
-                let plan = self.hierarchy_plan(false);
-                let tag = tag.with_variant(alg.id());
-                return crate::hierarchy::direct::broadcast(self, buf, root, plan, tag);
-            }
             chosen => chosen,
         };
+        if alg == Broadcast::HierarchicalDirect {
+            let call = Call::of::<T, _>("broadcast", alg, buf.len()).at(root);
+            // The dissemination form, as every broadcast's: the root needs nothing from the
+            // others.
+            self.agree(&self.coll("broadcast"), tag, &call, true)?;
+            let plan = self.hierarchy_plan(false);
+            let tag = tag.with_variant(alg.id());
+            return crate::hierarchy::direct::broadcast(self, buf, root, plan, tag);
+        }
         let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
         let t = self.coll("broadcast");
