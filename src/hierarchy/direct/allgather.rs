@@ -257,23 +257,11 @@ pub(crate) fn single_copy<T: Elem>(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::testing::team_placed as team;
     use super::{allgather, single_copy, SINGLE_COPY_MIN};
-    use crate::topology::Topology;
     use crate::transport::Kind;
     use crate::{Comm, Pinning, Team};
     use std::time::Duration;
-
-    /// A described machine of `shape` with `p` ranks placed by `pinning`, whose waits time
-    /// out.
-    fn team(shape: &[usize], p: usize, pinning: Pinning) -> Team {
-        Team::builder()
-            .ranks(p)
-            .topology(Topology::synthetic(shape).unwrap())
-            .pinning(pinning)
-            .timeout(Duration::from_secs(45))
-            .build()
-            .unwrap()
-    }
 
     /// Element i of rank r's block: recognisable by rank and place.
     fn value(r: usize, i: usize) -> u64 {

@@ -412,24 +412,12 @@ impl Schedule<'_, '_> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::testing::{matmul, matrix, team};
     use super::allreduce;
     use crate::op::{self, Op};
-    use crate::topology::Topology;
     use crate::transport::Kind;
-    use crate::{Comm, Pinning, Team};
+    use crate::Comm;
     use std::sync::Mutex;
-    use std::time::Duration;
-
-    /// A described machine of `shape` with `p` ranks placed compactly, whose waits time out.
-    fn team(shape: &[usize], p: usize) -> Team {
-        Team::builder()
-            .ranks(p)
-            .topology(Topology::synthetic(shape).unwrap())
-            .pinning(Pinning::Compact)
-            .timeout(Duration::from_secs(45))
-            .build()
-            .unwrap()
-    }
 
     /// The algorithm as `Comm::allreduce_with` runs it after the call check (ordered groups),
     /// with `send` out of place when given.
@@ -444,22 +432,6 @@ mod tests {
         let groups = comm.hierarchy_plan(true).covered();
         assert!(groups.len() >= 2, "the test machines have several groups");
         allreduce(comm, send, buf, &op, groups, tag)
-    }
-
-    /// Row-major 2×2 product with wrapping arithmetic: associative, not commutative.
-    fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
-        let f = |a: u32, b: u32, c: u32, d: u32| a.wrapping_mul(b).wrapping_add(c.wrapping_mul(d));
-        [
-            f(x[0], y[0], x[1], y[2]),
-            f(x[0], y[1], x[1], y[3]),
-            f(x[2], y[0], x[3], y[2]),
-            f(x[2], y[1], x[3], y[3]),
-        ]
-    }
-
-    fn matrix(r: usize, i: usize) -> [u32; 4] {
-        let (r, i) = (r as u32, i as u32);
-        [r + 1, i % 5 + 1, r.wrapping_mul(7) ^ i, 1]
     }
 
     /// Out of place and in place, on uneven groups, for counts below, at and above p: the

@@ -296,22 +296,10 @@ fn describe(root: usize, n: usize, same_type: bool, is_root: bool) -> String {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::testing::team;
     use super::{broadcast, single_copy};
-    use crate::topology::Topology;
     use crate::transport::Kind;
-    use crate::{Comm, Pinning, Team};
-    use std::time::Duration;
-
-    /// A described machine of `shape` with `p` ranks placed compactly, whose waits time out.
-    fn team(shape: &[usize], p: usize) -> Team {
-        Team::builder()
-            .ranks(p)
-            .topology(Topology::synthetic(shape).unwrap())
-            .pinning(Pinning::Compact)
-            .timeout(Duration::from_secs(45))
-            .build()
-            .unwrap()
-    }
+    use crate::Comm;
 
     /// The single-copy schedule as `Comm::broadcast_with` would run it after the call check,
     /// over the plain plan's groups, whatever the length (`through_plan`: the plan-taking

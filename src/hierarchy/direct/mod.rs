@@ -67,6 +67,48 @@ pub(crate) fn group_of(groups: &[Vec<usize>], me: usize) -> (&[usize], usize) {
         .expect("every rank is in a group")
 }
 
+/// What the single-copy hierarchies' unit tests share.
+#[cfg(all(test, not(loom)))]
+pub(crate) mod testing {
+    use crate::topology::Topology;
+    use crate::{Pinning, Team};
+    use std::time::Duration;
+
+    /// A described machine of `shape` with `p` ranks placed by `pinning`, whose waits time
+    /// out.
+    pub(crate) fn team_placed(shape: &[usize], p: usize, pinning: Pinning) -> Team {
+        Team::builder()
+            .ranks(p)
+            .topology(Topology::synthetic(shape).unwrap())
+            .pinning(pinning)
+            .timeout(Duration::from_secs(45))
+            .build()
+            .unwrap()
+    }
+
+    /// [`team_placed`], compactly.
+    pub(crate) fn team(shape: &[usize], p: usize) -> Team {
+        team_placed(shape, p, Pinning::Compact)
+    }
+
+    /// Row-major 2×2 product with wrapping arithmetic: associative, not commutative.
+    pub(crate) fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
+        let f = |a: u32, b: u32, c: u32, d: u32| a.wrapping_mul(b).wrapping_add(c.wrapping_mul(d));
+        [
+            f(x[0], y[0], x[1], y[2]),
+            f(x[0], y[1], x[1], y[3]),
+            f(x[2], y[0], x[3], y[2]),
+            f(x[2], y[1], x[3], y[3]),
+        ]
+    }
+
+    /// Rank r's element i for the matrix product.
+    pub(crate) fn matrix(r: usize, i: usize) -> [u32; 4] {
+        let (r, i) = (r as u32, i as u32);
+        [r + 1, i % 5 + 1, r.wrapping_mul(7) ^ i, 1]
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::{held, holder};

@@ -211,6 +211,7 @@ pub(crate) fn reduce_groups<T: Elem, O: Op<T>>(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::testing::{matmul, matrix, team};
     use super::{reduce_groups, reduce_tree};
     use crate::op::{self, Op};
     use crate::topology::Topology;
@@ -218,17 +219,6 @@ mod tests {
     use crate::{Comm, Pinning, Team};
     use std::sync::Mutex;
     use std::time::Duration;
-
-    /// A described machine of `shape` with `p` ranks placed compactly, whose waits time out.
-    fn team(shape: &[usize], p: usize) -> Team {
-        Team::builder()
-            .ranks(p)
-            .topology(Topology::synthetic(shape).unwrap())
-            .pinning(Pinning::Compact)
-            .timeout(Duration::from_secs(45))
-            .build()
-            .unwrap()
-    }
 
     /// The single-copy schedule as `Comm::reduce_with` runs it after the call check (ordered
     /// groups), whatever the length.
@@ -243,22 +233,6 @@ mod tests {
         let groups = comm.hierarchy_plan(true).covered();
         assert!(groups.len() >= 2, "the test machines have several groups");
         reduce_groups(comm, buf, &op, root, groups, tag)
-    }
-
-    /// Row-major 2×2 product with wrapping arithmetic: associative, not commutative.
-    fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
-        let f = |a: u32, b: u32, c: u32, d: u32| a.wrapping_mul(b).wrapping_add(c.wrapping_mul(d));
-        [
-            f(x[0], y[0], x[1], y[2]),
-            f(x[0], y[1], x[1], y[3]),
-            f(x[2], y[0], x[3], y[2]),
-            f(x[2], y[1], x[3], y[3]),
-        ]
-    }
-
-    fn matrix(r: usize, i: usize) -> [u32; 4] {
-        let (r, i) = (r as u32, i as u32);
-        [r + 1, i % 5 + 1, r.wrapping_mul(7) ^ i, 1]
     }
 
     /// Every root, on uneven groups (`[3, 5]` with 11 ranks: 5 | 5 | 1; `[2, 3]` with 8 ranks
