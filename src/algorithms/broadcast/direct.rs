@@ -52,6 +52,36 @@ pub(super) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag)
     // From here until the session ends, `buf` is touched only through `out` (by this rank,
     // and by its peers if this is the root), never through the reference.
     let out: *mut T = buf.as_mut_ptr();
+    // SAFETY: `out` covers the `n` elements of `buf`, borrowed for this whole function and not
+    // used through the reference while the session lasts, which ends before it returns.
+    let session = unsafe { open(comm, out, n, root, tag, "direct broadcast")? };
+    if me != root {
+        // SAFETY: the session passed phase 1 and is open; the root's call (checked above) has
+        // a non-null input of `n` elements of `T`, and this rank's output is `out`.
+        unsafe { copy_from_root(&session, root, out, n) };
+    }
+    session.finish(true)
+}
+
+/// The start of a shared-memory broadcast (`Direct`, `HierarchicalDirect`): publishes `out`
+/// (`n` elements; the input too on the root, null elsewhere), arrives on the board, and checks
+/// that every rank published the same length, type and root; a mismatch fails every rank
+/// before any buffer is touched. `name` names the algorithm in errors.
+///
+/// # Safety
+///
+/// `out` must be valid for reads and writes of `n` elements of `T` and not be used by the
+/// caller except through the returned session's schedule until the session ends (finished,
+/// or dropped while unwinding, which waits as finishing does); `root < comm.size()`.
+pub(crate) unsafe fn open<'a, T: Elem>(
+    comm: &'a Comm,
+    out: *mut T,
+    n: usize,
+    root: usize,
+    tag: Tag,
+    name: &'static str,
+) -> Result<Session<'a>> {
+    let me = comm.rank();
     let input: *const T = if me == root {
         out.cast_const()
     } else {
@@ -66,34 +96,32 @@ pub(super) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag)
         op: "broadcast",
     };
     let board = &comm.shared().board;
-    // SAFETY: `out` covers the `n` elements of `buf`, borrowed for this whole function and not
-    // used through the reference while the session lasts; the session ends (finished,
-    // withdrawn, or dropped while unwinding, which waits as finishing does) before this
-    // function returns. The input is `buf` itself on the root; elsewhere it is null, which no
-    // peer reads: a peer reads only the input of the rank it takes for the root after
-    // checking that it is non-null. `Comm` is not `Sync`, so this thread is the only one
-    // acting as this rank, and a previous call on the board ended before it returned.
+    // SAFETY: by the caller's promise `out` is valid for `n` elements until the session ends.
+    // The input is `out` itself on the root; elsewhere it is null, which no peer reads: a
+    // peer reads only the input of the rank it takes for the root after checking that it is
+    // non-null. `Comm` is not `Sync`, so this thread is the only one acting as this rank, and
+    // a previous call on the board ended before it returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-
     let agrees = |i: usize, c: Call| c.len == n && c.typ == typ && c.input.is_null() != (i == root);
     if let Some(peer) = session.first_differing(|i, c| !agrees(i, c)) {
         let theirs = session.call(peer);
-        let expected = describe(root, n, true, peer == root);
-        let found = describe(root, theirs.len, theirs.typ == typ, !theirs.input.is_null());
+        let expected = describe(name, root, n, true, peer == root);
+        let found = describe(
+            name,
+            root,
+            theirs.len,
+            theirs.typ == typ,
+            !theirs.input.is_null(),
+        );
         return Err(session.reject(peer, expected, found));
     }
-
-    if me != root {
-        // SAFETY: the session passed phase 1 and is open; the root's call (checked above) has
-        // a non-null input of `n` elements of `T`, and this rank's output is `out`.
-        unsafe { copy_from_root(&session, root, out, n) };
-    }
-    session.finish(true)
+    Ok(session)
 }
 
-/// Describes a call for a mismatch error: `n` elements (of this rank's type if `same_type`),
-/// and whether the rank publishing it acts as the root (`is_root`) for `root`.
-fn describe(root: usize, n: usize, same_type: bool, is_root: bool) -> String {
+/// Describes a call of algorithm `name` for a mismatch error: `n` elements (of this rank's
+/// type if `same_type`), and whether the rank publishing it acts as the root (`is_root`) for
+/// `root`.
+fn describe(name: &str, root: usize, n: usize, same_type: bool, is_root: bool) -> String {
     let ty = if same_type {
         ""
     } else {
@@ -104,7 +132,7 @@ fn describe(root: usize, n: usize, same_type: bool, is_root: bool) -> String {
     } else {
         "not as the root"
     };
-    format!("direct broadcast from rank {root} of {n} elements{ty}, {role}")
+    format!("{name} from rank {root} of {n} elements{ty}, {role}")
 }
 
 /// Copies the root's published input into `out`, chunk by chunk.

@@ -17,7 +17,7 @@
 //! root, length, type and algorithm first.
 
 mod binomial;
-mod direct;
+pub(crate) mod direct;
 mod pipelined_tree;
 mod scatter_allgather;
 

@@ -67,11 +67,12 @@
 
 use super::group_of;
 use crate::algorithms::blocks::block_start;
-use crate::comm::board::{Call, Session};
+use crate::algorithms::broadcast::direct::open;
+use crate::comm::board::Session;
 use crate::error::Result;
 use crate::hierarchy::Plan;
 use crate::select::Broadcast;
-use crate::transport::{type_fingerprint, Elem, Permuted, Tag};
+use crate::transport::{Elem, Permuted, Tag};
 use crate::Comm;
 use std::mem::size_of;
 use std::ptr;
@@ -141,36 +142,10 @@ pub(crate) fn single_copy<T: Elem>(
     // From here until the session ends, `buf` is touched only through `out` (by this rank,
     // and by its peers as the schedule says), never through the reference.
     let out: *mut T = buf.as_mut_ptr();
-    let input: *const T = if me == root {
-        out.cast_const()
-    } else {
-        ptr::null()
-    };
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: input.cast(),
-        output: out.cast(),
-        len: n,
-        typ,
-        op: "broadcast",
-    };
-    let board = &comm.shared().board;
     // SAFETY: `out` covers the `n` elements of `buf`, borrowed for this whole function and not
-    // used through the reference while the session lasts; the session ends (finished, or
-    // dropped while unwinding, which waits as finishing does) before this function returns.
-    // The input is `buf` itself on the root, null elsewhere, which no peer reads: a peer reads
-    // only the input of the rank it takes for the root, after checking that it is non-null.
-    // `Comm` is not `Sync`, so this thread is the only one acting as this rank, and a previous
-    // call on the board ended before it returned.
-    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-
-    let agrees = |i: usize, c: Call| c.len == n && c.typ == typ && c.input.is_null() != (i == root);
-    if let Some(peer) = session.first_differing(|i, c| !agrees(i, c)) {
-        let theirs = session.call(peer);
-        let expected = describe(root, n, true, peer == root);
-        let found = describe(root, theirs.len, theirs.typ == typ, !theirs.input.is_null());
-        return Err(session.reject(peer, expected, found));
-    }
+    // used through the reference while the session lasts, which ends before it returns;
+    // `root < p` (the caller's promise).
+    let session = unsafe { open(comm, out, n, root, tag, "hierarchical direct broadcast")? };
     if me == root {
         return session.finish(true);
     }
@@ -276,22 +251,6 @@ unsafe fn copy<T>(src: *const T, dst: *mut T, lo: usize, hi: usize) {
         unsafe { ptr::copy_nonoverlapping(src.add(start), dst.add(start), len) };
         start += len;
     }
-}
-
-/// Describes a call for a mismatch error: `n` elements (of this rank's type if `same_type`),
-/// and whether the rank publishing it acts as the root (`is_root`) for `root`.
-fn describe(root: usize, n: usize, same_type: bool, is_root: bool) -> String {
-    let ty = if same_type {
-        ""
-    } else {
-        " of another element type"
-    };
-    let role = if is_root {
-        "as the root"
-    } else {
-        "not as the root"
-    };
-    format!("hierarchical direct broadcast from rank {root} of {n} elements{ty}, {role}")
 }
 
 #[cfg(all(test, not(loom)))]
