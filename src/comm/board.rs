@@ -84,7 +84,7 @@ use super::Comm;
 use crate::error::{Error, Result};
 use crate::sync::park::wait_until;
 use crate::sync::{fence, AtomicU64, CachePadded, Ordering, UnsafeCell};
-use std::time::Instant;
+use crate::transport::{type_fingerprint, Tag};
 
 /// What a rank publishes about one call: where its data is and what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -237,7 +237,7 @@ impl Board {
         };
         let run = comm.run();
         let members = &comm.shared().members;
-        let started = run.ranks.timeout.map(|t| (Instant::now(), t));
+        let started = comm.wait_start();
         let deadline = started.and_then(|(s, t)| s.checked_add(t));
         // Peers below `next` have been seen arrived; the words do not change until this rank
         // finishes the call, so they need not be read again.
@@ -262,19 +262,47 @@ impl Board {
                 expected: format!("direct {op}, collective call #{}", epoch.wrapping_sub(1)),
                 found: "a later direct collective call".into(),
             }),
-            Scan::Pending(_) if run.is_aborted() => session.aborted(),
-            Scan::Pending(peer) if run.is_done(members[peer]) => {
-                comm.fail(Error::PeerExited { rank: me, peer, op })
-            }
-            Scan::Pending(peer) => comm.fail(Error::Timeout {
-                rank: me,
-                peer,
-                op,
-                waited: started.map(|(s, _)| s.elapsed()).unwrap_or_default(),
-            }),
+            Scan::Pending(peer) => comm.stalled(op, peer, started),
         };
         session.withdraw();
         Err(e)
+    }
+
+    /// The start every shared-memory collective of one length shares: publishes `input` and
+    /// `output` (`len` elements of `T`, or blocks of `len` as the collective counts them) as
+    /// this rank's buffers for collective `op`, arrives as call `tag` ([`Board::arrive`]) and
+    /// checks that every rank published the same length and element type
+    /// ([`Session::expect_same`]); a mismatch names the calls "`what` of `len` elements"
+    /// ("direct reduce", "direct allgather of blocks", …).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Board::arrive`], with `input` and `output` as the call's pointers.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn open<'a, T: 'static>(
+        &'a self,
+        comm: &'a Comm,
+        tag: Tag,
+        input: *const T,
+        output: *mut T,
+        len: usize,
+        op: &'static str,
+        what: &str,
+    ) -> Result<Session<'a>> {
+        let typ = type_fingerprint::<T>();
+        let call = Call {
+            input: input.cast(),
+            output: output.cast(),
+            len,
+            typ,
+            op,
+        };
+        // SAFETY: the caller's promise is `arrive`'s.
+        let session = unsafe { self.arrive(comm, tag.seq.wrapping_add(1), call)? };
+        session.expect_same(len, typ, |len, same| {
+            let ty = if same { "" } else { " of another element type" };
+            format!("{what} of {len} elements{ty}")
+        })
     }
 
     /// Phase 1 as rank `me` sees it now, starting at peer `*next` (advanced past arrived ones).

@@ -19,11 +19,13 @@ use crate::algorithms;
 use crate::error::Result;
 use crate::hierarchy::{Hierarchy, Plan};
 use crate::select::{self, Barrier};
+use crate::sync::park::wait_until;
 use crate::topology::{Location, Topology};
 use crate::transport::shm::ShmTransport;
 use crate::transport::{Kind, Tag, Transport};
 use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use world::{CommShared, Context, RunState};
 
 /// One rank's handle on a communicator: a group of ranks that exchange messages and take part
@@ -114,6 +116,73 @@ impl Comm {
     pub(crate) fn fail(&self, e: crate::Error) -> crate::Error {
         self.run.abort(e.clone());
         e
+    }
+
+    /// When a wait of this rank's that begins now gives up: the start and the team's
+    /// timeout, if it has one.
+    pub(crate) fn wait_start(&self) -> Option<(Instant, Duration)> {
+        self.run.ranks.timeout.map(|t| (Instant::now(), t))
+    }
+
+    /// Waits (spin, yield, then park on this rank's parker) until `pending()` names no peer
+    /// left to wait for; gives up when the run fails, the peer `pending()` names has returned
+    /// from the run, or the team's timeout (counted from `started`, [`Comm::wait_start`])
+    /// passes, with [`Comm::stalled`]'s error. `pending` must only read what the peers
+    /// publish, and every store it waits for must be followed by an unpark of this rank
+    /// (`docs/protocol.md`, section 2). The waiting loop of the transport, the board and the
+    /// flag barrier.
+    pub(crate) fn wait_for(
+        &self,
+        op: &'static str,
+        started: Option<(Instant, Duration)>,
+        mut pending: impl FnMut() -> Option<usize>,
+    ) -> Result<()> {
+        let run = &self.run;
+        let members = &self.shared.members;
+        // A timeout too large to add to the start is no limit.
+        let deadline = started.and_then(|(s, t)| s.checked_add(t));
+        wait_until(
+            &run.ranks.parkers[members[self.rank]],
+            &run.ranks.policy,
+            deadline,
+            || match pending() {
+                None => true,
+                Some(q) => run.is_aborted() || run.is_done(members[q]),
+            },
+        );
+        match pending() {
+            None => Ok(()),
+            Some(peer) => Err(self.stalled(op, peer, started)),
+        }
+    }
+
+    /// The error of a wait for `peer` (begun at `started`) that ended without what it waited
+    /// for: the run's failure if the run failed; else `peer` returned from the run
+    /// ([`crate::Error::PeerExited`]) or the timeout passed ([`crate::Error::Timeout`]), both
+    /// of which fail the run so that no other rank waits for this one.
+    pub(crate) fn stalled(
+        &self,
+        op: &'static str,
+        peer: usize,
+        started: Option<(Instant, Duration)>,
+    ) -> crate::Error {
+        let rank = self.rank;
+        if self.run.is_aborted() {
+            crate::Error::Aborted {
+                rank,
+                op,
+                cause: Box::new(self.run.cause()),
+            }
+        } else if self.run.is_done(self.shared.members[peer]) {
+            self.fail(crate::Error::PeerExited { rank, peer, op })
+        } else {
+            self.fail(crate::Error::Timeout {
+                rank,
+                peer,
+                op,
+                waited: started.map(|(s, _)| s.elapsed()).unwrap_or_default(),
+            })
+        }
     }
 
     /// The plan of this communicator's hierarchy ([`Plan::of`] the ranks' locations), the one

@@ -24,7 +24,6 @@ use crate::error::{Error, Result};
 use crate::mailbox::{Header, Mailbox, EAGER_MAX};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use std::mem::{size_of, size_of_val};
-use std::time::Instant;
 
 mod many;
 
@@ -132,39 +131,20 @@ impl<'a> ShmTransport<'a> {
     }
 
     /// Waits until `ready()`, the run fails, one of `peers` returns from the run, or the
-    /// timeout passes; `Ok` only in the first case.
+    /// timeout passes; `Ok` only in the first case (`Comm::wait_for`, naming a peer that
+    /// returned if there is one, else the first of `peers`).
     fn wait(&self, peers: &[usize], mut ready: impl FnMut() -> bool) -> Result<()> {
         let run = self.comm.run();
         let members = &self.comm.shared().members;
-        let me = members[self.comm.rank()];
-        let started = run.ranks.timeout.map(|t| (Instant::now(), t));
-        // A timeout too large to add to now is no limit.
-        let deadline = started.and_then(|(s, t)| s.checked_add(t));
-        let peer_gone = || peers.iter().any(|&p| run.is_done(members[p]));
-        wait_until(&run.ranks.parkers[me], &run.ranks.policy, deadline, || {
-            ready() || run.is_aborted() || peer_gone()
-        });
-        if ready() {
-            return Ok(());
-        }
-        if run.is_aborted() {
-            return Err(self.aborted());
-        }
-        let rank = self.comm.rank();
-        if let Some(&peer) = peers.iter().find(|&&p| run.is_done(members[p])) {
-            return Err(self.fail(Error::PeerExited {
-                rank,
-                peer,
-                op: self.op,
-            }));
-        }
-        let waited = started.map(|(s, _)| s.elapsed()).unwrap_or_default();
-        Err(self.fail(Error::Timeout {
-            rank,
-            peer: peers.first().copied().unwrap_or(rank),
-            op: self.op,
-            waited,
-        }))
+        let me = self.comm.rank();
+        let started = self.comm.wait_start();
+        self.comm.wait_for(self.op, started, || {
+            if ready() {
+                return None;
+            }
+            let gone = peers.iter().copied().find(|&p| run.is_done(members[p]));
+            Some(gone.or(peers.first().copied()).unwrap_or(me))
+        })
     }
 
     /// Takes the front message of `mb` (from `src`, already checked against what is expected)

@@ -20,10 +20,10 @@
 //! all of them then return `Error::Mismatch` without touching any buffer.
 
 use super::block_start;
-use crate::comm::board::{fold_chunk, Call, Session};
+use crate::comm::board::{fold_chunk, Session};
 use crate::error::{Error, Result};
 use crate::op::Op;
-use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::transport::{Elem, Tag};
 use crate::Comm;
 use std::ptr;
 
@@ -86,24 +86,21 @@ pub(crate) unsafe fn open<'a, T: Elem>(
     }
     let out: *mut T = buf.as_mut_ptr();
     let input: *const T = send.map_or(out.cast_const(), <[T]>::as_ptr);
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: input.cast(),
-        output: out.cast(),
-        len: n,
-        typ,
-        op: "allreduce",
-    };
-    let board = &comm.shared().board;
     // SAFETY: `input` and `out` cover `n` elements of `T` (`buf`, and `send` whose length was
     // checked), which by the caller's promise stay borrowed and untouched through their
     // references until the session ends (finished, withdrawn, or dropped while unwinding,
     // which waits as finishing does). A previous call on the board ended before it returned.
-    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-    let session = session.expect_same(n, typ, |len, same| {
-        let ty = if same { "" } else { " of another element type" };
-        format!("{name} allreduce of {len} elements{ty}")
-    })?;
+    let session = unsafe {
+        comm.shared().board.open(
+            comm,
+            tag,
+            input,
+            out,
+            n,
+            "allreduce",
+            &format!("{name} allreduce"),
+        )?
+    };
     Ok(Some(session))
 }
 

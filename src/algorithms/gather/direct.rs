@@ -18,9 +18,8 @@
 //! Nobody writes into another rank's buffer: each rank writes only its own output, and reads
 //! only inputs, which no one writes during the call.
 
-use crate::comm::board::Call;
 use crate::error::Result;
-use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::transport::{Elem, Tag};
 use crate::Comm;
 use std::ptr;
 
@@ -55,27 +54,23 @@ pub(crate) fn blocks<T: Elem>(
     }
     // From here until the session ends, `recv` is touched only through `out`, by this rank.
     let out: *mut T = recv.as_mut_ptr();
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: send.as_ptr().cast(),
-        output: out.cast(),
-        len: n,
-        typ,
-        op,
-    };
-    let board = &comm.shared().board;
     // SAFETY: `send` (borrowed shared for this whole function) is valid for reads and nobody
     // writes it; `out` covers the p·n elements of `recv`, borrowed for this whole function and
     // used only through `out`, by this rank alone, while the session lasts. The session ends
     // (finished, withdrawn, or dropped while unwinding) before this function returns. `Comm`
     // is not `Sync`, so this thread is the only one acting as this rank, and its previous call
     // on the board ended before that call returned.
-    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-
-    let session = session.expect_same(n, typ, |len, same| {
-        let ty = if same { "" } else { " of another element type" };
-        format!("direct {op} of blocks of {len} elements{ty}")
-    })?;
+    let session = unsafe {
+        comm.shared().board.open(
+            comm,
+            tag,
+            send.as_ptr(),
+            out,
+            n,
+            op,
+            &format!("direct {op} of blocks"),
+        )?
+    };
 
     for i in 0..p {
         #[cfg(loom)]

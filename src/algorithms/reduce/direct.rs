@@ -24,10 +24,10 @@
 //! all of them then return `Error::Mismatch` without touching any buffer.
 
 use crate::algorithms::blocks::block_start as slice_start;
-use crate::comm::board::{fold_chunk, Call, Session};
+use crate::comm::board::{fold_chunk, Session};
 use crate::error::Result;
 use crate::op::Op;
-use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::transport::{Elem, Tag};
 use crate::Comm;
 
 /// Direct reduce: the rank-order reduction of every rank's `buf` lands in `buf` on `root`;
@@ -46,26 +46,22 @@ pub(super) fn direct_reduce<T: Elem, O: Op<T>>(
     // From here until the session ends, `buf` is touched only through `ptr` (by the slice
     // owners: read everywhere, written on the root only), never through the reference.
     let ptr: *mut T = buf.as_mut_ptr();
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: ptr.cast_const().cast(),
-        output: ptr.cast(),
-        len: n,
-        typ,
-        op: "reduce",
-    };
-    let board = &comm.shared().board;
     // SAFETY: `ptr` covers the `n` elements of `buf`, borrowed (exclusively) for this whole
     // function, and the session ends (finished, withdrawn, or dropped while unwinding, which
     // waits as finishing does) before it returns; `buf` is not used through the reference
     // meanwhile. `Comm` is not `Sync`, so this thread is the only one acting as this rank, and
     // its previous call on the board ended before that call returned.
-    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-
-    let session = session.expect_same(n, typ, |len, same| {
-        let ty = if same { "" } else { " of another element type" };
-        format!("direct reduce of {len} elements{ty}")
-    })?;
+    let session = unsafe {
+        comm.shared().board.open(
+            comm,
+            tag,
+            ptr.cast_const(),
+            ptr,
+            n,
+            "reduce",
+            "direct reduce",
+        )?
+    };
 
     // SAFETY: the session passed phase 1 and is open; every published call has `n` elements
     // of `T` (checked just above); `root < p` was checked by the caller.

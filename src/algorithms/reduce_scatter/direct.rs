@@ -23,10 +23,10 @@
 //! unwinding can free its input, waits until every peer has finished reading it; every peer's
 //! phase 2 then sees the failed rank and returns `Err`.
 
-use crate::comm::board::{fold_chunk, Call};
+use crate::comm::board::fold_chunk;
 use crate::error::Result;
 use crate::op::Op;
-use crate::transport::{type_fingerprint, Elem, Tag};
+use crate::transport::{Elem, Tag};
 use crate::Comm;
 
 /// Direct reduce-scatter: block `comm.rank()` of the rank-order reduction of every rank's
@@ -48,15 +48,6 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     }
     // From here until the session ends, `recv` is touched only through `out`, by this rank.
     let out: *mut T = recv.as_mut_ptr();
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: send.as_ptr().cast(),
-        output: out.cast(),
-        len: n,
-        typ,
-        op: OP,
-    };
-    let board = &comm.shared().board;
     // SAFETY: `send` (p·n ≥ n elements, borrowed shared for this whole function) is valid for
     // reads and nobody writes it; `out` covers the n elements of `recv`, borrowed exclusively
     // for this whole function and used only through `out`, by this rank alone, while the
@@ -64,12 +55,17 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     // waits as finishing does) before this function returns. `Comm` is not `Sync`, so this
     // thread is the only one acting as this rank, and its previous call on the board ended
     // before that call returned.
-    let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-
-    let session = session.expect_same(n, typ, |len, same| {
-        let ty = if same { "" } else { " of another element type" };
-        format!("direct reduce_scatter_block of blocks of {len} elements{ty}")
-    })?;
+    let session = unsafe {
+        comm.shared().board.open(
+            comm,
+            tag,
+            send.as_ptr(),
+            out,
+            n,
+            OP,
+            "direct reduce_scatter_block of blocks",
+        )?
+    };
 
     #[cfg(loom)]
     for owner in 0..p {

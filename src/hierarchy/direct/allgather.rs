@@ -67,11 +67,10 @@
 //! themselves, straight into `recv`.
 
 use super::{group_of, held};
-use crate::comm::board::Call;
 use crate::error::Result;
 use crate::hierarchy::Plan;
 use crate::select::{self, Allgather};
-use crate::transport::{type_fingerprint, Elem, Permuted, Tag, Transport};
+use crate::transport::{Elem, Permuted, Tag, Transport};
 use crate::Comm;
 use std::ptr;
 
@@ -163,14 +162,6 @@ pub(crate) fn single_copy<T: Elem>(
     // From here until the session ends, `recv` is touched only through `out`: by this rank,
     // and by the ranks of its group reading the blocks it holds.
     let out: *mut T = recv.as_mut_ptr();
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: send.as_ptr().cast(),
-        output: out.cast(),
-        len: n,
-        typ,
-        op: "allgather",
-    };
     // SAFETY: `send` (borrowed shared for this whole function) is valid for reads of n
     // elements and nobody writes it; `out` covers the p·n elements of `recv`, borrowed
     // exclusively for this whole function and used only through `out` while the session
@@ -179,14 +170,16 @@ pub(crate) fn single_copy<T: Elem>(
     // returns. `Comm` is not `Sync`, so this thread is the only one acting as this rank, and
     // its previous call on the board ended before that call returned.
     let session = unsafe {
-        comm.shared()
-            .board
-            .arrive(comm, tag.seq.wrapping_add(1), call)?
+        comm.shared().board.open(
+            comm,
+            tag,
+            send.as_ptr(),
+            out,
+            n,
+            "allgather",
+            "hierarchical direct allgather of blocks",
+        )?
     };
-    let session = session.expect_same(n, typ, |len, same| {
-        let ty = if same { "" } else { " of another element type" };
-        format!("hierarchical direct allgather of blocks of {len} elements{ty}")
-    })?;
 
     let (group, k) = group_of(groups, me);
     let input = |r: usize| session.call(r).input.cast::<T>();

@@ -110,9 +110,8 @@
 use super::group_of;
 use crate::comm::board::reached;
 use crate::comm::Comm;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hierarchy::Plan;
-use crate::sync::park::wait_until;
 use crate::sync::{AtomicU64, CachePadded, Ordering};
 use crate::transport::Tag;
 use std::time::{Duration, Instant};
@@ -189,14 +188,11 @@ pub(crate) fn barrier_over(
     check: impl FnOnce() -> Result<()>,
 ) -> Result<()> {
     let me = comm.rank();
-    let run = comm.run();
-    let started = run.ranks.timeout.map(|t| (Instant::now(), t));
     let call = Call {
         comm,
         flags: &comm.shared().barrier.flags,
         epoch: tag.seq.wrapping_add(1),
-        started,
-        deadline: started.and_then(|(s, t)| s.checked_add(t)),
+        started: comm.wait_start(),
     };
     let mine = &call.flags[me];
     let (group, k) = group_of(groups, me);
@@ -238,10 +234,9 @@ struct Call<'a> {
     flags: &'a [CachePadded<Flag>],
     /// The call's epoch, `tag.seq + 1`.
     epoch: u64,
-    /// When the call began and the team's timeout, if it has one.
+    /// When the call began and the team's timeout, if it has one: every wait of the call
+    /// gives up at the same deadline.
     started: Option<(Instant, Duration)>,
-    /// When every wait of the call gives up.
-    deadline: Option<Instant>,
 }
 
 impl Call<'_> {
@@ -284,44 +279,10 @@ impl Call<'_> {
     }
 
     /// Waits until `pending()` (which only loads words, with acquire) finds no rank to wait
-    /// for; `Err` if the run failed, the rank it names returned from the run, or the deadline
-    /// passed first (module docs, "Failure").
-    fn wait(&self, mut pending: impl FnMut() -> Option<usize>) -> Result<()> {
-        let me = self.comm.rank();
-        let run = self.comm.run();
-        let members = &self.comm.shared().members;
-        wait_until(
-            &run.ranks.parkers[members[me]],
-            &run.ranks.policy,
-            self.deadline,
-            || match pending() {
-                None => true,
-                Some(q) => run.is_aborted() || run.is_done(members[q]),
-            },
-        );
-        let Some(peer) = pending() else {
-            return Ok(());
-        };
-        Err(if run.is_aborted() {
-            Error::Aborted {
-                rank: me,
-                op: OP,
-                cause: Box::new(run.cause()),
-            }
-        } else if run.is_done(members[peer]) {
-            self.comm.fail(Error::PeerExited {
-                rank: me,
-                peer,
-                op: OP,
-            })
-        } else {
-            self.comm.fail(Error::Timeout {
-                rank: me,
-                peer,
-                op: OP,
-                waited: self.started.map(|(s, _)| s.elapsed()).unwrap_or_default(),
-            })
-        })
+    /// for; `Err` if the run failed, the rank it names returned from the run, or the timeout
+    /// passed first (module docs, "Failure"): `Comm::wait_for`.
+    fn wait(&self, pending: impl FnMut() -> Option<usize>) -> Result<()> {
+        self.comm.wait_for(OP, self.started, pending)
     }
 }
 

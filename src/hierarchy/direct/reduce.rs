@@ -70,12 +70,11 @@
 
 use super::allreduce::{Outputs, Schedule};
 use super::group_of;
-use crate::comm::board::Call;
 use crate::error::Result;
 use crate::hierarchy::Plan;
 use crate::op::Op;
 use crate::select::Reduce;
-use crate::transport::{type_fingerprint, Elem, Permuted, Tag};
+use crate::transport::{Elem, Permuted, Tag};
 use crate::Comm;
 
 /// Bytes per rank up to which the reduce goes by the binomial tree in group order when every
@@ -169,14 +168,6 @@ pub(crate) fn reduce_groups<T: Elem, O: Op<T>>(
     } else {
         partials.as_mut_ptr().cast()
     };
-    let typ = type_fingerprint::<T>();
-    let call = Call {
-        input: input.cast_const().cast(),
-        output: output.cast(),
-        len: n,
-        typ,
-        op: "reduce",
-    };
     // SAFETY: `input` covers the `n` elements of `buf` and `output` either the same or the
     // compact buffer (as long as `compact_len` says, which is what the peers will compute),
     // both borrowed exclusively for this whole function and not used through a reference
@@ -185,14 +176,16 @@ pub(crate) fn reduce_groups<T: Elem, O: Op<T>>(
     // only one acting as this rank, and its previous call on the board ended before it
     // returned.
     let session = unsafe {
-        comm.shared()
-            .board
-            .arrive(comm, tag.seq.wrapping_add(1), call)?
+        comm.shared().board.open(
+            comm,
+            tag,
+            input.cast_const(),
+            output,
+            n,
+            "reduce",
+            "hierarchical direct reduce",
+        )?
     };
-    let session = session.expect_same(n, typ, |len, same| {
-        let ty = if same { "" } else { " of another element type" };
-        format!("hierarchical direct reduce of {len} elements{ty}")
-    })?;
     let s = Schedule {
         session: &session,
         groups,
