@@ -56,7 +56,7 @@ pub mod algorithm {
         Scatter,
     };
 }
-pub use team::{run, Team, TeamBuilder};
+pub use team::{run, Team, TeamBuilder, Wait};
 pub use topology::{Location, Pinning, Source, Topology};
 
 #[cfg(loom)]

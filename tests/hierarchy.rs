@@ -5,12 +5,14 @@
 //! sums are exact, float sums bit-identical on every rank and within the rounding bound, the
 //! non-commutative ops exactly the rank-order fold; a second call on the same communicator
 //! (the cached hierarchy) gives the same; a rank that chooses another algorithm makes every
-//! rank fail.
+//! rank fail. `Auto` takes the single-copy hierarchy only on a team with a core per rank.
 
 mod common;
 
 use common::{check_fails, matmul, matrix, matrix_op, mismatch, mix, placed_team, span_op};
-use corecoll::{op, Algorithm, Block, Comm, Pinning, Team, Topology};
+use corecoll::algorithm::{Barrier, Broadcast};
+use corecoll::{op, Algorithm, Block, Comm, Pinning, Team, Topology, Wait};
+use std::time::Duration;
 
 const H: Algorithm = Algorithm::Hierarchical {
     segment: Block::Auto,
@@ -313,4 +315,93 @@ fn listed_and_named() {
     assert!(Algorithm::ALL.contains(&HD));
     assert_eq!(HD.name(), "hierarchical-direct");
     assert_eq!(Algorithm::from_name("hierarchical-direct"), Some(HD));
+}
+
+/// A described 2 × 2 machine with 4 ranks and the given waiting policy (which decides
+/// whether `Auto` counts on a core per rank).
+fn waiting_team(wait: Wait) -> Team {
+    Team::builder()
+        .ranks(4)
+        .topology(Topology::synthetic(&[2, 2]).unwrap())
+        .wait(wait)
+        .timeout(Duration::from_secs(45))
+        .build()
+        .unwrap()
+}
+
+/// What `Auto` chose on every rank, found by the call check: rank 0 calls `Auto`, the others
+/// name `named`; all succeed (with the right result, checked by `call`) exactly when `Auto`
+/// chose `named` on rank 0.
+fn auto_agrees(team: &Team, call: &(dyn Fn(&Comm, bool) -> corecoll::Result<()> + Sync)) -> bool {
+    let out = team.run(|comm| call(comm, comm.rank() == 0)).unwrap();
+    let ok = out.iter().filter(|r| r.is_ok()).count();
+    assert!(
+        ok == 0 || ok == out.len(),
+        "some ranks failed, some did not: {out:?}"
+    );
+    for e in out.iter().filter_map(|r| r.as_ref().err()) {
+        assert!(mismatch(e.root_cause()), "unexpected {e}");
+    }
+    ok == out.len()
+}
+
+/// `Auto`'s rule for a team with a core per rank (docs/hierarchy.md, "When `Auto` goes
+/// hierarchical"): across groups, the single-copy hierarchy for an allreduce or broadcast
+/// longer than the eager limit, and the flag barrier; not below the limit, and never on a
+/// team that shares its cores. `Wait::Active` makes this 2-core machine count as having a
+/// core per rank, so the rule runs here.
+#[test]
+fn auto_goes_hierarchical_only_with_a_core_per_rank() {
+    let long = 4 * corecoll::EAGER_MAX / 8; // u64 elements, 4× the eager limit
+    let short = 8;
+    for (wait, dedicated) in [(Wait::Active, true), (Wait::Passive, false)] {
+        let team = waiting_team(wait);
+        for (n, hierarchical) in [(long, dedicated), (short, false)] {
+            let allreduce = |comm: &Comm, auto: bool| {
+                let mut v: Vec<u64> = (0..n).map(|i| mix(comm.rank(), i, 3)).collect();
+                let alg = if auto { Algorithm::Auto } else { HD };
+                comm.allreduce_with(&mut v, op::Sum, alg)?;
+                let want: Vec<u64> = (0..n)
+                    .map(|i| (0..4).fold(0u64, |a, r| a.wrapping_add(mix(r, i, 3))))
+                    .collect();
+                assert_eq!(v, want);
+                Ok(())
+            };
+            assert_eq!(
+                auto_agrees(&team, &allreduce),
+                hierarchical,
+                "allreduce of {n} u64, {wait:?}"
+            );
+            for root in [0, 3] {
+                let broadcast = |comm: &Comm, auto: bool| {
+                    let mut v: Vec<u64> = if comm.rank() == root {
+                        (0..n).map(|i| mix(root, i, 5)).collect()
+                    } else {
+                        vec![0; n]
+                    };
+                    let alg = if auto {
+                        Broadcast::Auto
+                    } else {
+                        Broadcast::HierarchicalDirect
+                    };
+                    comm.broadcast_with(&mut v, root, alg)?;
+                    assert!(v.iter().enumerate().all(|(i, &x)| x == mix(root, i, 5)));
+                    Ok(())
+                };
+                assert_eq!(
+                    auto_agrees(&team, &broadcast),
+                    hierarchical,
+                    "broadcast of {n} u64 from {root}, {wait:?}"
+                );
+            }
+        }
+        let barrier = |comm: &Comm, auto: bool| {
+            comm.barrier_with(if auto {
+                Barrier::Auto
+            } else {
+                Barrier::HierarchicalDirect
+            })
+        };
+        assert_eq!(auto_agrees(&team, &barrier), dedicated, "barrier, {wait:?}");
+    }
 }

@@ -66,6 +66,54 @@ pub struct TeamBuilder {
     pinning: Pinning,
     topology: Option<Topology>,
     timeout: Option<Duration>,
+    wait: Wait,
+}
+
+/// How the ranks of a team wait for one another, and which machine `Auto` assumes: as
+/// OpenMP's `OMP_WAIT_POLICY`. The default judges from the load; the environment variable
+/// `CORECOLL_WAIT_POLICY=active|passive` overrides the default, and [`TeamBuilder::wait`]
+/// overrides both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Wait {
+    /// `Active` when the team has no more ranks than the cores the process may use, else
+    /// `Passive`.
+    #[default]
+    Auto,
+    /// Every rank has a core of its own: a waiting rank spins for a while (some tens of
+    /// microseconds) before it yields and then parks, and `Auto` picks the algorithms it
+    /// picks for dedicated cores (the single-copy hierarchy across L3 groups and packages,
+    /// for instance). On shared cores this wastes the time slices a peer needs.
+    Active,
+    /// The cores are shared: a waiting rank polls a few times and hands its core over, and
+    /// `Auto` picks the algorithms it picks for an oversubscribed team.
+    Passive,
+}
+
+impl Wait {
+    /// The choice a value of `CORECOLL_WAIT_POLICY` names (`active` or `passive`, in any
+    /// case); anything else, or no value, is `Auto`.
+    fn named(value: Option<&str>) -> Wait {
+        match value.map(str::trim) {
+            Some(v) if v.eq_ignore_ascii_case("active") => Wait::Active,
+            Some(v) if v.eq_ignore_ascii_case("passive") => Wait::Passive,
+            _ => Wait::Auto,
+        }
+    }
+
+    /// The policy this choice resolves to for `ranks` threads on `cores` cores, with the
+    /// environment variable consulted when the choice is `Auto`.
+    fn resolve(self, ranks: usize, cores: usize) -> WaitPolicy {
+        let chosen = match self {
+            Wait::Auto => Wait::named(std::env::var("CORECOLL_WAIT_POLICY").ok().as_deref()),
+            other => other,
+        };
+        let load = match chosen {
+            Wait::Auto => ranks,
+            Wait::Active => 1,
+            Wait::Passive => usize::MAX,
+        };
+        WaitPolicy::for_load(load, cores)
+    }
 }
 
 impl TeamBuilder {
@@ -101,6 +149,14 @@ impl TeamBuilder {
         self
     }
 
+    /// How the ranks wait for one another ([`Wait`]); default [`Wait::Auto`], judged from
+    /// the number of ranks against the cores the process may use (not the topology's, which
+    /// may describe another machine).
+    pub fn wait(mut self, wait: Wait) -> Self {
+        self.wait = wait;
+        self
+    }
+
     /// Places the ranks on the topology ([`Topology::place`]) and starts the team's threads,
     /// each pinned to the OS index of its location. Fails for zero ranks or a placement the
     /// topology cannot satisfy.
@@ -113,7 +169,7 @@ impl TeamBuilder {
         let locations = topology.place(&self.pinning, ranks)?;
         let plan: Vec<Option<usize>> = locations.iter().map(|l| l.map(|l| l.os_index)).collect();
         // Oversubscription is judged against the real cores, whatever the topology describes.
-        let policy = WaitPolicy::for_load(ranks, available_cores().len());
+        let policy = self.wait.resolve(ranks, available_cores().len());
         let shared = Arc::new(Shared {
             ranks: Arc::new(Ranks::new(ranks, policy, self.timeout).placed(topology, locations)),
             epoch: CachePadded::new(AtomicU64::new(0)),
@@ -297,4 +353,20 @@ impl Drop for Team {
 /// returns the results in rank order.
 pub fn run<R: Send, F: Fn(&Comm) -> R + Sync>(ranks: usize, f: F) -> Result<Vec<R>> {
     Team::new(ranks)?.run(f)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::Wait;
+
+    #[test]
+    fn wait_policy_by_name_and_by_load() {
+        assert_eq!(Wait::named(Some("active")), Wait::Active);
+        assert_eq!(Wait::named(Some(" PASSIVE\n")), Wait::Passive);
+        assert_eq!(Wait::named(Some("spin")), Wait::Auto);
+        assert_eq!(Wait::named(None), Wait::Auto);
+        // An explicit choice overrides the load (and the environment).
+        assert!(!Wait::Active.resolve(64, 2).oversubscribed);
+        assert!(Wait::Passive.resolve(1, 64).oversubscribed);
+    }
 }
