@@ -12,6 +12,10 @@
 //!
 //! What it checks, one line per check on rank 0 (`ok` or `FAIL`), with counts 0, 1, 2, 7,
 //! 1000 and 100 003:
+//! - the transport's point-to-point (`ProcessComm::transport_checks`, hidden): exchanges at
+//!   every size, zero-sized elements, many messages at once, and its mismatch errors (another
+//!   call's tag, another length, another zero-sized count), which the collectives' call check
+//!   otherwise catches first;
 //! - allreduce with every transport-generic algorithm and `Auto`, on `u64` sum (exact),
 //!   `f64` sum (close to the sequential sum, and bit-identical on every process) and a
 //!   non-commutative op (composition of affine maps mod 2⁶¹ − 1 on a small `Copy` struct,
@@ -25,7 +29,8 @@
 //! - mismatched calls (length, root, algorithm, collective kind, element type): the same
 //!   `Error::Mismatch` on every process, and the next call works.
 //!
-//! The exit code is non-zero if any check fails on any process. With `--panic`, process 0's
+//! The exit code is non-zero if any check fails on any process. `--time BYTES` times one
+//! allreduce size with every algorithm and `MPI_Allreduce` instead of checking. With `--panic`, process 0's
 //! op panics inside an allreduce (the linear one, which combines there) instead, and the job must end (through `MPI_Abort`) rather
 //! than hang: the integration test `tests/mpi_transport.rs` runs both.
 
@@ -342,6 +347,9 @@ fn is_unsupported(e: &Error) -> bool {
 
 /// Every check, tallied in `c`.
 fn check_all(c: &mut Checker<'_>) {
+    for (name, problem) in c.pc.transport_checks() {
+        c.report(name, problem, Instant::now());
+    }
     let sum_u64 = |a: &u64, b: &u64| a.wrapping_add(*b);
     let sum_f64 = |a: &f64, b: &f64| a + b;
     let affine = op::non_commutative(then);
@@ -481,8 +489,65 @@ fn check_all(c: &mut Checker<'_>) {
     );
 }
 
+/// `--time BYTES`: the median time of an allreduce of `BYTES` of `f64` (sum) with each
+/// transport-generic algorithm and with the MPI library's own `MPI_Allreduce` (in place), over
+/// repetitions separated by barriers, printed by rank 0. Not a check: for a first look at the
+/// schedules between processes (the benchmark's sweep is the real measurement).
+fn time_allreduce(world: &SimpleCommunicator, pc: &ProcessComm, bytes: usize) {
+    let n = bytes / 8;
+    let reps = 50;
+    let median = |f: &mut dyn FnMut()| {
+        let mut ts: Vec<f64> = (0..reps)
+            .map(|_| {
+                world.barrier();
+                let t = Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect();
+        ts.sort_by(f64::total_cmp);
+        // The slowest process's median is the collective's time.
+        let mut m = 0.0f64;
+        world.all_reduce_into(&ts[reps / 2], &mut m, SystemOperation::max());
+        m
+    };
+    let mut v: Vec<f64> = (0..n).map(|i| f64::input(pc.rank(), i)).collect();
+    let send = v.clone();
+    let mpi = median(&mut || {
+        world.all_reduce_into(&send[..], &mut v[..], SystemOperation::sum());
+    });
+    let mut rows = vec![("MPI_Allreduce (out of place, as OSU's)".to_string(), mpi)];
+    for alg in Algorithm::ALL {
+        if matches!(
+            alg,
+            Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
+        ) {
+            continue;
+        }
+        let t = median(&mut || {
+            pc.allreduce_with(&mut v, op::Sum, alg).expect("allreduce");
+        });
+        rows.push((alg.name().to_string(), t));
+    }
+    if pc.rank() == 0 {
+        println!(
+            "allreduce of {bytes} bytes (f64 sum) on {} processes, median of {reps}:",
+            pc.size()
+        );
+        for (name, t) in rows {
+            println!("  {name:<50} {:>10.1} us", t * 1e6);
+        }
+    }
+}
+
 fn main() -> ExitCode {
-    let panic_mode = std::env::args().any(|a| a == "--panic");
+    let args: Vec<String> = std::env::args().collect();
+    let panic_mode = args.iter().any(|a| a == "--panic");
+    let time_bytes = args.iter().position(|a| a == "--time").map(|i| {
+        args.get(i + 1)
+            .and_then(|b| b.parse::<usize>().ok())
+            .unwrap_or(1 << 20)
+    });
     let Some(universe) = mpi::initialize() else {
         eprintln!("mpi_check: MPI was initialised already");
         return ExitCode::FAILURE;
@@ -506,6 +571,11 @@ fn main() -> ExitCode {
         let r = pc.allreduce_with(&mut v, boom, Algorithm::Linear);
         eprintln!("process {rank}: the allreduce returned {r:?} instead of the job ending");
         return ExitCode::FAILURE;
+    }
+    if let Some(bytes) = time_bytes {
+        time_allreduce(&world, &pc, bytes);
+        drop(pc);
+        return ExitCode::SUCCESS;
     }
     let t0 = Instant::now();
     let mut c = Checker {

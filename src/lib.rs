@@ -30,7 +30,7 @@
 //! tells where each rank runs; [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its
 //! [`Algorithm`]s; [`op`] holds the reduction operations; the mailbox, the transport and the
 //! waiting protocol are internal and described in `docs/protocol.md`. With the feature `mpi`,
-//! [`hybrid`] runs the same collective schedules between MPI processes.
+//! `hybrid` (`ProcessComm`) runs the same collective schedules between MPI processes.
 
 mod algorithms;
 mod comm;

@@ -42,6 +42,7 @@
 //! thread (`Threading::Funneled` for the main thread).
 
 mod check;
+mod selftest;
 
 use crate::algorithms;
 use crate::error::{Error, Result};
