@@ -490,7 +490,8 @@ fn check_all(c: &mut Checker<'_>) {
 }
 
 /// `--time BYTES`: the median time of an allreduce of `BYTES` of `f64` (sum) with each
-/// transport-generic algorithm and with the MPI library's own `MPI_Allreduce` (in place), over
+/// transport-generic algorithm and with the MPI library's own `MPI_Allreduce`, and of the
+/// barriers (the crate's is its call check alone), over
 /// repetitions separated by barriers, printed by rank 0. Not a check: for a first look at the
 /// schedules between processes (the benchmark's sweep is the real measurement).
 fn time_allreduce(world: &SimpleCommunicator, pc: &ProcessComm, bytes: usize) {
@@ -517,6 +518,11 @@ fn time_allreduce(world: &SimpleCommunicator, pc: &ProcessComm, bytes: usize) {
         world.all_reduce_into(&send[..], &mut v[..], SystemOperation::sum());
     });
     let mut rows = vec![("MPI_Allreduce (out of place, as OSU's)".to_string(), mpi)];
+    rows.push(("MPI_Barrier".to_string(), median(&mut || world.barrier())));
+    rows.push((
+        "ProcessComm::barrier (the call check alone)".to_string(),
+        median(&mut || pc.barrier().expect("barrier")),
+    ));
     for alg in Algorithm::ALL {
         if matches!(
             alg,

@@ -12,10 +12,12 @@
 //! the failing path, an `MPI_Allgather` of the descriptors finds the first process whose call
 //! differs from rank 0's, so that the error (the same on every process) names both calls.
 //!
-//! Cost: one allreduce of 14 `u64` (112 bytes) per collective call: ⌈log₂ p⌉ rounds of small
-//! messages in Open MPI's tuned recursive doubling, a few microseconds between processes of
-//! one node — about the latency of the shortest allreduce itself, which the check thus
-//! roughly doubles; nothing for long vectors. The shared-memory `Comm`'s check is cheaper
+//! Cost: one allreduce of 14 `u64` (112 bytes) per collective call, a latency-bound collective
+//! of ⌈log₂ p⌉-ish rounds of small messages. Measured with `mpi_check --time 8` (Open MPI 4,
+//! 2 processes bound to the 2 cores of the development machine, loaded): the check alone
+//! (`ProcessComm::barrier`) 0.8 µs against 0.5 µs for `MPI_Barrier` and 0.6 µs for an 8-byte
+//! `MPI_Allreduce`; the crate's 8-byte recursive-doubling allreduce, check included, 1.5 µs.
+//! So the check about doubles the shortest allreduce and is nothing for long vectors. The shared-memory `Comm`'s check is cheaper
 //! (one hop, or a dissemination over the same mailboxes) because a failing rank there can fail
 //! the whole run; between processes there is no such shared flag, and a process that finds a
 //! mismatch on its own could not tell the others without a message they would have to wait
