@@ -29,12 +29,15 @@
 //! described for tests) and places ranks on it by a [`Pinning`], so that [`Comm::location`]
 //! tells where each rank runs; [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its
 //! [`Algorithm`]s; [`op`] holds the reduction operations; the mailbox, the transport and the
-//! waiting protocol are internal and described in `docs/protocol.md`.
+//! waiting protocol are internal and described in `docs/protocol.md`. With the feature `mpi`,
+//! `hybrid` (`ProcessComm`) runs the same collective schedules between MPI processes.
 
 mod algorithms;
 mod comm;
 mod error;
 mod hierarchy;
+#[cfg(feature = "mpi")]
+pub mod hybrid;
 mod mailbox;
 pub mod op;
 mod select;
@@ -45,6 +48,8 @@ mod transport;
 
 pub use comm::Comm;
 pub use error::{Error, Result};
+#[cfg(feature = "mpi")]
+pub use hybrid::ProcessComm;
 pub use mailbox::EAGER_MAX;
 pub use select::{Algorithm, Block};
 

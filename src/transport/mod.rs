@@ -2,9 +2,12 @@
 //!
 //! [`Transport`] is what an algorithm may ask of the ranks it runs on: send, receive,
 //! exchange, and receive-and-combine, each naming a peer and a [`Tag`]. The shared-memory
-//! implementation ([`shm`]) runs over the mailboxes; an MPI one and a cost-model simulator
-//! implement the same trait in later parts, so one schedule serves all three.
+//! implementation ([`shm`]) runs over the mailboxes, the MPI one (`mpi`, feature `mpi`) over
+//! MPI point-to-point between processes; a cost-model simulator is to implement the same
+//! trait in a later part, so one schedule serves all three.
 
+#[cfg(feature = "mpi")]
+pub(crate) mod mpi;
 mod permuted;
 pub(crate) mod shm;
 mod wire;
@@ -51,7 +54,8 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
-    fn from_u8(v: u8) -> Option<Kind> {
+    /// The kind whose discriminant is `v`, if there is one.
+    pub(crate) fn from_u8(v: u8) -> Option<Kind> {
         Some(match v {
             1 => Kind::P2p,
             2 => Kind::Barrier,

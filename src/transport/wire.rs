@@ -8,7 +8,7 @@ use std::mem::{size_of, size_of_val};
 
 /// Bytes on the wire for `n` elements of `T`. Zero-sized elements travel as their count (one
 /// `u64`), so that counts are checked for them too.
-fn wire_len<T: Elem>(n: usize) -> usize {
+pub(super) fn wire_len<T: Elem>(n: usize) -> usize {
     if size_of::<T>() == 0 {
         size_of::<u64>()
     } else {

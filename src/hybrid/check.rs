@@ -1,0 +1,206 @@
+//! The call check of [`ProcessComm`]'s collectives: do all processes make the same call?
+//!
+//! MPI leaves a collective whose processes disagree (on the length, the root, the element
+//! type, or which collective it is) erroneous, and in practice such a call hangs or reads
+//! garbage. The crate's contract is a clear error on every process instead. Before any
+//! schedule, every process contributes the words of its call's descriptor `d` (collective
+//! kind, algorithm id after `Auto`, pipeline block, length, element-type fingerprint, root,
+//! commutativity of the op) and their complements `!d` to one `MPI_Allreduce` with `MPI_MAX`
+//! (MPI 3.1 §5.9): max(!dᵢ) = !min(dᵢ), so every process learns the maximum and the minimum of
+//! every field, and the processes agree exactly when they are equal. Every process sees the
+//! same maxima and minima, so all take the same branch: all go on, or all fail. Only then, on
+//! the failing path, an `MPI_Allgather` of the descriptors finds the first process whose call
+//! differs from rank 0's, so that the error (the same on every process) names both calls.
+//!
+//! Cost: one allreduce of 14 `u64` (112 bytes) per collective call, a latency-bound collective
+//! of ⌈log₂ p⌉-ish rounds of small messages. Measured with `mpi_check --time 8` (Open MPI 4,
+//! 2 processes bound to the 2 cores of the development machine, loaded): the check alone
+//! (`ProcessComm::barrier`) 0.8 µs against 0.5 µs for `MPI_Barrier` and 0.6 µs for an 8-byte
+//! `MPI_Allreduce`; the crate's 8-byte recursive-doubling allreduce, check included, 1.5 µs.
+//! So the check about doubles the shortest allreduce and is nothing for long vectors. The shared-memory `Comm`'s check is cheaper
+//! (one hop, or a dissemination over the same mailboxes) because a failing rank there can fail
+//! the whole run; between processes there is no such shared flag, and a process that finds a
+//! mismatch on its own could not tell the others without a message they would have to wait
+//! for. The allreduce is also a barrier, which is what [`ProcessComm::barrier`] uses it for.
+
+use super::ProcessComm;
+use crate::error::{Error, Result};
+use crate::select::{Algorithm, Broadcast, Reduce};
+use crate::transport::{fingerprint_size, type_fingerprint, Kind};
+use ::mpi::collective::SystemOperation;
+use ::mpi::traits::*;
+
+/// Words in a call's descriptor.
+const WORDS: usize = 7;
+
+/// What a process is about to do in a collective call, as the check compares it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Call {
+    /// The collective.
+    kind: Kind,
+    /// The algorithm's id (after `Auto`).
+    alg: u8,
+    /// The pipeline block in elements (0 where the algorithm has none).
+    block: usize,
+    /// Elements per process.
+    len: usize,
+    /// The element type's fingerprint (`transport::type_fingerprint`).
+    elem: u64,
+    /// The root, for rooted collectives.
+    root: Option<usize>,
+    /// Whether the op is commutative, for reducing collectives.
+    commutative: Option<bool>,
+}
+
+impl Call {
+    /// A call of `kind` with algorithm id `alg` on `len` elements of `T` per process, without
+    /// root, block or op.
+    pub(super) fn of<T: 'static>(kind: Kind, alg: u8, len: usize) -> Call {
+        Call {
+            kind,
+            alg,
+            block: 0,
+            len,
+            elem: type_fingerprint::<T>(),
+            root: None,
+            commutative: None,
+        }
+    }
+
+    /// A barrier: no data, nothing else to compare.
+    pub(super) fn barrier() -> Call {
+        Call {
+            elem: 0,
+            ..Call::of::<()>(Kind::Barrier, 0, 0)
+        }
+    }
+
+    /// The same call at root `root`.
+    pub(super) fn at(self, root: usize) -> Call {
+        Call {
+            root: Some(root),
+            ..self
+        }
+    }
+
+    /// The same call in pipeline blocks of `block` elements.
+    pub(super) fn in_blocks(self, block: usize) -> Call {
+        Call { block, ..self }
+    }
+
+    /// The same call with an op that is (or is not) commutative.
+    pub(super) fn with_op(self, commutative: bool) -> Call {
+        Call {
+            commutative: Some(commutative),
+            ..self
+        }
+    }
+
+    /// The words compared.
+    fn words(&self) -> [u64; WORDS] {
+        [
+            self.kind as u64,
+            u64::from(self.alg),
+            self.block as u64,
+            self.len as u64,
+            self.elem,
+            self.root.map_or(u64::MAX, |r| r as u64),
+            self.commutative.map_or(2, u64::from),
+        ]
+    }
+}
+
+/// Describes a call from its words, for an error message.
+fn describe(w: &[u64]) -> String {
+    let kind = u8::try_from(w[0]).ok().and_then(Kind::from_u8);
+    let Some(kind) = kind else {
+        return format!("an unknown collective {:#x}", w[0]);
+    };
+    if kind == Kind::Barrier {
+        return "barrier".to_string();
+    }
+    let id = u8::try_from(w[1]).unwrap_or(u8::MAX);
+    let alg = match kind {
+        Kind::Allreduce => Algorithm::from_id(id).map(Algorithm::name),
+        Kind::Broadcast => Broadcast::from_id(id).map(Broadcast::name),
+        Kind::Reduce => Reduce::from_id(id).map(Reduce::name),
+        _ => None,
+    }
+    .unwrap_or("?");
+    let mut d = format!(
+        "{} of {} elements of {} bytes (type {:#010x}) with the {alg} algorithm",
+        kind.name(),
+        w[3],
+        fingerprint_size(w[4]),
+        w[4] >> 32
+    );
+    if w[2] != 0 {
+        d += &format!(" in blocks of {}", w[2]);
+    }
+    if w[5] != u64::MAX {
+        d += &format!(" at root {}", w[5]);
+    }
+    match w[6] {
+        0 => d += " with a non-commutative op",
+        1 => d += " with a commutative op",
+        _ => {}
+    }
+    d
+}
+
+impl ProcessComm {
+    /// Checks that every process makes the same `call` (see the module docs): `Ok` on every
+    /// process, or the same [`Error::Mismatch`] on every process, which names rank 0's call and
+    /// the first call that differs from it.
+    pub(super) fn agree(&self, call: &Call) -> Result<()> {
+        let mine = call.words();
+        let mut send = [0u64; 2 * WORDS];
+        for (i, &w) in mine.iter().enumerate() {
+            send[i] = w;
+            send[WORDS + i] = !w;
+        }
+        let mut both = [0u64; 2 * WORDS];
+        self.comm
+            .all_reduce_into(&send[..], &mut both[..], SystemOperation::max());
+        if (0..WORDS).all(|i| both[i] == !both[WORDS + i]) {
+            return Ok(());
+        }
+        // Every process is here: find who differs from rank 0.
+        let mut all = vec![0u64; WORDS * self.size];
+        self.comm.all_gather_into(&mine[..], &mut all[..]);
+        let zero = &all[..WORDS];
+        let peer = (1..self.size)
+            .find(|&r| &all[r * WORDS..(r + 1) * WORDS] != zero)
+            .expect("the maxima and minima differ, so some call differs from rank 0's");
+        Err(Error::Mismatch {
+            rank: 0,
+            peer,
+            op: "the collectives' call check",
+            expected: describe(zero),
+            found: describe(&all[peer * WORDS..(peer + 1) * WORDS]),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_name_every_field() {
+        let call = Call::of::<u64>(Kind::Allreduce, Algorithm::Chain.id(), 7)
+            .in_blocks(3)
+            .with_op(false);
+        assert_eq!(
+            describe(&call.words()),
+            format!(
+                "allreduce of 7 elements of 8 bytes (type {:#010x}) with the chain algorithm \
+                 in blocks of 3 with a non-commutative op",
+                type_fingerprint::<u64>() >> 32
+            )
+        );
+        let b = Call::of::<u8>(Kind::Broadcast, Broadcast::Binomial.id(), 0).at(2);
+        assert!(describe(&b.words()).ends_with("with the binomial algorithm at root 2"));
+        assert_eq!(describe(&Call::barrier().words()), "barrier");
+    }
+}

@@ -1,0 +1,408 @@
+//! Hybrid MPI + threads (feature `mpi`). This first part: [`ProcessComm`], a communicator
+//! whose ranks are MPI processes, one calling thread each, on which the crate's collective
+//! schedules run over MPI point-to-point (`transport::mpi`) — the very code that runs between
+//! threads over the mailboxes. The world of (MPI process × threads), with node leaders bridging
+//! the shared-memory teams to MPI, builds on it.
+//!
+//! ```no_run
+//! use corecoll::hybrid::ProcessComm;
+//! use corecoll::{op, Algorithm};
+//!
+//! let universe = mpi::initialize().expect("MPI initialises once");
+//! let world = universe.world();
+//! let pc = ProcessComm::new(&world)?;
+//! let mut v = vec![pc.rank() as f64; 1000];
+//! pc.allreduce_with(&mut v, op::Sum, Algorithm::DualRoot { block: Default::default() })?;
+//! drop(pc); // before `universe`, which finalises MPI
+//! # Ok::<(), corecoll::Error>(())
+//! ```
+//!
+//! **Semantics** are `Comm`'s: x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} in rank order on every algorithm that
+//! accepts the op, bit-identical results on every process, and a call that the processes do
+//! not all make alike (length, element type, root, algorithm, block, collective, op
+//! commutativity) is the same [`Error::Mismatch`] on every process, found by one
+//! `MPI_Allreduce` before the schedule (`check`, which documents its cost). Errors that follow
+//! from the agreed call (an algorithm that needs shared memory, a ring for a non-commutative
+//! op, a root out of range, a vector above MPI's `int` count of bytes) are decided after the
+//! check, so they too are the same on every process and leave no process waiting.
+//!
+//! **Failures the check cannot see.** Once the schedule runs, a process cannot tell the others
+//! that it failed except by a message they are not waiting for. An MPI error aborts the job:
+//! the transport's communicator is a duplicate of the user's with `MPI_ERRORS_ARE_FATAL`. A
+//! panic in the op (or anywhere in the schedule) calls `MPI_Abort` on that communicator while
+//! it unwinds out of the collective, after a line on stderr, so the other processes are
+//! ended instead of left waiting for it; a program that catches panics loses its job to it.
+//! A transport error inside an agreed schedule (a message with another tag or length) cannot
+//! happen when every process runs the same crate; if it did, it would be returned on the
+//! process that saw it while its peers might wait (a bug to report, not a usage error).
+//!
+//! **Lifetime.** A `ProcessComm` owns its duplicate communicator, freed on drop, which must
+//! happen before MPI is finalised (before rsmpi's `Universe` is dropped). It is not `Sync`:
+//! one thread per process calls it, and MPI's threading level must allow calls from that
+//! thread (`Threading::Funneled` for the main thread).
+
+mod check;
+mod selftest;
+
+use crate::algorithms;
+use crate::error::{Error, Result};
+use crate::op::Op;
+use crate::select::{Algorithm, Broadcast, Costs, Reduce};
+use crate::transport::mpi::{MpiTransport, Scratch, TagCodec};
+use crate::transport::{Kind, Tag};
+use ::mpi::ffi;
+use ::mpi::topology::{Communicator, SimpleCommunicator};
+use ::mpi::traits::AsRaw;
+use check::Call;
+use std::cell::{Cell, RefCell};
+use std::mem::{size_of, size_of_val};
+
+/// The pipelining lemma's constants between processes (`select::lemma_block`): an estimate
+/// for Open MPI's shared-memory transport on one node, about 1 µs per message and 0.1 ns per
+/// byte (a copy through a shared segment or a single-copy kernel transfer), larger than the
+/// mailboxes' [`Costs::DEDICATED`]. To be measured and replaced by the tuning work.
+const MPI_COSTS: Costs = Costs {
+    alpha_ns: 1000.0,
+    beta_ns: 0.1,
+};
+
+/// A communicator whose ranks are MPI processes, one calling thread each (see the module
+/// docs): the crate's collective schedules between processes, with MPI's semantics and the
+/// crate's checks.
+pub struct ProcessComm {
+    /// The transport's own duplicate of the user's communicator.
+    comm: SimpleCommunicator,
+    /// This process's rank.
+    rank: usize,
+    /// Number of processes.
+    size: usize,
+    /// How tags are encoded on `comm`.
+    codec: TagCodec,
+    /// The next collective call's sequence number (in its tags).
+    seq: Cell<u64>,
+    /// The reducing receives' scratch buffer, reused across calls.
+    scratch: Scratch,
+}
+
+impl std::fmt::Debug for ProcessComm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessComm")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Calls `MPI_Abort` if dropped while a panic unwinds (see the module docs).
+struct AbortOnUnwind<'c> {
+    comm: &'c SimpleCommunicator,
+    rank: usize,
+    op: &'static str,
+}
+
+impl Drop for AbortOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "corecoll: process {} panicked inside {}; aborting the MPI job (MPI_Abort) so \
+                 that the other processes do not wait for it forever",
+                self.rank, self.op
+            );
+            self.comm.abort(70);
+        }
+    }
+}
+
+impl ProcessComm {
+    /// A communicator over the processes of `comm`, collective over them (every process must
+    /// call it): duplicates `comm` (`MPI_Comm_dup`), so that the crate's messages never meet
+    /// the caller's own traffic, and makes MPI errors on the duplicate fatal. Fails if the MPI
+    /// library's tag upper bound is below the standard's minimum (32767).
+    pub fn new<C: Communicator>(comm: &C) -> Result<ProcessComm> {
+        let dup = comm.duplicate();
+        // SAFETY: `dup` is a valid communicator owned here, and RSMPI_ERRORS_ARE_FATAL is the
+        // predefined error handler, valid for communicators.
+        let rc = unsafe { ffi::MPI_Comm_set_errhandler(dup.as_raw(), ffi::RSMPI_ERRORS_ARE_FATAL) };
+        assert_eq!(
+            rc,
+            ffi::MPI_SUCCESS as i32,
+            "MPI_Comm_set_errhandler failed"
+        );
+        let (rank, size) = (dup.rank() as usize, dup.size() as usize);
+        let codec = TagCodec::for_comm(&dup).ok_or_else(|| Error::Unsupported {
+            rank,
+            op: "ProcessComm::new",
+            what: "the MPI library's MPI_TAG_UB is below the standard's minimum of 32767"
+                .to_string(),
+        })?;
+        Ok(ProcessComm {
+            comm: dup,
+            rank,
+            size,
+            codec,
+            seq: Cell::new(0),
+            scratch: RefCell::new(Vec::new()),
+        })
+    }
+
+    /// This process's rank, `0..size()` (its rank in the communicator it was made from).
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of processes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The tag of the next collective call of kind `kind`.
+    fn next_tag(&self, kind: Kind) -> Tag {
+        let seq = self.seq.get();
+        self.seq.set(seq.wrapping_add(1));
+        Tag {
+            kind,
+            variant: 0,
+            seq,
+        }
+    }
+
+    /// The transport for a call of `op`.
+    fn transport(&self, op: &'static str) -> MpiTransport<'_> {
+        MpiTransport::new(&self.comm, self.codec, &self.scratch, op)
+    }
+
+    /// The guard that aborts the job if `op`'s schedule panics.
+    fn abort_on_unwind(&self, op: &'static str) -> AbortOnUnwind<'_> {
+        AbortOnUnwind {
+            comm: &self.comm,
+            rank: self.rank,
+            op,
+        }
+    }
+
+    /// The refusal of an algorithm that needs the ranks' shared address space.
+    fn shared_memory_only(&self, op: &'static str, name: &str, instead: &str) -> Error {
+        Error::Unsupported {
+            rank: self.rank,
+            op,
+            what: format!(
+                "the {name} algorithm needs the ranks to share memory; between processes use \
+                 {instead}"
+            ),
+        }
+    }
+
+    /// Fails (on every process alike, after the check) if a vector of `bytes` bytes cannot go
+    /// in one MPI message (an `int` count of bytes).
+    fn check_bytes(&self, op: &'static str, bytes: usize) -> Result<()> {
+        if i32::try_from(bytes).is_err() {
+            return Err(Error::Unsupported {
+                rank: self.rank,
+                op,
+                what: format!(
+                    "{bytes} bytes per process is above MPI's message limit of {} bytes",
+                    i32::MAX
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Fails (on every process alike, after the check) if `root` is not a rank.
+    fn check_root(&self, op: &'static str, root: usize) -> Result<()> {
+        if root >= self.size {
+            return Err(Error::RankOutOfRange {
+                rank: self.rank,
+                op,
+                peer: root,
+                size: self.size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Waits until every process has called `barrier` (`MPI_Barrier`'s semantics), or fails
+    /// on every process if some process makes another collective call. It is the call check
+    /// alone: its `MPI_Allreduce` completes on no process before every process has entered it.
+    pub fn barrier(&self) -> Result<()> {
+        self.next_tag(Kind::Barrier);
+        self.agree(&Call::barrier())
+    }
+
+    /// [`ProcessComm::allreduce_with`] with `Algorithm::Auto`.
+    pub fn allreduce<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.allreduce_with(buf, op, Algorithm::Auto)
+    }
+
+    /// Combines every process's `buf` element-wise with `op`, in rank order
+    /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and leaves the result in `buf` on every process, bit-identical
+    /// (`MPI_Allreduce` in place), as [`Comm::allreduce_with`](crate::Comm::allreduce_with)
+    /// between threads, with the same schedules and pipeline blocks (by the pipelining lemma
+    /// with constants for MPI between processes).
+    ///
+    /// Every transport-generic algorithm runs: `Linear`, `Chain`, `Binomial`,
+    /// `RecursiveDoubling`, `Rabenseifner`, `Ring` (commutative ops only), `PipelinedTree`,
+    /// `DualRoot`, `TwoTree`. The shared-memory ones (`Direct`, `Hierarchical`,
+    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` takes MPICH's rule for
+    /// processes (Thakur, Rabenseifner and Gropp 2005): recursive doubling up to 2 KiB (⌈log₂
+    /// p⌉ messages, latency-bound), Rabenseifner's reduce-scatter + allgather above (about
+    /// 2βm of traffic); both keep rank order, so the op's commutativity does not matter. Not
+    /// yet measured against the pipelined ones here (the tuning work's tables are to replace
+    /// it).
+    pub fn allreduce_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Algorithm) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        const OP: &str = "allreduce";
+        let tag = self.next_tag(Kind::Allreduce);
+        let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
+        let alg = match algorithm {
+            Algorithm::Auto if bytes <= 2048 => Algorithm::RecursiveDoubling,
+            Algorithm::Auto => Algorithm::Rabenseifner,
+            chosen => chosen,
+        };
+        let block = if alg.has_block() {
+            alg.block_elements(p, n, size_of::<T>(), MPI_COSTS)
+        } else {
+            0
+        };
+        let call = Call::of::<T>(Kind::Allreduce, alg.id(), n)
+            .in_blocks(block)
+            .with_op(op.is_commutative());
+        self.agree(&call)?;
+        match alg {
+            Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect => {
+                return Err(self.shared_memory_only(
+                    OP,
+                    alg.name(),
+                    "dual-root, two-tree, rabenseifner or another transport-generic algorithm",
+                ));
+            }
+            Algorithm::Ring if !op.is_commutative() => {
+                return Err(Error::Unsupported {
+                    rank: self.rank,
+                    op: OP,
+                    what: "the ring algorithm reorders operands and cannot honour a \
+                           non-commutative op; use linear, chain, binomial, \
+                           recursive-doubling, rabenseifner, pipelined-tree, dual-root or \
+                           two-tree"
+                        .to_string(),
+                });
+            }
+            _ => {}
+        }
+        self.check_bytes(OP, bytes)?;
+        let t = self.transport(OP);
+        let _abort = self.abort_on_unwind(OP);
+        algorithms::allreduce::run(&t, buf, &op, alg, block, tag.with_variant(alg.id()))
+    }
+
+    /// [`ProcessComm::broadcast_with`] with `Broadcast::Auto`.
+    pub fn broadcast<T>(&self, buf: &mut [T], root: usize) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.broadcast_with(buf, root, Broadcast::Auto)
+    }
+
+    /// Copies `buf` of process `root` into `buf` on every other process (`MPI_Bcast`), as
+    /// [`Comm::broadcast_with`](crate::Comm::broadcast_with). `Binomial`, `PipelinedTree` and
+    /// `ScatterAllgather` run; the shared-memory ones (`Direct`, `Hierarchical`,
+    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` takes MPICH's rule: the
+    /// binomial tree below 12 KiB or on fewer than 8 processes, scatter + allgather (van de
+    /// Geijn, about 2βm) above; not yet measured here.
+    pub fn broadcast_with<T>(&self, buf: &mut [T], root: usize, algorithm: Broadcast) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "broadcast";
+        let tag = self.next_tag(Kind::Broadcast);
+        let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
+        let alg = match algorithm {
+            Broadcast::Auto if bytes < 12 << 10 || p < 8 => Broadcast::Binomial,
+            Broadcast::Auto => Broadcast::ScatterAllgather,
+            chosen => chosen,
+        };
+        let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);
+        let call = Call::of::<T>(Kind::Broadcast, alg.id(), n)
+            .in_blocks(block)
+            .at(root);
+        self.agree(&call)?;
+        if matches!(
+            alg,
+            Broadcast::Direct | Broadcast::Hierarchical | Broadcast::HierarchicalDirect
+        ) {
+            return Err(self.shared_memory_only(
+                OP,
+                alg.name(),
+                "binomial, pipelined-tree or scatter-allgather",
+            ));
+        }
+        self.check_root(OP, root)?;
+        self.check_bytes(OP, bytes)?;
+        let t = self.transport(OP);
+        let _abort = self.abort_on_unwind(OP);
+        algorithms::broadcast::run(&t, buf, root, alg, block, tag.with_variant(alg.id()))
+    }
+
+    /// [`ProcessComm::reduce_with`] with `Reduce::Auto`.
+    pub fn reduce<T, O>(&self, buf: &mut [T], op: O, root: usize) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        self.reduce_with(buf, op, root, Reduce::Auto)
+    }
+
+    /// Combines every process's `buf` element-wise with `op` in rank order (whatever the
+    /// root) and leaves the result in `buf` on process `root` (`MPI_Reduce` in place at the
+    /// root; the others' `buf` is left unchanged), as
+    /// [`Comm::reduce_with`](crate::Comm::reduce_with), with the same argument order.
+    /// `Binomial` and `PipelinedTree` run; the shared-memory ones (`Direct`, `Hierarchical`,
+    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto`: the binomial tree up to
+    /// 64 KiB, the pipelined tree above (provisional, not yet measured here).
+    pub fn reduce_with<T, O>(
+        &self,
+        buf: &mut [T],
+        op: O,
+        root: usize,
+        algorithm: Reduce,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        const OP: &str = "reduce";
+        let tag = self.next_tag(Kind::Reduce);
+        let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
+        let alg = match algorithm {
+            Reduce::Auto if bytes <= 64 << 10 => Reduce::Binomial,
+            Reduce::Auto => Reduce::PipelinedTree {
+                block: Default::default(),
+            },
+            chosen => chosen,
+        };
+        let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);
+        let call = Call::of::<T>(Kind::Reduce, alg.id(), n)
+            .in_blocks(block)
+            .at(root)
+            .with_op(op.is_commutative());
+        self.agree(&call)?;
+        if matches!(
+            alg,
+            Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect
+        ) {
+            return Err(self.shared_memory_only(OP, alg.name(), "binomial or pipelined-tree"));
+        }
+        self.check_root(OP, root)?;
+        self.check_bytes(OP, bytes)?;
+        let t = self.transport(OP);
+        let _abort = self.abort_on_unwind(OP);
+        algorithms::reduce::run(&t, buf, &op, root, alg, block, tag.with_variant(alg.id()))
+    }
+}
