@@ -16,6 +16,8 @@
 //! every rank's read after it.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom_hierarchy`
+//! (what CI runs: the reduce, allgather and flag-barrier models capped at one preemption,
+//! `loom_common::model_capped`); add `CORECOLL_LOOM_DEEP=1` to run those at two as well.
 #![cfg(loom)]
 
 mod loom_common;
@@ -25,7 +27,7 @@ use corecoll::loom_api::{
     broadcast_hierarchical_direct, reduce_hierarchical_direct,
 };
 use corecoll::{op, Error};
-use loom_common::{input, spmd, total};
+use loom_common::{input, model_capped, spmd, total};
 
 /// Three ranks in groups {0, 1} and {2}, in place, one element per slice: rank 0 holds its
 /// group's partials of slices 0 and 1, rank 1 of slice 2, rank 2 all of its own group's.
@@ -132,7 +134,7 @@ fn flag_barrier_three_ranks_two_groups() {
     // the barrier orders every write before every read; that is the property under test.
     unsafe impl Sync for Cells {}
 
-    loom::model(|| {
+    model_capped(|| {
         let cells = Arc::new(Cells {
             slots: std::array::from_fn(|_| std::array::from_fn(|_| UnsafeCell::new(0))),
             arrived: AtomicUsize::new(0),
@@ -164,7 +166,7 @@ fn flag_barrier_three_ranks_two_groups() {
 /// held block before rank 0's mark, or of any buffer after its owner took it back, is a race.
 #[test]
 fn allgather_three_ranks_two_groups() {
-    loom::model(|| {
+    model_capped(|| {
         spmd(3, |comm| {
             let r = comm.rank();
             let groups = [vec![0, 1], vec![2]];
@@ -238,7 +240,7 @@ fn broadcast_two_calls() {
 /// group's of slices 0 and 1; a non-root holder keeps them in a compact buffer, the root in
 /// its own buffer.
 fn reduce_to(root: usize) {
-    loom::model(move || {
+    model_capped(move || {
         spmd(3, move |comm| {
             let r = comm.rank();
             let mut v = input(r, 3);

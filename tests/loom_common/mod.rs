@@ -50,3 +50,16 @@ pub fn spmd<R: Send + 'static>(
 ) -> Vec<R> {
     spmd_with_run(p, move |comm, _| body(comm))
 }
+
+/// `loom::model` for the models too large to explore at the CI's bound of two preemptions on
+/// every run: at most one preemption, unless `CORECOLL_LOOM_DEEP=1` asks for the bound of
+/// `LOOM_MAX_PREEMPTIONS` (docs/protocol.md, "Loom models", has the command and the last deep
+/// run's times). One preemption still interleaves every pair of ranks at every point once.
+pub fn model_capped<F: Fn() + Sync + Send + 'static>(f: F) {
+    let mut builder = loom::model::Builder::new();
+    let deep = std::env::var("CORECOLL_LOOM_DEEP").is_ok_and(|v| v.trim() == "1");
+    if !deep {
+        builder.preemption_bound = Some(builder.preemption_bound.map_or(1, |b| b.min(1)));
+    }
+    builder.check(f);
+}
