@@ -171,13 +171,23 @@ impl ProcessComm {
         MpiTransport::new(&self.comm, self.codec, &self.scratch, op)
     }
 
-    /// The guard that aborts the job if `op`'s schedule panics.
-    fn abort_on_unwind(&self, op: &'static str) -> AbortOnUnwind<'_> {
-        AbortOnUnwind {
+    /// Runs an agreed call's schedule over the transport, after the last check every process
+    /// makes alike (the vector fits one MPI message), under the guard that aborts the job if
+    /// the schedule panics.
+    fn schedule(
+        &self,
+        op: &'static str,
+        bytes: usize,
+        run: impl FnOnce(&MpiTransport<'_>) -> Result<()>,
+    ) -> Result<()> {
+        self.check_bytes(op, bytes)?;
+        let t = self.transport(op);
+        let _abort = AbortOnUnwind {
             comm: &self.comm,
             rank: self.rank,
             op,
-        }
+        };
+        run(&t)
     }
 
     /// The refusal of an algorithm that needs the ranks' shared address space.
@@ -296,10 +306,9 @@ impl ProcessComm {
             }
             _ => {}
         }
-        self.check_bytes(OP, bytes)?;
-        let t = self.transport(OP);
-        let _abort = self.abort_on_unwind(OP);
-        algorithms::allreduce::run(&t, buf, &op, alg, block, tag.with_variant(alg.id()))
+        self.schedule(OP, bytes, |t| {
+            algorithms::allreduce::run(t, buf, &op, alg, block, tag.with_variant(alg.id()))
+        })
     }
 
     /// [`ProcessComm::broadcast_with`] with `Broadcast::Auto`.
@@ -344,10 +353,9 @@ impl ProcessComm {
             ));
         }
         self.check_root(OP, root)?;
-        self.check_bytes(OP, bytes)?;
-        let t = self.transport(OP);
-        let _abort = self.abort_on_unwind(OP);
-        algorithms::broadcast::run(&t, buf, root, alg, block, tag.with_variant(alg.id()))
+        self.schedule(OP, bytes, |t| {
+            algorithms::broadcast::run(t, buf, root, alg, block, tag.with_variant(alg.id()))
+        })
     }
 
     /// [`ProcessComm::reduce_with`] with `Reduce::Auto`.
@@ -400,9 +408,8 @@ impl ProcessComm {
             return Err(self.shared_memory_only(OP, alg.name(), "binomial or pipelined-tree"));
         }
         self.check_root(OP, root)?;
-        self.check_bytes(OP, bytes)?;
-        let t = self.transport(OP);
-        let _abort = self.abort_on_unwind(OP);
-        algorithms::reduce::run(&t, buf, &op, root, alg, block, tag.with_variant(alg.id()))
+        self.schedule(OP, bytes, |t| {
+            algorithms::reduce::run(t, buf, &op, root, alg, block, tag.with_variant(alg.id()))
+        })
     }
 }

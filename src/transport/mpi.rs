@@ -44,7 +44,7 @@
 //! says why it is sound. What was learnt from: the rsmpi 0.8 sources (`point_to_point.rs`,
 //! `request.rs`, `attribute.rs`) and the MPI 3.1 standard, sections cited where used.
 
-use super::wire::{reduce_in, wire_len};
+use super::wire::{payload, reduce_in, wire_len};
 use super::{Elem, Kind, Tag, Transport};
 use crate::error::{Error, Result};
 use ::mpi::ffi;
@@ -182,16 +182,6 @@ fn count_of(bytes: usize) -> Option<c_int> {
     c_int::try_from(bytes).ok()
 }
 
-/// The bytes on the wire for `data` and the pointer to send them from: the slice itself, or
-/// for a zero-sized `T` its count (which `count` holds and must outlive the send).
-fn out_bytes<T: Elem>(data: &[T], count: &u64) -> (*const c_void, usize) {
-    if size_of::<T>() == 0 {
-        ((count as *const u64).cast(), size_of::<u64>())
-    } else {
-        (data.as_ptr().cast(), size_of_val(data))
-    }
-}
-
 impl<'a> MpiTransport<'a> {
     /// The transport over `comm` (the caller's own duplicate: the transport receives with any
     /// tag), with the tag layout `codec` and reducing receives through `scratch`, for `op`.
@@ -250,26 +240,27 @@ impl<'a> MpiTransport<'a> {
         })
     }
 
-    /// Posts the send of `bytes` bytes at `ptr` to `dest` with `tag` (`MPI_Isend`) and
-    /// returns its request.
+    /// Posts the send of `data` to `dest` with `tag` (`MPI_Isend`; for a zero-sized `T`, of
+    /// `count`, which must hold `data.len()`) and returns its request.
     ///
     /// # Safety
-    /// `ptr` must be readable for `bytes` bytes, and stay so (unchanged and alive) until the
-    /// request is completed.
-    unsafe fn isend(
+    /// `data` and `count` must stay alive and unchanged until the request is completed.
+    unsafe fn isend<T: Elem>(
         &self,
         dest: usize,
         tag: Tag,
-        ptr: *const c_void,
-        bytes: usize,
+        data: &[T],
+        count: &u64,
     ) -> Result<ffi::MPI_Request> {
+        let (ptr, bytes) = payload(data, count);
         let n = self.count(bytes)?;
         let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
-        // SAFETY: the buffer per the contract; `req` is a live out-parameter; the datatype is
-        // a predefined one, the communicator valid, `dest` checked by the callers.
+        // SAFETY: `ptr` is readable for `bytes` bytes (the slice, or `count`), kept alive and
+        // unchanged per the contract; `req` is a live out-parameter; the datatype is a
+        // predefined one, the communicator valid, `dest` checked by the callers.
         let rc = unsafe {
             ffi::MPI_Isend(
-                ptr,
+                ptr.cast(),
                 n,
                 ffi::RSMPI_UINT8_T,
                 dest as c_int,
@@ -300,27 +291,6 @@ impl<'a> MpiTransport<'a> {
         ok(rc, "MPI_Waitall");
     }
 
-    /// Sends `data` to `dest` and blocks until the buffer may be reused (`MPI_Send`).
-    fn send_blocking<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {
-        let count = data.len() as u64;
-        let (ptr, bytes) = out_bytes(data, &count);
-        let n = self.count(bytes)?;
-        // SAFETY: `ptr` is readable for `bytes` bytes (the slice, or the local count), for the
-        // whole blocking call; the rest as in `isend`.
-        let rc = unsafe {
-            ffi::MPI_Send(
-                ptr,
-                n,
-                ffi::RSMPI_UINT8_T,
-                dest as c_int,
-                self.codec.encode(tag),
-                self.comm.as_raw(),
-            )
-        };
-        ok(rc, "MPI_Send");
-        Ok(())
-    }
-
     /// Probes the next message from `src` (any tag: `MPI_Mprobe`) and returns it if its tag is
     /// `tag` and it holds `bytes` bytes; otherwise receives it into a throw-away buffer and
     /// returns the mismatch.
@@ -340,7 +310,7 @@ impl<'a> MpiTransport<'a> {
         };
         ok(rc, "MPI_Mprobe");
         // SAFETY: MPI_Mprobe succeeded and wrote both.
-        let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
+        let (msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
         let mut got: c_int = 0;
         // SAFETY: `status` describes the probed message; `got` is a live out-parameter.
         ok(
@@ -355,16 +325,7 @@ impl<'a> MpiTransport<'a> {
         let mut sink = vec![0u8; got];
         // SAFETY: `sink` is writable for the message's `got` bytes; `msg` is the handle
         // MPI_Mprobe returned, received exactly once here.
-        let rc = unsafe {
-            ffi::MPI_Mrecv(
-                sink.as_mut_ptr().cast(),
-                got as c_int,
-                ffi::RSMPI_UINT8_T,
-                &mut msg,
-                ffi::RSMPI_STATUS_IGNORE,
-            )
-        };
-        ok(rc, "MPI_Mrecv");
+        unsafe { self.mrecv(msg, sink.as_mut_ptr().cast(), got) };
         Err(Error::Mismatch {
             rank: self.rank,
             peer: src,
@@ -378,9 +339,10 @@ impl<'a> MpiTransport<'a> {
     ///
     /// # Safety
     /// `ptr` must be writable for `bytes` bytes, and `msg` a message of that size returned by
-    /// [`MpiTransport::probe`] and not yet received.
+    /// `MPI_Mprobe` and not yet received.
     unsafe fn mrecv(&self, mut msg: ffi::MPI_Message, ptr: *mut c_void, bytes: usize) {
-        // SAFETY: per the contract (the count fits: `probe` compared it with an int count).
+        // SAFETY: per the contract (the count fits: it is the int count MPI reported, or one
+        // `probe` compared with it).
         let rc = unsafe {
             ffi::MPI_Mrecv(
                 ptr,
@@ -481,7 +443,11 @@ impl Transport for MpiTransport<'_> {
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {
         self.check_rank(dest)?;
         self.check_not_self(dest)?;
-        self.send_blocking(dest, tag, data)
+        let count = data.len() as u64;
+        // SAFETY: `data` and `count` outlive the request, completed before returning.
+        let mut req = [unsafe { self.isend(dest, tag, data, &count)? }];
+        self.wait_all(&mut req);
+        Ok(())
     }
 
     fn recv<T: Elem>(&self, src: usize, tag: Tag, buf: &mut [T]) -> Result<()> {
@@ -501,10 +467,9 @@ impl Transport for MpiTransport<'_> {
         self.check_rank(dest)?;
         self.check_rank(src)?;
         let count = send.len() as u64;
-        let (ptr, bytes) = out_bytes(send, &count);
         // SAFETY: `send` (or `count`) is borrowed for this whole call, and the request is
         // completed below before either goes away.
-        let mut req = [unsafe { self.isend(dest, tag, ptr, bytes)? }];
+        let mut req = [unsafe { self.isend(dest, tag, send, &count)? }];
         let r = self.recv_into(src, tag, recv);
         self.wait_all(&mut req);
         r
@@ -526,10 +491,9 @@ impl Transport for MpiTransport<'_> {
         let mut reqs = Vec::with_capacity(sends.len() + recvs.len());
         let mut result = Ok(());
         for (&(dest, data), count) in sends.iter().zip(&counts) {
-            let (ptr, bytes) = out_bytes(data, count);
             // SAFETY: `data` and `counts` outlive this call, and every request is completed
             // by the `wait_all` below before it returns.
-            match unsafe { self.isend(dest, tag, ptr, bytes) } {
+            match unsafe { self.isend(dest, tag, data, count) } {
                 Ok(req) => reqs.push(req),
                 Err(e) => {
                     result = Err(e);
@@ -595,10 +559,9 @@ impl Transport for MpiTransport<'_> {
         // complete before `buf` is combined into, so `buf` can go out as it is: no copy.
         self.check_rank(peer)?;
         let count = buf.len() as u64;
-        let (ptr, bytes) = out_bytes(buf, &count);
         // SAFETY: `buf` is not written until the request is completed (the wait runs before
         // `combine`, and on the error path before returning).
-        let mut req = [unsafe { self.isend(peer, tag, ptr, bytes)? }];
+        let mut req = [unsafe { self.isend(peer, tag, buf, &count)? }];
         self.recv_reduce_then(peer, tag, buf, combine, || self.wait_all(&mut req))
     }
 
@@ -614,11 +577,10 @@ impl Transport for MpiTransport<'_> {
         self.check_rank(dest)?;
         self.check_rank(src)?;
         let count = send.len() as u64;
-        let (ptr, bytes) = out_bytes(send, &count);
         // SAFETY: `send` (or `count`) is borrowed for this whole call, and the request is
         // completed before `combine` runs (so a panicking op cannot unwind past a send in
         // flight) and on every return path.
-        let mut req = [unsafe { self.isend(dest, tag, ptr, bytes)? }];
+        let mut req = [unsafe { self.isend(dest, tag, send, &count)? }];
         self.recv_reduce_then(src, tag, acc, combine, || self.wait_all(&mut req))
     }
 }

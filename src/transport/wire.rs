@@ -24,18 +24,23 @@ pub(super) fn header_of<T: Elem>(tag: Tag, n: usize) -> Header {
     }
 }
 
+/// Where the wire bytes of `data` are, and how many: the slice itself, or for a zero-sized
+/// `T` its count, which `count` must hold (and outlive the send).
+pub(super) fn payload<T: Elem>(data: &[T], count: &u64) -> (*const u8, usize) {
+    if size_of::<T>() == 0 {
+        ((count as *const u64).cast(), size_of::<u64>())
+    } else {
+        (data.as_ptr().cast(), size_of_val(data))
+    }
+}
+
 /// The message carrying `data`; `count` must hold `data.len()` and outlive the call (it is the
 /// payload when `T` is zero-sized).
 pub(super) fn outgoing<T: Elem>(dest: usize, tag: Tag, data: &[T], count: &u64) -> Outgoing {
-    let ptr: *const u8 = if size_of::<T>() == 0 {
-        (count as *const u64).cast()
-    } else {
-        data.as_ptr().cast()
-    };
     Outgoing {
         dest,
         header: header_of::<T>(tag, data.len()),
-        data: ptr,
+        data: payload(data, count).0,
     }
 }
 
