@@ -119,6 +119,20 @@ pub enum Error {
         /// The run's first failure.
         cause: Box<Error>,
     },
+    /// A call of a team whose ranks span MPI processes was abandoned because the ranks of
+    /// another process failed before it (their own error is reported in that process).
+    #[error(
+        "rank {rank}: {op} abandoned because the run failed in MPI process {process} (its \
+         ranks report the cause)"
+    )]
+    ProcessFailed {
+        /// The rank of this call.
+        rank: usize,
+        /// This call's operation.
+        op: &'static str,
+        /// The MPI process (its rank in the team's MPI communicator) whose run failed.
+        process: usize,
+    },
     /// `Team::run` was called while the team was already running (from another thread, or
     /// from inside one of its own ranks).
     #[error("the team is already running a closure; runs of one team do not nest or overlap")]

@@ -34,6 +34,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        crate::comm::across_processes!(self, |b| b.allreduce(buf, &op, algorithm));
         self.allreduce_impl(None, buf, op, algorithm)
     }
 
@@ -156,6 +157,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        crate::comm::across_processes!(self, |b| b.allreduce_into(send, recv, &op));
         if send.len() != recv.len() {
             self.enter("allreduce")?;
             return Err(self.fail(Error::InvalidArgument {

@@ -53,6 +53,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.alltoall(send, recv, algorithm));
         const OP: &str = "alltoall";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Alltoall);
@@ -166,6 +167,15 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.alltoallv(
+            send,
+            send_counts,
+            send_displs,
+            recv,
+            recv_counts,
+            recv_displs,
+            algorithm
+        ));
         const OP: &str = "alltoallv";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Alltoall);

@@ -53,6 +53,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.gather(send, recv, root, algorithm));
         const OP: &str = "gather";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Gather);
@@ -100,6 +101,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.scatter(send, recv, root, algorithm));
         const OP: &str = "scatter";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Scatter);
@@ -145,6 +147,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.allgather(send, recv, algorithm));
         const OP: &str = "allgather";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Allgather);
@@ -212,6 +215,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.gatherv(send, recv, counts, displs, root));
         const OP: &str = "gatherv";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Gather);
@@ -245,6 +249,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.scatterv(send, counts, displs, recv, root));
         const OP: &str = "scatterv";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Scatter);
@@ -276,6 +281,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.allgatherv(send, recv, counts, displs));
         const OP: &str = "allgatherv";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Allgather);

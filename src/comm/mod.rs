@@ -28,6 +28,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use world::{CommShared, Context, RunState};
 
+/// On a communicator whose ranks span MPI processes (feature `mpi`: a hybrid team's), returns
+/// `$body` from the calling method, with `$b` bound to the rank's [`crate::hybrid::world::Bridge`];
+/// on any other, does nothing. Every public method of `Comm` starts with it (or calls one that
+/// does), so that the shared-memory code below never runs on a hybrid `Comm` itself (only on
+/// the plain `Comm` of its own process, `Bridge::local`).
+macro_rules! across_processes {
+    ($self:ident, |$b:ident| $body:expr) => {
+        #[cfg(feature = "mpi")]
+        {
+            if let Some($b) = $self.bridge.as_deref() {
+                return $body;
+            }
+        }
+    };
+}
+pub(crate) use across_processes;
+
 /// One rank's handle on a communicator: a group of ranks that exchange messages and take part
 /// in collectives together, as an MPI communicator.
 ///
@@ -55,12 +72,17 @@ pub struct Comm {
     plan: [OnceCell<Box<Plan>>; 2],
     /// This rank's scratch buffers, reused by the collectives from call to call.
     scratch: scratch::Pool,
+    /// On a communicator whose ranks span MPI processes (a hybrid team's world), the link to
+    /// them; the fields above then describe the plain `Comm` of this process's threads, which
+    /// the public methods do not use (`across_processes!`).
+    #[cfg(feature = "mpi")]
+    bridge: Option<Box<crate::hybrid::world::Bridge>>,
 }
 
 impl std::fmt::Debug for Comm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Comm")
-            .field("rank", &self.rank)
+            .field("rank", &self.rank())
             .field("size", &self.size())
             .finish_non_exhaustive()
     }
@@ -76,7 +98,23 @@ impl Comm {
             hierarchy: [OnceCell::new(), OnceCell::new()],
             plan: [OnceCell::new(), OnceCell::new()],
             scratch: scratch::Pool::new(),
+            #[cfg(feature = "mpi")]
+            bridge: None,
         }
+    }
+
+    /// The `Comm` of a rank of a hybrid team: `rank`, `shared` and `run` are those of its own
+    /// process's threads (as for [`Comm::new`]), `bridge` its link to the other processes.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn bridged(
+        rank: usize,
+        shared: Arc<CommShared>,
+        run: Arc<RunState>,
+        bridge: crate::hybrid::world::Bridge,
+    ) -> Self {
+        let mut comm = Comm::new(rank, shared, run);
+        comm.bridge = Some(Box::new(bridge));
+        comm
     }
 
     pub(crate) fn shared(&self) -> &CommShared {
@@ -226,16 +264,19 @@ impl Comm {
 
     /// This rank's number in the communicator, `0..size()`.
     pub fn rank(&self) -> usize {
+        across_processes!(self, |b| b.rank());
         self.rank
     }
 
     /// Number of ranks in the communicator.
     pub fn size(&self) -> usize {
+        across_processes!(self, |b| b.size());
         self.shared.size()
     }
 
     /// Team rank (rank in the world communicator of the run) of communicator rank `rank`.
     pub fn team_rank(&self, rank: usize) -> Option<usize> {
+        across_processes!(self, |b| (rank < b.size()).then_some(rank));
         self.shared.members.get(rank).copied()
     }
 
@@ -245,6 +286,7 @@ impl Comm {
     /// communicator sees the same answer for every rank (ranks of one group need not be
     /// contiguous: a spread placement interleaves the packages).
     pub fn location(&self, rank: usize) -> Option<Location> {
+        across_processes!(self, |b| b.local_location(rank));
         let team_rank = self.team_rank(rank)?;
         self.run.ranks.locations.get(team_rank).copied().flatten()
     }
@@ -252,6 +294,7 @@ impl Comm {
     /// The topology of the team this communicator's ranks belong to (the one its locations
     /// index into): the team builder's, or [`Topology::detect`]'s.
     pub fn topology(&self) -> &Topology {
+        across_processes!(self, |b| b.local.topology());
         static NONE: std::sync::OnceLock<Topology> = std::sync::OnceLock::new();
         match &self.run.ranks.topology {
             Some(t) => t,
@@ -276,6 +319,7 @@ impl Comm {
     /// algorithm (after `Auto`); ranks that do not all fail with [`crate::Error::Mismatch`]
     /// or [`crate::Error::Aborted`], none hangs or passes.
     pub fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
+        across_processes!(self, |b| b.barrier());
         self.enter("barrier")?;
         let auto = || select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed);
         let alg = match algorithm {
@@ -335,6 +379,7 @@ impl Comm {
     /// larger messages are read by the receiver straight from `data`, and the call returns
     /// when it has.
     pub fn send<T: Copy + Send + Sync + 'static>(&self, dest: usize, data: &[T]) -> Result<()> {
+        across_processes!(self, |b| b.local.send(b.local_peer("send", dest)?, data));
         self.p2p("send").send(dest, Tag::P2P, data)
     }
 
@@ -342,6 +387,7 @@ impl Comm {
     /// `src` sent this rank. A message of another length or element type is an error
     /// ([`crate::Error::Mismatch`]), not a partial read.
     pub fn recv<T: Copy + Send + Sync + 'static>(&self, src: usize, buf: &mut [T]) -> Result<()> {
+        across_processes!(self, |b| b.local.recv(b.local_peer("recv", src)?, buf));
         self.p2p("recv").recv(src, Tag::P2P, buf)
     }
 
@@ -354,6 +400,13 @@ impl Comm {
         src: usize,
         recv: &mut [T],
     ) -> Result<()> {
+        across_processes!(self, |b| {
+            let (d, s) = (
+                b.local_peer("sendrecv", dest)?,
+                b.local_peer("sendrecv", src)?,
+            );
+            b.local.sendrecv(d, send, s, recv)
+        });
         self.p2p("sendrecv")
             .sendrecv(dest, send, src, recv, Tag::P2P)
     }

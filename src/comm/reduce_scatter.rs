@@ -58,6 +58,8 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        crate::comm::across_processes!(self, |b| b
+            .reduce_scatter_block(send, recv, &op, algorithm));
         const OP: &str = "reduce_scatter_block";
         self.enter(OP)?;
         let tag = self.next_tag(Kind::ReduceScatter);

@@ -25,6 +25,7 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        crate::comm::across_processes!(self, |b| b.broadcast(buf, root, algorithm));
         self.enter("broadcast")?;
         let tag = self.next_tag(Kind::Broadcast);
         self.check_root("broadcast", root)?;
@@ -107,6 +108,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        crate::comm::across_processes!(self, |b| b.reduce(buf, &op, root, algorithm));
         // A hierarchy with nothing to combine (one group, or for a non-commutative op groups
         // interleaved rank by rank) runs `Auto`'s flat choice, decided here from the plan (no
         // messages, the same on every rank) before the call check, as the allreduce does.

@@ -52,6 +52,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        crate::comm::across_processes!(self, |b| b.scan(buf, &op, algorithm));
         self.prefix("scan", buf, &op, algorithm, false)
     }
 
@@ -73,6 +74,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        crate::comm::across_processes!(self, |b| b.exscan(buf, &op, algorithm));
         self.prefix("exscan", buf, &op, algorithm, true)
     }
 

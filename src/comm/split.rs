@@ -19,6 +19,7 @@ impl Comm {
     /// call it. The new communicators are full communicators (point-to-point, barrier,
     /// collectives, further splits).
     pub fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Comm>> {
+        crate::comm::across_processes!(self, |b| b.split(color, key));
         self.enter("split")?;
         let tag = self.next_tag(Kind::Split);
         let p = self.size();

@@ -28,16 +28,35 @@
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::select::{Algorithm, Broadcast, Reduce};
+use crate::transport::mpi::wait_all;
 use crate::transport::{fingerprint_size, type_fingerprint, Kind};
 use ::mpi::collective::SystemOperation;
+use ::mpi::ffi;
 use ::mpi::traits::*;
+use std::ffi::c_int;
+use std::mem::MaybeUninit;
 
 /// Words in a call's descriptor.
 const WORDS: usize = 7;
 
+/// How a process comes to the check of a call of a team that spans processes (the hybrid
+/// world, `hybrid::world`): its leader brings, besides the call, whether its own threads got
+/// this far. The check then fails on every process if any process failed, so that a failure
+/// in one process's shared-memory stage reaches the ranks of every process at the same call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// The process's threads are ready for the stage between processes.
+    Ready = 0,
+    /// The process's run failed before this call (its cause is reported there).
+    Failed = 1,
+    /// The process's run has ended: every thread returned from the team's closure. Matches
+    /// only the other processes' ends.
+    Finished = 2,
+}
+
 /// What a process is about to do in a collective call, as the check compares it.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Call {
+pub(crate) struct Call {
     /// The collective.
     kind: Kind,
     /// The algorithm's id (after `Auto`).
@@ -57,7 +76,7 @@ pub(super) struct Call {
 impl Call {
     /// A call of `kind` with algorithm id `alg` on `len` elements of `T` per process, without
     /// root, block or op.
-    pub(super) fn of<T: 'static>(kind: Kind, alg: u8, len: usize) -> Call {
+    pub(crate) fn of<T: 'static>(kind: Kind, alg: u8, len: usize) -> Call {
         Call {
             kind,
             alg,
@@ -70,7 +89,7 @@ impl Call {
     }
 
     /// A barrier: no data, nothing else to compare.
-    pub(super) fn barrier() -> Call {
+    pub(crate) fn barrier() -> Call {
         Call {
             elem: 0,
             ..Call::of::<()>(Kind::Barrier, 0, 0)
@@ -78,7 +97,7 @@ impl Call {
     }
 
     /// The same call at root `root`.
-    pub(super) fn at(self, root: usize) -> Call {
+    pub(crate) fn at(self, root: usize) -> Call {
         Call {
             root: Some(root),
             ..self
@@ -91,7 +110,7 @@ impl Call {
     }
 
     /// The same call with an op that is (or is not) commutative.
-    pub(super) fn with_op(self, commutative: bool) -> Call {
+    pub(crate) fn with_op(self, commutative: bool) -> Call {
         Call {
             commutative: Some(commutative),
             ..self
@@ -112,8 +131,12 @@ impl Call {
     }
 }
 
-/// Describes a call from its words, for an error message.
+/// Describes a call from its words (and, after them, the process's [`Arrival`], if given), for
+/// an error message.
 fn describe(w: &[u64]) -> String {
+    if w.get(WORDS) == Some(&(Arrival::Finished as u64)) {
+        return "the end of its run (every thread returned from the team's closure)".to_string();
+    }
     let kind = u8::try_from(w[0]).ok().and_then(Kind::from_u8);
     let Some(kind) = kind else {
         return format!("an unknown collective {:#x}", w[0]);
@@ -180,6 +203,90 @@ impl ProcessComm {
             op: "the collectives' call check",
             expected: describe(zero),
             found: describe(&all[peer * WORDS..(peer + 1) * WORDS]),
+        })
+    }
+}
+
+impl ProcessComm {
+    /// `recv` = the element-wise maximum of every process's `send` (`MPI_Allreduce` with
+    /// `MPI_MAX`; when the communicator polls politely, `MPI_Iallreduce` polled until done).
+    fn max_words(&self, send: &[u64], recv: &mut [u64]) {
+        if !self.polite.get() {
+            self.comm
+                .all_reduce_into(send, recv, SystemOperation::max());
+            return;
+        }
+        assert_eq!(send.len(), recv.len());
+        let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
+        // SAFETY: `send` and `recv` hold `send.len()` u64 each and outlive the request, which
+        // is completed before this function returns; the datatype and op are predefined, the
+        // communicator valid, `req` a live out-parameter.
+        let rc = unsafe {
+            ffi::MPI_Iallreduce(
+                send.as_ptr().cast(),
+                recv.as_mut_ptr().cast(),
+                send.len() as c_int,
+                ffi::RSMPI_UINT64_T,
+                ffi::RSMPI_MAX,
+                self.comm.as_raw(),
+                req.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, ffi::MPI_SUCCESS as c_int, "MPI_Iallreduce failed");
+        // SAFETY: MPI_Iallreduce succeeded and wrote the request.
+        wait_all(&mut [unsafe { req.assume_init() }], true);
+    }
+
+    /// The check of a call of a team that spans processes, made by each process's leader
+    /// after its threads' first stage: `agree`'s allreduce over the call's words and the
+    /// process's [`Arrival`]. `Ok` on every process if every process is `Ready` for the same
+    /// call, or every process has `Finished`; otherwise the same error on every process:
+    /// [`Error::ProcessFailed`] naming the first process that failed, or the
+    /// [`Error::Mismatch`] of the first process whose call differs from process 0's. Errors
+    /// name ranks of the team: `rank` (this leader's) and `leaders[q]`, process q's leader.
+    pub(crate) fn agree_across(
+        &self,
+        call: &Call,
+        arrival: Arrival,
+        rank: usize,
+        leaders: &[usize],
+        op: &'static str,
+    ) -> Result<()> {
+        const N: usize = WORDS + 1;
+        let mut mine = [0u64; N];
+        mine[..WORDS].copy_from_slice(&call.words());
+        mine[WORDS] = arrival as u64;
+        let mut send = [0u64; 2 * N];
+        for (i, &w) in mine.iter().enumerate() {
+            send[i] = w;
+            send[N + i] = !w;
+        }
+        let mut both = [0u64; 2 * N];
+        self.max_words(&send, &mut both);
+        let same = (0..N).all(|i| both[i] == !both[N + i]);
+        if same && both[WORDS] != Arrival::Failed as u64 {
+            return Ok(());
+        }
+        // Every process is here: find who failed, or who differs from process 0.
+        let mut all = vec![0u64; N * self.size];
+        self.comm.all_gather_into(&mine[..], &mut all[..]);
+        let of = |q: usize| &all[q * N..(q + 1) * N];
+        if let Some(q) = (0..self.size).find(|&q| of(q)[WORDS] == Arrival::Failed as u64) {
+            return Err(Error::ProcessFailed {
+                rank,
+                op,
+                process: q,
+            });
+        }
+        let peer = (1..self.size)
+            .find(|&q| of(q) != of(0))
+            .expect("the maxima and minima differ, so some call differs from process 0's");
+        Err(Error::Mismatch {
+            rank: leaders[0],
+            peer: leaders[peer],
+            op: "the call check between processes",
+            expected: describe(of(0)),
+            found: describe(of(peer)),
         })
     }
 }

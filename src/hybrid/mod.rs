@@ -42,7 +42,10 @@
 //! thread (`Threading::Funneled` for the main thread).
 
 mod check;
+mod collectives;
+mod pending;
 mod selftest;
+pub(crate) mod world;
 
 use crate::algorithms;
 use crate::error::{Error, Result};
@@ -82,6 +85,10 @@ pub struct ProcessComm {
     seq: Cell<u64>,
     /// The reducing receives' scratch buffer, reused across calls.
     scratch: Scratch,
+    /// Whether waits poll and yield the core instead of blocking in MPI
+    /// (`transport::mpi::poll_politely`): set by a hybrid team whose node has more threads
+    /// than cores.
+    polite: Cell<bool>,
 }
 
 impl std::fmt::Debug for ProcessComm {
@@ -142,7 +149,13 @@ impl ProcessComm {
             codec,
             seq: Cell::new(0),
             scratch: RefCell::new(Vec::new()),
+            polite: Cell::new(false),
         })
+    }
+
+    /// Makes waits poll politely (see the field).
+    pub(crate) fn set_polite(&self, polite: bool) {
+        self.polite.set(polite);
     }
 
     /// This process's rank, `0..size()` (its rank in the communicator it was made from).
@@ -168,7 +181,7 @@ impl ProcessComm {
 
     /// The transport for a call of `op`.
     fn transport(&self, op: &'static str) -> MpiTransport<'_> {
-        MpiTransport::new(&self.comm, self.codec, &self.scratch, op)
+        MpiTransport::new(&self.comm, self.codec, &self.scratch, op, self.polite.get())
     }
 
     /// Runs an agreed call's schedule over the transport, after the last check every process
@@ -268,6 +281,22 @@ impl ProcessComm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        self.allreduce_call(buf, op, algorithm, true)
+    }
+
+    /// [`ProcessComm::allreduce_with`], with its call check if `check`; without, the caller
+    /// has made sure every process makes this call (the hybrid world's check).
+    pub(crate) fn allreduce_call<T, O>(
+        &self,
+        buf: &mut [T],
+        op: O,
+        algorithm: Algorithm,
+        check: bool,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
         const OP: &str = "allreduce";
         let tag = self.next_tag(Kind::Allreduce);
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
@@ -281,10 +310,12 @@ impl ProcessComm {
         } else {
             0
         };
-        let call = Call::of::<T>(Kind::Allreduce, alg.id(), n)
-            .in_blocks(block)
-            .with_op(op.is_commutative());
-        self.agree(&call)?;
+        if check {
+            let call = Call::of::<T>(Kind::Allreduce, alg.id(), n)
+                .in_blocks(block)
+                .with_op(op.is_commutative());
+            self.agree(&call)?;
+        }
         match alg {
             Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect => {
                 return Err(self.shared_memory_only(
@@ -329,6 +360,21 @@ impl ProcessComm {
     where
         T: Copy + Send + Sync + 'static,
     {
+        self.broadcast_call(buf, root, algorithm, true)
+    }
+
+    /// [`ProcessComm::broadcast_with`], with its call check if `check` (see
+    /// [`ProcessComm::allreduce_call`]).
+    pub(crate) fn broadcast_call<T>(
+        &self,
+        buf: &mut [T],
+        root: usize,
+        algorithm: Broadcast,
+        check: bool,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
         const OP: &str = "broadcast";
         let tag = self.next_tag(Kind::Broadcast);
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
@@ -338,10 +384,12 @@ impl ProcessComm {
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);
-        let call = Call::of::<T>(Kind::Broadcast, alg.id(), n)
-            .in_blocks(block)
-            .at(root);
-        self.agree(&call)?;
+        if check {
+            let call = Call::of::<T>(Kind::Broadcast, alg.id(), n)
+                .in_blocks(block)
+                .at(root);
+            self.agree(&call)?;
+        }
         if matches!(
             alg,
             Broadcast::Direct | Broadcast::Hierarchical | Broadcast::HierarchicalDirect
@@ -385,6 +433,23 @@ impl ProcessComm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
+        self.reduce_call(buf, op, root, algorithm, true)
+    }
+
+    /// [`ProcessComm::reduce_with`], with its call check if `check` (see
+    /// [`ProcessComm::allreduce_call`]).
+    pub(crate) fn reduce_call<T, O>(
+        &self,
+        buf: &mut [T],
+        op: O,
+        root: usize,
+        algorithm: Reduce,
+        check: bool,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
         const OP: &str = "reduce";
         let tag = self.next_tag(Kind::Reduce);
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
@@ -396,11 +461,13 @@ impl ProcessComm {
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);
-        let call = Call::of::<T>(Kind::Reduce, alg.id(), n)
-            .in_blocks(block)
-            .at(root)
-            .with_op(op.is_commutative());
-        self.agree(&call)?;
+        if check {
+            let call = Call::of::<T>(Kind::Reduce, alg.id(), n)
+                .in_blocks(block)
+                .at(root)
+                .with_op(op.is_commutative());
+            self.agree(&call)?;
+        }
         if matches!(
             alg,
             Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect

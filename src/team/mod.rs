@@ -48,6 +48,10 @@ pub struct Team {
     cores: Vec<Option<usize>>,
     /// Held for the length of a run: runs of one team neither overlap nor nest.
     running: Mutex<()>,
+    /// A hybrid team's process part ([`TeamBuilder::mpi`]): its runs' ranks span the MPI
+    /// processes.
+    #[cfg(feature = "mpi")]
+    process: Option<Arc<crate::hybrid::world::Process>>,
 }
 
 impl std::fmt::Debug for Team {
@@ -161,6 +165,56 @@ impl TeamBuilder {
     /// each pinned to the OS index of its location. Fails for zero ranks or a placement the
     /// topology cannot satisfy.
     pub fn build(self) -> Result<Team> {
+        self.build_for(None)
+    }
+
+    /// Builds this process's threads as ranks of a team that spans the MPI processes of
+    /// `comm` (feature `mpi`), collective over them: every process calls it, each with its own
+    /// number of threads. The world's ranks are the processes' threads in process order:
+    /// process q's thread i is rank oᵩ + i, oᵩ being the threads of the processes before it
+    /// (an allgather of the counts). `Team::run` then hands every thread of every process a
+    /// [`Comm`] over all of them, on which every collective of the crate runs: within each
+    /// process over the mailboxes, between the processes by each process's rank 0 over MPI
+    /// (docs/hybrid.md).
+    ///
+    /// Rank 0 of each process is the thread that calls `Team::run`, and it alone calls MPI, so
+    /// MPI must have been initialised with at least `Threading::Funneled`
+    /// (`mpi::initialize_with_threading`), and under `Funneled` the team must be built and run
+    /// from the thread that initialised it; otherwise [`Error::Unsupported`] (decided by each
+    /// process on its own, before any MPI call: a process that fails here leaves the others
+    /// waiting for it). Point-to-point between threads of different processes is not
+    /// supported ([`Error::Unsupported`]). The team must be dropped before MPI is finalised.
+    ///
+    /// With the default pinning ([`Pinning::Compact`]), several processes on one node that may
+    /// all use the same cores (`mpirun --bind-to none`) pin their threads one after the other
+    /// (process by process, in rank order), not all from the first core; and `Wait::Auto`
+    /// judges the load from the threads of all the node's processes.
+    #[cfg(feature = "mpi")]
+    pub fn mpi<C: ::mpi::topology::Communicator>(mut self, comm: &C) -> Result<Team> {
+        let detected = self.topology.is_none();
+        let topology = self.topology.take().unwrap_or_else(Topology::detect);
+        let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
+        let (process, node) = crate::hybrid::world::Process::new(comm, ranks)?;
+        self.topology = Some(topology);
+        self.ranks = Some(ranks);
+        if detected && node.total > ranks && self.pinning == Pinning::Compact {
+            let cores = available_cores();
+            if !cores.is_empty() {
+                let n = cores.len();
+                self.pinning =
+                    Pinning::Cores((0..ranks).map(|i| cores[(node.before + i) % n]).collect());
+            }
+        }
+        let mut team = self.build_for(Some(node.total))?;
+        // Where the node's threads share cores, the leaders' MPI waits give theirs up too.
+        process.set_polite(team.shared.ranks.policy.oversubscribed);
+        team.process = Some(Arc::new(process));
+        Ok(team)
+    }
+
+    /// [`TeamBuilder::build`], with `Wait::Auto` judging the load from `load` threads (those
+    /// of every process on the node) instead of the team's own.
+    fn build_for(self, load: Option<usize>) -> Result<Team> {
         let topology = self.topology.unwrap_or_else(Topology::detect);
         let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
         if ranks == 0 {
@@ -169,7 +223,9 @@ impl TeamBuilder {
         let locations = topology.place(&self.pinning, ranks)?;
         let plan: Vec<Option<usize>> = locations.iter().map(|l| l.map(|l| l.os_index)).collect();
         // Oversubscription is judged against the real cores, whatever the topology describes.
-        let policy = self.wait.resolve(ranks, available_cores().len());
+        let policy = self
+            .wait
+            .resolve(load.unwrap_or(ranks).max(ranks), available_cores().len());
         let shared = Arc::new(Shared {
             ranks: Arc::new(Ranks::new(ranks, policy, self.timeout).placed(topology, locations)),
             epoch: CachePadded::new(AtomicU64::new(0)),
@@ -182,6 +238,8 @@ impl TeamBuilder {
             workers: Vec::with_capacity(ranks - 1),
             cores: plan.clone(),
             running: Mutex::new(()),
+            #[cfg(feature = "mpi")]
+            process: None,
         };
         for (rank, core) in plan.into_iter().enumerate().skip(1) {
             let shared = shared.clone();
@@ -278,12 +336,16 @@ impl Team {
     /// [`Error::Panicked`] with the first panic's rank and message; the team stays usable.
     pub fn run<R: Send, F: Fn(&Comm) -> R + Sync>(&self, f: F) -> Result<Vec<R>> {
         let _running = self.running.try_lock().ok_or(Error::TeamBusy)?;
+        #[cfg(feature = "mpi")]
+        if let Some(p) = &self.process {
+            p.begin()?;
+        }
         let size = self.size();
         let run = Arc::new(RunState::new(self.shared.ranks.clone()));
         let world = Arc::new(CommShared::new((0..size).collect()));
         let results: Vec<Mutex<Option<R>>> = (0..size).map(|_| Mutex::new(None)).collect();
         let body = |rank: usize| {
-            let comm = Comm::new(rank, world.clone(), run.clone());
+            let comm = self.comm(rank, &world, &run);
             match catch_unwind(AssertUnwindSafe(|| f(&comm))) {
                 Ok(value) => *results[rank].lock() = Some(value),
                 Err(payload) => run.panicked(Error::Panicked {
@@ -326,13 +388,36 @@ impl Team {
         );
         *self.shared.job.lock() = None;
 
+        // A hybrid team's last check: every process's run ended, and none failed.
+        #[cfg(feature = "mpi")]
+        let across = match &self.process {
+            Some(p) => p.end(run.is_aborted()),
+            None => Ok(()),
+        };
         if let Some(panic) = run.first_panic() {
             return Err(panic);
         }
+        #[cfg(feature = "mpi")]
+        across?;
         Ok(results
             .into_iter()
             .map(|m| m.into_inner().expect("every rank returned a value"))
             .collect())
+    }
+}
+
+impl Team {
+    /// The `Comm` of team rank `rank` in a run: over the run's `world`, and on a hybrid team
+    /// bridged to the other processes (rank 0 holding the process part).
+    fn comm(&self, rank: usize, world: &Arc<CommShared>, run: &Arc<RunState>) -> Comm {
+        #[cfg(feature = "mpi")]
+        if let Some(p) = &self.process {
+            let local = Comm::new(rank, world.clone(), run.clone());
+            let process = (rank == 0).then(|| p.clone());
+            let bridge = crate::hybrid::world::Bridge::new(local, p.layout.clone(), process);
+            return Comm::bridged(rank, world.clone(), run.clone(), bridge);
+        }
+        Comm::new(rank, world.clone(), run.clone())
     }
 }
 

@@ -175,6 +175,53 @@ pub(crate) struct MpiTransport<'a> {
     size: usize,
     /// The operation, for error messages.
     op: &'static str,
+    /// Whether waits poll MPI's non-blocking calls and yield the core between polls
+    /// ([`poll_politely`]) instead of blocking in MPI, which polls without yielding.
+    polite: bool,
+}
+
+/// Polls `done` until it returns true: a few polls back to back, then one `yield_now` between
+/// polls. For processes whose threads outnumber the cores: MPI's blocking calls poll the
+/// network without giving the core up, and on a shared core the peer they wait for (another
+/// process, or a thread of this one) then runs only when the scheduler preempts them — a time
+/// slice of milliseconds per message. Measured on the 2-core development machine, 2 processes ×
+/// 2 threads, an allreduce of 8 KB: about 20 ms per call blocking, 35 µs polling politely
+/// (the same as Open MPI's `mpi_yield_when_idle`).
+pub(crate) fn poll_politely(mut done: impl FnMut() -> bool) {
+    let mut polls = 0u32;
+    while !done() {
+        if polls < 16 {
+            polls += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+/// Waits for every request of `reqs` (completed ones are null requests): `MPI_Waitall`, or if
+/// `polite`, `MPI_Testall` until done ([`poll_politely`]).
+pub(crate) fn wait_all(reqs: &mut [ffi::MPI_Request], polite: bool) {
+    if reqs.is_empty() {
+        return;
+    }
+    let n = reqs.len() as c_int;
+    if polite {
+        poll_politely(|| {
+            let mut done: c_int = 0;
+            // SAFETY: `reqs` holds requests returned by MPI (or null requests), writable in
+            // place; the statuses are ignored (RSMPI_STATUSES_IGNORE is MPI's sentinel).
+            let rc = unsafe {
+                ffi::MPI_Testall(n, reqs.as_mut_ptr(), &mut done, ffi::RSMPI_STATUSES_IGNORE)
+            };
+            ok(rc, "MPI_Testall");
+            done != 0
+        });
+        return;
+    }
+    // SAFETY: as for MPI_Testall above.
+    let rc = unsafe { ffi::MPI_Waitall(n, reqs.as_mut_ptr(), ffi::RSMPI_STATUSES_IGNORE) };
+    ok(rc, "MPI_Waitall");
 }
 
 /// A message's byte count as MPI's `int` count.
@@ -190,6 +237,7 @@ impl<'a> MpiTransport<'a> {
         codec: TagCodec,
         scratch: &'a Scratch,
         op: &'static str,
+        polite: bool,
     ) -> Self {
         use ::mpi::traits::Communicator;
         MpiTransport {
@@ -199,6 +247,7 @@ impl<'a> MpiTransport<'a> {
             rank: comm.rank() as usize,
             size: comm.size() as usize,
             op,
+            polite,
         }
     }
 
@@ -274,21 +323,10 @@ impl<'a> MpiTransport<'a> {
         Ok(unsafe { req.assume_init() })
     }
 
-    /// Waits for every request of `reqs` (`MPI_Waitall`; completed ones are null requests).
+    /// Waits for every request of `reqs` (`MPI_Waitall`, or `MPI_Testall` polled politely;
+    /// completed ones are null requests).
     fn wait_all(&self, reqs: &mut [ffi::MPI_Request]) {
-        if reqs.is_empty() {
-            return;
-        }
-        // SAFETY: `reqs` holds requests returned by MPI (or null requests), writable in place;
-        // the statuses are ignored (RSMPI_STATUSES_IGNORE is MPI's sentinel for that).
-        let rc = unsafe {
-            ffi::MPI_Waitall(
-                reqs.len() as c_int,
-                reqs.as_mut_ptr(),
-                ffi::RSMPI_STATUSES_IGNORE,
-            )
-        };
-        ok(rc, "MPI_Waitall");
+        wait_all(reqs, self.polite);
     }
 
     /// Probes the next message from `src` (any tag: `MPI_Mprobe`) and returns it if its tag is
@@ -297,19 +335,39 @@ impl<'a> MpiTransport<'a> {
     fn probe(&self, src: usize, tag: Tag, bytes: usize) -> Result<ffi::MPI_Message> {
         let mut msg = MaybeUninit::<ffi::MPI_Message>::uninit();
         let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
-        // SAFETY: both out-parameters point to live locals; `src` is a checked rank, the
-        // communicator valid; RSMPI_ANY_TAG is MPI's wildcard.
-        let rc = unsafe {
-            ffi::MPI_Mprobe(
-                src as c_int,
-                ffi::RSMPI_ANY_TAG,
-                self.comm.as_raw(),
-                msg.as_mut_ptr(),
-                status.as_mut_ptr(),
-            )
-        };
-        ok(rc, "MPI_Mprobe");
-        // SAFETY: MPI_Mprobe succeeded and wrote both.
+        if self.polite {
+            let mut found: c_int = 0;
+            poll_politely(|| {
+                // SAFETY: the out-parameters point to live locals; `src` is a checked rank,
+                // the communicator valid; RSMPI_ANY_TAG is MPI's wildcard.
+                let rc = unsafe {
+                    ffi::MPI_Improbe(
+                        src as c_int,
+                        ffi::RSMPI_ANY_TAG,
+                        self.comm.as_raw(),
+                        &mut found,
+                        msg.as_mut_ptr(),
+                        status.as_mut_ptr(),
+                    )
+                };
+                ok(rc, "MPI_Improbe");
+                found != 0
+            });
+        } else {
+            // SAFETY: both out-parameters point to live locals; `src` is a checked rank, the
+            // communicator valid; RSMPI_ANY_TAG is MPI's wildcard.
+            let rc = unsafe {
+                ffi::MPI_Mprobe(
+                    src as c_int,
+                    ffi::RSMPI_ANY_TAG,
+                    self.comm.as_raw(),
+                    msg.as_mut_ptr(),
+                    status.as_mut_ptr(),
+                )
+            };
+            ok(rc, "MPI_Mprobe");
+        }
+        // SAFETY: MPI_Mprobe succeeded, or MPI_Improbe found a message: both wrote both.
         let (msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
         let mut got: c_int = 0;
         // SAFETY: `status` describes the probed message; `got` is a live out-parameter.
@@ -341,6 +399,24 @@ impl<'a> MpiTransport<'a> {
     /// `ptr` must be writable for `bytes` bytes, and `msg` a message of that size returned by
     /// `MPI_Mprobe` and not yet received.
     unsafe fn mrecv(&self, mut msg: ffi::MPI_Message, ptr: *mut c_void, bytes: usize) {
+        if self.polite {
+            let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
+            // SAFETY: per the contract, as for MPI_Mrecv below; the request is completed
+            // before this function returns.
+            let rc = unsafe {
+                ffi::MPI_Imrecv(
+                    ptr,
+                    bytes as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    &mut msg,
+                    req.as_mut_ptr(),
+                )
+            };
+            ok(rc, "MPI_Imrecv");
+            // SAFETY: MPI_Imrecv succeeded and wrote the request.
+            self.wait_all(&mut [unsafe { req.assume_init() }]);
+            return;
+        }
         // SAFETY: per the contract (the count fits: it is the int count MPI reported, or one
         // `probe` compared with it).
         let rc = unsafe {

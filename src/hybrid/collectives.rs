@@ -1,0 +1,243 @@
+//! The collectives of a `Comm` whose ranks span MPI processes, in the three stages of
+//! `hybrid::world`: within each process towards its rank 0 (the crate's collectives on the
+//! process's own `Comm`), between the processes' leaders (`Bridge::across`: the check, then
+//! the leaders' `ProcessComm`), and within each process from its rank 0. Every rank's stage 3
+//! waits for its leader, so a failure anywhere in the call reaches every rank of the call.
+//!
+//! The algorithm a caller chooses (`allreduce_with` and the like) is the one that runs between
+//! the processes, where the paper's algorithms (Träff 2021's dual root over `MPI_Sendrecv`)
+//! run; within a process the crate's `Auto` runs. The hierarchical choices (`Hierarchical`,
+//! `HierarchicalDirect`) are this composition itself and run `Auto` between processes; the
+//! shared-memory `Direct` cannot reach another process and is refused on every rank.
+//!
+//! The op reaches these as `&dyn Op<T>`: the stages call the public collectives of the
+//! process's own `Comm` (which would otherwise instantiate these generic methods again with
+//! `&O`, `&&O`, … without end); one virtual call per folded block costs nothing measurable.
+//!
+//! A rank's local stages report errors with the ranks of its process's communicator (thread
+//! numbers); the stage between processes names the processes' leaders by their rank.
+
+use super::check::Call;
+use super::world::Bridge;
+use crate::error::{Error, Result};
+use crate::op::Op;
+use crate::select::{Algorithm, Broadcast, Reduce};
+use crate::transport::Kind;
+
+/// The algorithm between processes for a caller's allreduce choice.
+fn between_allreduce(algorithm: Algorithm) -> Algorithm {
+    match algorithm {
+        Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect => Algorithm::Auto,
+        chosen => chosen,
+    }
+}
+
+impl Bridge {
+    /// Fails this rank's process run with `e` (so that none of its threads waits for this
+    /// one) and returns it.
+    pub(crate) fn fail(&self, e: Error) -> Error {
+        self.local.fail(e)
+    }
+
+    /// Fails (this process's run) if `root` is not a rank of the world.
+    pub(crate) fn check_root(&self, op: &'static str, root: usize) -> Result<()> {
+        if root >= self.size() {
+            return Err(self.fail(Error::RankOutOfRange {
+                rank: self.rank(),
+                op,
+                peer: root,
+                size: self.size(),
+            }));
+        }
+        Ok(())
+    }
+
+    /// `Comm::allreduce_with` across processes: reduce to each process's rank 0 (in rank
+    /// order), allreduce between the leaders with `algorithm`, broadcast from rank 0.
+    pub(crate) fn allreduce<T>(
+        &self,
+        buf: &mut [T],
+        op: &dyn Op<T>,
+        algorithm: Algorithm,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "allreduce";
+        let call =
+            Call::of::<T>(Kind::Allreduce, algorithm.id(), buf.len()).with_op(op.is_commutative());
+        let local = &self.local;
+        let before = local.reduce(buf, op, 0);
+        let between = between_allreduce(algorithm);
+        self.across(OP, call, before, |pc| {
+            pc.allreduce_call(buf, op, between, false)
+        })?;
+        local.broadcast(buf, 0)
+    }
+
+    /// `Comm::broadcast_with` across processes: the root's process first brings the data to
+    /// its rank 0 (a broadcast of its own from the root, if the root is not that rank), the
+    /// leaders broadcast with `algorithm`, and every other process broadcasts from its rank 0
+    /// (the root's waits for its leader instead: a barrier).
+    pub(crate) fn broadcast<T>(
+        &self,
+        buf: &mut [T],
+        root: usize,
+        algorithm: Broadcast,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "broadcast";
+        self.check_root(OP, root)?;
+        let (q, l) = self.layout.locate(root);
+        let home = q == self.layout.process();
+        let call = Call::of::<T>(Kind::Broadcast, algorithm.id(), buf.len()).at(root);
+        let local = &self.local;
+        let before = if home && l != 0 {
+            local.broadcast(buf, l)
+        } else {
+            Ok(())
+        };
+        let between = match algorithm {
+            Broadcast::Hierarchical | Broadcast::HierarchicalDirect => Broadcast::Auto,
+            chosen => chosen,
+        };
+        self.across(OP, call, before, |pc| {
+            pc.broadcast_call(buf, q, between, false)
+        })?;
+        if home && l != 0 {
+            local.barrier()
+        } else {
+            local.broadcast(buf, 0)
+        }
+    }
+
+    /// `Comm::reduce_with` across processes: reduce to each process's rank 0 (in rank order;
+    /// on a copy where that rank is not the root, whose buffer stays unchanged), reduce
+    /// between the leaders to the root's process with `algorithm`, and there hand the result
+    /// to the root if it is not rank 0 (a scatterv of one block); the others wait for their
+    /// leader (a barrier).
+    pub(crate) fn reduce<T>(
+        &self,
+        buf: &mut [T],
+        op: &dyn Op<T>,
+        root: usize,
+        algorithm: Reduce,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "reduce";
+        self.check_root(OP, root)?;
+        let (q, l) = self.layout.locate(root);
+        let home = q == self.layout.process();
+        let call = Call::of::<T>(Kind::Reduce, algorithm.id(), buf.len())
+            .at(root)
+            .with_op(op.is_commutative());
+        let local = &self.local;
+        let between = match algorithm {
+            Reduce::Hierarchical | Reduce::HierarchicalDirect => Reduce::Auto,
+            chosen => chosen,
+        };
+        // The leader reduces into a copy unless it is the root itself.
+        let mut copy = (self.is_leader() && self.rank() != root).then(|| buf.to_vec());
+        {
+            let part: &mut [T] = match copy.as_deref_mut() {
+                Some(c) => c,
+                None => &mut *buf,
+            };
+            let before = local.reduce(part, op, 0);
+            self.across(OP, call, before, |pc| {
+                pc.reduce_call(part, op, q, between, false)
+            })?;
+        }
+        if !(home && l != 0) {
+            return local.barrier();
+        }
+        let t = self.layout.threads(q);
+        let mut counts = vec![0; t];
+        counts[l] = buf.len();
+        let displs = vec![0; t];
+        let me = local.rank();
+        let (send, recv): (&[T], &mut [T]) = match (&copy, me == l) {
+            (Some(c), _) => (c, &mut []),
+            (None, true) => (&[], buf),
+            (None, false) => (&[], &mut []),
+        };
+        local.scatterv(send, &counts, &displs, recv, 0)
+    }
+
+    /// `Comm::barrier` across processes: a barrier within each process, the leaders' check
+    /// (an allreduce, which no process leaves before every process has entered it), and a
+    /// barrier within each process again.
+    pub(crate) fn barrier(&self) -> Result<()> {
+        let local = &self.local;
+        let before = local.barrier();
+        self.across("barrier", Call::barrier(), before, |_| Ok(()))?;
+        local.barrier()
+    }
+
+    /// Where `peer` (a rank of the world) is, for point-to-point `op`: its thread in this
+    /// process, or an error (failing this process's run) if it is out of range or in another
+    /// process, which point-to-point between threads cannot reach.
+    pub(crate) fn local_peer(&self, op: &'static str, peer: usize) -> Result<usize> {
+        if peer >= self.size() {
+            return Err(self.fail(Error::RankOutOfRange {
+                rank: self.rank(),
+                op,
+                peer,
+                size: self.size(),
+            }));
+        }
+        let (q, l) = self.layout.locate(peer);
+        if q != self.layout.process() {
+            return Err(self.fail(Error::Unsupported {
+                rank: self.rank(),
+                op,
+                what: format!(
+                    "rank {peer} runs in MPI process {q}, and point-to-point between the \
+                     processes of a hybrid team is not supported (only each process's rank 0 \
+                     calls MPI); use MPI between the processes, or a collective"
+                ),
+            }));
+        }
+        Ok(l)
+    }
+}
+
+impl Bridge {
+    /// `Comm::allreduce_into` across processes: `recv` takes a copy of `send` (after the
+    /// lengths are checked) and is reduced in place.
+    pub(crate) fn allreduce_into<T>(&self, send: &[T], recv: &mut [T], op: &dyn Op<T>) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        if send.len() != recv.len() {
+            // Failing the run is enough: the leader's next check (or the run's last one)
+            // takes the failure to the other processes.
+            return Err(self.fail(Error::InvalidArgument {
+                rank: self.rank(),
+                op: "allreduce",
+                what: format!(
+                    "send has {} elements but recv has {}",
+                    send.len(),
+                    recv.len()
+                ),
+            }));
+        }
+        recv.copy_from_slice(send);
+        self.allreduce(recv, op, Algorithm::Auto)
+    }
+
+    /// `Comm::location` of a rank of the world: known for this process's threads only.
+    pub(crate) fn local_location(&self, rank: usize) -> Option<crate::topology::Location> {
+        if rank >= self.size() {
+            return None;
+        }
+        let (q, l) = self.layout.locate(rank);
+        (q == self.layout.process())
+            .then(|| self.local.location(l))
+            .flatten()
+    }
+}

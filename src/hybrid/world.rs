@@ -1,0 +1,359 @@
+//! The hybrid world: a team whose ranks are the threads of several MPI processes
+//! (`TeamBuilder::mpi`), every thread of every process a rank of one [`Comm`].
+//!
+//! **Ranks.** Process q runs tᵩ threads; its threads are the ranks oᵩ … oᵩ + tᵩ − 1, where
+//! oᵩ = t₀ + … + t_{q−1} comes from an allgather of the thread counts when the team is built
+//! ([`Layout`]). Every process's ranks are thus an interval of ranks, in process order, which
+//! is what lets a reduction combine within each process first and across processes after and
+//! still keep the rank order a non-commutative op needs.
+//!
+//! **Stages.** Each collective of such a `Comm` runs in three stages (`hybrid::collectives`),
+//! the HAN composition of docs/hierarchy.md with MPI as its top level:
+//! 1. within each process, over the mailboxes (the crate's own collectives on a plain `Comm`
+//!    of the process's threads, [`Bridge::local`]), towards the process's rank 0;
+//! 2. between the processes, by each process's rank 0 alone (the thread that called
+//!    `Team::run`, which must be the thread that initialised MPI: under
+//!    `Threading::Funneled` it is the only thread that may call MPI), on the leaders'
+//!    [`ProcessComm`];
+//! 3. within each process again, from its rank 0.
+//!
+//! **Agreement and failures.** Stage 2 starts with one check between the processes
+//! ([`ProcessComm::agree_across`]): the call's descriptor and whether the process's own threads
+//! got through stage 1. Every process takes the same branch, so
+//! - a call that the processes make differently is the same [`Error::Mismatch`] on every
+//!   process, and through stage 3 (which waits for rank 0) on every rank;
+//! - a failure in one process (a panicking thread, a bad argument, a mismatch between its own
+//!   threads) fails the run of that process and reaches the others at their next check, as
+//!   [`Error::ProcessFailed`] on every rank of theirs;
+//! - a process whose run ends (every thread returned) checks once more with
+//!   [`Arrival::Finished`], so that a process still waiting in a collective that the others
+//!   skipped fails instead of hanging, and a run that failed in one process makes
+//!   `Team::run` fail in every process.
+//!
+//! After a failed check every process has stopped calling MPI for the rest of the run (the
+//! leaders know it alike: [`Process::closed`]), so the next run starts in step. What cannot
+//! be told to the others is a panic while a leader is inside stage 2: that aborts the MPI job
+//! (`MPI_Abort`, as `ProcessComm` does), and an MPI error is fatal (the duplicate
+//! communicator's handler).
+
+use super::check::{Arrival, Call};
+use super::ProcessComm;
+use crate::comm::Comm;
+use crate::error::{Error, Result};
+use ::mpi::environment::Threading;
+use ::mpi::ffi;
+use ::mpi::topology::Communicator;
+use ::mpi::traits::*;
+use std::cell::Cell;
+use std::sync::Arc;
+
+/// Which ranks each process holds: process q has the ranks `offsets[q]..offsets[q + 1]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// The first rank of every process, and the number of ranks at the end.
+    offsets: Vec<usize>,
+    /// This process's number (its rank in the MPI communicator the team was built on).
+    process: usize,
+}
+
+impl Layout {
+    /// The layout of processes with `threads[q]` threads each, seen from process `process`.
+    pub(crate) fn new(threads: &[usize], process: usize) -> Layout {
+        let mut offsets = Vec::with_capacity(threads.len() + 1);
+        let mut sum = 0;
+        offsets.push(0);
+        for &t in threads {
+            sum += t;
+            offsets.push(sum);
+        }
+        Layout { offsets, process }
+    }
+
+    /// Number of ranks of the world.
+    pub(crate) fn size(&self) -> usize {
+        *self.offsets.last().expect("offsets start with 0")
+    }
+
+    /// Number of processes.
+    pub(crate) fn processes(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// This process's number.
+    pub(crate) fn process(&self) -> usize {
+        self.process
+    }
+
+    /// The first rank of process `q`: its leader.
+    pub(crate) fn offset(&self, q: usize) -> usize {
+        self.offsets[q]
+    }
+
+    /// Number of ranks (threads) of process `q`.
+    pub(crate) fn threads(&self, q: usize) -> usize {
+        self.offsets[q + 1] - self.offsets[q]
+    }
+
+    /// The leaders' ranks, by process.
+    pub(crate) fn leaders(&self) -> &[usize] {
+        &self.offsets[..self.processes()]
+    }
+
+    /// The process of rank `rank` (which must be below [`Layout::size`]) and its thread there.
+    pub(crate) fn locate(&self, rank: usize) -> (usize, usize) {
+        debug_assert!(rank < self.size());
+        let q = self.offsets.partition_point(|&o| o <= rank) - 1;
+        (q, rank - self.offsets[q])
+    }
+}
+
+/// What a hybrid team keeps between runs: its process communicator and the layout. Used by
+/// the team's rank 0 only (see the `Send`/`Sync` impls).
+pub(crate) struct Process {
+    /// The leaders' communicator (a duplicate of the one the team was built on).
+    pc: ProcessComm,
+    /// Which ranks each process holds.
+    pub(crate) layout: Arc<Layout>,
+    /// Whether MPI allows calls from its main thread only, so that a run must be started from
+    /// that thread.
+    funneled: bool,
+    /// Whether a check of this run has failed (on every process alike): no more MPI for the
+    /// rest of the run. Reset when a run starts.
+    closed: Cell<bool>,
+}
+
+// SAFETY: a `Process` is reached only from a hybrid team: its `Team` holds it, and hands it
+// to the rank-0 `Comm` of a run (`Bridge::process`) and uses it itself in `Team::run` before
+// the ranks start and after they have all finished. Rank 0 of a run is the thread that called
+// `Team::run`, and the team's `running` lock keeps runs from overlapping, so at any time only
+// one thread touches it, and `Process::begin` makes sure that thread may call MPI. MPI's own
+// handles (the duplicate communicator inside `pc`) may move between threads; what MPI
+// restricts is which thread calls it, which is that check.
+unsafe impl Send for Process {}
+// SAFETY: see `Send`: no two threads use a `Process` at the same time.
+unsafe impl Sync for Process {}
+
+impl std::fmt::Debug for Process {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Process")
+            .field("layout", &self.layout)
+            .field("funneled", &self.funneled)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How this process's threads share its node with other processes' (for pinning and the wait
+/// policy): the threads of the node's processes before this one, and on the whole node.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NodeShare {
+    /// Threads of the processes of this node with a lower rank.
+    pub before: usize,
+    /// Threads of every process of this node.
+    pub total: usize,
+}
+
+impl Process {
+    /// The process part of a hybrid team of `threads` threads in this process, collective over
+    /// `comm`'s processes: checks MPI's threading level, allgathers the thread counts (over
+    /// `comm` and over its processes on this node) and duplicates `comm` for the leaders.
+    pub(crate) fn new<C: Communicator>(comm: &C, threads: usize) -> Result<(Process, NodeShare)> {
+        const OP: &str = "TeamBuilder::mpi";
+        let rank = comm.rank() as usize;
+        let level = ::mpi::environment::threading_support();
+        let funneled = level == Threading::Funneled;
+        let mut main = 0;
+        // SAFETY: `main` is a valid place for the flag; MPI is initialised (`comm` exists).
+        unsafe { ffi::MPI_Is_thread_main(&mut main) };
+        let unsupported = |what: String| Error::Unsupported { rank, op: OP, what };
+        if level == Threading::Single {
+            return Err(unsupported(
+                "MPI was initialised with Threading::Single; a team whose threads span \
+                 processes needs at least Threading::Funneled (mpi::initialize_with_threading)"
+                    .to_string(),
+            ));
+        }
+        if funneled && main == 0 {
+            return Err(unsupported(
+                "under Threading::Funneled only the thread that initialised MPI may call it, \
+                 and a hybrid team's rank 0 (the thread that builds and runs it) does"
+                    .to_string(),
+            ));
+        }
+        let mut counts = vec![0usize; comm.size() as usize];
+        comm.all_gather_into(&threads, &mut counts[..]);
+        if let Some(q) = counts.iter().position(|&t| t == 0) {
+            return Err(if q == rank {
+                Error::ZeroRanks
+            } else {
+                unsupported(format!("process {q} asked for a team of 0 threads"))
+            });
+        }
+        let node = comm.split_shared(rank as i32);
+        let mut on_node = vec![0usize; node.size() as usize];
+        node.all_gather_into(&threads, &mut on_node[..]);
+        let share = NodeShare {
+            before: on_node[..node.rank() as usize].iter().sum(),
+            total: on_node.iter().sum(),
+        };
+        let pc = ProcessComm::new(comm)?;
+        let process = Process {
+            pc,
+            layout: Arc::new(Layout::new(&counts, rank)),
+            funneled,
+            closed: Cell::new(false),
+        };
+        Ok((process, share))
+    }
+
+    /// Makes the leaders' waits poll and yield the core instead of blocking in MPI (for a node
+    /// with more threads than cores: `transport::mpi::poll_politely`).
+    pub(crate) fn set_polite(&self, polite: bool) {
+        self.pc.set_polite(polite);
+    }
+
+    /// Called by `Team::run` on its calling thread before the ranks start: that thread must
+    /// be allowed to call MPI; the run starts with no failed check.
+    pub(crate) fn begin(&self) -> Result<()> {
+        if self.funneled {
+            let mut main = 0;
+            // SAFETY: `main` is a valid place for the flag; MPI is initialised (the team's
+            // communicator exists).
+            unsafe { ffi::MPI_Is_thread_main(&mut main) };
+            if main == 0 {
+                return Err(Error::Unsupported {
+                    rank: self.layout.offset(self.layout.process()),
+                    op: "Team::run",
+                    what: "a hybrid team runs from the thread that initialised MPI (under \
+                           Threading::Funneled only it may call MPI, and rank 0 does)"
+                        .to_string(),
+                });
+            }
+        }
+        self.closed.set(false);
+        Ok(())
+    }
+
+    /// Called by `Team::run` after every rank of this process has returned: the last check
+    /// of the run ([`Arrival::Finished`], or `Failed` if this process's run `failed`), unless
+    /// a check already failed. An error means the run failed in some process, or some
+    /// process still waits in a collective this one never made.
+    pub(crate) fn end(&self, failed: bool) -> Result<()> {
+        if self.closed.get() {
+            return Ok(());
+        }
+        let arrival = if failed {
+            Arrival::Failed
+        } else {
+            Arrival::Finished
+        };
+        let layout = &self.layout;
+        let rank = layout.offset(layout.process());
+        let r = self.pc.agree_across(
+            &Call::barrier(),
+            arrival,
+            rank,
+            layout.leaders(),
+            "Team::run",
+        );
+        if r.is_err() {
+            self.closed.set(true);
+        }
+        r
+    }
+}
+
+/// A rank's link to the processes of a hybrid team, inside its [`Comm`]: the plain `Comm` of
+/// its own process's threads, the layout, and on rank 0 of each process the process part.
+pub(crate) struct Bridge {
+    /// The communicator of this process's threads (thread i is its rank i), on which the
+    /// stages within the process run.
+    pub(crate) local: Comm,
+    /// Which ranks each process holds.
+    pub(crate) layout: Arc<Layout>,
+    /// The process part, on the process's rank 0 (the leader) only.
+    process: Option<Arc<Process>>,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("layout", &self.layout)
+            .field("leader", &self.process.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bridge {
+    /// The link of the rank whose own process's communicator is `local`; `process` must be
+    /// given to the local rank 0, and only to it.
+    pub(crate) fn new(local: Comm, layout: Arc<Layout>, process: Option<Arc<Process>>) -> Self {
+        debug_assert_eq!(process.is_some(), local.rank() == 0);
+        Bridge {
+            local,
+            layout,
+            process,
+        }
+    }
+
+    /// This rank's number in the world.
+    pub(crate) fn rank(&self) -> usize {
+        self.layout.offset(self.layout.process()) + self.local.rank()
+    }
+
+    /// Number of ranks of the world.
+    pub(crate) fn size(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Whether this rank is its process's leader (local rank 0), the one that calls MPI.
+    pub(crate) fn is_leader(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// Stage 2 of a collective `op` described by `call`: on the leader, the check between
+    /// processes, with `before` (the leader's result of stage 1) as its arrival, then
+    /// `stage` on the leaders' communicator; on the other ranks, nothing (`before`).
+    ///
+    /// On the leader, every failure of the check or of `stage` fails the process's run, so
+    /// that its other ranks, waiting in stage 3 for the leader, return it too; the check's
+    /// failures are the same on every process, and so are `stage`'s (decided from the agreed
+    /// call), so every process stops calling MPI for the rest of the run at the same call.
+    pub(crate) fn across(
+        &self,
+        op: &'static str,
+        call: Call,
+        before: Result<()>,
+        stage: impl FnOnce(&ProcessComm) -> Result<()>,
+    ) -> Result<()> {
+        let Some(p) = &self.process else {
+            return before;
+        };
+        if p.closed.get() {
+            // An earlier check failed on every process: this run's ranks all fail already.
+            return before.and_then(|()| {
+                Err(self.local.fail(Error::Aborted {
+                    rank: self.rank(),
+                    op,
+                    cause: Box::new(self.local.run().cause()),
+                }))
+            });
+        }
+        let arrival = if before.is_ok() {
+            Arrival::Ready
+        } else {
+            Arrival::Failed
+        };
+        let layout = &self.layout;
+        let agreed =
+            p.pc.agree_across(&call, arrival, self.rank(), layout.leaders(), op);
+        let result = match (before, agreed) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Err(e)) => Err(e),
+            (Ok(()), Ok(())) => stage(&p.pc),
+        };
+        result.map_err(|e| {
+            p.closed.set(true);
+            self.local.fail(e)
+        })
+    }
+}
