@@ -18,9 +18,12 @@
 //!
 //! Every rank prints one line per algorithm: its rank, process and thread, the first elements
 //! of its result, whether the result is exact, and its median time; then rank 0 prints the
-//! slowest rank's median per algorithm. The exit code is non-zero if any result is wrong.
+//! slowest rank's median per algorithm, and beside them Open MPI's `MPI_Allreduce` between the
+//! processes alone (one rank each; with `--threads 1` and as many processes as the hybrid run
+//! has ranks, the flat-MPI baseline). The exit code is non-zero if any result is wrong.
 
 use corecoll::{op, Algorithm, Block, Team};
+use mpi::collective::SystemOperation;
 use mpi::environment::Threading;
 use mpi::traits::*;
 use std::process::ExitCode;
@@ -90,6 +93,36 @@ fn main() -> ExitCode {
         }
     };
     let process = world.rank();
+    // The flat baseline: Open MPI's own allreduce between the processes (one rank each, the
+    // same count per process), timed the same way; with `--threads 1` and P·T processes this
+    // is flat MPI at the same rank count as P processes × T threads.
+    let native = {
+        let nprocs = world.size() as usize;
+        let send: Vec<u64> = (0..count).map(|i| value(process as usize, i)).collect();
+        let expected: Vec<u64> = (0..count)
+            .map(|i| {
+                (0..nprocs)
+                    .map(|q| value(q, i))
+                    .fold(0u64, u64::wrapping_add)
+            })
+            .collect();
+        let mut recv = vec![0u64; count];
+        let mut times = Vec::with_capacity(iters);
+        for _ in 0..iters {
+            world.barrier();
+            let start = Instant::now();
+            world.all_reduce_into(&send[..], &mut recv[..], SystemOperation::sum());
+            times.push(start.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        let mut slowest = 0.0;
+        world.all_reduce_into(
+            &times[times.len() / 2],
+            &mut slowest,
+            SystemOperation::max(),
+        );
+        (slowest, recv == expected)
+    };
     let outcome = team.run(|comm| {
         let (r, p) = (comm.rank(), comm.size());
         let expected: Vec<u64> = (0..count)
@@ -155,9 +188,16 @@ fn main() -> ExitCode {
         for (alg, m) in algs.iter().zip(&medians) {
             println!("  {:18} {:10.1} µs", alg.name(), m * 1e6);
         }
+        println!(
+            "  {:18} {:10.1} µs  (MPI_Allreduce between the {} processes alone, 1 rank each{})",
+            "MPI_Allreduce",
+            native.0 * 1e6,
+            world.size(),
+            if native.1 { "" } else { ", WRONG" }
+        );
         println!("wrong results: {wrong}");
     }
-    if wrong == 0 {
+    if wrong == 0 && native.1 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -357,3 +357,29 @@ impl Bridge {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Layout;
+
+    #[test]
+    fn layout_locates_every_rank() {
+        for threads in [vec![1], vec![2, 2], vec![1, 3, 2], vec![5, 1, 1, 4]] {
+            for process in 0..threads.len() {
+                let l = Layout::new(&threads, process);
+                assert_eq!(l.size(), threads.iter().sum::<usize>());
+                assert_eq!(l.processes(), threads.len());
+                let mut rank = 0;
+                for (q, &t) in threads.iter().enumerate() {
+                    assert_eq!(l.offset(q), rank);
+                    assert_eq!(l.threads(q), t);
+                    for i in 0..t {
+                        assert_eq!(l.locate(rank), (q, i));
+                        rank += 1;
+                    }
+                }
+                assert_eq!(l.leaders().len(), threads.len());
+            }
+        }
+    }
+}
