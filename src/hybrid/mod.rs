@@ -41,10 +41,14 @@
 //! one thread per process calls it, and MPI's threading level must allow calls from that
 //! thread (`Threading::Funneled` for the main thread).
 
+mod alltoall;
 mod check;
 mod collectives;
-mod pending;
+mod gather;
+mod reduce_scatter;
+mod scan;
 mod selftest;
+mod split;
 pub(crate) mod world;
 
 use crate::algorithms;

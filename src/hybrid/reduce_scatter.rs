@@ -1,0 +1,90 @@
+//! `reduce_scatter_block` of a `Comm` whose ranks span MPI processes, in the three stages of
+//! `hybrid::world`:
+//! 1. within each process, a reduce (in thread order, the crate's reduce) of the whole p·m
+//!    vector to the leader, on a copy of each rank's `send`;
+//! 2. between the leaders, a reduce-scatter in process order that leaves each leader its
+//!    process's part, the tᵩ·m elements of its ranks' blocks;
+//! 3. within each process, a scatter of that part from the leader.
+//!
+//! Process q's ranks are an interval, so combining within the process first and then across
+//! processes in process order keeps rank order, and non-commutative ops are exact.
+//!
+//! **Between processes.** When every process has the same number of threads t, the parts are
+//! p/P blocks of t·m elements, equal, and the crate's reduce-scatter schedules run on them as
+//! between threads: the caller's `Ring` or `RecursiveHalving`, and for `Auto` recursive
+//! halving (Thakur, Rabenseifner and Gropp's choice in MPICH for commutative ops; the crate's
+//! keeps rank order for any op). The schedules need equal blocks, so with unequal thread counts
+//! the leaders run an allreduce (`Auto` between processes) of the whole vector and keep their
+//! part: simple, about twice the traffic of a reduce-scatter. `Direct` needs the ranks to share
+//! memory and is refused on every rank.
+
+use super::check::Call;
+use super::world::Bridge;
+use crate::algorithms::reduce_scatter as sched;
+use crate::error::{Error, Result};
+use crate::op::Op;
+use crate::select::{Algorithm, ReduceScatter};
+use crate::transport::{Elem, Kind};
+use std::mem::size_of;
+
+impl Bridge {
+    /// `Comm::reduce_scatter_block_with` across processes (module docs).
+    pub(crate) fn reduce_scatter_block<T: Elem>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &dyn Op<T>,
+        algorithm: ReduceScatter,
+    ) -> Result<()> {
+        const OP: &str = "reduce_scatter_block";
+        let (p, m) = (self.size(), recv.len());
+        self.check_whole(OP, "send", send.len(), m)?;
+        let (_, o, t) = self.here();
+        let local = &self.local;
+        let mut whole = send.to_vec();
+        let before = local.reduce(&mut whole, op, 0);
+        // The leader's part: its initial contents are overwritten by the stage between
+        // processes.
+        let mut part = if self.is_leader() {
+            whole[o * m..(o + t) * m].to_vec()
+        } else {
+            Vec::new()
+        };
+        let call =
+            Call::of::<T>(Kind::ReduceScatter, algorithm.id(), m).with_op(op.is_commutative());
+        self.across(OP, call, before, |pc| {
+            let l = &self.layout;
+            let np = l.processes();
+            if algorithm == ReduceScatter::Direct {
+                return Err(Error::Unsupported {
+                    rank: self.rank(),
+                    op: OP,
+                    what: "the direct algorithm needs the ranks to share memory; on a team \
+                           that spans MPI processes use auto, ring or recursive-halving"
+                        .to_string(),
+                });
+            }
+            if (0..np).any(|q| l.threads(q) != t) {
+                pc.allreduce_call(&mut whole, op, Algorithm::Auto, false)?;
+                part.copy_from_slice(&whole[o * m..(o + t) * m]);
+                return Ok(());
+            }
+            let alg = match algorithm {
+                ReduceScatter::Ring => ReduceScatter::Ring,
+                _ => ReduceScatter::RecursiveHalving,
+            };
+            let bytes = p * m * size_of::<T>();
+            pc.agreed(
+                OP,
+                Kind::ReduceScatter,
+                alg.id(),
+                bytes,
+                |tr, tag| match alg {
+                    ReduceScatter::Ring => sched::ring(tr, &whole, &mut part, &op, tag),
+                    _ => sched::recursive_halving(tr, &whole, &mut part, &op, tag),
+                },
+            )
+        })?;
+        local.scatter(&part, recv, 0)
+    }
+}
