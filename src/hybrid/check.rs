@@ -25,9 +25,12 @@
 //! mismatch on its own could not tell the others without a message they would have to wait
 //! for. The allreduce is also a barrier, which is what [`ProcessComm::barrier`] uses it for.
 
+use super::gather::V_FORM;
 use super::ProcessComm;
 use crate::error::{Error, Result};
-use crate::select::{Algorithm, Broadcast, Reduce};
+use crate::select::{
+    Algorithm, Allgather, Alltoall, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
+};
 use crate::transport::mpi::wait_all;
 use crate::transport::{fingerprint_size, type_fingerprint, Kind};
 use ::mpi::collective::SystemOperation;
@@ -145,22 +148,38 @@ fn describe(w: &[u64]) -> String {
         return "barrier".to_string();
     }
     let id = u8::try_from(w[1]).unwrap_or(u8::MAX);
+    // The hybrid world's `v` forms (and exscan) set the top bit of the algorithm id.
+    let (v, id) = (id & V_FORM != 0, id & !V_FORM);
     let alg = match kind {
         Kind::Allreduce => Algorithm::from_id(id).map(Algorithm::name),
         Kind::Broadcast => Broadcast::from_id(id).map(Broadcast::name),
         Kind::Reduce => Reduce::from_id(id).map(Reduce::name),
-        _ => None,
+        Kind::Gather => Gather::from_id(id).map(Gather::name),
+        Kind::Scatter => Scatter::from_id(id).map(Scatter::name),
+        Kind::Allgather => Allgather::from_id(id).map(Allgather::name),
+        Kind::Alltoall => Alltoall::from_id(id).map(Alltoall::name),
+        Kind::Scan => Scan::from_id(id).map(Scan::name),
+        Kind::ReduceScatter => ReduceScatter::from_id(id).map(ReduceScatter::name),
+        Kind::P2p | Kind::Barrier | Kind::Split => None,
     }
     .unwrap_or("?");
+    let name = match (kind, v) {
+        (Kind::Scan, true) => "exscan".to_string(),
+        (Kind::Gather | Kind::Scatter | Kind::Allgather | Kind::Alltoall, true) => {
+            format!("{}v", kind.name())
+        }
+        _ => kind.name().to_string(),
+    };
     let mut d = format!(
-        "{} of {} elements of {} bytes (type {:#010x}) with the {alg} algorithm",
-        kind.name(),
+        "{name} of {} elements of {} bytes (type {:#010x}) with the {alg} algorithm",
         w[3],
         fingerprint_size(w[4]),
         w[4] >> 32
     );
-    if w[2] != 0 {
-        d += &format!(" in blocks of {}", w[2]);
+    match (kind, v, w[2]) {
+        (_, _, 0) => {}
+        (Kind::Allgather, true, fp) => d += &format!(" with counts of fingerprint {fp:#x}"),
+        (_, _, block) => d += &format!(" in blocks of {block}"),
     }
     if w[5] != u64::MAX {
         d += &format!(" at root {}", w[5]);

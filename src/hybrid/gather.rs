@@ -64,7 +64,7 @@ pub(super) type B = MaybeUninit<u8>;
 
 /// The bit added to an algorithm id in the call check of a `v` form, so that a process calling
 /// `gather` against one calling `gatherv` (or scan against exscan) is a mismatch.
-pub(super) const V_FORM: u8 = 0x80;
+pub(crate) const V_FORM: u8 = 0x80;
 
 /// The bytes of `s` (to send).
 pub(super) fn bytes<T>(s: &[T]) -> &[B] {

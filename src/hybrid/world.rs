@@ -235,8 +235,9 @@ impl Process {
 
     /// Called by `Team::run` after every rank of this process has returned: the last check
     /// of the run ([`Arrival::Finished`], or `Failed` if this process's run `failed`), unless
-    /// a check already failed. An error means the run failed in some process, or some
-    /// process still waits in a collective this one never made.
+    /// a check already failed. An error means the run failed in another process (if the
+    /// first failed process is this one: `Ok`, its ranks' results say why), or some process
+    /// still waits in a collective this one never made.
     pub(crate) fn end(&self, failed: bool) -> Result<()> {
         if self.closed.get() {
             return Ok(());
@@ -258,7 +259,12 @@ impl Process {
         if r.is_err() {
             self.closed.set(true);
         }
-        r
+        match r {
+            // This process's own failure: its ranks' results carry it, as in a team of one
+            // process (whose `run` fails only for a panic).
+            Err(Error::ProcessFailed { process, .. }) if process == layout.process() => Ok(()),
+            r => r,
+        }
     }
 }
 
