@@ -4,7 +4,7 @@
 //! goes on through wrong answers so that every rank makes the same calls.
 
 use crate::cases::{first_wrong, fold, hash, inputs, mix, reduction, Affine, Case};
-use crate::{Outcome, RunFails, Suite};
+use crate::{vector, Outcome, RunFails, Suite};
 use corecoll::{op, Algorithm, Block, Comm, Error};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -18,14 +18,14 @@ fn same_everywhere(comm: &Comm, h: u64) -> corecoll::Result<bool> {
 }
 
 /// Keeps the first problem.
-fn note(problem: &mut Option<String>, why: Option<String>) {
+pub fn note(problem: &mut Option<String>, why: Option<String>) {
     if problem.is_none() {
         *problem = why;
     }
 }
 
 /// A sentinel for receive-buffer gaps that must stay untouched.
-const GAP: u64 = 0xdead_beef_dead_beef;
+pub const GAP: u64 = 0xdead_beef_dead_beef;
 
 /// The allreduce algorithms a caller may choose between processes.
 fn algorithms() -> Vec<Algorithm> {
@@ -103,13 +103,13 @@ pub fn check_all(s: &mut Suite<'_>) {
     scatter(s);
     allgather(s);
     alltoall(s);
-    alltoallv(s);
+    vector::alltoallv(s);
     reduce_scatter_block(s, &full_u64);
     reduce_scatter_block(s, &full_f64);
     reduce_scatter_block(s, &full_aff);
-    gatherv(s);
-    scatterv(s);
-    allgatherv(s);
+    vector::gatherv(s);
+    vector::scatterv(s);
+    vector::allgatherv(s);
     barrier(s);
 }
 
@@ -250,7 +250,7 @@ fn scan<T: Case>(s: &mut Suite<'_>, exclusive: bool) {
 }
 
 /// Element k of the block rank `from` sends rank `to` (for the all-to-alls and scatters).
-fn val(from: usize, to: usize, k: usize) -> u64 {
+pub fn val(from: usize, to: usize, k: usize) -> u64 {
     mix(from, (to << 24) | k, 5)
 }
 
@@ -361,71 +361,6 @@ fn alltoall(s: &mut Suite<'_>) {
     });
 }
 
-/// The count rank `from` sends rank `to` in the alltoallv at scale `n`: irregular, zero for
-/// some pairs.
-fn pair_count(from: usize, to: usize, n: usize) -> usize {
-    ((3 * from + 5 * to + 1) % 4) * n / 2
-}
-
-/// A layout of blocks of `counts` in the order `order`, each after a gap of `gap` elements:
-/// the displacements (indexed by block) and the buffer length.
-fn layout(counts: &[usize], order: impl Iterator<Item = usize>, gap: usize) -> (Vec<usize>, usize) {
-    let mut displs = vec![0; counts.len()];
-    let mut at = 0;
-    for b in order {
-        at += gap;
-        displs[b] = at;
-        at += counts[b];
-    }
-    (displs, at + gap)
-}
-
-/// Whether every element of `buf` outside the blocks (`counts`, `displs`) is still `GAP`.
-fn gaps_untouched(buf: &[u64], counts: &[usize], displs: &[usize]) -> bool {
-    let mut inside = vec![false; buf.len()];
-    for (c, d) in counts.iter().zip(displs) {
-        inside[*d..d + c].iter_mut().for_each(|x| *x = true);
-    }
-    buf.iter().zip(&inside).all(|(x, &i)| i || *x == GAP)
-}
-
-/// Alltoallv of `u64` with irregular counts (zeros among them), the send blocks in reverse
-/// order and the receive blocks spaced by gaps that must stay untouched.
-fn alltoallv(s: &mut Suite<'_>) {
-    let counts = s.ctx.counts();
-    let p = s.ctx.size();
-    s.check("alltoallv u64 (irregular counts)", |comm| {
-        let r = comm.rank();
-        let mut problem = None;
-        for &n in counts {
-            let sc: Vec<usize> = (0..p).map(|j| pair_count(r, j, n)).collect();
-            let (sd, slen) = layout(&sc, (0..p).rev(), 0);
-            let mut send = vec![GAP; slen];
-            for j in 0..p {
-                for k in 0..sc[j] {
-                    send[sd[j] + k] = val(r, j, k);
-                }
-            }
-            let rc: Vec<usize> = (0..p).map(|i| pair_count(i, r, n)).collect();
-            let (rd, rlen) = layout(&rc, 0..p, 2);
-            let mut recv = vec![GAP; rlen];
-            if let Err(e) = comm.alltoallv(&send, &sc, &sd, &mut recv, &rc, &rd) {
-                return Some(format!("n = {n}: {e}"));
-            }
-            let bad = (0..p).find_map(|i| {
-                (0..rc[i])
-                    .find(|&k| recv[rd[i] + k] != val(i, r, k))
-                    .map(|k| format!("n = {n}: block from {i}, element {k} is wrong"))
-            });
-            note(&mut problem, bad);
-            if !gaps_untouched(&recv, &rc, &rd) {
-                note(&mut problem, Some(format!("n = {n}: a gap was written")));
-            }
-        }
-        problem
-    });
-}
-
 /// Reduce_scatter_block of `T` at every count: rank r holds block r of the reduction.
 fn reduce_scatter_block<T: Case>(s: &mut Suite<'_>, full: &[T]) {
     let counts = s.ctx.counts();
@@ -446,123 +381,6 @@ fn reduce_scatter_block<T: Case>(s: &mut Suite<'_>, full: &[T]) {
         }
         problem
     });
-}
-
-/// Rank `i`'s block length in the v-collectives at scale `n`: irregular, zero for some ranks.
-fn v_count(i: usize, n: usize) -> usize {
-    ((2 * i + 1) % 3) * n / 2 + usize::from(n > 0 && i % 4 == 3)
-}
-
-/// Gatherv of `u64` to every root at every count: the blocks in reverse rank order with gaps
-/// that must stay untouched; the non-roots pass empty `recv`, `counts` and `displs`.
-fn gatherv(s: &mut Suite<'_>) {
-    let counts = s.ctx.counts();
-    let p = s.ctx.size();
-    s.check("gatherv u64 (every root, irregular counts)", |comm| {
-        let r = comm.rank();
-        let mut problem = None;
-        for root in 0..p {
-            for &n in counts {
-                let send = inputs::<u64>(r, v_count(r, n));
-                let c: Vec<usize> = (0..p).map(|i| v_count(i, n)).collect();
-                let (d, len) = layout(&c, (0..p).rev(), 1);
-                let result = if r == root {
-                    let mut recv = vec![GAP; len];
-                    let result = comm.gatherv(&send, &mut recv, &c, &d, root);
-                    if result.is_ok() {
-                        let bad = (0..p).find_map(|i| {
-                            first_wrong(&recv[d[i]..d[i] + c[i]], &inputs::<u64>(i, c[i]))
-                                .map(|w| format!("root {root}, n = {n}, block {i}: {w}"))
-                        });
-                        note(&mut problem, bad);
-                        if !gaps_untouched(&recv, &c, &d) {
-                            note(
-                                &mut problem,
-                                Some(format!("root {root}, n = {n}: a gap was written")),
-                            );
-                        }
-                    }
-                    result
-                } else {
-                    comm.gatherv(&send, &mut [], &[], &[], root)
-                };
-                if let Err(e) = result {
-                    return Some(format!("root {root}, n = {n}: {e}"));
-                }
-            }
-        }
-        problem
-    });
-}
-
-/// Scatterv of `u64` from every root at every count, with overlapping send blocks (block i
-/// starts at element i, as MPI allows); the non-roots pass empty `send`, `counts`, `displs`.
-fn scatterv(s: &mut Suite<'_>) {
-    let counts = s.ctx.counts();
-    let p = s.ctx.size();
-    s.check("scatterv u64 (every root, overlapping blocks)", |comm| {
-        let r = comm.rank();
-        let mut problem = None;
-        for root in 0..p {
-            for &n in counts {
-                let c: Vec<usize> = (0..p).map(|i| v_count(i, n)).collect();
-                let d: Vec<usize> = (0..p).collect();
-                let len = (0..p).map(|i| d[i] + c[i]).max().unwrap_or(0);
-                let mut recv = vec![GAP; c[r]];
-                let result = if r == root {
-                    let send = inputs::<u64>(root, len);
-                    comm.scatterv(&send, &c, &d, &mut recv, root)
-                } else {
-                    comm.scatterv(&[], &[], &[], &mut recv, root)
-                };
-                if let Err(e) = result {
-                    return Some(format!("root {root}, n = {n}: {e}"));
-                }
-                let want: Vec<u64> = (0..c[r]).map(|k| u64::input(root, r + k)).collect();
-                note(
-                    &mut problem,
-                    first_wrong(&recv, &want).map(|w| format!("root {root}, n = {n}: {w}")),
-                );
-            }
-        }
-        problem
-    });
-}
-
-/// Allgatherv of `u64` at every count, each rank with its own displacements (odd ranks in
-/// reverse order, gaps of 1 or 2 that must stay untouched).
-fn allgatherv(s: &mut Suite<'_>) {
-    let counts = s.ctx.counts();
-    let p = s.ctx.size();
-    s.check(
-        "allgatherv u64 (irregular counts, displacements by rank)",
-        |comm| {
-            let r = comm.rank();
-            let mut problem = None;
-            for &n in counts {
-                let send = inputs::<u64>(r, v_count(r, n));
-                let c: Vec<usize> = (0..p).map(|i| v_count(i, n)).collect();
-                let (d, len) = if r % 2 == 1 {
-                    layout(&c, (0..p).rev(), 2)
-                } else {
-                    layout(&c, 0..p, 1)
-                };
-                let mut recv = vec![GAP; len];
-                if let Err(e) = comm.allgatherv(&send, &mut recv, &c, &d) {
-                    return Some(format!("n = {n}: {e}"));
-                }
-                let bad = (0..p).find_map(|i| {
-                    first_wrong(&recv[d[i]..d[i] + c[i]], &inputs::<u64>(i, c[i]))
-                        .map(|w| format!("n = {n}, block {i}: {w}"))
-                });
-                note(&mut problem, bad);
-                if !gaps_untouched(&recv, &c, &d) {
-                    note(&mut problem, Some(format!("n = {n}: a gap was written")));
-                }
-            }
-            problem
-        },
-    );
 }
 
 /// Barrier: within each process no rank leaves before all of its threads arrived (a counter

@@ -23,7 +23,7 @@
 //! global rank 0 prints one line per check (`ok`, `FAIL`, or `skip` where the layout has too
 //! few processes), each process prints its ranks' problems on stderr, and the exit code is
 //! non-zero on every process if any check failed on any process. What is checked:
-//! - results (`collectives`): allreduce with every algorithm (and `Direct` refused between
+//! - results (`collectives`; the v-forms in `vector`): allreduce with every algorithm (and `Direct` refused between
 //!   processes, the ring refused for a non-commutative op), allreduce_into, broadcast and
 //!   reduce at every root, scan, exscan, gather, scatter, allgather, alltoall, alltoallv,
 //!   reduce_scatter_block, gatherv, scatterv, allgatherv, barrier; `u64` sum (exact), `f64`
@@ -36,6 +36,7 @@
 mod cases;
 mod collectives;
 mod failures;
+mod vector;
 
 use corecoll::{Comm, Team};
 use mpi::environment::Threading;
