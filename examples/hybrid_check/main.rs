@@ -23,12 +23,13 @@
 //! global rank 0 prints one line per check (`ok`, `FAIL`, or `skip` where the layout has too
 //! few processes), each process prints its ranks' problems on stderr, and the exit code is
 //! non-zero on every process if any check failed on any process. What is checked:
-//! - results (`collectives`; the v-forms in `vector`): allreduce with every algorithm (and `Direct` refused between
-//!   processes, the ring refused for a non-commutative op), allreduce_into, broadcast and
-//!   reduce at every root, scan, exscan, gather, scatter, allgather, alltoall, alltoallv,
-//!   reduce_scatter_block, gatherv, scatterv, allgatherv, barrier; `u64` sum (exact), `f64`
-//!   sum (close to the sequential sum, and the same bits on every rank where every rank holds
-//!   the result) and a non-commutative op for every reducing collective;
+//! - results (`collectives`, the v-forms in `vector`): allreduce with every algorithm (and
+//!   `Direct` refused between processes, the ring refused for a non-commutative op),
+//!   allreduce_into, broadcast and reduce at every root, scan, exscan, gather, scatter,
+//!   allgather, alltoall, alltoallv, reduce_scatter_block, gatherv, scatterv, allgatherv,
+//!   barrier; `u64` sum (exact), `f64` sum (close to the sequential sum, and the same bits on
+//!   every rank where every rank holds the result) and a non-commutative op for every
+//!   reducing collective;
 //! - failures (`failures`): mismatched lengths and roots between processes, a panicking
 //!   thread, a process that skips the last collective, roots out of range — each an `Err` on
 //!   every rank of every process, never a hang — and a normal run on the same team afterwards.
