@@ -28,7 +28,8 @@
 //! - a process whose run ends (every thread returned) checks once more with
 //!   [`Arrival::Finished`], so that a process still waiting in a collective that the others
 //!   skipped fails instead of hanging, and a run that failed in one process makes
-//!   `Team::run` fail in every process.
+//!   `Team::run` fail ([`Error::ProcessFailed`]) in every other process (in the failing one,
+//!   its ranks' results carry the error, and a panic fails `Team::run` as in any team).
 //!
 //! After a failed check every process has stopped calling MPI for the rest of the run (the
 //! leaders know it alike: [`Process::closed`]), so the next run starts in step. What cannot
@@ -120,6 +121,9 @@ pub(crate) struct Process {
     /// Whether a check of this run has failed (on every process alike): no more MPI for the
     /// rest of the run. Reset when a run starts.
     closed: Cell<bool>,
+    /// The first other process whose failure a check of this run reported: `Team::run` then
+    /// fails here too ([`Process::end`]). Reset when a run starts.
+    failed_elsewhere: Cell<Option<usize>>,
 }
 
 // SAFETY: a `Process` is reached only from a hybrid team: its `Team` holds it, and hands it
@@ -201,6 +205,7 @@ impl Process {
             layout: Arc::new(Layout::new(&counts, rank)),
             funneled,
             closed: Cell::new(false),
+            failed_elsewhere: Cell::new(None),
         };
         Ok((process, share))
     }
@@ -230,25 +235,46 @@ impl Process {
             }
         }
         self.closed.set(false);
+        self.failed_elsewhere.set(None);
         Ok(())
+    }
+
+    /// Records that a check failed with `e` (the same on every process): no more MPI in this
+    /// run, and if `e` names another process's failure, `Team::run` fails here too.
+    fn close(&self, e: &Error) {
+        self.closed.set(true);
+        if let Error::ProcessFailed { process, .. } = *e {
+            if process != self.layout.process() && self.failed_elsewhere.get().is_none() {
+                self.failed_elsewhere.set(Some(process));
+            }
+        }
     }
 
     /// Called by `Team::run` after every rank of this process has returned: the last check
     /// of the run ([`Arrival::Finished`], or `Failed` if this process's run `failed`), unless
-    /// a check already failed. An error means the run failed in another process (if the
-    /// first failed process is this one: `Ok`, its ranks' results say why), or some process
-    /// still waits in a collective this one never made.
+    /// a check already failed. An error means that the run failed in another process (now,
+    /// or at an earlier check of the run), or that some process still waits in a collective
+    /// this one never made. This process's own failure is no error here (its ranks' results
+    /// say why, as in a team of one process, whose `run` fails only for a panic), nor is a
+    /// mismatch every process saw at a collective (every rank returned it).
     pub(crate) fn end(&self, failed: bool) -> Result<()> {
+        let layout = &self.layout;
+        let rank = layout.offset(layout.process());
         if self.closed.get() {
-            return Ok(());
+            return match self.failed_elsewhere.get() {
+                Some(process) => Err(Error::ProcessFailed {
+                    rank,
+                    op: "Team::run",
+                    process,
+                }),
+                None => Ok(()),
+            };
         }
         let arrival = if failed {
             Arrival::Failed
         } else {
             Arrival::Finished
         };
-        let layout = &self.layout;
-        let rank = layout.offset(layout.process());
         let r = self.pc.agree_across(
             &Call::barrier(),
             arrival,
@@ -256,8 +282,8 @@ impl Process {
             layout.leaders(),
             "Team::run",
         );
-        if r.is_err() {
-            self.closed.set(true);
+        if let Err(e) = &r {
+            self.close(e);
         }
         match r {
             // This process's own failure: its ranks' results carry it, as in a team of one
@@ -358,7 +384,7 @@ impl Bridge {
             (Ok(()), Ok(())) => stage(&p.pc),
         };
         result.map_err(|e| {
-            p.closed.set(true);
+            p.close(&e);
             self.local.fail(e)
         })
     }
