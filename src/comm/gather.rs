@@ -306,38 +306,10 @@ impl Comm {
         displs: &[usize],
         disjoint: bool,
     ) -> Result<()> {
-        let p = self.size();
-        let what = if counts.len() != p || displs.len() != p {
-            Some(format!(
-                "{} counts and {} displacements for {p} ranks",
-                counts.len(),
-                displs.len()
-            ))
-        } else if let Some(i) =
-            (0..p).find(|&i| displs[i].checked_add(counts[i]).is_none_or(|end| end > len))
-        {
-            Some(format!(
-                "block {i} ({} elements at {}) is not within {buffer}, of {len} elements",
-                counts[i], displs[i]
-            ))
-        } else if disjoint {
-            let mut blocks: Vec<usize> = (0..p).filter(|&i| counts[i] > 0).collect();
-            blocks.sort_unstable_by_key(|&i| displs[i]);
-            blocks
-                .windows(2)
-                .find(|w| displs[w[0]] + counts[w[0]] > displs[w[1]])
-                .map(|w| format!("blocks {} and {} overlap in {buffer}", w[0], w[1]))
-        } else {
-            None
-        };
-        match what {
-            Some(what) => Err(self.fail(Error::InvalidArgument {
-                rank: self.rank(),
-                op,
-                what,
-            })),
-            None => Ok(()),
-        }
+        self.check_arg(
+            op,
+            layout_problem(self.size(), buffer, len, counts, displs, disjoint),
+        )
     }
 
     /// Fails the run unless this rank's `buffer` has `count` elements.
@@ -348,14 +320,7 @@ impl Comm {
         len: usize,
         count: usize,
     ) -> Result<()> {
-        if len != count {
-            return Err(self.fail(Error::InvalidArgument {
-                rank: self.rank(),
-                op,
-                what: format!("{buffer} holds {len} elements, but its count is {count}"),
-            }));
-        }
-        Ok(())
+        self.check_arg(op, own_problem(buffer, len, count))
     }
 
     /// Fails the run unless `buffer`'s length `len` is `size()` blocks of `block` elements.
@@ -366,17 +331,70 @@ impl Comm {
         len: usize,
         block: usize,
     ) -> Result<()> {
-        let p = self.size();
-        if block.checked_mul(p) != Some(len) {
-            return Err(self.fail(Error::InvalidArgument {
+        self.check_arg(op, whole_problem(self.size(), buffer, len, block))
+    }
+
+    /// Fails the run with [`Error::InvalidArgument`] `what` of `op`, if there is one.
+    fn check_arg(&self, op: &'static str, what: Option<String>) -> Result<()> {
+        match what {
+            Some(what) => Err(self.fail(Error::InvalidArgument {
                 rank: self.rank(),
                 op,
-                what: format!(
-                    "{buffer} holds {len} elements, but {p} blocks of {block} make {}",
-                    p as u128 * block as u128
-                ),
-            }));
+                what,
+            })),
+            None => Ok(()),
         }
-        Ok(())
     }
+}
+
+/// What is wrong, if anything, with `counts` and `displs` as `p` blocks within a buffer
+/// (`buffer`, for the message) of `len` elements, pairwise disjoint (the non-empty ones) if
+/// `disjoint`. Shared with the collectives between processes (`hybrid`).
+pub(crate) fn layout_problem(
+    p: usize,
+    buffer: &str,
+    len: usize,
+    counts: &[usize],
+    displs: &[usize],
+    disjoint: bool,
+) -> Option<String> {
+    if counts.len() != p || displs.len() != p {
+        Some(format!(
+            "{} counts and {} displacements for {p} ranks",
+            counts.len(),
+            displs.len()
+        ))
+    } else if let Some(i) =
+        (0..p).find(|&i| displs[i].checked_add(counts[i]).is_none_or(|end| end > len))
+    {
+        Some(format!(
+            "block {i} ({} elements at {}) is not within {buffer}, of {len} elements",
+            counts[i], displs[i]
+        ))
+    } else if disjoint {
+        let mut blocks: Vec<usize> = (0..p).filter(|&i| counts[i] > 0).collect();
+        blocks.sort_unstable_by_key(|&i| displs[i]);
+        blocks
+            .windows(2)
+            .find(|w| displs[w[0]] + counts[w[0]] > displs[w[1]])
+            .map(|w| format!("blocks {} and {} overlap in {buffer}", w[0], w[1]))
+    } else {
+        None
+    }
+}
+
+/// What is wrong, if anything, with a rank's `buffer` of `len` elements whose count is `count`.
+pub(crate) fn own_problem(buffer: &str, len: usize, count: usize) -> Option<String> {
+    (len != count).then(|| format!("{buffer} holds {len} elements, but its count is {count}"))
+}
+
+/// What is wrong, if anything, with a `buffer` of `len` elements that must hold `p` blocks of
+/// `block` elements.
+pub(crate) fn whole_problem(p: usize, buffer: &str, len: usize, block: usize) -> Option<String> {
+    (block.checked_mul(p) != Some(len)).then(|| {
+        format!(
+            "{buffer} holds {len} elements, but {p} blocks of {block} make {}",
+            p as u128 * block as u128
+        )
+    })
 }

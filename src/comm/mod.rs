@@ -5,7 +5,7 @@ mod agree;
 mod allreduce;
 mod alltoall;
 pub(crate) mod board;
-mod gather;
+pub(crate) mod gather;
 mod pair;
 mod reduce_scatter;
 mod rooted;

@@ -53,6 +53,7 @@ use super::check::Call;
 use super::world::Bridge;
 use super::ProcessComm;
 use crate::algorithms::gather as sched;
+use crate::comm::gather::{layout_problem, own_problem, whole_problem};
 use crate::error::{Error, Result};
 use crate::select::{Allgather, Broadcast, Gather, Scatter};
 use crate::transport::mpi::MpiTransport;
@@ -202,6 +203,11 @@ impl Bridge {
         })
     }
 
+    /// Fails (this process's run) with an invalid argument `what` of `op`, if there is one.
+    fn check_arg(&self, op: &'static str, what: Option<String>) -> Result<()> {
+        what.map_or(Ok(()), |what| Err(self.invalid(op, what)))
+    }
+
     /// Fails unless `buffer`'s length `len` is p blocks of `block` elements.
     pub(super) fn check_whole(
         &self,
@@ -210,17 +216,7 @@ impl Bridge {
         len: usize,
         block: usize,
     ) -> Result<()> {
-        let p = self.size();
-        if block.checked_mul(p) != Some(len) {
-            return Err(self.invalid(
-                op,
-                format!(
-                    "{buffer} holds {len} elements, but {p} blocks of {block} make {}",
-                    p as u128 * block as u128
-                ),
-            ));
-        }
-        Ok(())
+        self.check_arg(op, whole_problem(self.size(), buffer, len, block))
     }
 
     /// Fails unless this rank's `buffer` has `count` elements.
@@ -231,13 +227,7 @@ impl Bridge {
         len: usize,
         count: usize,
     ) -> Result<()> {
-        if len != count {
-            return Err(self.invalid(
-                op,
-                format!("{buffer} holds {len} elements, but its count is {count}"),
-            ));
-        }
-        Ok(())
+        self.check_arg(op, own_problem(buffer, len, count))
     }
 
     /// Fails unless `counts` and `displs` describe p blocks within a buffer of `len`
@@ -252,33 +242,7 @@ impl Bridge {
         disjoint: bool,
     ) -> Result<()> {
         let p = self.size();
-        let what = if counts.len() != p || displs.len() != p {
-            Some(format!(
-                "{} counts and {} displacements for {p} ranks",
-                counts.len(),
-                displs.len()
-            ))
-        } else if let Some(i) =
-            (0..p).find(|&i| displs[i].checked_add(counts[i]).is_none_or(|end| end > len))
-        {
-            Some(format!(
-                "block {i} ({} elements at {}) is not within {buffer}, of {len} elements",
-                counts[i], displs[i]
-            ))
-        } else if disjoint {
-            let mut blocks: Vec<usize> = (0..p).filter(|&i| counts[i] > 0).collect();
-            blocks.sort_unstable_by_key(|&i| displs[i]);
-            blocks
-                .windows(2)
-                .find(|w| displs[w[0]] + counts[w[0]] > displs[w[1]])
-                .map(|w| format!("blocks {} and {} overlap in {buffer}", w[0], w[1]))
-        } else {
-            None
-        };
-        match what {
-            Some(what) => Err(self.invalid(op, what)),
-            None => Ok(()),
-        }
+        self.check_arg(op, layout_problem(p, buffer, len, counts, displs, disjoint))
     }
 
     /// The root's `counts` on every rank (a hybrid broadcast), for `gatherv` and `scatterv`.
