@@ -25,20 +25,22 @@
 //! **How** (as the paper's mpicroscope benchmark): each repetition starts after an
 //! `MPI_Barrier`; its time is the slowest process's (an `MPI_Allreduce` with `MPI_MAX` of the
 //! per-process times, outside the timed region). A cell reports the **minimum** over its
-//! repetitions (the paper's statistic) and the median. Repetitions continue until the cell has
-//! spent `--budget` seconds of timed calls, at least `--min-reps` and at most `--max-reps` of
-//! them; every process sees the same slowest times, so all stop together. Before the timed
-//! repetitions, one untimed call per cell is checked against the exact sum (every process can
-//! compute every process's input): a wrong element on any process marks the cell `WRONG` and
-//! makes the exit code non-zero. The crate's in-place buffer is refilled with the input before
-//! each repetition, outside the timed region.
+//! repetitions (the paper's statistic) and the median. Unlike mpicroscope, the six methods of
+//! one count take turns, one repetition each per round, so that on a shared machine they all
+//! see the same changes of load. Rounds continue until the row has spent `--budget` seconds
+//! per method of timed calls, at least `--min-reps` and at most `--max-reps` rounds; every
+//! process sees the same slowest times, so all stop together. Before the timed rounds, one
+//! untimed call per cell is checked against the exact sum (every process can compute every
+//! process's input): a wrong element on any process marks the cell `WRONG` and makes the exit
+//! code non-zero. The crate's in-place buffer is refilled with the input before each
+//! repetition, outside the timed region.
 //!
 //! Rank 0 prints the minimum and median tables (aligned text, or markdown with `--markdown`:
 //! count, bytes, the six methods and the pipelined tree ÷ dual root ratios), progress on
 //! stderr, and with `--csv FILE` one row per cell.
 //!
 //! Options: `--counts 0,1,2,…` (default the paper's 30), `--block N` (16000), `--budget
-//! SECONDS` (0.25 per cell), `--min-reps N` (3), `--max-reps N` (2000), `--csv FILE`,
+//! SECONDS` (0.6 per cell), `--min-reps N` (5), `--max-reps N` (2000), `--csv FILE`,
 //! `--markdown`.
 
 use corecoll::hybrid::ProcessComm;
@@ -129,8 +131,8 @@ impl Options {
         let mut o = Options {
             counts: PAPER_COUNTS.to_vec(),
             block: PAPER_BLOCK,
-            budget_s: 0.25,
-            min_reps: 3,
+            budget_s: 0.6,
+            min_reps: 5,
             max_reps: 2000,
             csv: None,
             markdown: false,
@@ -226,8 +228,9 @@ impl Bench<'_> {
         m
     }
 
-    /// Checks one call, then times repetitions within the budget (see the module docs).
-    fn cell(&mut self, method: Method, n: usize, o: &Options) -> Cell {
+    /// Whether one untimed call of `method` on `n` elements gives the exact sum on every
+    /// process.
+    fn check(&mut self, method: Method, n: usize) -> bool {
         let p = self.pc.size();
         self.reset(method, n);
         self.world.barrier();
@@ -237,25 +240,48 @@ impl Bench<'_> {
             .enumerate()
             .filter(|&(i, &x)| x != expected(p, i))
             .count();
-        let correct = self.max_over_processes(wrong as f64) == 0.0;
-        let mut times = Vec::new();
+        self.max_over_processes(wrong as f64) == 0.0
+    }
+
+    /// The slowest process's time of one call of `method` on `n` elements, after a barrier.
+    fn time(&mut self, method: Method, n: usize) -> f64 {
+        self.reset(method, n);
+        self.world.barrier();
+        let t = Instant::now();
+        self.run(method, n);
+        self.max_over_processes(t.elapsed().as_secs_f64())
+    }
+
+    /// One row of the table: checks every method once, then times rounds of one repetition
+    /// of each method in turn (so that the methods share whatever load the machine sees)
+    /// until the row's budget is spent (see the module docs).
+    fn row(&mut self, methods: &[Method], n: usize, o: &Options) -> Vec<Cell> {
+        let correct: Vec<bool> = methods.iter().map(|&m| self.check(m, n)).collect();
+        let mut times = vec![Vec::new(); methods.len()];
+        let budget = o.budget_s * methods.len() as f64;
         let mut spent = 0.0;
-        while times.len() < o.min_reps || (spent < o.budget_s && times.len() < o.max_reps) {
-            self.reset(method, n);
-            self.world.barrier();
-            let t = Instant::now();
-            self.run(method, n);
-            let slowest = self.max_over_processes(t.elapsed().as_secs_f64());
-            spent += slowest;
-            times.push(slowest);
+        let mut rounds = 0;
+        while rounds < o.min_reps || (spent < budget && rounds < o.max_reps) {
+            for (j, &m) in methods.iter().enumerate() {
+                let t = self.time(m, n);
+                spent += t;
+                times[j].push(t);
+            }
+            rounds += 1;
         }
-        times.sort_by(f64::total_cmp);
-        Cell {
-            correct,
-            reps: times.len(),
-            min: times[0],
-            median: times[times.len() / 2],
-        }
+        correct
+            .into_iter()
+            .zip(times)
+            .map(|(correct, mut ts)| {
+                ts.sort_by(f64::total_cmp);
+                Cell {
+                    correct,
+                    reps: ts.len(),
+                    min: ts[0],
+                    median: ts[ts.len() / 2],
+                }
+            })
+            .collect()
     }
 }
 
@@ -399,13 +425,12 @@ fn main() -> ExitCode {
     let t0 = Instant::now();
     let mut rows = Vec::new();
     for &n in &o.counts {
-        let cells: Vec<Cell> = methods.iter().map(|&m| bench.cell(m, n, &o)).collect();
+        let cells = bench.row(&methods, n, &o);
         if rank == 0 {
-            let reps: Vec<String> = cells.iter().map(|c| c.reps.to_string()).collect();
             eprintln!(
-                "[{:6.1} s] count {n}: done ({} repetitions)",
+                "[{:6.1} s] count {n}: {} rounds",
                 t0.elapsed().as_secs_f64(),
-                reps.join("/")
+                cells[0].reps
             );
         }
         rows.push((n, cells));
