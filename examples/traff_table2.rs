@@ -1,0 +1,477 @@
+//! Träff's Table 2 on this machine: the experiment of J. L. Träff, "A Doubly-pipelined,
+//! Dual-root Reduction-to-all Algorithm and Implementation" (2021), Table 2, run between MPI
+//! processes with the crate's schedules (`corecoll::hybrid::ProcessComm`, feature `mpi`) beside
+//! the MPI library's own collectives.
+//!
+//! ```text
+//! cargo build --release --features mpi --example traff_table2
+//! mpirun -np 2 target/release/examples/traff_table2 --markdown
+//! mpirun -np 3 --oversubscribe target/release/examples/traff_table2 --markdown
+//! mpirun -np 4 --oversubscribe target/release/examples/traff_table2 --markdown --csv p4.csv
+//! ```
+//!
+//! (As root, Open MPI also wants `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`.)
+//!
+//! **What is timed.** An allreduce of `count` `i32` with `MPI_SUM` (the crate's `op::Sum`), at
+//! the paper's 30 counts from 0 to 8 388 608 elements (32 MiB), by six methods:
+//! - `MPI_Allreduce` (out of place, rsmpi's `all_reduce_into`);
+//! - `MPI_Reduce` to rank 0 followed by `MPI_Bcast` from it (out of place);
+//! - the crate's `Algorithm::PipelinedTree` (the paper's "Pipelined": a pipelined reduce up a
+//!   binary tree, then a pipelined broadcast down it) and `Algorithm::DualRoot` (the paper's
+//!   "Doubly pipelined": two trees whose roots exchange blocks, reduce and broadcast
+//!   overlapping), both with the paper's blocks of 16 000 elements (`--block`), in place;
+//! - the same two with `Block::Auto`, the block the crate's pipelining lemma picks.
+//!
+//! **How** (as the paper's mpicroscope benchmark): each repetition starts after an
+//! `MPI_Barrier`; its time is the slowest process's (an `MPI_Allreduce` with `MPI_MAX` of the
+//! per-process times, outside the timed region). A cell reports the **minimum** over its
+//! repetitions (the paper's statistic) and the median. Unlike mpicroscope, the six methods of
+//! one count take turns, one repetition each per round, so that on a shared machine they all
+//! see the same changes of load. Rounds continue until the row has spent `--budget` seconds
+//! per method of timed calls, at least `--min-reps` and at most `--max-reps` rounds; every
+//! process sees the same slowest times, so all stop together. Before the timed rounds, one
+//! untimed call per cell is checked against the exact sum (every process can compute every
+//! process's input): a wrong element on any process marks the cell `WRONG` and makes the exit
+//! code non-zero. The crate's in-place buffer is refilled with the input before each
+//! repetition, outside the timed region.
+//!
+//! Rank 0 prints the minimum and median tables (aligned text, or markdown with `--markdown`:
+//! count, bytes, the six methods and the pipelined tree ÷ dual root ratios), progress on
+//! stderr, and with `--csv FILE` one row per cell.
+//!
+//! Options: `--counts 0,1,2,…` (default the paper's 30), `--block N` (16000), `--budget
+//! SECONDS` (0.6 per cell), `--min-reps N` (5), `--max-reps N` (2000), `--csv FILE`,
+//! `--markdown`.
+
+use corecoll::hybrid::ProcessComm;
+use corecoll::{op, Algorithm, Block};
+use mpi::collective::SystemOperation;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use std::fmt::Write as _;
+use std::process::ExitCode;
+use std::time::Instant;
+
+/// The element counts of Träff 2021, Table 2 (MPI_INT; 0 to 32 MiB).
+const PAPER_COUNTS: [usize; 30] = [
+    0, 1, 2, 8, 15, 21, 25, 87, 150, 212, 250, 875, 1500, 2125, 2500, 8750, 15_000, 21_250, 25_000,
+    87_500, 150_000, 212_500, 250_000, 875_000, 1_500_000, 2_125_000, 2_500_000, 4_597_152,
+    6_694_304, 8_388_608,
+];
+
+/// The paper's pipeline block: 16 000 elements.
+const PAPER_BLOCK: usize = 16_000;
+
+/// Process `r`'s element `i`: small enough that no sum over a few processes overflows.
+fn input(r: usize, i: usize) -> i32 {
+    ((i % 1009) * (r + 1) + r) as i32
+}
+
+/// The exact sum over `p` processes of element `i`.
+fn expected(p: usize, i: usize) -> i32 {
+    ((i % 1009) * p * (p + 1) / 2 + p * (p - 1) / 2) as i32
+}
+
+/// One way of computing the allreduce.
+#[derive(Debug, Clone, Copy)]
+enum Method {
+    /// `MPI_Allreduce`, out of place.
+    MpiAllreduce,
+    /// `MPI_Reduce` to rank 0, then `MPI_Bcast` from rank 0, out of place.
+    MpiReduceBcast,
+    /// The crate's schedule between processes, in place.
+    Crate(Algorithm),
+}
+
+impl Method {
+    /// The column name (the block as given, `Auto` for the lemma's).
+    fn name(self) -> String {
+        let block = |b: Block| match b {
+            Block::Elements(n) => n.to_string(),
+            Block::Auto => "Auto".to_string(),
+        };
+        match self {
+            Method::MpiAllreduce => "MPI_Allreduce".to_string(),
+            Method::MpiReduceBcast => "MPI_Reduce+MPI_Bcast".to_string(),
+            Method::Crate(Algorithm::PipelinedTree { block: b }) => {
+                format!("PipelinedTree({})", block(b))
+            }
+            Method::Crate(Algorithm::DualRoot { block: b }) => format!("DualRoot({})", block(b)),
+            Method::Crate(alg) => alg.name().to_string(),
+        }
+    }
+}
+
+/// The six methods, in the table's column order.
+fn methods(block: usize) -> [Method; 6] {
+    let b = Block::Elements(block);
+    [
+        Method::MpiAllreduce,
+        Method::MpiReduceBcast,
+        Method::Crate(Algorithm::PipelinedTree { block: b }),
+        Method::Crate(Algorithm::DualRoot { block: b }),
+        Method::Crate(Algorithm::PipelinedTree { block: Block::Auto }),
+        Method::Crate(Algorithm::DualRoot { block: Block::Auto }),
+    ]
+}
+
+/// Command-line options (see the module docs).
+struct Options {
+    counts: Vec<usize>,
+    block: usize,
+    budget_s: f64,
+    min_reps: usize,
+    max_reps: usize,
+    csv: Option<String>,
+    markdown: bool,
+}
+
+impl Options {
+    fn parse() -> Result<Options, String> {
+        let mut o = Options {
+            counts: PAPER_COUNTS.to_vec(),
+            block: PAPER_BLOCK,
+            budget_s: 0.6,
+            min_reps: 5,
+            max_reps: 2000,
+            csv: None,
+            markdown: false,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(a) = args.next() {
+            let mut value = || args.next().ok_or(format!("{a} needs a value"));
+            let num = |s: String| s.parse::<usize>().map_err(|e| format!("{a} {s}: {e}"));
+            match a.as_str() {
+                "--counts" => {
+                    o.counts = value()?
+                        .split(',')
+                        .map(|c| c.trim().replace('_', ""))
+                        .map(num)
+                        .collect::<Result<_, _>>()?
+                }
+                "--block" => o.block = num(value()?)?.max(1),
+                "--budget" => {
+                    let s = value()?;
+                    o.budget_s = s.parse().map_err(|e| format!("--budget {s}: {e}"))?
+                }
+                "--min-reps" => o.min_reps = num(value()?)?.max(1),
+                "--max-reps" => o.max_reps = num(value()?)?.max(1),
+                "--csv" => o.csv = Some(value()?),
+                "--markdown" => o.markdown = true,
+                _ => return Err(format!("unknown argument {a} (see the example's docs)")),
+            }
+        }
+        o.max_reps = o.max_reps.max(o.min_reps);
+        Ok(o)
+    }
+}
+
+/// One cell's result: the slowest process's time of each repetition, summarised.
+struct Cell {
+    /// The check before the timed repetitions passed on every process.
+    correct: bool,
+    reps: usize,
+    /// Minimum over the repetitions, seconds.
+    min: f64,
+    /// Median over the repetitions, seconds.
+    median: f64,
+}
+
+/// What a cell needs: the communicators, the inputs (this process's, for the largest count)
+/// and the result buffer.
+struct Bench<'a> {
+    world: &'a SimpleCommunicator,
+    pc: &'a ProcessComm,
+    send: Vec<i32>,
+    buf: Vec<i32>,
+}
+
+impl Bench<'_> {
+    /// One call of `method` on the first `n` elements; the result is in `buf[..n]`.
+    fn run(&mut self, method: Method, n: usize) {
+        let (send, buf) = (&self.send[..n], &mut self.buf[..n]);
+        match method {
+            Method::MpiAllreduce => self
+                .world
+                .all_reduce_into(send, buf, SystemOperation::sum()),
+            Method::MpiReduceBcast => {
+                let root = self.world.process_at_rank(0);
+                if self.pc.rank() == 0 {
+                    root.reduce_into_root(send, buf, SystemOperation::sum());
+                } else {
+                    root.reduce_into(send, SystemOperation::sum());
+                }
+                root.broadcast_into(buf);
+            }
+            Method::Crate(alg) => {
+                if let Err(e) = self.pc.allreduce_with(buf, op::Sum, alg) {
+                    // The same error on every process (the call check), so all stop here.
+                    eprintln!("traff_table2: {} at {n} elements: {e}", method.name());
+                    std::process::exit(2);
+                }
+            }
+        }
+    }
+
+    /// Refills the crate's in-place buffer with the input (outside the timed region).
+    fn reset(&mut self, method: Method, n: usize) {
+        if matches!(method, Method::Crate(_)) {
+            self.buf[..n].copy_from_slice(&self.send[..n]);
+        }
+    }
+
+    /// The largest of every process's `x` (known to every process).
+    fn max_over_processes(&self, x: f64) -> f64 {
+        let mut m = 0.0f64;
+        self.world
+            .all_reduce_into(&x, &mut m, SystemOperation::max());
+        m
+    }
+
+    /// Whether one untimed call of `method` on `n` elements gives the exact sum on every
+    /// process.
+    fn check(&mut self, method: Method, n: usize) -> bool {
+        let p = self.pc.size();
+        self.reset(method, n);
+        self.world.barrier();
+        self.run(method, n);
+        let wrong = self.buf[..n]
+            .iter()
+            .enumerate()
+            .filter(|&(i, &x)| x != expected(p, i))
+            .count();
+        self.max_over_processes(wrong as f64) == 0.0
+    }
+
+    /// The slowest process's time of one call of `method` on `n` elements, after a barrier.
+    fn time(&mut self, method: Method, n: usize) -> f64 {
+        self.reset(method, n);
+        self.world.barrier();
+        let t = Instant::now();
+        self.run(method, n);
+        self.max_over_processes(t.elapsed().as_secs_f64())
+    }
+
+    /// One row of the table: checks every method once, then times rounds of one repetition
+    /// of each method in turn (so that the methods share whatever load the machine sees)
+    /// until the row's budget is spent (see the module docs).
+    fn row(&mut self, methods: &[Method], n: usize, o: &Options) -> Vec<Cell> {
+        let correct: Vec<bool> = methods.iter().map(|&m| self.check(m, n)).collect();
+        let mut times = vec![Vec::new(); methods.len()];
+        let budget = o.budget_s * methods.len() as f64;
+        let mut spent = 0.0;
+        let mut rounds = 0;
+        while rounds < o.min_reps || (spent < budget && rounds < o.max_reps) {
+            for (j, &m) in methods.iter().enumerate() {
+                let t = self.time(m, n);
+                spent += t;
+                times[j].push(t);
+            }
+            rounds += 1;
+        }
+        correct
+            .into_iter()
+            .zip(times)
+            .map(|(correct, mut ts)| {
+                ts.sort_by(f64::total_cmp);
+                Cell {
+                    correct,
+                    reps: ts.len(),
+                    min: ts[0],
+                    median: ts[ts.len() / 2],
+                }
+            })
+            .collect()
+    }
+}
+
+/// Microseconds with about four significant digits, as the paper's table.
+fn us(t: f64) -> String {
+    let u = t * 1e6;
+    if u < 100.0 {
+        format!("{u:.2}")
+    } else if u < 10_000.0 {
+        format!("{u:.1}")
+    } else {
+        format!("{u:.0}")
+    }
+}
+
+/// A cell for a table: its time, or `WRONG` if its check failed.
+fn shown(c: &Cell, stat: fn(&Cell) -> f64) -> String {
+    if c.correct {
+        us(stat(c))
+    } else {
+        "WRONG".to_string()
+    }
+}
+
+/// The table of one statistic (minimum or median), markdown or aligned text, with the
+/// pipelined tree ÷ dual root ratios after each pair.
+fn table(
+    o: &Options,
+    names: &[String],
+    rows: &[(usize, Vec<Cell>)],
+    stat: fn(&Cell) -> f64,
+) -> String {
+    let ratio = |pt: &Cell, dr: &Cell| {
+        if pt.correct && dr.correct && stat(dr) > 0.0 {
+            format!("{:.2}", stat(pt) / stat(dr))
+        } else {
+            "-".to_string()
+        }
+    };
+    let mut header = vec!["count".to_string(), "bytes".to_string()];
+    header.extend(names[..4].iter().cloned());
+    header.push("PT/DR".to_string());
+    header.extend(names[4..6].iter().cloned());
+    header.push("PT/DR (Auto)".to_string());
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .map(|(n, cells)| {
+            let mut l = vec![n.to_string(), (n * 4).to_string()];
+            l.extend(cells[..4].iter().map(|c| shown(c, stat)));
+            l.push(ratio(&cells[2], &cells[3]));
+            l.extend(cells[4..6].iter().map(|c| shown(c, stat)));
+            l.push(ratio(&cells[4], &cells[5]));
+            l
+        })
+        .collect();
+    let mut out = String::new();
+    if o.markdown {
+        let row = |cols: &[String]| format!("| {} |", cols.join(" | "));
+        let _ = writeln!(out, "{}", row(&header));
+        let _ = writeln!(out, "|{}", " ---: |".repeat(header.len()));
+        for l in &lines {
+            let _ = writeln!(out, "{}", row(l));
+        }
+    } else {
+        let widths: Vec<usize> = (0..header.len())
+            .map(|j| {
+                lines
+                    .iter()
+                    .map(|l| l[j].len())
+                    .chain([header[j].len()])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        for l in std::iter::once(&header).chain(&lines) {
+            let cols: Vec<String> = l
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!("{c:>w$}"))
+                .collect();
+            let _ = writeln!(out, "{}", cols.join("  "));
+        }
+    }
+    out
+}
+
+/// One CSV row per cell.
+fn write_csv(
+    path: &str,
+    p: usize,
+    names: &[String],
+    rows: &[(usize, Vec<Cell>)],
+) -> std::io::Result<()> {
+    let mut s = String::from("processes,count,bytes,method,correct,reps,min_us,median_us\n");
+    for (n, cells) in rows {
+        for (name, c) in names.iter().zip(cells) {
+            let _ = writeln!(
+                s,
+                "{p},{n},{},{name},{},{},{:.3},{:.3}",
+                n * 4,
+                c.correct,
+                c.reps,
+                c.min * 1e6,
+                c.median * 1e6
+            );
+        }
+    }
+    std::fs::write(path, s)
+}
+
+fn main() -> ExitCode {
+    let o = match Options::parse() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("traff_table2: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let Some(universe) = mpi::initialize() else {
+        eprintln!("traff_table2: MPI was initialised already");
+        return ExitCode::FAILURE;
+    };
+    let world = universe.world();
+    let pc = match ProcessComm::new(&world) {
+        Ok(pc) => pc,
+        Err(e) => {
+            eprintln!("traff_table2: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (rank, p) = (pc.rank(), pc.size());
+    let largest = o.counts.iter().copied().max().unwrap_or(0);
+    let mut bench = Bench {
+        world: &world,
+        pc: &pc,
+        send: (0..largest).map(|i| input(rank, i)).collect(),
+        buf: vec![0; largest],
+    };
+    let methods = methods(o.block);
+    let names: Vec<String> = methods.iter().map(|m| m.name()).collect();
+    let t0 = Instant::now();
+    let mut rows = Vec::new();
+    for &n in &o.counts {
+        let cells = bench.row(&methods, n, &o);
+        if rank == 0 {
+            eprintln!(
+                "[{:6.1} s] count {n}: {} rounds",
+                t0.elapsed().as_secs_f64(),
+                cells[0].reps
+            );
+        }
+        rows.push((n, cells));
+    }
+    let failures = rows
+        .iter()
+        .flat_map(|(_, cells)| cells)
+        .filter(|c| !c.correct)
+        .count();
+    if rank == 0 {
+        let library = mpi::environment::library_version().unwrap_or_default();
+        let library = library.lines().next().unwrap_or("").trim();
+        println!(
+            "Träff 2021, Table 2: allreduce of i32 (sum) on {p} processes ({library}); pipeline \
+             block {} elements; slowest process per repetition, after MPI_Barrier; {:.2} s per \
+             cell, {}..{} repetitions; {:.0} s in all",
+            o.block,
+            o.budget_s,
+            o.min_reps,
+            o.max_reps,
+            t0.elapsed().as_secs_f64()
+        );
+        println!("\nMinimum (µs):\n");
+        print!("{}", table(&o, &names, &rows, |c| c.min));
+        println!("\nMedian (µs):\n");
+        print!("{}", table(&o, &names, &rows, |c| c.median));
+        if failures > 0 {
+            println!("\n{failures} cells gave a wrong result (WRONG)");
+        }
+        if let Some(path) = &o.csv {
+            if let Err(e) = write_csv(path, p, &names, &rows) {
+                eprintln!("traff_table2: writing {path}: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    drop(bench);
+    drop(pc); // frees its communicator before MPI is finalised with `universe`
+    if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
