@@ -22,28 +22,25 @@
 //! processes alone (one rank each; with `--threads 1` and as many processes as the hybrid run
 //! has ranks, the flat-MPI baseline). The exit code is non-zero if any result is wrong.
 
-use corecoll::{op, Algorithm, Block, Team};
+use corecoll::{op, Algorithm, Team};
 use mpi::collective::SystemOperation;
 use mpi::environment::Threading;
 use mpi::traits::*;
 use std::process::ExitCode;
 use std::time::Instant;
 
-/// The algorithms between processes that run over MPI point-to-point.
+/// The algorithms between processes that run over MPI point-to-point. Every algorithm but the
+/// shared-memory ones (`Direct`, and the hierarchies, which the hybrid world itself is).
 fn algorithms() -> Vec<Algorithm> {
-    let b = Block::Auto;
-    vec![
-        Algorithm::Auto,
-        Algorithm::RecursiveDoubling,
-        Algorithm::Rabenseifner,
-        Algorithm::Ring,
-        Algorithm::Binomial,
-        Algorithm::PipelinedTree { block: b },
-        Algorithm::DualRoot { block: b },
-        Algorithm::TwoTree { block: b },
-        Algorithm::Chain,
-        Algorithm::Linear,
-    ]
+    Algorithm::ALL
+        .into_iter()
+        .filter(|a| {
+            !matches!(
+                a,
+                Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
+            )
+        })
+        .collect()
 }
 
 /// The value of element `i` on rank `r`.

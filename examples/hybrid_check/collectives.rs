@@ -5,7 +5,7 @@
 
 use crate::cases::{first_wrong, fold, hash, inputs, mix, reduction, Affine, Case};
 use crate::{vector, Outcome, RunFails, Suite};
-use corecoll::{op, Algorithm, Block, Comm, Error};
+use corecoll::{op, Algorithm, Comm, Error};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -27,21 +27,18 @@ pub fn note(problem: &mut Option<String>, why: Option<String>) {
 /// A sentinel for receive-buffer gaps that must stay untouched.
 pub const GAP: u64 = 0xdead_beef_dead_beef;
 
-/// The allreduce algorithms a caller may choose between processes.
+/// The allreduce algorithms a caller may choose between processes. Every algorithm but the
+/// shared-memory ones (`Direct`, and the hierarchies, which the hybrid world itself is).
 fn algorithms() -> Vec<Algorithm> {
-    let b = Block::Auto;
-    vec![
-        Algorithm::Auto,
-        Algorithm::Linear,
-        Algorithm::Chain,
-        Algorithm::Binomial,
-        Algorithm::RecursiveDoubling,
-        Algorithm::Rabenseifner,
-        Algorithm::Ring,
-        Algorithm::PipelinedTree { block: b },
-        Algorithm::DualRoot { block: b },
-        Algorithm::TwoTree { block: b },
-    ]
+    Algorithm::ALL
+        .into_iter()
+        .filter(|a| {
+            !matches!(
+                a,
+                Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
+            )
+        })
+        .collect()
 }
 
 /// Every check of results.

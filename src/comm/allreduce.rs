@@ -157,7 +157,6 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        crate::comm::across_processes!(self, |b| b.allreduce_into(send, recv, &op));
         if send.len() != recv.len() {
             self.enter("allreduce")?;
             return Err(self.fail(Error::InvalidArgument {
@@ -170,6 +169,12 @@ impl Comm {
                 ),
             }));
         }
+        // Across processes (where `rank`, `enter` and `fail` above are the world's rank and
+        // the process's run): in place on a copy.
+        crate::comm::across_processes!(self, |b| {
+            recv.copy_from_slice(send);
+            b.allreduce(recv, &op, Algorithm::Auto)
+        });
         self.allreduce_impl(Some(send), recv, op, Algorithm::Auto)
     }
 }

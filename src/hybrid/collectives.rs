@@ -207,29 +207,6 @@ impl Bridge {
 }
 
 impl Bridge {
-    /// `Comm::allreduce_into` across processes: `recv` takes a copy of `send` (after the
-    /// lengths are checked) and is reduced in place.
-    pub(crate) fn allreduce_into<T>(&self, send: &[T], recv: &mut [T], op: &dyn Op<T>) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-    {
-        if send.len() != recv.len() {
-            // Failing the run is enough: the leader's next check (or the run's last one)
-            // takes the failure to the other processes.
-            return Err(self.fail(Error::InvalidArgument {
-                rank: self.rank(),
-                op: "allreduce",
-                what: format!(
-                    "send has {} elements but recv has {}",
-                    send.len(),
-                    recv.len()
-                ),
-            }));
-        }
-        recv.copy_from_slice(send);
-        self.allreduce(recv, op, Algorithm::Auto)
-    }
-
     /// `Comm::location` of a rank of the world: known for this process's threads only.
     pub(crate) fn local_location(&self, rank: usize) -> Option<crate::topology::Location> {
         if rank >= self.size() {

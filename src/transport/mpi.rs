@@ -180,22 +180,17 @@ pub(crate) struct MpiTransport<'a> {
     polite: bool,
 }
 
-/// Polls `done` until it returns true: a few polls back to back, then one `yield_now` between
-/// polls. For processes whose threads outnumber the cores: MPI's blocking calls poll the
-/// network without giving the core up, and on a shared core the peer they wait for (another
-/// process, or a thread of this one) then runs only when the scheduler preempts them — a time
-/// slice of milliseconds per message. Measured on the 2-core development machine, 2 processes ×
-/// 2 threads, an allreduce of 8 KB: about 20 ms per call blocking, 35 µs polling politely
-/// (the same as Open MPI's `mpi_yield_when_idle`).
+/// Polls `done` until it returns true: crossbeam's `Backoff::snooze` between polls, a few
+/// growing spins and then one `yield_now` per poll. For processes whose threads outnumber the
+/// cores: MPI's blocking calls poll the network without giving the core up, and on a shared
+/// core the peer they wait for (another process, or a thread of this one) then runs only when
+/// the scheduler preempts them, a time slice of milliseconds per message. Figures in
+/// docs/hybrid.md ("Polite MPI waits"), with their command.
 pub(crate) fn poll_politely(mut done: impl FnMut() -> bool) {
-    let mut polls = 0u32;
+    // No parking: nothing wakes a thread when an MPI message arrives.
+    let backoff = crossbeam_utils::Backoff::new();
     while !done() {
-        if polls < 16 {
-            polls += 1;
-            std::hint::spin_loop();
-        } else {
-            std::thread::yield_now();
-        }
+        backoff.snooze();
     }
 }
 

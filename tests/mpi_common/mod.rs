@@ -1,0 +1,79 @@
+//! Helpers shared by the tests that run MPI programs (`tests/mpi_transport.rs`,
+//! `tests/hybrid_mpi.rs`): find `mpirun`, build an example, run a program with a hang limit.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether an executable `name` is in a directory of `PATH`.
+pub fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(name).is_file()))
+}
+
+/// Builds example `name` (release, with the `mpi` feature, as CI runs it) and returns its path.
+pub fn build_example(name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--release", "--features", "mpi", "--example", name])
+        .current_dir(&root)
+        .status()
+        .expect("cargo starts");
+    assert!(status.success(), "building the {name} example failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let target = if target.is_absolute() {
+        target
+    } else {
+        root.join(target)
+    };
+    target.join("release").join("examples").join(name)
+}
+
+/// Runs `program` with `args`, killing it after `limit` (a hang); returns (success, stdout,
+/// stderr).
+pub fn run(program: &str, args: &[&str], limit: Duration) -> (bool, String, String) {
+    let mut cmd = Command::new(program);
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
+    if unsafe { libc::geteuid() } == 0 {
+        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    }
+    let mut child = cmd.spawn().expect("the program starts");
+    // Read the pipes on threads, so that a full pipe cannot stall the run.
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut out, &mut s).ok();
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).ok();
+        s
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for the program") {
+            break status;
+        }
+        if start.elapsed() > limit {
+            child.kill().ok();
+            child.wait().ok();
+            panic!(
+                "{program} {args:?} still ran after {limit:?} (a hang); stdout:\n{}\nstderr:\n{}",
+                out.join().unwrap_or_default(),
+                err.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (out, err) = (
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    );
+    (status.success(), out, err)
+}
