@@ -113,6 +113,15 @@ impl Case for f64 {
     }
 }
 
+impl Case for i32 {
+    fn input(r: usize, i: usize) -> i32 {
+        mix(r, i, 5) as i32
+    }
+    fn bits(&self) -> u64 {
+        *self as u32 as u64
+    }
+}
+
 impl Case for Affine {
     fn input(r: usize, i: usize) -> Affine {
         Affine {
@@ -375,10 +384,19 @@ fn check_all(c: &mut Checker<'_>) {
     for &alg in &algs {
         c.allreduce::<u64, _>("u64 sum", op::Sum, sum_u64, alg);
         c.allreduce::<f64, _>("f64 sum", op::Sum, sum_f64, alg);
-        if alg != Algorithm::Ring {
+        // MPI's own collective takes built-in ops only (refused below).
+        if alg != Algorithm::Ring && alg != Algorithm::Native {
             c.allreduce::<Affine, _>("affine (non-commutative)", affine, then, alg);
         }
     }
+    // MPI's predefined ops against the crate's, on more types and ops.
+    let max_i32 = |a: &i32, b: &i32| *a.max(b);
+    let prod_i32 = |a: &i32, b: &i32| a.wrapping_mul(*b);
+    let xor_u64 = |a: &u64, b: &u64| a ^ b;
+    c.allreduce::<i32, _>("i32 max", op::Max, max_i32, Algorithm::Native);
+    c.allreduce::<i32, _>("i32 prod (wrapping)", op::Prod, prod_i32, Algorithm::Native);
+    c.allreduce::<u64, _>("u64 xor", op::BitXor, xor_u64, Algorithm::Native);
+    c.reduce::<i32, _>("i32 max", op::Max, max_i32, Reduce::Native);
     let t0 = Instant::now();
     let mut problem = None;
     for n in [0usize, 7] {
@@ -414,7 +432,9 @@ fn check_all(c: &mut Checker<'_>) {
         }
         c.reduce::<u64, _>("u64 sum", op::Sum, sum_u64, alg);
         c.reduce::<f64, _>("f64 sum", op::Sum, sum_f64, alg);
-        c.reduce::<Affine, _>("affine (non-commutative)", affine, then, alg);
+        if alg != Reduce::Native {
+            c.reduce::<Affine, _>("affine (non-commutative)", affine, then, alg);
+        }
     }
     let t0 = Instant::now();
     let problem = (0..3)
@@ -445,6 +465,27 @@ fn check_all(c: &mut Checker<'_>) {
         },
     );
     c.refused(
+        "refused: native with a user op",
+        is_unsupported,
+        false,
+        |pc| {
+            let mut v = vec![Affine::input(0, 0); 5];
+            pc.allreduce_with(&mut v, affine, Algorithm::Native)
+        },
+    );
+    c.refused(
+        "refused: native reduce of f64 min (total_cmp against C's <)",
+        is_unsupported,
+        false,
+        |pc| pc.reduce_with(&mut [1.0f64; 5], op::Min, 0, Reduce::Native),
+    );
+    c.refused(
+        "refused: native u128 sum (no MPI type)",
+        is_unsupported,
+        false,
+        |pc| pc.allreduce_with(&mut [1u128; 5], op::Sum, Algorithm::Native),
+    );
+    c.refused(
         "refused: root out of range",
         |e| matches!(e, Error::RankOutOfRange { .. }),
         false,
@@ -456,6 +497,14 @@ fn check_all(c: &mut Checker<'_>) {
     c.refused("mismatch: length", is_mismatch, true, |pc| {
         let mut v = vec![1u64; if r == last { 8 } else { 7 }];
         pc.allreduce(&mut v, op::Sum)
+    });
+    c.refused("mismatch: built-in op", is_mismatch, true, |pc| {
+        let mut v = [3u64; 9];
+        if r == last {
+            pc.allreduce_with(&mut v, op::Max, Algorithm::Native)
+        } else {
+            pc.allreduce_with(&mut v, op::Sum, Algorithm::Native)
+        }
     });
     c.refused("mismatch: root", is_mismatch, true, |pc| {
         pc.broadcast(&mut [1u64; 100], if r == last { 0 } else { last })

@@ -23,6 +23,66 @@ pub trait Op<T>: Sync {
     /// Whether `a ⊙ b == b ⊙ a` for all values (bit for bit), so that a schedule may combine
     /// in any order.
     fn is_commutative(&self) -> bool;
+    /// Which of MPI's predefined operations this is, if it is one of the crate's built-in ops
+    /// (`None` for user ops): lets a communicator between MPI processes hand the reduction to
+    /// MPI's own collectives (`Algorithm::Native`).
+    fn builtin(&self) -> Option<Builtin> {
+        None
+    }
+}
+
+/// The built-in ops by name, as MPI's predefined operations (`MPI_SUM`, `MPI_PROD`, …): what
+/// [`Op::builtin`] reports for the crate's own ops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Builtin {
+    /// [`Sum`] (`MPI_SUM`).
+    Sum,
+    /// [`Prod`] (`MPI_PROD`).
+    Prod,
+    /// [`Min`] (`MPI_MIN`).
+    Min,
+    /// [`Max`] (`MPI_MAX`).
+    Max,
+    /// [`BitAnd`] (`MPI_BAND`).
+    BitAnd,
+    /// [`BitOr`] (`MPI_BOR`).
+    BitOr,
+    /// [`BitXor`] (`MPI_BXOR`).
+    BitXor,
+    /// [`LogicalAnd`] (`MPI_LAND`).
+    LogicalAnd,
+    /// [`LogicalOr`] (`MPI_LOR`).
+    LogicalOr,
+}
+
+impl Builtin {
+    /// Every built-in op, in code order.
+    pub const ALL: [Builtin; 9] = [
+        Builtin::Sum,
+        Builtin::Prod,
+        Builtin::Min,
+        Builtin::Max,
+        Builtin::BitAnd,
+        Builtin::BitOr,
+        Builtin::BitXor,
+        Builtin::LogicalAnd,
+        Builtin::LogicalOr,
+    ];
+
+    /// The op's name (`"sum"`, `"prod"`, …), for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Sum => "sum",
+            Builtin::Prod => "prod",
+            Builtin::Min => "min",
+            Builtin::Max => "max",
+            Builtin::BitAnd => "bit-and",
+            Builtin::BitOr => "bit-or",
+            Builtin::BitXor => "bit-xor",
+            Builtin::LogicalAnd => "logical-and",
+            Builtin::LogicalOr => "logical-or",
+        }
+    }
 }
 
 impl<T, O: Op<T> + ?Sized> Op<T> for &O {
@@ -34,6 +94,9 @@ impl<T, O: Op<T> + ?Sized> Op<T> for &O {
     }
     fn is_commutative(&self) -> bool {
         (**self).is_commutative()
+    }
+    fn builtin(&self) -> Option<Builtin> {
+        (**self).builtin()
     }
 }
 
@@ -57,6 +120,9 @@ macro_rules! builtin {
             }
             fn is_commutative(&self) -> bool {
                 true
+            }
+            fn builtin(&self) -> Option<Builtin> {
+                Some(Builtin::$op)
             }
         }
     )*};
@@ -200,5 +266,8 @@ mod tests {
         let mut l = [0i32, 5, 7];
         Op::<i32>::fold_right(&LogicalAnd, &mut l, &[3, 0, -1]);
         assert_eq!(l, [0, 0, 1]);
+        assert_eq!(Op::<f64>::builtin(&Max), Some(Builtin::Max));
+        assert_eq!(Op::<bool>::builtin(&&BitXor), Some(Builtin::BitXor));
+        assert_eq!(Op::<u32>::builtin(&concat), None);
     }
 }

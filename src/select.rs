@@ -78,6 +78,11 @@ pub enum Algorithm {
     /// for long vectors on a team with a core per rank that spans several L3 groups or
     /// packages (docs/hierarchy.md).
     HierarchicalDirect,
+    /// MPI's own collective between MPI processes (`MPI_Allreduce`), for the element types and ops
+    /// MPI has built in (see `hybrid::ProcessComm`'s docs; another type or op is
+    /// [`Error::Unsupported`](crate::Error::Unsupported) there). Between threads, where there is
+    /// no MPI, it runs `Auto`.
+    Native,
 }
 
 /// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
@@ -137,7 +142,7 @@ pub(crate) trait Choice: Copy {
 
 algorithm_ids!(
     Algorithm,
-    13,
+    14,
     (Algorithm::Auto, Algorithm::Auto, "auto", 0),
     (Algorithm::Linear, Algorithm::Linear, "linear", 1),
     (Algorithm::Chain, Algorithm::Chain, "chain", 2),
@@ -188,6 +193,7 @@ algorithm_ids!(
         "hierarchical-direct",
         12
     ),
+    (Algorithm::Native, Algorithm::Native, "native", 13),
 );
 
 impl Algorithm {
@@ -371,11 +377,14 @@ pub enum Broadcast {
     /// one rank per group reads the root's buffer and the others copy from it; short vectors
     /// go down a binomial tree over the ranks in group order (docs/hierarchy.md).
     HierarchicalDirect,
+    /// MPI's own collective between MPI processes (`MPI_Bcast`, of any element type as bytes), (see `hybrid::ProcessComm`'s docs). Between threads, where there is
+    /// no MPI, it runs `Auto`.
+    Native,
 }
 
 algorithm_ids!(
     Broadcast,
-    7,
+    8,
     (Broadcast::Auto, Broadcast::Auto, "auto", 0),
     (Broadcast::Binomial, Broadcast::Binomial, "binomial", 1),
     (
@@ -403,6 +412,7 @@ algorithm_ids!(
         "hierarchical-direct",
         6
     ),
+    (Broadcast::Native, Broadcast::Native, "native", 7),
 );
 
 impl Broadcast {
@@ -452,11 +462,16 @@ pub enum Reduce {
     /// input is read inside its own group and one partial per group crosses to the root;
     /// short vectors go up a binomial tree over the ranks in group order (docs/hierarchy.md).
     HierarchicalDirect,
+    /// MPI's own collective between MPI processes (`MPI_Reduce`), for the element types and ops
+    /// MPI has built in (see `hybrid::ProcessComm`'s docs; another type or op is
+    /// [`Error::Unsupported`](crate::Error::Unsupported) there). Between threads, where there is
+    /// no MPI, it runs `Auto`.
+    Native,
 }
 
 algorithm_ids!(
     Reduce,
-    6,
+    7,
     (Reduce::Auto, Reduce::Auto, "auto", 0),
     (Reduce::Binomial, Reduce::Binomial, "binomial", 1),
     (
@@ -478,6 +493,7 @@ algorithm_ids!(
         "hierarchical-direct",
         5
     ),
+    (Reduce::Native, Reduce::Native, "native", 6),
 );
 
 impl Reduce {

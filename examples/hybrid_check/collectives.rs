@@ -5,6 +5,7 @@
 
 use crate::cases::{first_wrong, fold, hash, inputs, mix, reduction, Affine, Case};
 use crate::{vector, Outcome, RunFails, Suite};
+use corecoll::algorithm::{Broadcast, Reduce};
 use corecoll::{op, Algorithm, Comm, Error};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -51,7 +52,8 @@ pub fn check_all(s: &mut Suite<'_>) {
     for alg in algorithms() {
         allreduce(s, alg, &full_u64);
         allreduce(s, alg, &full_f64);
-        if alg != Algorithm::Ring {
+        // MPI's own collective takes built-in ops only (refused between processes).
+        if alg != Algorithm::Ring && alg != Algorithm::Native {
             allreduce(s, alg, &full_aff);
         }
     }
@@ -85,11 +87,14 @@ pub fn check_all(s: &mut Suite<'_>) {
     allreduce_into(s, &full_u64);
     allreduce_into(s, &full_aff);
 
-    broadcast::<u64>(s);
-    broadcast::<Affine>(s);
-    reduce(s, &full_u64);
-    reduce(s, &full_f64);
-    reduce(s, &full_aff);
+    broadcast::<u64>(s, Broadcast::Auto);
+    broadcast::<Affine>(s, Broadcast::Auto);
+    broadcast::<Affine>(s, Broadcast::Native);
+    reduce(s, &full_u64, Reduce::Auto);
+    reduce(s, &full_f64, Reduce::Auto);
+    reduce(s, &full_aff, Reduce::Auto);
+    reduce(s, &full_u64, Reduce::Native);
+    reduce(s, &full_f64, Reduce::Native);
     scan::<u64>(s, false);
     scan::<f64>(s, false);
     scan::<Affine>(s, false);
@@ -161,17 +166,17 @@ fn allreduce_into<T: Case>(s: &mut Suite<'_>, full: &[T]) {
     });
 }
 
-/// Broadcast of `T` from every root at every count.
-fn broadcast<T: Case>(s: &mut Suite<'_>) {
+/// Broadcast of `T` from every root at every count, with `alg`.
+fn broadcast<T: Case>(s: &mut Suite<'_>, alg: Broadcast) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
-    let name = format!("broadcast {} (every root)", T::TYPE);
+    let name = format!("broadcast {} {} (every root)", T::TYPE, alg.name());
     s.check(&name, |comm| {
         let mut problem = None;
         for root in 0..p {
             for &n in counts {
                 let mut buf = inputs::<T>(comm.rank(), n);
-                if let Err(e) = comm.broadcast(&mut buf, root) {
+                if let Err(e) = comm.broadcast_with(&mut buf, root, alg) {
                     return Some(format!("root {root}, n = {n}: {e}"));
                 }
                 note(
@@ -185,18 +190,19 @@ fn broadcast<T: Case>(s: &mut Suite<'_>) {
     });
 }
 
-/// Reduce of `T` to every root at every count: the reference at the root, every other
-/// rank's buffer unchanged.
-fn reduce<T: Case>(s: &mut Suite<'_>, full: &[T]) {
+/// Reduce of `T` to every root at every count with `alg`: the reference at the root, every
+/// other rank's buffer unchanged.
+fn reduce<T: Case>(s: &mut Suite<'_>, full: &[T], alg: Reduce) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
-    s.check(&format!("reduce {} (every root)", T::NAME), |comm| {
+    let name = format!("reduce {} {} (every root)", T::NAME, alg.name());
+    s.check(&name, |comm| {
         let r = comm.rank();
         let mut problem = None;
         for root in 0..p {
             for &n in counts {
                 let mut buf = inputs::<T>(r, n);
-                if let Err(e) = comm.reduce(&mut buf, T::op(), root) {
+                if let Err(e) = comm.reduce_with(&mut buf, T::op(), root, alg) {
                     return Some(format!("root {root}, n = {n}: {e}"));
                 }
                 let why = if r == root {

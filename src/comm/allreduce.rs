@@ -58,7 +58,8 @@ impl Comm {
         let alg = match algorithm {
             // Across L3 groups or packages, with a core per rank, the hierarchy for long
             // vectors (`select::prefer_hierarchy`); decided from the plan, before the check.
-            Algorithm::Auto
+            // `Native` (MPI's own collective) is `Auto` between threads.
+            Algorithm::Auto | Algorithm::Native
                 if select::prefer_hierarchy(
                     std::mem::size_of_val(buf),
                     self.run().ranks.policy.oversubscribed,
@@ -66,7 +67,7 @@ impl Comm {
             {
                 Algorithm::HierarchicalDirect
             }
-            Algorithm::Auto => auto(),
+            Algorithm::Auto | Algorithm::Native => auto(),
             // A hierarchy with nothing to combine (one group, or for a non-commutative op
             // groups interleaved rank by rank) runs `Auto`'s flat choice. The plan needs no
             // messages and is the same on every rank, so this is decided here, before the call

@@ -33,7 +33,8 @@ impl Comm {
         let alg = match algorithm {
             // Across L3 groups or packages, with a core per rank, the single-copy hierarchy
             // for long vectors, as the allreduce's `Auto` (`select::prefer_hierarchy`).
-            Broadcast::Auto
+            // `Native` (MPI's own collective) is `Auto` between threads.
+            Broadcast::Auto | Broadcast::Native
                 if select::prefer_hierarchy(
                     std::mem::size_of_val(buf),
                     self.run().ranks.policy.oversubscribed,
@@ -41,7 +42,7 @@ impl Comm {
             {
                 Broadcast::HierarchicalDirect
             }
-            Broadcast::Auto => auto(),
+            Broadcast::Auto | Broadcast::Native => auto(),
             // A hierarchy with one group runs `Auto`'s flat choice, decided here from the plan
             // (no messages, the same on every rank) before the call check, as the allreduce
             // does: one check, not two.
@@ -160,7 +161,8 @@ impl Comm {
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
         let alg = match algorithm {
-            Reduce::Auto | Reduce::Hierarchical | Reduce::HierarchicalDirect => {
+            // `Native` (MPI's own collective) is `Auto` between threads.
+            Reduce::Auto | Reduce::Hierarchical | Reduce::HierarchicalDirect | Reduce::Native => {
                 select::choose_reduce(
                     self.size(),
                     std::mem::size_of_val(buf),

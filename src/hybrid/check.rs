@@ -28,6 +28,7 @@
 use super::gather::V_FORM;
 use super::ProcessComm;
 use crate::error::{Error, Result};
+use crate::op::{Builtin, Op};
 use crate::select::{
     Algorithm, Allgather, Alltoall, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
 };
@@ -72,8 +73,9 @@ pub(crate) struct Call {
     elem: u64,
     /// The root, for rooted collectives.
     root: Option<usize>,
-    /// Whether the op is commutative, for reducing collectives.
-    commutative: Option<bool>,
+    /// The op, for reducing collectives: which built-in op it is, else whether it is
+    /// commutative ([`op_word`]).
+    op: Option<u64>,
 }
 
 impl Call {
@@ -87,7 +89,7 @@ impl Call {
             len,
             elem: type_fingerprint::<T>(),
             root: None,
-            commutative: None,
+            op: None,
         }
     }
 
@@ -112,10 +114,12 @@ impl Call {
         Call { block, ..self }
     }
 
-    /// The same call with an op that is (or is not) commutative.
-    pub(crate) fn with_op(self, commutative: bool) -> Call {
+    /// The same call with `op`: which built-in op it is (so that processes combining with
+    /// different built-in ops fail the check, and `Native`'s MPI op is agreed), else whether
+    /// it is commutative (user ops cannot be told apart).
+    pub(crate) fn with_op<T, O: Op<T> + ?Sized>(self, op: &O) -> Call {
         Call {
-            commutative: Some(commutative),
+            op: Some(op_word(op.builtin(), op.is_commutative())),
             ..self
         }
     }
@@ -129,8 +133,20 @@ impl Call {
             self.len as u64,
             self.elem,
             self.root.map_or(u64::MAX, |r| r as u64),
-            self.commutative.map_or(2, u64::from),
+            self.op.unwrap_or(NO_OP),
         ]
+    }
+}
+
+/// The descriptor's op word when the collective takes no op.
+const NO_OP: u64 = 2;
+
+/// The descriptor's op word: 0 or 1 for a user op that is not or is commutative, 3 + the
+/// index in [`Builtin::ALL`] for a built-in op.
+fn op_word(builtin: Option<Builtin>, commutative: bool) -> u64 {
+    match builtin {
+        Some(b) => 3 + Builtin::ALL.iter().position(|&x| x == b).unwrap_or(0) as u64,
+        None => u64::from(commutative),
     }
 }
 
@@ -187,7 +203,14 @@ fn describe(w: &[u64]) -> String {
     match w[6] {
         0 => d += " with a non-commutative op",
         1 => d += " with a commutative op",
-        _ => {}
+        NO_OP => {}
+        b => match usize::try_from(b - 3)
+            .ok()
+            .and_then(|i| Builtin::ALL.get(i))
+        {
+            Some(b) => d += &format!(" with the built-in op {}", b.name()),
+            None => d += &format!(" with an unknown op {b:#x}"),
+        },
     }
     d
 }
@@ -318,7 +341,7 @@ mod tests {
     fn descriptions_name_every_field() {
         let call = Call::of::<u64>(Kind::Allreduce, Algorithm::Chain.id(), 7)
             .in_blocks(3)
-            .with_op(false);
+            .with_op::<u64, _>(&crate::op::non_commutative(|a: &u64, b: &u64| a ^ b));
         assert_eq!(
             describe(&call.words()),
             format!(
@@ -330,5 +353,13 @@ mod tests {
         let b = Call::of::<u8>(Kind::Broadcast, Broadcast::Binomial.id(), 0).at(2);
         assert!(describe(&b.words()).ends_with("with the binomial algorithm at root 2"));
         assert_eq!(describe(&Call::barrier().words()), "barrier");
+        let m = Call::of::<i32>(Kind::Reduce, Reduce::Native.id(), 5)
+            .with_op::<i32, _>(&crate::op::Max);
+        assert!(
+            describe(&m.words()).ends_with("with the native algorithm with the built-in op max")
+        );
+        let s = Call::of::<i32>(Kind::Reduce, Reduce::Native.id(), 5)
+            .with_op::<i32, _>(&crate::op::Sum);
+        assert_ne!(m.words(), s.words());
     }
 }

@@ -64,8 +64,7 @@ impl Bridge {
         T: Copy + Send + Sync + 'static,
     {
         const OP: &str = "allreduce";
-        let call =
-            Call::of::<T>(Kind::Allreduce, algorithm.id(), buf.len()).with_op(op.is_commutative());
+        let call = Call::of::<T>(Kind::Allreduce, algorithm.id(), buf.len()).with_op(op);
         let local = &self.local;
         let before = local.reduce(buf, op, 0);
         let between = between_allreduce(algorithm);
@@ -134,7 +133,7 @@ impl Bridge {
         let home = q == self.layout.process();
         let call = Call::of::<T>(Kind::Reduce, algorithm.id(), buf.len())
             .at(root)
-            .with_op(op.is_commutative());
+            .with_op(op);
         let local = &self.local;
         let between = match algorithm {
             Reduce::Hierarchical | Reduce::HierarchicalDirect => Reduce::Auto,

@@ -26,6 +26,16 @@
 //! op, a root out of range, a vector above MPI's `int` count of bytes) are decided after the
 //! check, so they too are the same on every process and leave no process waiting.
 //!
+//! **MPI's own collectives.** `Algorithm::Native`, `Broadcast::Native` and `Reduce::Native`
+//! call `MPI_Allreduce`, `MPI_Bcast` and `MPI_Reduce` after the check, in place of the crate's
+//! schedules. A broadcast takes any element type (as bytes). A reduction takes the crate's
+//! built-in ops ([`Op::builtin`]) on the primitive integers up to 64 bits, `f32`, `f64` and
+//! `bool`; anything else, and float `Min`/`Max` (the crate orders floats by `total_cmp`, MPI by
+//! C's `<`), is [`Error::Unsupported`] on every process (the op is part of the check). Integer
+//! and boolean results are exact; a float sum or product is in the order MPI chooses, which
+//! MPI does not promise to be the same on every process (Open MPI's algorithms make it so).
+//! The reductions send from a copy of the vector (rsmpi's bindings have no `MPI_IN_PLACE`).
+//!
 //! **Failures the check cannot see.** Once the schedule runs, a process cannot tell the others
 //! that it failed except by a message they are not waiting for. An MPI error aborts the job:
 //! the transport's communicator is a duplicate of the user's with `MPI_ERRORS_ARE_FATAL`. A
@@ -45,6 +55,7 @@ mod alltoall;
 mod check;
 mod collectives;
 mod gather;
+mod native;
 mod reduce_scatter;
 mod scan;
 mod selftest;
@@ -273,8 +284,9 @@ impl ProcessComm {
     ///
     /// Every transport-generic algorithm runs: `Linear`, `Chain`, `Binomial`,
     /// `RecursiveDoubling`, `Rabenseifner`, `Ring` (commutative ops only), `PipelinedTree`,
-    /// `DualRoot`, `TwoTree`. The shared-memory ones (`Direct`, `Hierarchical`,
-    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` takes MPICH's rule for
+    /// `DualRoot`, `TwoTree`; and `Native`, the MPI library's own `MPI_Allreduce` (for
+    /// built-in ops on primitive types, see the module docs). The shared-memory ones (`Direct`,
+    /// `Hierarchical`, `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` takes MPICH's rule for
     /// processes (Thakur, Rabenseifner and Gropp 2005): recursive doubling up to 2 KiB (⌈log₂
     /// p⌉ messages, latency-bound), Rabenseifner's reduce-scatter + allgather above (about
     /// 2βm of traffic); both keep rank order, so the op's commutativity does not matter. Not
@@ -317,7 +329,7 @@ impl ProcessComm {
         if check {
             let call = Call::of::<T>(Kind::Allreduce, alg.id(), n)
                 .in_blocks(block)
-                .with_op(op.is_commutative());
+                .with_op(&op);
             self.agree(&call)?;
         }
         match alg {
@@ -339,6 +351,9 @@ impl ProcessComm {
                         .to_string(),
                 });
             }
+            Algorithm::Native => return self.native_allreduce(buf, &op),
+            // Nothing to combine: every process agreed on the empty call (or will fail alike).
+            _ if n == 0 => return Ok(()),
             _ => {}
         }
         self.schedule(OP, bytes, |t| {
@@ -355,8 +370,9 @@ impl ProcessComm {
     }
 
     /// Copies `buf` of process `root` into `buf` on every other process (`MPI_Bcast`), as
-    /// [`Comm::broadcast_with`](crate::Comm::broadcast_with). `Binomial`, `PipelinedTree` and
-    /// `ScatterAllgather` run; the shared-memory ones (`Direct`, `Hierarchical`,
+    /// [`Comm::broadcast_with`](crate::Comm::broadcast_with). `Binomial`, `PipelinedTree`,
+    /// `ScatterAllgather` and `Native` (`MPI_Bcast` of the bytes, any type) run; the
+    /// shared-memory ones (`Direct`, `Hierarchical`,
     /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` takes MPICH's rule: the
     /// binomial tree below 12 KiB or on fewer than 8 processes, scatter + allgather (van de
     /// Geijn, about 2βm) above; not yet measured here.
@@ -405,6 +421,12 @@ impl ProcessComm {
             ));
         }
         self.check_root(OP, root)?;
+        if alg == Broadcast::Native {
+            return self.native_broadcast(buf, root);
+        }
+        if n == 0 {
+            return Ok(());
+        }
         self.schedule(OP, bytes, |t| {
             algorithms::broadcast::run(t, buf, root, alg, block, tag.with_variant(alg.id()))
         })
@@ -423,8 +445,9 @@ impl ProcessComm {
     /// root) and leaves the result in `buf` on process `root` (`MPI_Reduce` in place at the
     /// root; the others' `buf` is left unchanged), as
     /// [`Comm::reduce_with`](crate::Comm::reduce_with), with the same argument order.
-    /// `Binomial` and `PipelinedTree` run; the shared-memory ones (`Direct`, `Hierarchical`,
-    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto`: the binomial tree up to
+    /// `Binomial`, `PipelinedTree` and `Native` (`MPI_Reduce`, for built-in ops on primitive
+    /// types) run; the shared-memory ones (`Direct`, `Hierarchical`, `HierarchicalDirect`)
+    /// return [`Error::Unsupported`]. `Auto`: the binomial tree up to
     /// 64 KiB, the pipelined tree above (provisional, not yet measured here).
     pub fn reduce_with<T, O>(
         &self,
@@ -469,7 +492,7 @@ impl ProcessComm {
             let call = Call::of::<T>(Kind::Reduce, alg.id(), n)
                 .in_blocks(block)
                 .at(root)
-                .with_op(op.is_commutative());
+                .with_op(&op);
             self.agree(&call)?;
         }
         if matches!(
@@ -479,6 +502,12 @@ impl ProcessComm {
             return Err(self.shared_memory_only(OP, alg.name(), "binomial or pipelined-tree"));
         }
         self.check_root(OP, root)?;
+        if alg == Reduce::Native {
+            return self.native_reduce(buf, &op, root);
+        }
+        if n == 0 {
+            return Ok(());
+        }
         self.schedule(OP, bytes, |t| {
             algorithms::reduce::run(t, buf, &op, root, alg, block, tag.with_variant(alg.id()))
         })

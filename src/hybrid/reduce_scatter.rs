@@ -50,8 +50,7 @@ impl Bridge {
         } else {
             Vec::new()
         };
-        let call =
-            Call::of::<T>(Kind::ReduceScatter, algorithm.id(), m).with_op(op.is_commutative());
+        let call = Call::of::<T>(Kind::ReduceScatter, algorithm.id(), m).with_op(op);
         self.across(OP, call, before, |pc| {
             let l = &self.layout;
             let np = l.processes();

@@ -96,7 +96,7 @@ impl Bridge {
             }
         });
         let word = algorithm.id() | if exclusive { V_FORM } else { 0 };
-        let call = Call::of::<T>(Kind::Scan, word, buf.len()).with_op(op.is_commutative());
+        let call = Call::of::<T>(Kind::Scan, word, buf.len()).with_op(op);
         self.across(name, call, before, |pc| {
             let np = self.layout.processes();
             let alg = match algorithm {

@@ -65,6 +65,15 @@ pub(crate) struct Chunk([u8; 64]);
 /// communicator) and lent to each.
 pub(crate) type Scratch = RefCell<Vec<Chunk>>;
 
+/// The start of `scratch` grown to at least `bytes` bytes (64-byte aligned, never shrunk).
+pub(crate) fn scratch_bytes(scratch: &mut Vec<Chunk>, bytes: usize) -> *mut u8 {
+    let chunks = bytes.div_ceil(size_of::<Chunk>());
+    if scratch.len() < chunks {
+        scratch.resize(chunks, Chunk([0; 64]));
+    }
+    scratch.as_mut_ptr().cast::<u8>()
+}
+
 /// How a [`Tag`] becomes an MPI tag: the kind in bits 0–3, the variant in bits 4–7, and the
 /// low `seq_bits` bits of the sequence number above, so that the largest tag is
 /// 2^(8 + seq_bits) − 1 ≤ `MPI_TAG_UB`. MPI guarantees `MPI_TAG_UB` ≥ 32767 (MPI 3.1 §8.1.2),
@@ -483,11 +492,7 @@ impl<'a> MpiTransport<'a> {
             }
         };
         let mut scratch = self.scratch.borrow_mut();
-        let chunks = bytes.div_ceil(size_of::<Chunk>());
-        if scratch.len() < chunks {
-            scratch.resize(chunks, Chunk([0; 64]));
-        }
-        let p = scratch.as_mut_ptr().cast::<u8>();
+        let p = scratch_bytes(&mut scratch, bytes);
         // SAFETY: the scratch buffer holds at least `bytes` bytes and is borrowed exclusively
         // here.
         unsafe { self.mrecv(msg, p.cast(), bytes) };

@@ -49,7 +49,10 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
         Algorithm::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, op, block, tag),
         Algorithm::DualRoot { .. } => dual_root::dual_root(t, buf, op, block, tag),
         Algorithm::TwoTree { .. } => two_tree::two_tree(t, buf, op, block, tag),
-        Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect => {
+        Algorithm::Direct
+        | Algorithm::Hierarchical { .. }
+        | Algorithm::HierarchicalDirect
+        | Algorithm::Native => {
             unreachable!("{} runs on the communicator, not a transport", alg.name())
         }
     }

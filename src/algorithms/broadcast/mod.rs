@@ -40,7 +40,10 @@ pub(crate) fn run<Tr: Transport, T: Elem>(
         Broadcast::Auto | Broadcast::Binomial => binomial::binomial(t, buf, root, tag),
         Broadcast::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, root, block, tag),
         Broadcast::ScatterAllgather => scatter_allgather::scatter_allgather(t, buf, root, tag),
-        Broadcast::Direct | Broadcast::Hierarchical | Broadcast::HierarchicalDirect => {
+        Broadcast::Direct
+        | Broadcast::Hierarchical
+        | Broadcast::HierarchicalDirect
+        | Broadcast::Native => {
             unreachable!("{} runs on the communicator, not a transport", alg.name())
         }
     }

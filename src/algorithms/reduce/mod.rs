@@ -40,7 +40,7 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
         Reduce::PipelinedTree { .. } => {
             pipelined_tree::pipelined_tree(t, buf, op, root, block, tag)
         }
-        Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect => {
+        Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect | Reduce::Native => {
             unreachable!("{} runs on the communicator, not a transport", alg.name())
         }
     }

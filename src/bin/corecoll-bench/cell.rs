@@ -109,14 +109,18 @@ pub enum Alg {
     Fixed,
 }
 
-/// corecoll's algorithms for `c`, `auto` first, with their names.
+/// corecoll's algorithms for `c` between threads, `auto` first, with their names (without
+/// `native`, MPI's own collective between processes, which is `auto` between threads).
 pub fn algorithms(c: Collective) -> Vec<(&'static str, Alg)> {
     fn all<A: Copy>(
         list: &[A],
         name: fn(A) -> &'static str,
         f: fn(A) -> Alg,
     ) -> Vec<(&'static str, Alg)> {
-        list.iter().map(|&a| (name(a), f(a))).collect()
+        list.iter()
+            .filter(|&&a| name(a) != "native")
+            .map(|&a| (name(a), f(a)))
+            .collect()
     }
     match c {
         Collective::Allreduce => all(&Algorithm::ALL, Algorithm::name, Alg::Allreduce),
