@@ -45,6 +45,7 @@ mod alltoall;
 mod check;
 mod collectives;
 mod gather;
+mod pipeline;
 mod reduce_scatter;
 mod scan;
 mod selftest;
