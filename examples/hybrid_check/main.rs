@@ -30,6 +30,9 @@
 //!   barrier; `u64` sum (exact), `f64` sum (close to the sequential sum, and the same bits on
 //!   every rank where every rank holds the result) and a non-commutative op for every
 //!   reducing collective;
+//! - the segmented (stage-pipelined) allreduce between processes (`pipeline`): small segments
+//!   at counts of one, two and many segments, the default segment on a long vector, processes
+//!   that cut differently, and a panic of the op on a leader at a later segment;
 //! - failures (`failures`): mismatched lengths and roots between processes, a panicking
 //!   thread, a process that skips the last collective, roots out of range — each an `Err` on
 //!   every rank of every process, never a hang — and a normal run on the same team afterwards.
@@ -37,6 +40,7 @@
 mod cases;
 mod collectives;
 mod failures;
+mod pipeline;
 mod vector;
 
 use corecoll::{Comm, Team};
@@ -399,6 +403,7 @@ fn finish(suite: &mut Suite<'_>, what: &str, t0: Instant) -> ExitCode {
     });
     collectives::check_all(suite);
     failures::check_all(suite);
+    pipeline::check_all(suite);
     if suite.process == 0 {
         if suite.failed.is_empty() {
             println!(

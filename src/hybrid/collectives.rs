@@ -18,11 +18,13 @@
 //! numbers); the stage between processes names the processes' leaders by their rank.
 
 use super::check::Call;
+use super::pipeline;
 use super::world::Bridge;
 use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::select::{Algorithm, Broadcast, Reduce};
 use crate::transport::Kind;
+use std::mem::size_of;
 
 /// The algorithm between processes for a caller's allreduce choice.
 fn between_allreduce(algorithm: Algorithm) -> Algorithm {
@@ -53,7 +55,10 @@ impl Bridge {
     }
 
     /// `Comm::allreduce_with` across processes: reduce to each process's rank 0 (in rank
-    /// order), allreduce between the leaders with `algorithm`, broadcast from rank 0.
+    /// order), allreduce between the leaders with `algorithm`, broadcast from rank 0; in
+    /// segments that pipeline through the three stages if the vector is longer than one
+    /// (`hybrid::pipeline`: `Hierarchical { segment: Block::Elements(s) }`'s s elements, else
+    /// `HYBRID_SEGMENT_BYTES` worth).
     pub(crate) fn allreduce<T>(
         &self,
         buf: &mut [T],
@@ -65,9 +70,19 @@ impl Bridge {
     {
         const OP: &str = "allreduce";
         let call = Call::of::<T>(Kind::Allreduce, algorithm.id(), buf.len()).with_op(op);
+        let between = between_allreduce(algorithm);
+        // Longer than one segment: the stages pipeline (`hybrid::pipeline`); the segment is
+        // the call's block, so that processes that would cut differently fail the check.
+        let seg = pipeline::segment_elements(algorithm, size_of::<T>());
+        if buf.len() > seg {
+            let mut stage = pipeline::Blocking {
+                op,
+                algorithm: between,
+            };
+            return self.allreduce_pipelined(buf, op, seg, call.in_blocks(seg), &mut stage);
+        }
         let local = &self.local;
         let before = local.reduce(buf, op, 0);
-        let between = between_allreduce(algorithm);
         self.across(OP, call, before, |pc| {
             pc.allreduce_call(buf, op, between, false)
         })?;

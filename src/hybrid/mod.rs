@@ -56,6 +56,7 @@ mod check;
 mod collectives;
 mod gather;
 mod native;
+mod pipeline;
 mod reduce_scatter;
 mod scan;
 mod selftest;

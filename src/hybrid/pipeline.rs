@@ -1,0 +1,302 @@
+//! Stage pipelining of the hybrid allreduce (issue 7): a vector longer than one segment goes
+//! through the three stages of `hybrid::world` in segments, so that while a process's leader
+//! is in MPI for segment k its other threads already reduce segment k + 1 in shared memory.
+//! Open MPI's HAN pipelines its hierarchical collectives the same way (Luo et al. 2020, "HAN: a
+//! Hierarchical AutotuNed Collective Communication Framework").
+//!
+//! **The cut.** Segments of [`segment_elements`] whole elements (the caller's
+//! `Algorithm::Hierarchical { segment: Block::Elements(s) }`, else [`HYBRID_SEGMENT_BYTES`]
+//! worth), the last one ragged. Every rank of every process computes the same cut from the
+//! length and element size, which the call check compares (the segment is the call's block).
+//!
+//! **The order of calls**, the same on every thread of a process, so that the process's local
+//! collectives stay in step (the leader's steps in brackets):
+//!
+//! ```text
+//! local.reduce(s_0)                      [check between processes]
+//! for k in 0..S:
+//!     [start(k)]
+//!     if k + 1 < S: local.reduce(s_{k+1})
+//!     [finish(k)]                         [after the last: the closing agreement]
+//!     local.broadcast(s_k)
+//! ```
+//!
+//! Each segment is reduced within the process in thread order and between the processes in
+//! process order, exactly as the whole vector was, so a non-commutative op keeps the global
+//! rank order, and every rank ends with the leader's bits.
+//!
+//! **The stage between processes** is a [`Stage`]: `start(k)` and `finish(k)` on the leader,
+//! with the local reduce of the next segment between them. The crate's schedules over
+//! `MpiTransport` block, so [`Blocking`] runs the whole allreduce of s_k in `start` and
+//! nothing in `finish`; a non-blocking stage (`MPI_Iallreduce` started in `start`, waited in
+//! `finish`) plugs in the same place, since the loop touches no element of s_k between the two.
+//!
+//! **Checks and failures.** The call is checked once, with s_0's local result as the arrival
+//! (`Bridge::across`). After that a local failure (an `Err` of a later segment's local
+//! reduce or broadcast, say the team's timeout or another thread's failure; or a panic of the
+//! op on the leader, caught and resumed after the stage between processes) must not leave the
+//! other processes waiting, nor give them a wrong answer without an error: the leader keeps
+//! doing the stage between processes for every remaining segment, with whatever its buffer
+//! holds, and after the last one the leaders agree once more
+//! ([`ProcessComm::agree_across`] with `Ready` or `Failed`). A failure anywhere thus becomes an
+//! `Err` on every leader (its own local error, or [`Error::ProcessFailed`]), which fails its
+//! process's run (`across` closes the process and fails the local run) before the last local
+//! broadcast, so the other threads, waiting there for their leader, return it too. An error of
+//! the stage itself follows from the agreed call alone (an algorithm that refuses the op, …),
+//! so it is the same on every process at the same segment, and every leader stops there.
+
+use super::check::{Arrival, Call};
+use super::world::Bridge;
+use super::ProcessComm;
+use crate::error::{Error, Result};
+use crate::op::Op;
+use crate::select::{Algorithm, Block};
+use std::any::Any;
+use std::ops::Range;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+
+/// The segment of a hybrid allreduce when the caller does not choose one: 1 MiB worth of
+/// elements. Provisional, to be set from measurement.
+pub(crate) const HYBRID_SEGMENT_BYTES: usize = 1 << 20;
+
+/// Elements per segment of a hybrid allreduce with `algorithm` on elements of `elem_size`
+/// bytes: `Hierarchical { segment: Block::Elements(s) }`'s s (at least 1), otherwise
+/// [`HYBRID_SEGMENT_BYTES`] worth (at least 1; zero-sized elements make one segment).
+pub(super) fn segment_elements(algorithm: Algorithm, elem_size: usize) -> usize {
+    match algorithm {
+        Algorithm::Hierarchical {
+            segment: Block::Elements(s),
+        } => s.max(1),
+        _ if elem_size == 0 => usize::MAX,
+        _ => (HYBRID_SEGMENT_BYTES / elem_size).max(1),
+    }
+}
+
+/// Segment `k` of a vector of `n` elements cut into segments of `seg`.
+fn segment(k: usize, seg: usize, n: usize) -> Range<usize> {
+    k * seg..((k + 1) * seg).min(n)
+}
+
+/// The leader's stage between processes for one segment, in two halves, with the local reduce
+/// of the next segment between them. Between `start(k, s)` and `finish(k, s)` the loop does
+/// not touch `s` (a non-blocking implementation may keep using it), and it calls `finish(k)`
+/// before `start(k + 1)`. Errors must follow from the agreed call alone (the same on every
+/// process at the same segment): every leader then stops at that segment.
+pub(super) trait Stage<T> {
+    /// Starts the stage between processes of segment `k`, held in `seg`.
+    fn start(&mut self, pc: &ProcessComm, k: usize, seg: &mut [T]) -> Result<()>;
+    /// Completes it: `seg` then holds the reduction over every process.
+    fn finish(&mut self, pc: &ProcessComm, k: usize, seg: &mut [T]) -> Result<()>;
+}
+
+/// The crate's blocking schedules between processes: the whole allreduce in `start`.
+pub(super) struct Blocking<'o, T> {
+    /// The op.
+    pub(super) op: &'o dyn Op<T>,
+    /// The algorithm between processes.
+    pub(super) algorithm: Algorithm,
+}
+
+impl<T: Copy + Send + Sync + 'static> Stage<T> for Blocking<'_, T> {
+    fn start(&mut self, pc: &ProcessComm, _k: usize, seg: &mut [T]) -> Result<()> {
+        pc.allreduce_call(seg, self.op, self.algorithm, false)
+    }
+
+    fn finish(&mut self, _pc: &ProcessComm, _k: usize, _seg: &mut [T]) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A panic's message, for the error that fails the local run.
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic payload that is not a string)".to_string()
+    }
+}
+
+/// The leader's record of its local stages after the check: the first failure, and a caught
+/// panic to resume once the processes are told.
+#[derive(Default)]
+struct Local {
+    /// The first local error (after which the leader skips its local stages).
+    failed: Option<Error>,
+    /// The payload of a panic caught in a local stage.
+    panic: Option<Box<dyn Any + Send>>,
+}
+
+impl Bridge {
+    /// `Comm::allreduce_with` across processes on a vector of more than one segment of `seg`
+    /// elements (the module docs): `call` is the call's descriptor, with the segment as its
+    /// block, `stage` the leader's stage between processes.
+    pub(super) fn allreduce_pipelined<T>(
+        &self,
+        buf: &mut [T],
+        op: &dyn Op<T>,
+        seg: usize,
+        call: Call,
+        stage: &mut dyn Stage<T>,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "allreduce";
+        let n = buf.len();
+        let s = n.div_ceil(seg);
+        debug_assert!(s > 1);
+        let local = &self.local;
+        let before = local.reduce(&mut buf[segment(0, seg, n)], op, 0);
+        let mut panic = None;
+        let led = self.across(OP, call, before, |pc| {
+            self.lead(pc, buf, op, seg, &call, stage, &mut panic)
+        });
+        if let Some(payload) = panic {
+            // Every process has been told (the closing agreement); now this thread's panic
+            // goes on as any rank's would.
+            resume_unwind(payload);
+        }
+        led?;
+        if self.is_leader() {
+            return local.broadcast(&mut buf[segment(s - 1, seg, n)], 0);
+        }
+        // The other threads: the same local calls as the leader's loop, stopping at the first
+        // failure (after failing the local run, so that none of the process's threads waits
+        // for this one).
+        let fail = |e: Error| local.fail(e);
+        for k in 0..s {
+            if k + 1 < s {
+                local
+                    .reduce(&mut buf[segment(k + 1, seg, n)], op, 0)
+                    .map_err(fail)?;
+            }
+            local
+                .broadcast(&mut buf[segment(k, seg, n)], 0)
+                .map_err(fail)?;
+        }
+        Ok(())
+    }
+
+    /// The leader's part after the check (s_0 reduced within the process, every process
+    /// ready): the loop of the module docs up to the last segment's stage between processes,
+    /// then the closing agreement. A panic caught in a local stage is left in `panic`.
+    #[allow(clippy::too_many_arguments)]
+    fn lead<T>(
+        &self,
+        pc: &ProcessComm,
+        buf: &mut [T],
+        op: &dyn Op<T>,
+        seg: usize,
+        call: &Call,
+        stage: &mut dyn Stage<T>,
+        panic: &mut Option<Box<dyn Any + Send>>,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        const OP: &str = "allreduce";
+        let n = buf.len();
+        let s = n.div_ceil(seg);
+        let mut state = Local::default();
+        for k in 0..s {
+            let r = stage.start(pc, k, &mut buf[segment(k, seg, n)]);
+            if let Err(e) = r {
+                *panic = state.panic.take();
+                return Err(state.failed.unwrap_or(e));
+            }
+            if k + 1 < s {
+                self.guarded(&mut state, |local| {
+                    local.reduce(&mut buf[segment(k + 1, seg, n)], op, 0)
+                });
+            }
+            if let Err(e) = stage.finish(pc, k, &mut buf[segment(k, seg, n)]) {
+                *panic = state.panic.take();
+                return Err(state.failed.unwrap_or(e));
+            }
+            if k + 1 < s {
+                self.guarded(&mut state, |local| {
+                    local.broadcast(&mut buf[segment(k, seg, n)], 0)
+                });
+            }
+        }
+        let arrival = if state.failed.is_none() {
+            Arrival::Ready
+        } else {
+            Arrival::Failed
+        };
+        let agreed = pc.agree_across(call, arrival, self.rank(), self.layout.leaders(), OP);
+        *panic = state.panic.take();
+        match (state.failed, agreed) {
+            (Some(e), _) => Err(e),
+            (None, r) => r,
+        }
+    }
+
+    /// Runs a local stage of the leader's loop, unless one failed already: an `Err` fails the
+    /// local run and is kept, a panic too (its payload kept for later).
+    fn guarded(&self, state: &mut Local, f: impl FnOnce(&crate::comm::Comm) -> Result<()>) {
+        if state.failed.is_some() {
+            return;
+        }
+        let local = &self.local;
+        match catch_unwind(AssertUnwindSafe(|| f(local))) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => state.failed = Some(local.fail(e)),
+            Err(payload) => {
+                let e = Error::Panicked {
+                    rank: self.rank(),
+                    message: panic_message(payload.as_ref()),
+                };
+                state.failed = Some(local.fail(e));
+                state.panic = Some(payload);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_cover_the_vector_in_order() {
+        for (n, seg) in [
+            (1usize, 1usize),
+            (7, 1),
+            (8, 7),
+            (73, 7),
+            (64, 64),
+            (65, 64),
+            (643, 64),
+        ] {
+            let s = n.div_ceil(seg);
+            let mut next = 0;
+            for k in 0..s {
+                let r = segment(k, seg, n);
+                assert_eq!(r.start, next);
+                assert!(!r.is_empty() && r.len() <= seg);
+                next = r.end;
+            }
+            assert_eq!(next, n);
+        }
+    }
+
+    #[test]
+    fn segment_sizes() {
+        let h = |s| Algorithm::Hierarchical { segment: s };
+        assert_eq!(segment_elements(h(Block::Elements(7)), 8), 7);
+        assert_eq!(segment_elements(h(Block::Elements(0)), 8), 1);
+        assert_eq!(
+            segment_elements(h(Block::Auto), 8),
+            HYBRID_SEGMENT_BYTES / 8
+        );
+        assert_eq!(
+            segment_elements(Algorithm::Auto, 16),
+            HYBRID_SEGMENT_BYTES / 16
+        );
+        assert_eq!(segment_elements(Algorithm::Auto, 3 << 20), 1);
+        assert_eq!(segment_elements(Algorithm::Auto, 0), usize::MAX);
+    }
+}
