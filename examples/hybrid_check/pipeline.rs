@@ -47,11 +47,15 @@ pub fn check_all(s: &mut Suite<'_>) {
         allreduce(s, seg, &full_aff);
     }
     let want = &full_u64[..LONG];
-    s.check(
-        &format!("allreduce auto u64 sum, {LONG} elements (the default segment)"),
-        |comm| {
+    // The blocking stage (the crate's schedules) and the immediate one (MPI_Iallreduce).
+    for alg in [Algorithm::Auto, Algorithm::Native] {
+        let name = format!(
+            "allreduce {} u64 sum, {LONG} elements (the default segment)",
+            alg.name()
+        );
+        s.check(&name, |comm| {
             let mut buf = inputs::<u64>(comm.rank(), LONG);
-            if let Err(e) = comm.allreduce(&mut buf, op::Sum) {
+            if let Err(e) = comm.allreduce_with(&mut buf, op::Sum, alg) {
                 return Some(e.to_string());
             }
             let mut problem = first_wrong(&buf, want);
@@ -61,8 +65,8 @@ pub fn check_all(s: &mut Suite<'_>) {
                 Ok(true) => {}
             }
             problem
-        },
-    );
+        });
+    }
     failures(s);
 }
 

@@ -75,11 +75,7 @@ impl Bridge {
         // the call's block, so that processes that would cut differently fail the check.
         let seg = pipeline::segment_elements(algorithm, size_of::<T>());
         if buf.len() > seg {
-            let mut stage = pipeline::Blocking {
-                op,
-                algorithm: between,
-            };
-            return self.allreduce_pipelined(buf, op, seg, call.in_blocks(seg), &mut stage);
+            return self.allreduce_pipelined(buf, op, seg, call.in_blocks(seg), between);
         }
         let local = &self.local;
         let before = local.reduce(buf, op, 0);

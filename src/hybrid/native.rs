@@ -39,7 +39,6 @@ use crate::transport::mpi::{scratch_bytes, wait_all};
 use ::mpi::ffi;
 use ::mpi::traits::AsRaw;
 use std::any::TypeId;
-use std::marker::PhantomData;
 use std::mem::{size_of, size_of_val, MaybeUninit};
 use std::os::raw::{c_int, c_void};
 
@@ -250,32 +249,40 @@ impl ProcessComm {
     }
 
     /// Starts `MPI_Iallreduce` of `buf` with `op` (after the call check), for a caller that
-    /// overlaps it with other work (the hybrid allreduce's stage pipelining); `None` if `buf`
-    /// is empty. The input goes from a copy owned by the returned [`PendingAllreduce`], which
-    /// borrows `buf` until it is waited for (or dropped, which waits).
+    /// overlaps it with other work (the hybrid allreduce's stage pipelining). The input goes
+    /// from a copy owned by the returned [`PendingAllreduce`], which holds `buf` until
+    /// [`PendingAllreduce::wait`] gives it back with the result (or until dropped, which
+    /// waits too).
     pub(crate) fn native_allreduce_start<'b, T, O>(
         &self,
         buf: &'b mut [T],
         op: &O,
-    ) -> Result<Option<PendingAllreduce<'b>>>
+    ) -> Result<PendingAllreduce<'b, T>>
     where
         T: Copy + 'static,
         O: Op<T> + ?Sized,
     {
         const OP: &str = "allreduce";
         let (datatype, mop) = reduction::<T, O>(op).map_err(|why| self.native_refusal(OP, why))?;
-        self.check_bytes(OP, size_of_val(buf))?;
-        if buf.is_empty() {
-            return Ok(None);
-        }
+        let bytes = size_of_val(buf);
+        self.check_bytes(OP, bytes)?;
         let mut copy = Vec::new();
-        let send = scratch_bytes(&mut copy, size_of_val(buf));
+        if buf.is_empty() {
+            return Ok(PendingAllreduce {
+                req: None,
+                _send: copy,
+                buf,
+                polite: false,
+            });
+        }
+        let send = scratch_bytes(&mut copy, bytes);
         // SAFETY: as in `from_copy`, into the pending call's own copy.
-        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), send, size_of_val(buf)) };
+        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), send, bytes) };
         let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
-        // SAFETY: `send` (the copy, owned by the returned value, whose heap block does not
-        // move) and `buf` (borrowed by it for 'b) hold `buf.len()` elements of `datatype` and
-        // outlive the request, which the returned value completes before it is dropped; op and
+        // SAFETY: `send` (the copy, owned by the returned value; its heap block does not move)
+        // and `buf` (held by it, and not touched through the reference until the request is
+        // complete) hold `buf.len()` elements of `datatype` and outlive the request, which the
+        // returned value completes before it gives `buf` back or is dropped; op and
         // communicator as in `native_allreduce`.
         let rc = unsafe {
             ffi::MPI_Iallreduce(
@@ -289,13 +296,13 @@ impl ProcessComm {
             )
         };
         assert_eq!(rc, ffi::MPI_SUCCESS as c_int, "MPI_Iallreduce failed");
-        Ok(Some(PendingAllreduce {
+        Ok(PendingAllreduce {
             // SAFETY: MPI_Iallreduce succeeded and wrote the request.
             req: Some(unsafe { req.assume_init() }),
             _send: copy,
-            _recv: PhantomData,
+            buf,
             polite: self.polite.get(),
-        }))
+        })
     }
 
     /// `MPI_Reduce` of `buf` with `op` to `root` (after the call check and the root's; see the
@@ -369,23 +376,26 @@ impl ProcessComm {
 }
 
 /// A started `MPI_Iallreduce` ([`ProcessComm::native_allreduce_start`]): owns the copy it
-/// sends from and borrows the buffer it receives into until [`PendingAllreduce::wait`] (or
-/// drop, which waits: the buffers must outlive the request).
-pub(crate) struct PendingAllreduce<'b> {
-    /// The request, until completed.
+/// sends from and holds the buffer it receives into until [`PendingAllreduce::wait`] gives it
+/// back. Dropping it waits too, since MPI writes the buffer until the request completes; it
+/// must not be leaked (`mem::forget`) while the request is live, which the crate never does.
+pub(crate) struct PendingAllreduce<'b, T> {
+    /// The request, until completed (`None` for an empty buffer).
     req: Option<ffi::MPI_Request>,
     /// The copy of the input that MPI reads.
     _send: Vec<crate::transport::mpi::Chunk>,
-    /// The receive buffer's borrow.
-    _recv: PhantomData<&'b mut [u8]>,
+    /// The receive buffer, written by MPI until the request completes.
+    buf: &'b mut [T],
     /// Whether to poll politely.
     polite: bool,
 }
 
-impl PendingAllreduce<'_> {
-    /// Waits until the allreduce is complete: the result is in the buffer.
-    pub(crate) fn wait(mut self) {
+impl<'b, T> PendingAllreduce<'b, T> {
+    /// Waits until the allreduce is complete and gives the buffer back, holding the result.
+    pub(crate) fn wait(mut self) -> &'b mut [T] {
         self.complete();
+        let buf = std::mem::take(&mut self.buf);
+        buf
     }
 
     /// Completes the request, if not done yet.
@@ -396,7 +406,7 @@ impl PendingAllreduce<'_> {
     }
 }
 
-impl Drop for PendingAllreduce<'_> {
+impl<T> Drop for PendingAllreduce<'_, T> {
     fn drop(&mut self) {
         self.complete();
     }

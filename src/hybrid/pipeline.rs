@@ -27,9 +27,11 @@
 //!
 //! **The stage between processes** is a [`Stage`]: `start(k)` and `finish(k)` on the leader,
 //! with the local reduce of the next segment between them. The crate's schedules over
-//! `MpiTransport` block, so [`Blocking`] runs the whole allreduce of s_k in `start` and
-//! nothing in `finish`; a non-blocking stage (`MPI_Iallreduce` started in `start`, waited in
-//! `finish`) plugs in the same place, since the loop touches no element of s_k between the two.
+//! `MpiTransport` block, so for them ([`Blocking`]) `start` runs the whole allreduce of s_k
+//! and `finish` nothing: the leader's MPI stage then overlaps only the other threads' part of
+//! the next local reduce. MPI's own collective (`Algorithm::Native`, [`Immediate`]) starts
+//! `MPI_Iallreduce` in `start` and waits in `finish`, so that it can progress while the
+//! leader itself takes part in the next local reduce.
 //!
 //! **Checks and failures.** The call is checked once, with s_0's local result as the arrival
 //! (`Bridge::across`). After that a local failure (an `Err` of a later segment's local
@@ -46,6 +48,7 @@
 //! so it is the same on every process at the same segment, and every leader stops there.
 
 use super::check::{Arrival, Call};
+use super::native::PendingAllreduce;
 use super::world::Bridge;
 use super::ProcessComm;
 use crate::error::{Error, Result};
@@ -78,32 +81,57 @@ fn segment(k: usize, seg: usize, n: usize) -> Range<usize> {
 }
 
 /// The leader's stage between processes for one segment, in two halves, with the local reduce
-/// of the next segment between them. Between `start(k, s)` and `finish(k, s)` the loop does
-/// not touch `s` (a non-blocking implementation may keep using it), and it calls `finish(k)`
-/// before `start(k + 1)`. Errors must follow from the agreed call alone (the same on every
-/// process at the same segment): every leader then stops at that segment.
-pub(super) trait Stage<T> {
-    /// Starts the stage between processes of segment `k`, held in `seg`.
-    fn start(&mut self, pc: &ProcessComm, k: usize, seg: &mut [T]) -> Result<()>;
-    /// Completes it: `seg` then holds the reduction over every process.
-    fn finish(&mut self, pc: &ProcessComm, k: usize, seg: &mut [T]) -> Result<()>;
+/// of the next segment between them: `start` takes the segment, `finish` gives it back holding
+/// the reduction over every process (so the loop cannot touch it in between, while a
+/// non-blocking implementation still uses it). Errors must follow from the agreed call alone
+/// (the same on every process at the same segment): every leader then stops at that segment.
+pub(super) trait Stage<'b, T> {
+    /// Starts the stage between processes of the segment `seg`.
+    fn start(&mut self, pc: &ProcessComm, seg: &'b mut [T]) -> Result<()>;
+    /// Completes the started stage and gives its segment back.
+    fn finish(&mut self, pc: &ProcessComm) -> Result<&'b mut [T]>;
 }
 
 /// The crate's blocking schedules between processes: the whole allreduce in `start`.
-pub(super) struct Blocking<'o, T> {
+struct Blocking<'b, 'o, T> {
     /// The op.
-    pub(super) op: &'o dyn Op<T>,
+    op: &'o dyn Op<T>,
     /// The algorithm between processes.
-    pub(super) algorithm: Algorithm,
+    algorithm: Algorithm,
+    /// The segment between `start` and `finish`.
+    held: Option<&'b mut [T]>,
 }
 
-impl<T: Copy + Send + Sync + 'static> Stage<T> for Blocking<'_, T> {
-    fn start(&mut self, pc: &ProcessComm, _k: usize, seg: &mut [T]) -> Result<()> {
-        pc.allreduce_call(seg, self.op, self.algorithm, false)
+impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Blocking<'b, '_, T> {
+    fn start(&mut self, pc: &ProcessComm, seg: &'b mut [T]) -> Result<()> {
+        pc.allreduce_call(seg, self.op, self.algorithm, false)?;
+        self.held = Some(seg);
+        Ok(())
     }
 
-    fn finish(&mut self, _pc: &ProcessComm, _k: usize, _seg: &mut [T]) -> Result<()> {
+    fn finish(&mut self, _pc: &ProcessComm) -> Result<&'b mut [T]> {
+        Ok(self.held.take().expect("finish follows start"))
+    }
+}
+
+/// MPI's own allreduce (`Algorithm::Native`) as an immediate call: `MPI_Iallreduce` started
+/// in `start` progresses (in MPI's progress engine, and on every poll) while the leader takes
+/// part in the next segment's local reduce, and is waited for in `finish`.
+struct Immediate<'b, 'o, T> {
+    /// The op.
+    op: &'o dyn Op<T>,
+    /// The started call.
+    pending: Option<PendingAllreduce<'b, T>>,
+}
+
+impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Immediate<'b, '_, T> {
+    fn start(&mut self, pc: &ProcessComm, seg: &'b mut [T]) -> Result<()> {
+        self.pending = Some(pc.native_allreduce_start(seg, self.op)?);
         Ok(())
+    }
+
+    fn finish(&mut self, _pc: &ProcessComm) -> Result<&'b mut [T]> {
+        Ok(self.pending.take().expect("finish follows start").wait())
     }
 }
 
@@ -138,7 +166,7 @@ impl Bridge {
         op: &dyn Op<T>,
         seg: usize,
         call: Call,
-        stage: &mut dyn Stage<T>,
+        between: Algorithm,
     ) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
@@ -151,7 +179,7 @@ impl Bridge {
         let before = local.reduce(&mut buf[segment(0, seg, n)], op, 0);
         let mut panic = None;
         let led = self.across(OP, call, before, |pc| {
-            self.lead(pc, buf, op, seg, &call, stage, &mut panic)
+            self.lead(pc, buf, op, seg, &call, between, &mut panic)
         });
         if let Some(payload) = panic {
             // Every process has been told (the closing agreement); now this thread's panic
@@ -190,7 +218,7 @@ impl Bridge {
         op: &dyn Op<T>,
         seg: usize,
         call: &Call,
-        stage: &mut dyn Stage<T>,
+        between: Algorithm,
         panic: &mut Option<Box<dyn Any + Send>>,
     ) -> Result<()>
     where
@@ -200,25 +228,38 @@ impl Bridge {
         let n = buf.len();
         let s = n.div_ceil(seg);
         let mut state = Local::default();
+        let (mut blocking, mut immediate);
+        let stage: &mut dyn Stage<'_, T> = if between == Algorithm::Native {
+            immediate = Immediate { op, pending: None };
+            &mut immediate
+        } else {
+            blocking = Blocking {
+                op,
+                algorithm: between,
+                held: None,
+            };
+            &mut blocking
+        };
+        let mut segs: Vec<Option<&mut [T]>> = buf.chunks_mut(seg).map(Some).collect();
+        debug_assert_eq!(segs.len(), s);
         for k in 0..s {
-            let r = stage.start(pc, k, &mut buf[segment(k, seg, n)]);
-            if let Err(e) = r {
+            let this = segs[k].take().expect("each segment once");
+            if let Err(e) = stage.start(pc, this) {
                 *panic = state.panic.take();
                 return Err(state.failed.unwrap_or(e));
             }
-            if k + 1 < s {
-                self.guarded(&mut state, |local| {
-                    local.reduce(&mut buf[segment(k + 1, seg, n)], op, 0)
-                });
+            if let Some(Some(next)) = segs.get_mut(k + 1) {
+                self.guarded(&mut state, |local| local.reduce(next, op, 0));
             }
-            if let Err(e) = stage.finish(pc, k, &mut buf[segment(k, seg, n)]) {
-                *panic = state.panic.take();
-                return Err(state.failed.unwrap_or(e));
-            }
+            let this = match stage.finish(pc) {
+                Ok(this) => this,
+                Err(e) => {
+                    *panic = state.panic.take();
+                    return Err(state.failed.unwrap_or(e));
+                }
+            };
             if k + 1 < s {
-                self.guarded(&mut state, |local| {
-                    local.broadcast(&mut buf[segment(k, seg, n)], 0)
-                });
+                self.guarded(&mut state, |local| local.broadcast(this, 0));
             }
         }
         let arrival = if state.failed.is_none() {
