@@ -187,7 +187,7 @@ impl ProcessComm {
     }
 
     /// Copies `buf` into the scratch buffer and calls `f` with a pointer to the copy.
-    fn from_copy<T: Copy, R>(&self, buf: &[T], f: impl FnOnce(*const c_void) -> R) -> R {
+    fn sending_copy<T: Copy, R>(&self, buf: &[T], f: impl FnOnce(*const c_void) -> R) -> R {
         let bytes = size_of_val(buf);
         let mut scratch = self.scratch.borrow_mut();
         let dst = scratch_bytes(&mut scratch, bytes);
@@ -233,7 +233,7 @@ impl ProcessComm {
         let n = buf.len() as c_int;
         let comm = self.comm.as_raw();
         let recv = buf.as_mut_ptr().cast::<c_void>();
-        self.from_copy(buf, |send| {
+        self.sending_copy(buf, |send| {
             // SAFETY (both closures): `send` is the scratch copy of `n` elements of the type
             // `datatype` describes (`datatype_of`), `recv` the caller's buffer of as many,
             // both live until the call (or its request) completes inside `run_native`; the op
@@ -276,7 +276,7 @@ impl ProcessComm {
             });
         }
         let send = scratch_bytes(&mut copy, bytes);
-        // SAFETY: as in `from_copy`, into the pending call's own copy.
+        // SAFETY: as in `sending_copy`, into the pending call's own copy.
         unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), send, bytes) };
         let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
         // SAFETY: `send` (the copy, owned by the returned value; its heap block does not move)
@@ -341,7 +341,7 @@ impl ProcessComm {
             return Ok(());
         }
         let recv = buf.as_mut_ptr().cast::<c_void>();
-        self.from_copy(buf, |send| {
+        self.sending_copy(buf, |send| {
             // SAFETY (both closures): as in `native_allreduce`, at the root.
             self.run_native(
                 name,
@@ -394,8 +394,7 @@ impl<'b, T> PendingAllreduce<'b, T> {
     /// Waits until the allreduce is complete and gives the buffer back, holding the result.
     pub(crate) fn wait(mut self) -> &'b mut [T] {
         self.complete();
-        let buf = std::mem::take(&mut self.buf);
-        buf
+        std::mem::take(&mut self.buf)
     }
 
     /// Completes the request, if not done yet.

@@ -135,17 +135,6 @@ impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Immediate<'b, '_, T> 
     }
 }
 
-/// A panic's message, for the error that fails the local run.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a panic payload that is not a string)".to_string()
-    }
-}
-
 /// The leader's record of its local stages after the check: the first failure, and a caught
 /// panic to resume once the processes are told.
 #[derive(Default)]
@@ -288,7 +277,7 @@ impl Bridge {
             Err(payload) => {
                 let e = Error::Panicked {
                     rank: self.rank(),
-                    message: panic_message(payload.as_ref()),
+                    message: crate::team::panic_message(payload.as_ref()),
                 };
                 state.failed = Some(local.fail(e));
                 state.panic = Some(payload);

@@ -187,7 +187,9 @@ impl TeamBuilder {
     ///
     /// With the default pinning ([`Pinning::Compact`]), several processes on one node that may
     /// all use the same cores (`mpirun --bind-to none`) pin their threads one after the other
-    /// (process by process, in rank order), not all from the first core; and `Wait::Auto`
+    /// (process by process, in rank order), not all from the first core; where the node's
+    /// threads outnumber its cores, the processes start one core apart instead, so that their
+    /// rank 0s (which call MPI) do not share a core while there are cores enough. `Wait::Auto`
     /// judges the load from the threads of all the node's processes.
     #[cfg(feature = "mpi")]
     pub fn mpi<C: ::mpi::topology::Communicator>(mut self, comm: &C) -> Result<Team> {
@@ -202,7 +204,7 @@ impl TeamBuilder {
             if !cores.is_empty() {
                 let n = cores.len();
                 self.pinning =
-                    Pinning::Cores((0..ranks).map(|i| cores[(node.before + i) % n]).collect());
+                    Pinning::Cores((0..ranks).map(|i| cores[node.core_index(i, n)]).collect());
             }
         }
         let mut team = self.build_for(Some(node.total))?;
@@ -283,7 +285,7 @@ fn worker(shared: Arc<Shared>, rank: usize, core: Option<usize>) {
 }
 
 /// The message of a caught panic.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = payload.downcast_ref::<String>() {
