@@ -184,9 +184,9 @@ pub fn bytes(s: &str) -> Result<usize, String> {
 /// A byte size for a table: `8 B`, `64 KiB`, `16 MiB`, or the plain number of bytes when it is
 /// not a whole number of the unit.
 pub fn show_bytes(b: usize) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b % (1 << 10) == 0 {
+    } else if b >= 1 << 10 && b.is_multiple_of(1 << 10) {
         format!("{} KiB", b >> 10)
     } else {
         format!("{b} B")
