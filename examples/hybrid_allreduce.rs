@@ -32,9 +32,14 @@
 //! the exact sum before timing). Rank 0 prints a markdown table of the minima and one of the
 //! medians: count, bytes per rank, each algorithm between the processes (`Auto` first), the
 //! fastest of them (`Auto` aside), `auto/best` (`Auto`'s time over the fastest one's), and
-//! `MPI_Allreduce` between the processes alone (one rank each, timed after the crate's
-//! algorithms of the same count, by the same method over `MPI_COMM_WORLD`: the MPI
-//! communicator cannot be shared with the team's threads). With one process (`mpirun -np 1`)
+//! `MPI_Allreduce` between the processes alone (one rank each, by the same method over
+//! `MPI_COMM_WORLD`). The MPI column is timed after the team's run of the same count, not in
+//! turn with the algorithms: inside a run each process's rank 0 is pinned by the team, and
+//! on an oversubscribed node (`--bind-to none`, more threads than cores) the processes' rank
+//! 0s can share one core, where Open MPI's busy-polling processes wait a scheduler time slice
+//! for each other (milliseconds per call, measured) — the crate's placement, not MPI's cost.
+//! Outside the run the thread is unpinned and the team's workers sleep. With one process
+//! (`mpirun -np 1`)
 //! the team is the plain threads team (`Team::build`, no MPI in its collectives) and its
 //! columns are every algorithm of `Algorithm::ALL`, the shared-memory ones included. A wrong
 //! result is `WRONG`, an error from the crate (the same on every rank) ends the run; either
@@ -210,8 +215,9 @@ fn sum(p: usize, i: usize) -> u64 {
     (0..p).map(|q| value(q, i)).fold(0u64, u64::wrapping_add)
 }
 
-/// Table mode (see the module docs): every count, the team's algorithms in turn, then
-/// `MPI_Allreduce` between the processes; rank 0 of process 0 prints the tables.
+/// Table mode (see the module docs): every count, the team's algorithms in turn, then (outside
+/// the team's run, see the module docs) `MPI_Allreduce` between the processes; rank 0 of
+/// process 0 prints the tables.
 fn table_main(
     world: &SimpleCommunicator,
     team: &Team,
@@ -279,12 +285,12 @@ fn table_main(
         } else {
             "a hybrid team"
         };
+        let procs = if nprocs == 1 { "process" } else { "processes" };
         println!(
-            "{nprocs} {} × {threads} {} = {ranks} ranks ({kind}); allreduce of u64 \
+            "{nprocs} {procs} × {threads} {} = {ranks} ranks ({kind}); allreduce of u64 \
              (sum) per rank; slowest rank per repetition, after a barrier; {:.2} s per cell, \
-             {}..{} repetitions; MPI_Allreduce between the {nprocs} processes alone (1 rank \
-             each); {:.0} s in all",
-            if nprocs == 1 { "process" } else { "processes" },
+             {}..{} repetitions; MPI_Allreduce between the {nprocs} {procs} alone (1 rank \
+             each, after the team's run); {:.0} s in all",
             if threads == 1 { "thread" } else { "threads" },
             budget.seconds,
             budget.min_reps,
