@@ -43,6 +43,11 @@
 //! SECONDS` (0.6 per cell), `--min-reps N` (5), `--max-reps N` (2000), `--csv FILE`,
 //! `--markdown`.
 
+// The timing method shared with the other MPI examples; each uses part of it.
+#[allow(dead_code)]
+#[path = "common/timing.rs"]
+mod timing;
+
 use corecoll::hybrid::ProcessComm;
 use corecoll::{op, Algorithm, Block};
 use mpi::collective::SystemOperation;
@@ -51,6 +56,7 @@ use mpi::traits::*;
 use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::Instant;
+use timing::{shown, Budget, Cell};
 
 /// The element counts of Träff 2021, Table 2 (MPI_INT; 0 to 32 MiB).
 const PAPER_COUNTS: [usize; 30] = [
@@ -119,9 +125,7 @@ fn methods(block: usize) -> [Method; 6] {
 struct Options {
     counts: Vec<usize>,
     block: usize,
-    budget_s: f64,
-    min_reps: usize,
-    max_reps: usize,
+    budget: Budget,
     csv: Option<String>,
     markdown: bool,
 }
@@ -131,9 +135,11 @@ impl Options {
         let mut o = Options {
             counts: PAPER_COUNTS.to_vec(),
             block: PAPER_BLOCK,
-            budget_s: 0.6,
-            min_reps: 5,
-            max_reps: 2000,
+            budget: Budget {
+                seconds: 0.6,
+                min_reps: 5,
+                max_reps: 2000,
+            },
             csv: None,
             markdown: false,
         };
@@ -143,52 +149,40 @@ impl Options {
             let num = |s: String| s.parse::<usize>().map_err(|e| format!("{a} {s}: {e}"));
             match a.as_str() {
                 "--counts" => {
-                    o.counts = value()?
-                        .split(',')
-                        .map(|c| c.trim().replace('_', ""))
-                        .map(num)
-                        .collect::<Result<_, _>>()?
+                    o.counts = timing::counts(&value()?).map_err(|e| format!("{a} {e}"))?
                 }
                 "--block" => o.block = num(value()?)?.max(1),
                 "--budget" => {
                     let s = value()?;
-                    o.budget_s = s.parse().map_err(|e| format!("--budget {s}: {e}"))?
+                    o.budget.seconds = s.parse().map_err(|e| format!("--budget {s}: {e}"))?
                 }
-                "--min-reps" => o.min_reps = num(value()?)?.max(1),
-                "--max-reps" => o.max_reps = num(value()?)?.max(1),
+                "--min-reps" => o.budget.min_reps = num(value()?)?.max(1),
+                "--max-reps" => o.budget.max_reps = num(value()?)?.max(1),
                 "--csv" => o.csv = Some(value()?),
                 "--markdown" => o.markdown = true,
                 _ => return Err(format!("unknown argument {a} (see the example's docs)")),
             }
         }
-        o.max_reps = o.max_reps.max(o.min_reps);
+        o.budget.max_reps = o.budget.max_reps.max(o.budget.min_reps);
         Ok(o)
     }
 }
 
-/// One cell's result: the slowest process's time of each repetition, summarised.
-struct Cell {
-    /// The check before the timed repetitions passed on every process.
-    correct: bool,
-    reps: usize,
-    /// Minimum over the repetitions, seconds.
-    min: f64,
-    /// Median over the repetitions, seconds.
-    median: f64,
-}
-
-/// What a cell needs: the communicators, the inputs (this process's, for the largest count)
-/// and the result buffer.
+/// What a cell needs: the communicators, the inputs (this process's, for the largest count),
+/// the result buffer and the cell's count.
 struct Bench<'a> {
     world: &'a SimpleCommunicator,
     pc: &'a ProcessComm,
     send: Vec<i32>,
     buf: Vec<i32>,
+    /// Elements of the current row.
+    n: usize,
 }
 
 impl Bench<'_> {
     /// One call of `method` on the first `n` elements; the result is in `buf[..n]`.
-    fn run(&mut self, method: Method, n: usize) {
+    fn run(&mut self, method: Method) {
+        let n = self.n;
         let (send, buf) = (&self.send[..n], &mut self.buf[..n]);
         match method {
             Method::MpiAllreduce => self
@@ -214,95 +208,48 @@ impl Bench<'_> {
     }
 
     /// Refills the crate's in-place buffer with the input (outside the timed region).
-    fn reset(&mut self, method: Method, n: usize) {
+    fn reset(&mut self, method: Method) {
         if matches!(method, Method::Crate(_)) {
+            let n = self.n;
             self.buf[..n].copy_from_slice(&self.send[..n]);
         }
     }
 
     /// The largest of every process's `x` (known to every process).
-    fn max_over_processes(&self, x: f64) -> f64 {
+    fn max_over_processes(world: &SimpleCommunicator, x: f64) -> f64 {
         let mut m = 0.0f64;
-        self.world
-            .all_reduce_into(&x, &mut m, SystemOperation::max());
+        world.all_reduce_into(&x, &mut m, SystemOperation::max());
         m
     }
+}
 
-    /// Whether one untimed call of `method` on `n` elements gives the exact sum on every
-    /// process.
-    fn check(&mut self, method: Method, n: usize) -> bool {
+impl timing::Bench for Bench<'_> {
+    type Method = Method;
+
+    /// Whether one untimed call gives the exact sum on every process (every process can
+    /// compute every process's input).
+    fn check(&mut self, method: Method) -> bool {
         let p = self.pc.size();
-        self.reset(method, n);
+        self.reset(method);
         self.world.barrier();
-        self.run(method, n);
-        let wrong = self.buf[..n]
+        self.run(method);
+        let wrong = self.buf[..self.n]
             .iter()
             .enumerate()
             .filter(|&(i, &x)| x != expected(p, i))
             .count();
-        self.max_over_processes(wrong as f64) == 0.0
+        Self::max_over_processes(self.world, wrong as f64) == 0.0
     }
 
-    /// The slowest process's time of one call of `method` on `n` elements, after a barrier.
-    fn time(&mut self, method: Method, n: usize) -> f64 {
-        self.reset(method, n);
-        self.world.barrier();
-        let t = Instant::now();
-        self.run(method, n);
-        self.max_over_processes(t.elapsed().as_secs_f64())
-    }
-
-    /// One row of the table: checks every method once, then times rounds of one repetition
-    /// of each method in turn (so that the methods share whatever load the machine sees)
-    /// until the row's budget is spent (see the module docs).
-    fn row(&mut self, methods: &[Method], n: usize, o: &Options) -> Vec<Cell> {
-        let correct: Vec<bool> = methods.iter().map(|&m| self.check(m, n)).collect();
-        let mut times = vec![Vec::new(); methods.len()];
-        let budget = o.budget_s * methods.len() as f64;
-        let mut spent = 0.0;
-        let mut rounds = 0;
-        while rounds < o.min_reps || (spent < budget && rounds < o.max_reps) {
-            for (j, &m) in methods.iter().enumerate() {
-                let t = self.time(m, n);
-                spent += t;
-                times[j].push(t);
-            }
-            rounds += 1;
-        }
-        correct
-            .into_iter()
-            .zip(times)
-            .map(|(correct, mut ts)| {
-                ts.sort_by(f64::total_cmp);
-                Cell {
-                    correct,
-                    reps: ts.len(),
-                    min: ts[0],
-                    median: ts[ts.len() / 2],
-                }
-            })
-            .collect()
-    }
-}
-
-/// Microseconds with about four significant digits, as the paper's table.
-fn us(t: f64) -> String {
-    let u = t * 1e6;
-    if u < 100.0 {
-        format!("{u:.2}")
-    } else if u < 10_000.0 {
-        format!("{u:.1}")
-    } else {
-        format!("{u:.0}")
-    }
-}
-
-/// A cell for a table: its time, or `WRONG` if its check failed.
-fn shown(c: &Cell, stat: fn(&Cell) -> f64) -> String {
-    if c.correct {
-        us(stat(c))
-    } else {
-        "WRONG".to_string()
+    /// The slowest process's time of one call, after a barrier.
+    fn time(&mut self, method: Method) -> f64 {
+        self.reset(method);
+        let world = self.world;
+        timing::timed(
+            || world.barrier(),
+            || self.run(method),
+            |t| Self::max_over_processes(world, t),
+        )
     }
 }
 
@@ -337,35 +284,7 @@ fn table(
             l
         })
         .collect();
-    let mut out = String::new();
-    if o.markdown {
-        let row = |cols: &[String]| format!("| {} |", cols.join(" | "));
-        let _ = writeln!(out, "{}", row(&header));
-        let _ = writeln!(out, "|{}", " ---: |".repeat(header.len()));
-        for l in &lines {
-            let _ = writeln!(out, "{}", row(l));
-        }
-    } else {
-        let widths: Vec<usize> = (0..header.len())
-            .map(|j| {
-                lines
-                    .iter()
-                    .map(|l| l[j].len())
-                    .chain([header[j].len()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        for l in std::iter::once(&header).chain(&lines) {
-            let cols: Vec<String> = l
-                .iter()
-                .zip(&widths)
-                .map(|(c, w)| format!("{c:>w$}"))
-                .collect();
-            let _ = writeln!(out, "{}", cols.join("  "));
-        }
-    }
-    out
+    timing::render(&header, &lines, o.markdown)
 }
 
 /// One CSV row per cell.
@@ -419,13 +338,15 @@ fn main() -> ExitCode {
         pc: &pc,
         send: (0..largest).map(|i| input(rank, i)).collect(),
         buf: vec![0; largest],
+        n: 0,
     };
     let methods = methods(o.block);
     let names: Vec<String> = methods.iter().map(|m| m.name()).collect();
     let t0 = Instant::now();
     let mut rows = Vec::new();
     for &n in &o.counts {
-        let cells = bench.row(&methods, n, &o);
+        bench.n = n;
+        let cells = timing::row(&mut bench, &methods, &o.budget);
         if rank == 0 {
             eprintln!(
                 "[{:6.1} s] count {n}: {} rounds",
@@ -448,9 +369,9 @@ fn main() -> ExitCode {
              block {} elements; slowest process per repetition, after MPI_Barrier; {:.2} s per \
              cell, {}..{} repetitions; {:.0} s in all",
             o.block,
-            o.budget_s,
-            o.min_reps,
-            o.max_reps,
+            o.budget.seconds,
+            o.budget.min_reps,
+            o.budget.max_reps,
             t0.elapsed().as_secs_f64()
         );
         println!("\nMinimum (µs):\n");
