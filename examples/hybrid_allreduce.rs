@@ -15,7 +15,9 @@
 //!
 //! Options: `--threads T` threads per process (default 2), `--count N` `u64` elements per rank
 //! (default 100 000), `--iters K` timed calls per algorithm (default 20), `--algorithm NAME`
-//! one algorithm between the processes (default: `auto` and every transport-generic one).
+//! one algorithm between the processes (default: `auto` and every transport-generic one),
+//! `--segments a,b` the stage pipelining in segments of a, b elements as well
+//! (`Algorithm::Hierarchical { segment }`, `Auto` between the processes).
 //!
 //! Every rank prints one line per algorithm: its rank, process and thread, the first elements
 //! of its result, whether the result is exact, and its median time; then rank 0 prints the
@@ -71,6 +73,16 @@ fn algorithms() -> Vec<Algorithm> {
             )
         })
         .collect()
+}
+
+/// A column's name: the algorithm's, with the segment of a chosen hierarchical one.
+fn label(a: Algorithm) -> String {
+    match a {
+        Algorithm::Hierarchical {
+            segment: corecoll::Block::Elements(s),
+        } => format!("segments of {s}"),
+        a => a.name().to_string(),
+    }
 }
 
 /// The value of element `i` on rank `r`.
@@ -300,7 +312,7 @@ fn table_main(
         let auto = algs.iter().position(|&a| a == Algorithm::Auto);
         let table = |stat: fn(&Cell) -> f64| {
             let mut header = vec!["count".to_string(), "bytes".to_string()];
-            header.extend(algs.iter().map(|a| a.name().to_string()));
+            header.extend(algs.iter().map(|&a| label(a)));
             header.push("best".to_string());
             header.push("auto/best".to_string());
             header.push(format!("MPI_Allreduce ({nprocs} × 1)"));
@@ -313,7 +325,7 @@ fn table_main(
                     let best = (0..algs.len())
                         .filter(|&j| Some(j) != auto && team_cells[j].correct)
                         .min_by(|&a, &b| stat(&team_cells[a]).total_cmp(&stat(&team_cells[b])));
-                    l.push(best.map_or("-".to_string(), |j| algs[j].name().to_string()));
+                    l.push(best.map_or("-".to_string(), |j| label(algs[j])));
                     l.push(match (auto, best) {
                         (Some(a), Some(b))
                             if team_cells[a].correct && stat(&team_cells[b]) > 0.0 =>
@@ -358,6 +370,18 @@ fn main() -> ExitCode {
         }
         None => algorithms(),
     };
+    // `--segments a,b`: the hybrid stage pipelining with segments of a, b elements as well
+    // (`Hierarchical { segment }`, which runs `Auto` between the processes).
+    let mut algs = algs;
+    if let Some(i) = args.iter().position(|a| a == "--segments") {
+        let list = args.get(i + 1).expect("--segments takes a list");
+        for s in list.split(',') {
+            let s: usize = s.parse().expect("--segments takes element counts");
+            algs.push(Algorithm::Hierarchical {
+                segment: corecoll::Block::Elements(s),
+            });
+        }
+    }
 
     let table = args.iter().any(|a| a == "--table");
     let counts: Vec<usize> = match args.iter().position(|a| a == "--counts") {

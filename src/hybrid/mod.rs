@@ -85,6 +85,46 @@ const MPI_COSTS: Costs = Costs {
     beta_ns: 0.1,
 };
 
+/// `Auto`'s allreduce between processes for `bytes` per process, `exact` if MPI's own
+/// reduction gives the crate's bits (integers and `bool`, built-in ops): measured with
+/// `examples/process_sweep` on 2, 3 and 4 processes of the development machine (Open MPI
+/// 4.1.4, 2 cores; docs/hybrid.md, "Auto between processes"). MPI's `MPI_Allreduce` up to
+/// 2 KiB (0.54 against 0.66 µs for recursive doubling at 8 bytes on 2 processes; each also
+/// pays the call check); recursive doubling up to 32 KiB (1.1–1.4× faster than Rabenseifner
+/// at 8 KiB); Rabenseifner above (best from 128 KiB to 2 MiB at every P; within 1.2× of the
+/// ring and the two-tree at 8–16 MiB). All keep rank order.
+fn auto_allreduce(bytes: usize, exact: bool) -> Algorithm {
+    match bytes {
+        b if b <= 2 << 10 && exact => Algorithm::Native,
+        b if b <= 32 << 10 => Algorithm::RecursiveDoubling,
+        _ => Algorithm::Rabenseifner,
+    }
+}
+
+/// `Auto`'s broadcast between `p` processes for `bytes`, measured as [`auto_allreduce`]'s:
+/// `MPI_Bcast` (1.3–1.5× faster than the binomial tree from 8 KiB to 512 KiB on 4 processes,
+/// level on 2) below 2 MiB, and from 2 MiB on 3 processes or more scatter + allgather (van de
+/// Geijn; 1.07–1.4× faster than the binomial tree there).
+fn auto_broadcast(p: usize, bytes: usize) -> Broadcast {
+    if bytes >= 2 << 20 && p >= 3 {
+        Broadcast::ScatterAllgather
+    } else {
+        Broadcast::Native
+    }
+}
+
+/// `Auto`'s reduce between processes, measured as [`auto_allreduce`]'s: `MPI_Reduce` where
+/// its result is exact (as fast as the binomial tree, or up to 2× faster on 3 and 4 processes;
+/// 1.1–1.2× slower at 8–16 MiB on 2), else the binomial tree. The pipelined tree was 2–3× slower
+/// than both at every size measured (up to 4 processes, where its pipeline has no depth).
+fn auto_reduce(exact: bool) -> Reduce {
+    if exact {
+        Reduce::Native
+    } else {
+        Reduce::Binomial
+    }
+}
+
 /// A communicator whose ranks are MPI processes, one calling thread each (see the module
 /// docs): the crate's collective schedules between processes, with MPI's semantics and the
 /// crate's checks.
@@ -287,12 +327,10 @@ impl ProcessComm {
     /// `RecursiveDoubling`, `Rabenseifner`, `Ring` (commutative ops only), `PipelinedTree`,
     /// `DualRoot`, `TwoTree`; and `Native`, the MPI library's own `MPI_Allreduce` (for
     /// built-in ops on primitive types, see the module docs). The shared-memory ones (`Direct`,
-    /// `Hierarchical`, `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` takes MPICH's rule for
-    /// processes (Thakur, Rabenseifner and Gropp 2005): recursive doubling up to 2 KiB (⌈log₂
-    /// p⌉ messages, latency-bound), Rabenseifner's reduce-scatter + allgather above (about
-    /// 2βm of traffic); both keep rank order, so the op's commutativity does not matter. Not
-    /// yet measured against the pipelined ones here (the tuning work's tables are to replace
-    /// it).
+    /// `Hierarchical`, `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` goes by size, as measured on
+    /// this machine (docs/hybrid.md): `Native` up to 2 KiB where MPI's result is exact
+    /// (integers and `bool`), recursive doubling up to 32 KiB, Rabenseifner's reduce-scatter +
+    /// allgather above; all keep rank order.
     pub fn allreduce_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Algorithm) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
@@ -318,8 +356,7 @@ impl ProcessComm {
         let tag = self.next_tag(Kind::Allreduce);
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
-            Algorithm::Auto if bytes <= 2048 => Algorithm::RecursiveDoubling,
-            Algorithm::Auto => Algorithm::Rabenseifner,
+            Algorithm::Auto => auto_allreduce(bytes, native::exact::<T, O>(&op)),
             chosen => chosen,
         };
         let block = if alg.has_block() {
@@ -374,9 +411,9 @@ impl ProcessComm {
     /// [`Comm::broadcast_with`](crate::Comm::broadcast_with). `Binomial`, `PipelinedTree`,
     /// `ScatterAllgather` and `Native` (`MPI_Bcast` of the bytes, any type) run; the
     /// shared-memory ones (`Direct`, `Hierarchical`,
-    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` takes MPICH's rule: the
-    /// binomial tree below 12 KiB or on fewer than 8 processes, scatter + allgather (van de
-    /// Geijn, about 2βm) above; not yet measured here.
+    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto`, as measured here
+    /// (docs/hybrid.md): `Native` below 2 MiB, or on 2 processes; scatter + allgather (van de
+    /// Geijn, about 2βm) from 2 MiB on 3 processes or more.
     pub fn broadcast_with<T>(&self, buf: &mut [T], root: usize, algorithm: Broadcast) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
@@ -400,8 +437,7 @@ impl ProcessComm {
         let tag = self.next_tag(Kind::Broadcast);
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
-            Broadcast::Auto if bytes < 12 << 10 || p < 8 => Broadcast::Binomial,
-            Broadcast::Auto => Broadcast::ScatterAllgather,
+            Broadcast::Auto => auto_broadcast(p, bytes),
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);
@@ -448,8 +484,9 @@ impl ProcessComm {
     /// [`Comm::reduce_with`](crate::Comm::reduce_with), with the same argument order.
     /// `Binomial`, `PipelinedTree` and `Native` (`MPI_Reduce`, for built-in ops on primitive
     /// types) run; the shared-memory ones (`Direct`, `Hierarchical`, `HierarchicalDirect`)
-    /// return [`Error::Unsupported`]. `Auto`: the binomial tree up to
-    /// 64 KiB, the pipelined tree above (provisional, not yet measured here).
+    /// return [`Error::Unsupported`]. `Auto`, as measured here
+    /// (docs/hybrid.md): `Native` where MPI's result is exact (integers and `bool`), else the
+    /// binomial tree.
     pub fn reduce_with<T, O>(
         &self,
         buf: &mut [T],
@@ -482,10 +519,7 @@ impl ProcessComm {
         let tag = self.next_tag(Kind::Reduce);
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
-            Reduce::Auto if bytes <= 64 << 10 => Reduce::Binomial,
-            Reduce::Auto => Reduce::PipelinedTree {
-                block: Default::default(),
-            },
+            Reduce::Auto => auto_reduce(native::exact::<T, O>(&op)),
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);

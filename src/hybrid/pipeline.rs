@@ -59,7 +59,9 @@ use std::ops::Range;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
 /// The segment of a hybrid allreduce when the caller does not choose one: 1 MiB worth of
-/// elements. Provisional, to be set from measurement.
+/// elements. Measured on 2 processes × 2 threads (docs/hybrid.md, "Stage pipelining"): 1.15–1.4×
+/// faster than the uncut vector from 8 MB per rank up, where segments of 4 MiB gained less and
+/// of 256 KiB lost.
 pub(crate) const HYBRID_SEGMENT_BYTES: usize = 1 << 20;
 
 /// Elements per segment of a hybrid allreduce with `algorithm` on elements of `elem_size`
