@@ -186,6 +186,21 @@ impl ProcessComm {
         }
     }
 
+    /// MPI's datatype and op for a native reduction of `buf` with `op` (named `name` in
+    /// errors), `None` if `buf` is empty (nothing to do), or the refusal: no MPI counterpart,
+    /// or a vector above MPI's message limit (the same on every process, after the check).
+    fn native_reduction<T: 'static, O: Op<T> + ?Sized>(
+        &self,
+        name: &'static str,
+        buf: &[T],
+        op: &O,
+    ) -> Result<Option<(ffi::MPI_Datatype, ffi::MPI_Op)>> {
+        let (datatype, mop) =
+            reduction::<T, O>(op).map_err(|why| self.native_refusal(name, why))?;
+        self.check_bytes(name, size_of_val(buf))?;
+        Ok((!buf.is_empty()).then_some((datatype, mop)))
+    }
+
     /// Copies `buf` into the scratch buffer and calls `f` with a pointer to the copy.
     fn sending_copy<T: Copy, R>(&self, buf: &[T], f: impl FnOnce(*const c_void) -> R) -> R {
         let bytes = size_of_val(buf);
@@ -224,12 +239,9 @@ impl ProcessComm {
         T: Copy + 'static,
         O: Op<T> + ?Sized,
     {
-        const OP: &str = "allreduce";
-        let (datatype, mop) = reduction::<T, O>(op).map_err(|why| self.native_refusal(OP, why))?;
-        self.check_bytes(OP, size_of_val(buf))?;
-        if buf.is_empty() {
+        let Some((datatype, mop)) = self.native_reduction("allreduce", buf, op)? else {
             return Ok(());
-        }
+        };
         let n = buf.len() as c_int;
         let comm = self.comm.as_raw();
         let recv = buf.as_mut_ptr().cast::<c_void>();
@@ -262,19 +274,16 @@ impl ProcessComm {
         T: Copy + 'static,
         O: Op<T> + ?Sized,
     {
-        const OP: &str = "allreduce";
-        let (datatype, mop) = reduction::<T, O>(op).map_err(|why| self.native_refusal(OP, why))?;
         let bytes = size_of_val(buf);
-        self.check_bytes(OP, bytes)?;
         let mut copy = Vec::new();
-        if buf.is_empty() {
+        let Some((datatype, mop)) = self.native_reduction("allreduce", buf, op)? else {
             return Ok(PendingAllreduce {
                 req: None,
                 _send: copy,
                 buf,
                 polite: false,
             });
-        }
+        };
         let send = scratch_bytes(&mut copy, bytes);
         // SAFETY: as in `sending_copy`, into the pending call's own copy.
         unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), send, bytes) };
@@ -313,12 +322,9 @@ impl ProcessComm {
         T: Copy + 'static,
         O: Op<T> + ?Sized,
     {
-        const OP: &str = "reduce";
-        let (datatype, mop) = reduction::<T, O>(op).map_err(|why| self.native_refusal(OP, why))?;
-        self.check_bytes(OP, size_of_val(buf))?;
-        if buf.is_empty() {
+        let Some((datatype, mop)) = self.native_reduction("reduce", buf, op)? else {
             return Ok(());
-        }
+        };
         let n = buf.len() as c_int;
         let comm = self.comm.as_raw();
         let r = root as c_int;
