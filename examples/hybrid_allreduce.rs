@@ -66,12 +66,7 @@ use timing::{shown, Budget, Cell};
 fn algorithms() -> Vec<Algorithm> {
     Algorithm::ALL
         .into_iter()
-        .filter(|a| {
-            !matches!(
-                a,
-                Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
-            )
-        })
+        .filter(|a| !a.needs_shared_memory())
         .collect()
 }
 

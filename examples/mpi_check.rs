@@ -364,12 +364,7 @@ fn check_all(c: &mut Checker<'_>) {
     let affine = op::non_commutative(then);
     let mut algs: Vec<Algorithm> = Algorithm::ALL
         .into_iter()
-        .filter(|a| {
-            !matches!(
-                a,
-                Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
-            )
-        })
+        .filter(|a| !a.needs_shared_memory())
         .collect();
     // Small explicit blocks, so that the pipelines run many blocks at 100 003 elements.
     algs.push(Algorithm::PipelinedTree {
@@ -414,20 +409,14 @@ fn check_all(c: &mut Checker<'_>) {
     c.report("allreduce and broadcast of a zero-sized type", problem, t0);
 
     for alg in Broadcast::ALL {
-        if matches!(
-            alg,
-            Broadcast::Direct | Broadcast::Hierarchical | Broadcast::HierarchicalDirect
-        ) {
+        if alg.needs_shared_memory() {
             continue;
         }
         c.broadcast::<u64>("u64", alg);
         c.broadcast::<Affine>("16-byte struct", alg);
     }
     for alg in Reduce::ALL {
-        if matches!(
-            alg,
-            Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect
-        ) {
+        if alg.needs_shared_memory() {
             continue;
         }
         c.reduce::<u64, _>("u64 sum", op::Sum, sum_u64, alg);
@@ -573,10 +562,7 @@ fn time_allreduce(world: &SimpleCommunicator, pc: &ProcessComm, bytes: usize) {
         median(&mut || pc.barrier().expect("barrier")),
     ));
     for alg in Algorithm::ALL {
-        if matches!(
-            alg,
-            Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
-        ) {
+        if alg.needs_shared_memory() {
             continue;
         }
         let t = median(&mut || {

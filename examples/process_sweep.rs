@@ -118,34 +118,17 @@ impl Collective {
         let mut m: Vec<Method> = match self {
             Collective::Allreduce => Algorithm::ALL
                 .into_iter()
-                .filter(|a| {
-                    !matches!(
-                        a,
-                        Algorithm::Direct
-                            | Algorithm::Hierarchical { .. }
-                            | Algorithm::HierarchicalDirect
-                    )
-                })
+                .filter(|a| !a.needs_shared_memory())
                 .map(Method::Allreduce)
                 .collect(),
             Collective::Broadcast => Broadcast::ALL
                 .into_iter()
-                .filter(|a| {
-                    !matches!(
-                        a,
-                        Broadcast::Direct | Broadcast::Hierarchical | Broadcast::HierarchicalDirect
-                    )
-                })
+                .filter(|a| !a.needs_shared_memory())
                 .map(Method::Broadcast)
                 .collect(),
             Collective::Reduce => Reduce::ALL
                 .into_iter()
-                .filter(|a| {
-                    !matches!(
-                        a,
-                        Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect
-                    )
-                })
+                .filter(|a| !a.needs_shared_memory())
                 .map(Method::Reduce)
                 .collect(),
         };

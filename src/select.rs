@@ -197,6 +197,18 @@ algorithm_ids!(
 );
 
 impl Algorithm {
+    /// Whether the algorithm needs the ranks to share one address space (the shared-memory
+    /// and hierarchical ones): refused between MPI processes (`hybrid::ProcessComm`), and left
+    /// out of benchmarks and checks between them.
+    pub fn needs_shared_memory(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
+        )
+    }
+}
+
+impl Algorithm {
     /// Whether the algorithm cuts the vector into pipeline blocks or pieces (and so uses
     /// [`Algorithm::block_elements`]).
     pub(crate) fn has_block(self) -> bool {
@@ -416,6 +428,18 @@ algorithm_ids!(
 );
 
 impl Broadcast {
+    /// Whether the algorithm needs the ranks to share one address space (the shared-memory
+    /// and hierarchical ones): refused between MPI processes (`hybrid::ProcessComm`), and left
+    /// out of benchmarks and checks between them.
+    pub fn needs_shared_memory(self) -> bool {
+        matches!(
+            self,
+            Broadcast::Direct | Broadcast::Hierarchical | Broadcast::HierarchicalDirect
+        )
+    }
+}
+
+impl Broadcast {
     /// Elements per pipeline block of `n` elements of `elem_size` bytes on `p` ranks (0 for
     /// the algorithms without one): the pipelined tree's broadcast half of
     /// [`Algorithm::PipelinedTree`]'s steps, 2h + 2(b − 1).
@@ -495,6 +519,18 @@ algorithm_ids!(
     ),
     (Reduce::Native, Reduce::Native, "native", 6),
 );
+
+impl Reduce {
+    /// Whether the algorithm needs the ranks to share one address space (the shared-memory
+    /// and hierarchical ones): refused between MPI processes (`hybrid::ProcessComm`), and left
+    /// out of benchmarks and checks between them.
+    pub fn needs_shared_memory(self) -> bool {
+        matches!(
+            self,
+            Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect
+        )
+    }
+}
 
 impl Reduce {
     /// Elements per pipeline block (0 for the algorithms without one): the reduce half of

@@ -33,12 +33,7 @@ pub const GAP: u64 = 0xdead_beef_dead_beef;
 fn algorithms() -> Vec<Algorithm> {
     Algorithm::ALL
         .into_iter()
-        .filter(|a| {
-            !matches!(
-                a,
-                Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
-            )
-        })
+        .filter(|a| !a.needs_shared_memory())
         .collect()
 }
 

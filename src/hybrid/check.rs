@@ -32,13 +32,11 @@ use crate::op::{Builtin, Op};
 use crate::select::{
     Algorithm, Allgather, Alltoall, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
 };
-use crate::transport::mpi::wait_all;
 use crate::transport::{fingerprint_size, type_fingerprint, Kind};
 use ::mpi::collective::SystemOperation;
 use ::mpi::ffi;
 use ::mpi::traits::*;
 use std::ffi::c_int;
-use std::mem::MaybeUninit;
 
 /// Words in a call's descriptor.
 const WORDS: usize = 7;
@@ -253,30 +251,29 @@ impl ProcessComm {
     /// `recv` = the element-wise maximum of every process's `send` (`MPI_Allreduce` with
     /// `MPI_MAX`; when the communicator polls politely, `MPI_Iallreduce` polled until done).
     fn max_words(&self, send: &[u64], recv: &mut [u64]) {
-        if !self.polite.get() {
-            self.comm
-                .all_reduce_into(send, recv, SystemOperation::max());
-            return;
-        }
         assert_eq!(send.len(), recv.len());
-        let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
-        // SAFETY: `send` and `recv` hold `send.len()` u64 each and outlive the request, which
-        // is completed before this function returns; the datatype and op are predefined, the
+        let (n, comm) = (send.len() as c_int, self.comm.as_raw());
+        let (send, recv) = (send.as_ptr().cast(), recv.as_mut_ptr().cast());
+        // SAFETY (both closures): `send` and `recv` hold `n` u64 each and outlive the call,
+        // which completes inside `run_native`; the datatype and op are predefined, the
         // communicator valid, `req` a live out-parameter.
-        let rc = unsafe {
-            ffi::MPI_Iallreduce(
-                send.as_ptr().cast(),
-                recv.as_mut_ptr().cast(),
-                send.len() as c_int,
-                ffi::RSMPI_UINT64_T,
-                ffi::RSMPI_MAX,
-                self.comm.as_raw(),
-                req.as_mut_ptr(),
-            )
-        };
-        assert_eq!(rc, ffi::MPI_SUCCESS as c_int, "MPI_Iallreduce failed");
-        // SAFETY: MPI_Iallreduce succeeded and wrote the request.
-        wait_all(&mut [unsafe { req.assume_init() }], true);
+        self.run_native(
+            "MPI_Allreduce",
+            || unsafe {
+                ffi::MPI_Allreduce(send, recv, n, ffi::RSMPI_UINT64_T, ffi::RSMPI_MAX, comm)
+            },
+            |req| unsafe {
+                ffi::MPI_Iallreduce(
+                    send,
+                    recv,
+                    n,
+                    ffi::RSMPI_UINT64_T,
+                    ffi::RSMPI_MAX,
+                    comm,
+                    req,
+                )
+            },
+        );
     }
 
     /// The check of a call of a team that spans processes, made by each process's leader

@@ -58,7 +58,7 @@ impl Bridge {
     /// order), allreduce between the leaders with `algorithm`, broadcast from rank 0; in
     /// segments that pipeline through the three stages if the vector is longer than one
     /// (`hybrid::pipeline`: `Hierarchical { segment: Block::Elements(s) }`'s s elements, else
-    /// `HYBRID_SEGMENT_BYTES` worth).
+    /// `hierarchy::AUTO_SEGMENT_BYTES` worth).
     pub(crate) fn allreduce<T>(
         &self,
         buf: &mut [T],

@@ -371,7 +371,7 @@ impl ProcessComm {
             self.agree(&call)?;
         }
         match alg {
-            Algorithm::Direct | Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect => {
+            _ if alg.needs_shared_memory() => {
                 return Err(self.shared_memory_only(
                     OP,
                     alg.name(),
@@ -447,10 +447,7 @@ impl ProcessComm {
                 .at(root);
             self.agree(&call)?;
         }
-        if matches!(
-            alg,
-            Broadcast::Direct | Broadcast::Hierarchical | Broadcast::HierarchicalDirect
-        ) {
+        if alg.needs_shared_memory() {
             return Err(self.shared_memory_only(
                 OP,
                 alg.name(),
@@ -530,10 +527,7 @@ impl ProcessComm {
                 .with_op(&op);
             self.agree(&call)?;
         }
-        if matches!(
-            alg,
-            Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect
-        ) {
+        if alg.needs_shared_memory() {
             return Err(self.shared_memory_only(OP, alg.name(), "binomial or pipelined-tree"));
         }
         self.check_root(OP, root)?;

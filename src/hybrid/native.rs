@@ -35,6 +35,7 @@
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::op::{Builtin, Op};
+pub(crate) use crate::transport::mpi::Chunk;
 use crate::transport::mpi::{scratch_bytes, wait_all};
 use ::mpi::ffi;
 use ::mpi::traits::AsRaw;
@@ -168,6 +169,18 @@ fn reduction<T: 'static, O: Op<T> + ?Sized>(
     }
 }
 
+/// Copies `buf`'s bytes into `chunks` (grown to hold them) and returns where the copy starts:
+/// the send buffer of a reduction that MPI cannot do in place (see the module docs).
+fn copy_into<T: Copy>(chunks: &mut Vec<Chunk>, buf: &[T]) -> *const c_void {
+    let bytes = size_of_val(buf);
+    let dst = scratch_bytes(chunks, bytes);
+    // SAFETY: `buf` is `bytes` readable bytes (its elements are `Copy` primitives, see
+    // `datatype_of`, so every byte is initialised); `chunks` now has at least `bytes` writable
+    // bytes and is not `buf` (the communicator's scratch, or a pending call's own copy).
+    unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), dst, bytes) };
+    dst.cast_const().cast()
+}
+
 /// Whether MPI's own reduction of `T` with `op` gives exactly the crate's result on every
 /// process (what `Auto` may pick it for): a supported reduction on integers or `bool`.
 pub(super) fn exact<T: 'static, O: Op<T> + ?Sized>(op: &O) -> bool {
@@ -203,19 +216,12 @@ impl ProcessComm {
 
     /// Copies `buf` into the scratch buffer and calls `f` with a pointer to the copy.
     fn sending_copy<T: Copy, R>(&self, buf: &[T], f: impl FnOnce(*const c_void) -> R) -> R {
-        let bytes = size_of_val(buf);
-        let mut scratch = self.scratch.borrow_mut();
-        let dst = scratch_bytes(&mut scratch, bytes);
-        // SAFETY: `buf` is `bytes` readable bytes (its elements are `Copy` primitives, see
-        // `datatype_of`, so every byte is initialised); the scratch buffer has at least
-        // `bytes` writable bytes and is not `buf` (it is this communicator's own).
-        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), dst, bytes) };
-        f(dst.cast_const().cast())
+        f(copy_into(&mut self.scratch.borrow_mut(), buf))
     }
 
     /// Runs an MPI collective: the blocking form `blocking`, or where the communicator polls
     /// politely the immediate form `immediate` (which writes a request) polled to completion.
-    fn run_native(
+    pub(super) fn run_native(
         &self,
         name: &str,
         blocking: impl FnOnce() -> c_int,
@@ -262,31 +268,29 @@ impl ProcessComm {
 
     /// Starts `MPI_Iallreduce` of `buf` with `op` (after the call check), for a caller that
     /// overlaps it with other work (the hybrid allreduce's stage pipelining). The input goes
-    /// from a copy owned by the returned [`PendingAllreduce`], which holds `buf` until
-    /// [`PendingAllreduce::wait`] gives it back with the result (or until dropped, which
-    /// waits too).
+    /// from a copy in `copy` (grown as needed; a caller that starts many calls passes the
+    /// buffer back in each time), owned by the returned [`PendingAllreduce`], which holds `buf`
+    /// until [`PendingAllreduce::wait`] gives both back, `buf` with the result (or until
+    /// dropped, which waits too).
     pub(crate) fn native_allreduce_start<'b, T, O>(
         &self,
         buf: &'b mut [T],
         op: &O,
+        mut copy: Vec<Chunk>,
     ) -> Result<PendingAllreduce<'b, T>>
     where
         T: Copy + 'static,
         O: Op<T> + ?Sized,
     {
-        let bytes = size_of_val(buf);
-        let mut copy = Vec::new();
         let Some((datatype, mop)) = self.native_reduction("allreduce", buf, op)? else {
             return Ok(PendingAllreduce {
                 req: None,
-                _send: copy,
+                send: copy,
                 buf,
                 polite: false,
             });
         };
-        let send = scratch_bytes(&mut copy, bytes);
-        // SAFETY: as in `sending_copy`, into the pending call's own copy.
-        unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr().cast::<u8>(), send, bytes) };
+        let send = copy_into(&mut copy, buf);
         let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
         // SAFETY: `send` (the copy, owned by the returned value; its heap block does not move)
         // and `buf` (held by it, and not touched through the reference until the request is
@@ -295,7 +299,7 @@ impl ProcessComm {
         // communicator as in `native_allreduce`.
         let rc = unsafe {
             ffi::MPI_Iallreduce(
-                send.cast_const().cast(),
+                send,
                 buf.as_mut_ptr().cast(),
                 buf.len() as c_int,
                 datatype,
@@ -308,7 +312,7 @@ impl ProcessComm {
         Ok(PendingAllreduce {
             // SAFETY: MPI_Iallreduce succeeded and wrote the request.
             req: Some(unsafe { req.assume_init() }),
-            _send: copy,
+            send: copy,
             buf,
             polite: self.polite.get(),
         })
@@ -389,7 +393,7 @@ pub(crate) struct PendingAllreduce<'b, T> {
     /// The request, until completed (`None` for an empty buffer).
     req: Option<ffi::MPI_Request>,
     /// The copy of the input that MPI reads.
-    _send: Vec<crate::transport::mpi::Chunk>,
+    send: Vec<Chunk>,
     /// The receive buffer, written by MPI until the request completes.
     buf: &'b mut [T],
     /// Whether to poll politely.
@@ -397,10 +401,14 @@ pub(crate) struct PendingAllreduce<'b, T> {
 }
 
 impl<'b, T> PendingAllreduce<'b, T> {
-    /// Waits until the allreduce is complete and gives the buffer back, holding the result.
-    pub(crate) fn wait(mut self) -> &'b mut [T] {
+    /// Waits until the allreduce is complete and gives the buffer back, holding the result,
+    /// with the send copy's storage for reuse.
+    pub(crate) fn wait(mut self) -> (&'b mut [T], Vec<Chunk>) {
         self.complete();
-        std::mem::take(&mut self.buf)
+        (
+            std::mem::take(&mut self.buf),
+            std::mem::take(&mut self.send),
+        )
     }
 
     /// Completes the request, if not done yet.

@@ -5,8 +5,9 @@
 //! Hierarchical AutotuNed Collective Communication Framework").
 //!
 //! **The cut.** Segments of [`segment_elements`] whole elements (the caller's
-//! `Algorithm::Hierarchical { segment: Block::Elements(s) }`, else [`HYBRID_SEGMENT_BYTES`]
-//! worth), the last one ragged. Every rank of every process computes the same cut from the
+//! `Algorithm::Hierarchical { segment: Block::Elements(s) }`, else
+//! `hierarchy::AUTO_SEGMENT_BYTES` worth, as the hierarchy within a process cuts), the last
+//! one ragged (`blocks::block_range` over ⌈n / s⌉ segments). Every rank of every process computes the same cut from the
 //! length and element size, which the call check compares (the segment is the call's block).
 //!
 //! **The order of calls**, the same on every thread of a process, so that the process's local
@@ -48,38 +49,30 @@
 //! so it is the same on every process at the same segment, and every leader stops there.
 
 use super::check::{Arrival, Call};
-use super::native::PendingAllreduce;
+use super::native::{Chunk, PendingAllreduce};
 use super::world::Bridge;
 use super::ProcessComm;
+use crate::algorithms::blocks::block_range;
 use crate::error::{Error, Result};
+use crate::hierarchy;
 use crate::op::Op;
 use crate::select::{Algorithm, Block};
 use std::any::Any;
-use std::ops::Range;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-/// The segment of a hybrid allreduce when the caller does not choose one: 1 MiB worth of
-/// elements. Measured on 2 processes × 2 threads (docs/hybrid.md, "Stage pipelining"): 1.15–1.4×
-/// faster than the uncut vector from 8 MB per rank up, where segments of 4 MiB gained less and
-/// of 256 KiB lost.
-pub(crate) const HYBRID_SEGMENT_BYTES: usize = 1 << 20;
-
 /// Elements per segment of a hybrid allreduce with `algorithm` on elements of `elem_size`
-/// bytes: `Hierarchical { segment: Block::Elements(s) }`'s s (at least 1), otherwise
-/// [`HYBRID_SEGMENT_BYTES`] worth (at least 1; zero-sized elements make one segment).
+/// bytes: the hierarchy's rule (`hierarchy::segment_elements`) on the caller's
+/// `Hierarchical { segment }`, else on `Block::Auto` (`hierarchy::AUTO_SEGMENT_BYTES`, 1 MiB,
+/// measured for the hybrid too); zero-sized elements in `Auto` segments make one segment.
 pub(super) fn segment_elements(algorithm: Algorithm, elem_size: usize) -> usize {
-    match algorithm {
-        Algorithm::Hierarchical {
-            segment: Block::Elements(s),
-        } => s.max(1),
-        _ if elem_size == 0 => usize::MAX,
-        _ => (HYBRID_SEGMENT_BYTES / elem_size).max(1),
+    let segment = match algorithm {
+        Algorithm::Hierarchical { segment } => segment,
+        _ => Block::Auto,
+    };
+    match segment {
+        Block::Auto if elem_size == 0 => usize::MAX,
+        _ => hierarchy::segment_elements(segment, elem_size),
     }
-}
-
-/// Segment `k` of a vector of `n` elements cut into segments of `seg`.
-fn segment(k: usize, seg: usize, n: usize) -> Range<usize> {
-    k * seg..((k + 1) * seg).min(n)
 }
 
 /// The leader's stage between processes for one segment, in two halves, with the local reduce
@@ -124,16 +117,21 @@ struct Immediate<'b, 'o, T> {
     op: &'o dyn Op<T>,
     /// The started call.
     pending: Option<PendingAllreduce<'b, T>>,
+    /// The send copy's storage between calls, allocated once per allreduce.
+    spare: Vec<Chunk>,
 }
 
 impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Immediate<'b, '_, T> {
     fn start(&mut self, pc: &ProcessComm, seg: &'b mut [T]) -> Result<()> {
-        self.pending = Some(pc.native_allreduce_start(seg, self.op)?);
+        let copy = std::mem::take(&mut self.spare);
+        self.pending = Some(pc.native_allreduce_start(seg, self.op, copy)?);
         Ok(())
     }
 
     fn finish(&mut self, _pc: &ProcessComm) -> Result<&'b mut [T]> {
-        Ok(self.pending.take().expect("finish follows start").wait())
+        let (seg, copy) = self.pending.take().expect("finish follows start").wait();
+        self.spare = copy;
+        Ok(seg)
     }
 }
 
@@ -167,7 +165,7 @@ impl Bridge {
         let s = n.div_ceil(seg);
         debug_assert!(s > 1);
         let local = &self.local;
-        let before = local.reduce(&mut buf[segment(0, seg, n)], op, 0);
+        let before = local.reduce(&mut buf[block_range(n, seg, 0)], op, 0);
         let mut panic = None;
         let led = self.across(OP, call, before, |pc| {
             self.lead(pc, buf, op, seg, &call, between, &mut panic)
@@ -179,7 +177,7 @@ impl Bridge {
         }
         led?;
         if self.is_leader() {
-            return local.broadcast(&mut buf[segment(s - 1, seg, n)], 0);
+            return local.broadcast(&mut buf[block_range(n, seg, s - 1)], 0);
         }
         // The other threads: the same local calls as the leader's loop, stopping at the first
         // failure (after failing the local run, so that none of the process's threads waits
@@ -188,11 +186,11 @@ impl Bridge {
         for k in 0..s {
             if k + 1 < s {
                 local
-                    .reduce(&mut buf[segment(k + 1, seg, n)], op, 0)
+                    .reduce(&mut buf[block_range(n, seg, k + 1)], op, 0)
                     .map_err(fail)?;
             }
             local
-                .broadcast(&mut buf[segment(k, seg, n)], 0)
+                .broadcast(&mut buf[block_range(n, seg, k)], 0)
                 .map_err(fail)?;
         }
         Ok(())
@@ -221,7 +219,11 @@ impl Bridge {
         let mut state = Local::default();
         let (mut blocking, mut immediate);
         let stage: &mut dyn Stage<'_, T> = if between == Algorithm::Native {
-            immediate = Immediate { op, pending: None };
+            immediate = Immediate {
+                op,
+                pending: None,
+                spare: Vec::new(),
+            };
             &mut immediate
         } else {
             blocking = Blocking {
@@ -291,6 +293,7 @@ impl Bridge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hierarchy::AUTO_SEGMENT_BYTES;
 
     #[test]
     fn segments_cover_the_vector_in_order() {
@@ -306,7 +309,7 @@ mod tests {
             let s = n.div_ceil(seg);
             let mut next = 0;
             for k in 0..s {
-                let r = segment(k, seg, n);
+                let r = block_range(n, seg, k);
                 assert_eq!(r.start, next);
                 assert!(!r.is_empty() && r.len() <= seg);
                 next = r.end;
@@ -320,13 +323,10 @@ mod tests {
         let h = |s| Algorithm::Hierarchical { segment: s };
         assert_eq!(segment_elements(h(Block::Elements(7)), 8), 7);
         assert_eq!(segment_elements(h(Block::Elements(0)), 8), 1);
-        assert_eq!(
-            segment_elements(h(Block::Auto), 8),
-            HYBRID_SEGMENT_BYTES / 8
-        );
+        assert_eq!(segment_elements(h(Block::Auto), 8), AUTO_SEGMENT_BYTES / 8);
         assert_eq!(
             segment_elements(Algorithm::Auto, 16),
-            HYBRID_SEGMENT_BYTES / 16
+            AUTO_SEGMENT_BYTES / 16
         );
         assert_eq!(segment_elements(Algorithm::Auto, 3 << 20), 1);
         assert_eq!(segment_elements(Algorithm::Auto, 0), usize::MAX);
