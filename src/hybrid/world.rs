@@ -165,9 +165,10 @@ impl NodeShare {
     /// processes before it); where they do not, the processes start one core apart, so that
     /// their leaders (thread 0, which make the MPI calls) sit on different cores as long as
     /// there are cores for them, and each process's threads still spread over the cores.
-    /// Measured on 2 cores, 2 processes × 2 threads: with the leaders sharing a core, an 8-byte
-    /// `MPI_Allreduce` between them took 3.7 ms (each waits a time slice for the other),
-    /// 0.35 µs apart.
+    /// Seen on 2 cores, 2 processes × 2 threads (`hybrid_allreduce --table`, the benchmark
+    /// helper's runs on a loaded machine, docs/hybrid.md): with the leaders sharing a core, an
+    /// 8-byte `MPI_Allreduce` between them took 3.7 ms (each waits a time slice for the
+    /// other), 0.35 µs outside the team's run.
     pub(crate) fn core_index(&self, i: usize, n: usize) -> usize {
         if self.total <= n {
             (self.before + i) % n
