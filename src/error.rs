@@ -151,6 +151,13 @@ pub enum Error {
         /// The operating system's message.
         message: String,
     },
+    /// The cost-model simulator ([`crate::sim`]) could not carry out a schedule: one that
+    /// cannot finish (a message nobody sends), or a case it cannot simulate.
+    #[error("simulator: {what}")]
+    Simulation {
+        /// What went wrong.
+        what: String,
+    },
 }
 
 impl Error {

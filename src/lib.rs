@@ -30,7 +30,8 @@
 //! tells where each rank runs; [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its
 //! [`Algorithm`]s; [`op`] holds the reduction operations; the mailbox, the transport and the
 //! waiting protocol are internal and described in `docs/protocol.md`. With the feature `mpi`,
-//! `hybrid` (`ProcessComm`) runs the same collective schedules between MPI processes.
+//! `hybrid` (`ProcessComm`) runs the same collective schedules between MPI processes; [`sim`]
+//! runs them for any number of ranks under a cost model and predicts their time.
 
 mod algorithms;
 mod comm;
@@ -41,6 +42,7 @@ pub mod hybrid;
 mod mailbox;
 pub mod op;
 mod select;
+pub mod sim;
 mod sync;
 mod team;
 mod topology;

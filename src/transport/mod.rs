@@ -3,13 +3,14 @@
 //! [`Transport`] is what an algorithm may ask of the ranks it runs on: send, receive,
 //! exchange, and receive-and-combine, each naming a peer and a [`Tag`]. The shared-memory
 //! implementation ([`shm`]) runs over the mailboxes, the MPI one (`mpi`, feature `mpi`) over
-//! MPI point-to-point between processes; a cost-model simulator is to implement the same
-//! trait in a later part, so one schedule serves all three.
+//! MPI point-to-point between processes, and [`sim`] records what a schedule asks for the
+//! cost-model simulator ([`crate::sim`]), so one schedule serves all three.
 
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;
 mod permuted;
 pub(crate) mod shm;
+pub(crate) mod sim;
 mod wire;
 
 pub(crate) use permuted::Permuted;

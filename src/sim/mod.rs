@@ -1,0 +1,402 @@
+//! The cost-model simulator: runs the crate's own schedules for any number of ranks in one
+//! thread and predicts their time under the α-β-γ model.
+//!
+//! A collective is simulated in two passes. First every rank's schedule — the very code that
+//! runs between threads and between MPI processes — runs alone against a recording transport
+//! on a zero-sized element type (`transport::sim`), which writes down its messages and
+//! reductions and moves no data; then the traces are replayed against each other (`engine`):
+//! the k-th send on an edge meets the k-th receive, a transfer of m bytes takes α + βm once
+//! both ends are posted and both ranks' ports are free, a reduction of m bytes γm. Memory is
+//! the traces, O(messages): trees and butterflies reach 10⁴ ranks and more; the ring's
+//! 2(p − 1) steps per rank make its traces grow as p².
+//!
+//! The model is the one of Träff 2021 (`/work/shared/papers/000_0c86cefcaf7b0d0a.txt`, §1.2):
+//! uniform links, linear cost, bidirectional (telephone-like) ports, in which that paper counts
+//! 4h − 3 + 3(b − 1) steps for the dual-root algorithm; with [`Ports::Unidirectional`] a rank
+//! sends or receives, not both. What it leaves out: local copies, contention beyond the two
+//! ends of a message, hierarchy (every pair of ranks is equally far), eager sends (a send
+//! waits for its receive). `tests/sim.rs` checks the paper's step counts exactly.
+//!
+//! ```
+//! use corecoll::sim::{self, Collective, Model, Case};
+//! use corecoll::{Algorithm, Block};
+//!
+//! // The dual-root allreduce of 1 000 000 ints on the 1 152 ranks of Träff's 36 × 32 machine.
+//! let alg = Algorithm::DualRoot { block: Block::Elements(16_000) };
+//! let case = Case::new(Collective::Allreduce(alg), 1152, 1_000_000);
+//! let model = Model { alpha_ns: 2000.0, beta_ns: 0.1, gamma_ns: 0.05, ..Model::default() };
+//! let predicted = sim::simulate(&case, &model).unwrap();
+//! assert!(predicted.time_ns > 3.0 * 0.1 * 4e6); // at least 3βm
+//! assert_eq!(predicted.block, 16_000);
+//! ```
+
+mod engine;
+
+use crate::algorithms;
+use crate::error::{Error, Result};
+use crate::select::{
+    Algorithm, Allgather, Alltoall, Barrier, Broadcast, Costs, Gather, Reduce, ReduceScatter, Scan,
+    Scatter,
+};
+use crate::transport::sim::{SimOp, SimTransport, Trace, Unit};
+use crate::transport::{Kind, Tag};
+
+/// Whether a rank can send and receive at the same time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ports {
+    /// Telephone-like: one send and one receive at once (Träff 2021's model); an exchange
+    /// costs one step.
+    #[default]
+    Bidirectional,
+    /// One transfer at a time per rank, in either direction; an exchange costs two steps.
+    Unidirectional,
+}
+
+/// The α-β-γ cost model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Model {
+    /// Start-up time per message, ns.
+    pub alpha_ns: f64,
+    /// Transfer time per byte, ns.
+    pub beta_ns: f64,
+    /// Reduction time per byte combined, ns.
+    pub gamma_ns: f64,
+    /// The ports of every rank.
+    pub ports: Ports,
+}
+
+impl Default for Model {
+    /// A rank per core on the development machine (`select`'s measured defaults): α = 100 ns,
+    /// β = 0.07 ns per byte, γ = 0.1 ns per byte, bidirectional.
+    fn default() -> Model {
+        Model {
+            alpha_ns: Costs::DEDICATED.alpha_ns,
+            beta_ns: Costs::DEDICATED.beta_ns,
+            gamma_ns: 0.1,
+            ports: Ports::Bidirectional,
+        }
+    }
+}
+
+impl Model {
+    /// The model that counts steps: α = 1, β = γ = 0, so that a schedule's predicted time is
+    /// the number of transfers on its critical path.
+    pub fn steps(ports: Ports) -> Model {
+        Model {
+            alpha_ns: 1.0,
+            beta_ns: 0.0,
+            gamma_ns: 0.0,
+            ports,
+        }
+    }
+}
+
+/// A collective and the algorithm to simulate (not `Auto`, and none of the shared-memory
+/// ones: they read other ranks' memory instead of sending messages).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Collective {
+    /// `Comm::allreduce_with`: `count` elements per rank.
+    Allreduce(Algorithm),
+    /// `Comm::broadcast_with`: `count` elements from the root.
+    Broadcast(Broadcast),
+    /// `Comm::reduce_with`: `count` elements per rank, to the root.
+    Reduce(Reduce),
+    /// `Comm::scan_with`: `count` elements per rank.
+    Scan(Scan),
+    /// `Comm::gather_with`: `count` elements from each rank.
+    Gather(Gather),
+    /// `Comm::scatter_with`: `count` elements to each rank.
+    Scatter(Scatter),
+    /// `Comm::allgather_with`: `count` elements from each rank.
+    Allgather(Allgather),
+    /// `Comm::alltoall_with`: `count` elements from each rank to each rank.
+    Alltoall(Alltoall),
+    /// `Comm::reduce_scatter_block_with`: `count` elements of the result per rank.
+    ReduceScatter(ReduceScatter),
+    /// `Comm::barrier_with` (`count` is ignored).
+    Barrier(Barrier),
+}
+
+impl Collective {
+    /// The collective's name and the algorithm's, as the benchmark spells them
+    /// (`allreduce/dual-root`).
+    pub fn name(&self) -> String {
+        let (c, a) = match self {
+            Collective::Allreduce(a) => ("allreduce", a.name()),
+            Collective::Broadcast(a) => ("broadcast", a.name()),
+            Collective::Reduce(a) => ("reduce", a.name()),
+            Collective::Scan(a) => ("scan", a.name()),
+            Collective::Gather(a) => ("gather", a.name()),
+            Collective::Scatter(a) => ("scatter", a.name()),
+            Collective::Allgather(a) => ("allgather", a.name()),
+            Collective::Alltoall(a) => ("alltoall", a.name()),
+            Collective::ReduceScatter(a) => ("reduce-scatter", a.name()),
+            Collective::Barrier(a) => ("barrier", a.name()),
+        };
+        format!("{c}/{a}")
+    }
+
+    /// Every algorithm of every collective that the simulator can run (blocks `Auto`).
+    pub fn all() -> Vec<Collective> {
+        let mut v = Vec::new();
+        v.extend(Algorithm::ALL.map(Collective::Allreduce));
+        v.extend(Broadcast::ALL.map(Collective::Broadcast));
+        v.extend(Reduce::ALL.map(Collective::Reduce));
+        v.extend(Scan::ALL.map(Collective::Scan));
+        v.extend(Gather::ALL.map(Collective::Gather));
+        v.extend(Scatter::ALL.map(Collective::Scatter));
+        v.extend(Allgather::ALL.map(Collective::Allgather));
+        v.extend(Alltoall::ALL.map(Collective::Alltoall));
+        v.extend(ReduceScatter::ALL.map(Collective::ReduceScatter));
+        v.extend(Barrier::ALL.map(Collective::Barrier));
+        v.retain(|c| c.simulable().is_ok());
+        v
+    }
+
+    /// `Ok` if the simulator can run it; else why not.
+    fn simulable(&self) -> std::result::Result<(), &'static str> {
+        let auto = "`Auto` chooses by the machine it runs on; simulate each algorithm instead";
+        let shm = "it reads other ranks' memory instead of sending messages, which the model \
+                   has no term for";
+        let no = match *self {
+            Collective::Allreduce(Algorithm::Auto) => auto,
+            Collective::Allreduce(a) if a.needs_shared_memory() => shm,
+            Collective::Allreduce(Algorithm::Native) => "it is MPI's own collective",
+            Collective::Broadcast(Broadcast::Auto) => auto,
+            Collective::Broadcast(Broadcast::Native) => "it is MPI's own collective",
+            Collective::Broadcast(a) if a.needs_shared_memory() => shm,
+            Collective::Broadcast(Broadcast::Hierarchical) => shm,
+            Collective::Reduce(Reduce::Auto) => auto,
+            Collective::Reduce(Reduce::Native) => "it is MPI's own collective",
+            Collective::Reduce(a) if a.needs_shared_memory() => shm,
+            Collective::Reduce(Reduce::Hierarchical) => shm,
+            Collective::Scan(Scan::Auto)
+            | Collective::Gather(Gather::Auto)
+            | Collective::Scatter(Scatter::Auto)
+            | Collective::Allgather(Allgather::Auto)
+            | Collective::Alltoall(Alltoall::Auto)
+            | Collective::ReduceScatter(ReduceScatter::Auto)
+            | Collective::Barrier(Barrier::Auto) => auto,
+            Collective::Allgather(
+                Allgather::Direct | Allgather::Hierarchical | Allgather::HierarchicalDirect,
+            )
+            | Collective::Alltoall(Alltoall::Direct | Alltoall::RingLeaders { .. })
+            | Collective::ReduceScatter(ReduceScatter::Direct)
+            | Collective::Barrier(Barrier::Hierarchical | Barrier::HierarchicalDirect) => shm,
+            _ => return Ok(()),
+        };
+        Err(no)
+    }
+}
+
+/// One simulated call: which collective and algorithm, on how many ranks, how much data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Case {
+    /// The collective and its algorithm.
+    pub collective: Collective,
+    /// Ranks (at least 1).
+    pub ranks: usize,
+    /// Elements, as the collective's count argument ([`Collective`] says per what).
+    pub count: usize,
+    /// Bytes per element (4 for the paper's `MPI_INT`).
+    pub elem_bytes: usize,
+    /// Root of the rooted collectives.
+    pub root: usize,
+    /// Whether the op is commutative.
+    pub commutative: bool,
+}
+
+impl Case {
+    /// `collective` of `count` 4-byte elements on `ranks` ranks, root 0, a commutative op.
+    pub fn new(collective: Collective, ranks: usize, count: usize) -> Case {
+        Case {
+            collective,
+            ranks,
+            count,
+            elem_bytes: 4,
+            root: 0,
+            commutative: true,
+        }
+    }
+}
+
+/// What the simulator predicts for a [`Case`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    /// When the last rank finishes, ns.
+    pub time_ns: f64,
+    /// Transfers on the critical path: the time under [`Model::steps`] with the same ports.
+    pub rounds: u64,
+    /// Messages sent in all.
+    pub messages: u64,
+    /// The most bytes any one rank sent.
+    pub max_bytes_sent: u64,
+    /// The most bytes any one rank received.
+    pub max_bytes_received: u64,
+    /// Bytes sent by all ranks together.
+    pub total_bytes: u64,
+    /// The most bytes any one rank combined with the op.
+    pub max_bytes_reduced: u64,
+    /// The pipeline block (or ring piece) in elements the algorithm ran with (0 if it has
+    /// none): the case's own `Block::Elements`, or `Block::Auto`'s choice under the model.
+    pub block: usize,
+}
+
+/// Simulates `case` under `model`.
+///
+/// Errors: [`Error::Simulation`] for a collective the simulator cannot run (`Auto`, the
+/// shared-memory algorithms, `Native`), [`Error::RankOutOfRange`] for a root outside the ranks,
+/// [`Error::ZeroRanks`], and [`Error::Unsupported`] where the real call would refuse (the ring
+/// with a non-commutative op).
+pub fn simulate(case: &Case, model: &Model) -> Result<Prediction> {
+    let (traces, block) = record(case, model)?;
+    let elem_bytes = case.elem_bytes as u64;
+    let params = |m: &Model| engine::Params {
+        alpha: m.alpha_ns,
+        beta: m.beta_ns,
+        gamma: m.gamma_ns,
+        elem_bytes,
+        bidirectional: m.ports == Ports::Bidirectional,
+    };
+    let out = engine::replay(&traces, params(model))?;
+    let steps = engine::replay(&traces, params(&Model::steps(model.ports)))?;
+    let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
+    Ok(Prediction {
+        time_ns: out.finish.iter().copied().fold(0.0, f64::max),
+        rounds: steps.finish.iter().copied().fold(0.0, f64::max) as u64,
+        messages: out.messages,
+        max_bytes_sent: max(&out.sent),
+        max_bytes_received: max(&out.received),
+        total_bytes: out.sent.iter().sum(),
+        max_bytes_reduced: max(&out.reduced) * elem_bytes,
+        block,
+    })
+}
+
+/// Runs every rank's schedule of `case` against the recording transport: the traces, and the
+/// block the schedule ran with.
+fn record(case: &Case, model: &Model) -> Result<(Vec<Trace>, usize)> {
+    let p = case.ranks;
+    if p == 0 {
+        return Err(Error::ZeroRanks);
+    }
+    if let Err(why) = case.collective.simulable() {
+        return Err(Error::Simulation {
+            what: format!("cannot simulate {}: {why}", case.collective.name()),
+        });
+    }
+    if case.root >= p {
+        return Err(Error::RankOutOfRange {
+            rank: 0,
+            op: "simulate",
+            peer: case.root,
+            size: p,
+        });
+    }
+    if !case.commutative && case.collective == Collective::Allreduce(Algorithm::Ring) {
+        return Err(Error::Unsupported {
+            rank: 0,
+            op: "simulate",
+            what: "the ring allreduce reorders operands and cannot honour a non-commutative op"
+                .into(),
+        });
+    }
+    let costs = Costs {
+        alpha_ns: model.alpha_ns,
+        beta_ns: model.beta_ns,
+    };
+    let (n, e) = (case.count, case.elem_bytes);
+    let block = match case.collective {
+        Collective::Allreduce(a) if a.has_block() => a.block_elements(p, n, e, costs),
+        Collective::Broadcast(a) => a.block_elements(p, n, e, costs),
+        Collective::Reduce(a) => a.block_elements(p, n, e, costs),
+        Collective::Scan(a) => a.block_elements(p, n, e, costs),
+        _ => 0,
+    };
+    let mut traces = Vec::with_capacity(p);
+    for rank in 0..p {
+        let t = SimTransport::new(rank, p);
+        run_rank(&t, case, block)?;
+        traces.push(t.into_trace());
+    }
+    Ok((traces, block))
+}
+
+/// Runs rank `t.rank()`'s part of `case` on the recording transport `t`.
+fn run_rank(t: &SimTransport, case: &Case, block: usize) -> Result<()> {
+    use crate::algorithms::{alltoall, barrier, gather, reduce_scatter};
+    let op = SimOp {
+        transport: t,
+        commutative: case.commutative,
+    };
+    let (p, n, root) = (case.ranks, case.count, case.root);
+    let tag = |kind: Kind, variant: u8| Tag {
+        kind,
+        variant,
+        seq: 1,
+    };
+    let one = || vec![Unit; n];
+    let all = || vec![Unit; p.saturating_mul(n)];
+    match case.collective {
+        Collective::Allreduce(a) => {
+            let tag = tag(Kind::Allreduce, a.id());
+            algorithms::allreduce::run(t, &mut one(), &op, a, block, tag)
+        }
+        Collective::Broadcast(a) => {
+            let tag = tag(Kind::Broadcast, a.id());
+            algorithms::broadcast::run(t, &mut one(), root, a, block, tag)
+        }
+        Collective::Reduce(a) => {
+            let tag = tag(Kind::Reduce, a.id());
+            algorithms::reduce::run(t, &mut one(), &op, root, a, block, tag)
+        }
+        Collective::Scan(a) => {
+            let tag = tag(Kind::Scan, a.id());
+            algorithms::scan::run(t, &mut one(), &op, a, block, false, tag)
+        }
+        Collective::Gather(a) => {
+            let tag = tag(Kind::Gather, a.id());
+            match a {
+                Gather::Binomial => gather::gather_binomial(t, &one(), &mut all(), root, tag),
+                _ => gather::gather_linear(t, &one(), &mut all(), root, tag),
+            }
+        }
+        Collective::Scatter(a) => {
+            let tag = tag(Kind::Scatter, a.id());
+            match a {
+                Scatter::Binomial => gather::scatter_binomial(t, &all(), &mut one(), root, tag),
+                _ => gather::scatter_linear(t, &all(), &mut one(), root, tag),
+            }
+        }
+        Collective::Allgather(a) => {
+            let tag = tag(Kind::Allgather, a.id());
+            match a {
+                Allgather::Ring => gather::ring(t, &one(), &mut all(), tag),
+                Allgather::Bruck => gather::bruck(t, &one(), &mut all(), tag),
+                _ => gather::recursive_doubling(t, &one(), &mut all(), tag),
+            }
+        }
+        Collective::Alltoall(a) => {
+            let tag = tag(Kind::Alltoall, a.id());
+            match a {
+                Alltoall::Bruck => alltoall::bruck(t, &all(), &mut all(), tag),
+                _ => alltoall::pairwise(t, &all(), &mut all(), tag),
+            }
+        }
+        Collective::ReduceScatter(a) => {
+            let tag = tag(Kind::ReduceScatter, a.id());
+            match a {
+                ReduceScatter::Ring => reduce_scatter::ring(t, &all(), &mut one(), &op, tag),
+                _ => reduce_scatter::recursive_halving(t, &all(), &mut one(), &op, tag),
+            }
+        }
+        Collective::Barrier(a) => {
+            let tag = tag(Kind::Barrier, a.id());
+            match a {
+                Barrier::Tree => barrier::tree(t, tag),
+                _ => barrier::dissemination(t, tag),
+            }
+        }
+    }
+}
