@@ -31,6 +31,8 @@
 //! [`Algorithm`]s; [`op`] holds the reduction operations; the mailbox, the transport and the
 //! waiting protocol are internal and described in `docs/protocol.md`. With the feature `mpi`,
 //! `hybrid` (`ProcessComm`) runs the same collective schedules between MPI processes.
+//! [`profile`] holds a machine's measured cost constants ([`Profile`], written by
+//! `corecoll-bench --calibrate`), which teams load for the pipelining lemma's block sizes.
 
 mod algorithms;
 mod comm;
@@ -40,6 +42,7 @@ mod hierarchy;
 pub mod hybrid;
 mod mailbox;
 pub mod op;
+pub mod profile;
 mod select;
 mod sync;
 mod team;
@@ -51,6 +54,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "mpi")]
 pub use hybrid::ProcessComm;
 pub use mailbox::EAGER_MAX;
+pub use profile::Profile;
 pub use select::{Algorithm, Block};
 
 /// The algorithms of the collectives other than allreduce (whose [`Algorithm`] is at the
