@@ -20,8 +20,9 @@
 //! 2. for the shared-memory levels with a core per rank (`L3`, `Package`, `Machine`), the
 //!    nearest measured one of them, the wider on a tie: `L3` → `Package` → `Machine`;
 //!    `Package` → `Machine` → `L3`; `Machine` → `Package` → `L3`;
-//! 3. the built-in default: [`Costs::DEDICATED`] for those three, [`Costs::OVERSUBSCRIBED`] for
-//!    `Oversubscribed`, [`Costs::MPI`] for `Mpi`.
+//! 3. the built-in default (the crate's `select::Costs`): α = 100 ns and β = 0.07 ns/B
+//!    (`DEDICATED`) for those three, α = 3 µs and β = 0.07 ns/B (`OVERSUBSCRIBED`) for
+//!    `Oversubscribed`, α = 1 µs and β = 0.1 ns/B (`MPI`) for `Mpi`.
 //!
 //! `Oversubscribed` and `Mpi` never borrow another level's numbers: a message that waits for
 //! its peer to be scheduled, or that goes through MPI, costs an order of magnitude more than
@@ -455,11 +456,13 @@ mod tests {
     use super::*;
 
     fn measured() -> Profile {
-        let mut p = Profile::default();
-        p.host = Host {
-            hostname: Some("test".into()),
-            cores: 2,
-            topology: "1 package, 1 L3 group, 2 cores (synthetic)".into(),
+        let mut p = Profile {
+            host: Host {
+                hostname: Some("test".into()),
+                cores: 2,
+                topology: "1 package, 1 L3 group, 2 cores (synthetic)".into(),
+            },
+            ..Profile::default()
         };
         let mut l3 = LevelCosts::measured(150.0, 0.05);
         l3.r2 = Some(0.99);
