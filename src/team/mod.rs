@@ -223,6 +223,7 @@ impl TeamBuilder {
         let mut team = self.build_for(Some(node.total))?;
         // Where the node's threads share cores, the leaders' MPI waits give theirs up too.
         process.set_polite(team.shared.ranks.policy.oversubscribed);
+        process.set_profile(&team.shared.ranks.profile);
         team.process = Some(Arc::new(process));
         Ok(team)
     }
