@@ -143,6 +143,15 @@ pub enum Error {
     /// A topology could not be made as described (an empty or malformed shape).
     #[error("topology: {0}")]
     Topology(String),
+    /// A calibration profile could not be read: the file (if any) and what is wrong with it
+    /// (`Profile::load`, `Profile::from_json`, `CORECOLL_PROFILE`).
+    #[error("profile{}: {what}", path.as_ref().map(|p| format!(" {p}")).unwrap_or_default())]
+    Profile {
+        /// The file, if the profile came from one.
+        path: Option<String>,
+        /// What is wrong.
+        what: String,
+    },
     /// A rank thread could not be started.
     #[error("could not start rank thread {rank}: {message}")]
     Spawn {

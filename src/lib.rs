@@ -32,6 +32,8 @@
 //! waiting protocol are internal and described in `docs/protocol.md`. With the feature `mpi`,
 //! `hybrid` (`ProcessComm`) runs the same collective schedules between MPI processes; [`sim`]
 //! runs them for any number of ranks under a cost model and predicts their time.
+//! [`profile`] holds a machine's measured cost constants ([`Profile`], written by
+//! `corecoll-bench --calibrate`), which teams load for the pipelining lemma's block sizes.
 
 mod algorithms;
 mod comm;
@@ -41,6 +43,7 @@ mod hierarchy;
 pub mod hybrid;
 mod mailbox;
 pub mod op;
+pub mod profile;
 mod select;
 pub mod sim;
 mod sync;
@@ -53,6 +56,7 @@ pub use error::{Error, Result};
 #[cfg(feature = "mpi")]
 pub use hybrid::ProcessComm;
 pub use mailbox::EAGER_MAX;
+pub use profile::Profile;
 pub use select::{Algorithm, Block};
 
 /// The algorithms of the collectives other than allreduce (whose [`Algorithm`] is at the

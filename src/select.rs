@@ -3,8 +3,8 @@
 //! `Auto` for allreduce ([`choose_allreduce`]) goes by size: recursive doubling for short
 //! vectors, the shared-memory direct algorithm for the rest, a rule read off the measurements
 //! in docs/benchmarks.md until the calibrated decision tables of the tuning work replace it.
-//! `Block::Auto` comes from the pipelining lemma ([`lemma_block`]) with measured defaults for
-//! α and β ([`Costs`]).
+//! `Block::Auto` comes from the pipelining lemma ([`lemma_block`]) with α and β of the team's
+//! calibration profile (`crate::profile`), whose built-in defaults are the [`Costs`] here.
 
 use crate::mailbox::EAGER_MAX;
 
@@ -301,15 +301,14 @@ impl Costs {
         alpha_ns: 3000.0,
         beta_ns: 0.07,
     };
-
-    /// The defaults for a team that is (or is not) oversubscribed.
-    pub(crate) fn for_team(oversubscribed: bool) -> Costs {
-        if oversubscribed {
-            Costs::OVERSUBSCRIBED
-        } else {
-            Costs::DEDICATED
-        }
-    }
+    /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,
+    /// about 1 µs per message and 0.1 ns per byte (a copy through a shared segment or a
+    /// single-copy kernel transfer), larger than the mailboxes' [`Costs::DEDICATED`]; what a
+    /// profile without a measured `mpi` level gives (`profile::Level::Mpi`).
+    pub(crate) const MPI: Costs = Costs {
+        alpha_ns: 1000.0,
+        beta_ns: 0.1,
+    };
 }
 
 /// The pipelining lemma (Träff 2021, §1.2): a pipeline of `a + c·b` steps of α + βm/b each

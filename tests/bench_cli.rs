@@ -324,3 +324,44 @@ fn bad_machines_and_parameters_are_refused_with_a_message() {
         "{stdout}"
     );
 }
+
+#[test]
+fn calibrate_writes_a_profile_that_loads() {
+    let dir = scratch("calibrate");
+    let path = dir.join("profile.json");
+    let out = run(&[
+        "--calibrate",
+        "--time",
+        "0.001",
+        "--profile-out",
+        path.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    for word in ["level", "oversubscribed", "mpi", "γ", "wrote"] {
+        assert!(stdout.contains(word), "no `{word}`:\n{stdout}");
+    }
+    let profile = corecoll::Profile::load(&path).expect("the profile loads");
+    use corecoll::profile::Level;
+    // Two ranks on one core can always be measured; every level is listed, measured or not.
+    assert!(profile.level(Level::Oversubscribed).unwrap().is_measured());
+    assert!(profile.gamma.f64_sum_ns.is_some() && profile.gamma.u64_sum_ns.is_some());
+    for level in Level::ALL {
+        let c = profile.level(level).expect("every level is listed");
+        assert!(
+            c.is_measured() || !c.note.is_empty(),
+            "{level}: no reason given"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // --calibrate measures the detected machine only.
+    let out = run(&["--calibrate", "--machine", "2x2"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("--machine"));
+}

@@ -97,7 +97,7 @@ impl Comm {
             // The segment is compared by the check too.
             crate::hierarchy::segment_elements(segment, std::mem::size_of::<T>())
         } else if alg.has_block() {
-            let costs = select::Costs::for_team(self.run().ranks.policy.oversubscribed);
+            let costs = self.costs();
             alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs)
         } else {
             0

@@ -18,6 +18,7 @@ pub(crate) mod world;
 use crate::algorithms;
 use crate::error::Result;
 use crate::hierarchy::{Hierarchy, Plan};
+use crate::profile::Level;
 use crate::select::{self, Barrier};
 use crate::sync::park::wait_until;
 use crate::topology::{Location, Topology};
@@ -70,6 +71,9 @@ pub struct Comm {
     /// The plans of those hierarchies, computed from the ranks' locations alone (no messages)
     /// the first time a call asks for them.
     plan: [OnceCell<Box<Plan>>; 2],
+    /// The pipelining lemma's constants on this communicator ([`Comm::costs`]), computed from
+    /// the ranks' locations and the team's profile the first time a call asks.
+    costs: OnceCell<select::Costs>,
     /// This rank's scratch buffers, reused by the collectives from call to call.
     scratch: scratch::Pool,
     /// On a communicator whose ranks span MPI processes (a hybrid team's world), the link to
@@ -97,6 +101,7 @@ impl Comm {
             coll_seq: Cell::new(0),
             hierarchy: [OnceCell::new(), OnceCell::new()],
             plan: [OnceCell::new(), OnceCell::new()],
+            costs: OnceCell::new(),
             scratch: scratch::Pool::new(),
             #[cfg(feature = "mpi")]
             bridge: None,
@@ -238,6 +243,28 @@ impl Comm {
         self.plan[1].get_or_init(|| {
             let locations: Vec<_> = (0..self.size()).map(|r| self.location(r)).collect();
             Box::new(Plan::of(&locations, true))
+        })
+    }
+
+    /// The cost constants `Block::Auto` uses on this communicator: the team profile's
+    /// ([`crate::Profile`]) for the level the ranks span — `Oversubscribed` if the team's
+    /// ranks share cores, else the widest of `L3`, `Package`, `Machine` among the ranks'
+    /// locations ([`Level::spanned`]). The same on every rank (it depends on the team and the
+    /// members only), and computed once per communicator.
+    pub(crate) fn costs(&self) -> select::Costs {
+        *self.costs.get_or_init(|| {
+            let ranks = &self.run.ranks;
+            let level = if ranks.policy.oversubscribed {
+                Level::Oversubscribed
+            } else {
+                Level::spanned(
+                    self.shared
+                        .members
+                        .iter()
+                        .map(|&t| ranks.locations.get(t).copied().flatten()),
+                )
+            };
+            ranks.profile.costs(level)
         })
     }
 

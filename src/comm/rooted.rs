@@ -6,7 +6,7 @@ use super::Comm;
 use crate::algorithms;
 use crate::error::Result;
 use crate::op::Op;
-use crate::select::{self, Broadcast, Costs, Reduce};
+use crate::select::{self, Broadcast, Reduce};
 use crate::transport::Kind;
 
 impl Comm {
@@ -67,7 +67,7 @@ impl Comm {
             let tag = tag.with_variant(alg.id());
             return crate::hierarchy::direct::broadcast(self, buf, root, plan, tag);
         }
-        let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
+        let costs = self.costs();
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
         let t = self.coll("broadcast");
         let call = Call::of::<T, _>("broadcast", alg, buf.len())
@@ -171,7 +171,7 @@ impl Comm {
             }
             chosen => chosen,
         };
-        let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
+        let costs = self.costs();
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
         let t = self.coll("reduce");
         let call = Call::of::<T, _>("reduce", alg, buf.len())

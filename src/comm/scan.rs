@@ -13,7 +13,7 @@ use super::Comm;
 use crate::algorithms;
 use crate::error::Result;
 use crate::op::Op;
-use crate::select::{self, Costs, Scan};
+use crate::select::{self, Scan};
 use crate::transport::Kind;
 
 /// The bit set in the algorithm word of an exclusive scan (the ids of [`Scan`] are small).
@@ -98,7 +98,7 @@ impl Comm {
             Scan::Auto => select::choose_scan(self.size(), std::mem::size_of_val(buf)),
             chosen => chosen,
         };
-        let costs = Costs::for_team(self.run().ranks.policy.oversubscribed);
+        let costs = self.costs();
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
         let word = alg.id() | if exclusive { EXCLUSIVE } else { 0 };
         let t = self.coll(name);

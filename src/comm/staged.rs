@@ -17,15 +17,10 @@ use super::Comm;
 use crate::algorithms;
 use crate::error::Result;
 use crate::op::Op;
-use crate::select::{self, Costs};
+use crate::select;
 use crate::transport::{Elem, Kind};
 
 impl Comm {
-    /// The costs the pipelining lemma uses on this communicator's team.
-    fn stage_costs(&self) -> Costs {
-        Costs::for_team(self.run().ranks.policy.oversubscribed)
-    }
-
     /// A reduce of `buf` to `root` with `Auto`'s flat algorithm, without a call check (see
     /// the module documentation: the caller's whole-communicator check covers it).
     pub(crate) fn stage_reduce<T: Elem, O: Op<T>>(
@@ -48,7 +43,7 @@ impl Comm {
             self.size(),
             buf.len(),
             std::mem::size_of::<T>(),
-            self.stage_costs(),
+            self.costs(),
         );
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -69,7 +64,7 @@ impl Comm {
             self.size(),
             buf.len(),
             std::mem::size_of::<T>(),
-            self.stage_costs(),
+            self.costs(),
         );
         let tag = tag.with_variant(alg.id());
         match alg {
@@ -92,7 +87,7 @@ impl Comm {
                 self.size(),
                 buf.len(),
                 std::mem::size_of::<T>(),
-                self.stage_costs(),
+                self.costs(),
             )
         } else {
             0

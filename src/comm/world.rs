@@ -5,6 +5,7 @@ use super::board::Board;
 use crate::error::Error;
 use crate::hierarchy::direct::Flags;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
+use crate::profile::Profile;
 use crate::sync::park::{Parker, WaitPolicy};
 use crate::sync::{AtomicBool, CachePadded, Mutex, Ordering};
 use crate::topology::{Location, Topology};
@@ -26,6 +27,9 @@ pub(crate) struct Ranks {
     pub topology: Option<Arc<Topology>>,
     /// Where each team rank runs, by team rank (`None`: not pinned).
     pub locations: Box<[Option<Location>]>,
+    /// The team's cost constants, from which each communicator takes those of the level its
+    /// ranks span (`Comm::costs`).
+    pub profile: Arc<Profile>,
 }
 
 impl Ranks {
@@ -37,7 +41,14 @@ impl Ranks {
             timeout,
             topology: None,
             locations: vec![None; n].into_boxed_slice(),
+            profile: Arc::new(Profile::default()),
         }
+    }
+
+    /// The same ranks with the cost constants of `profile`.
+    pub(crate) fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = Arc::new(profile);
+        self
     }
 
     /// The same ranks placed on `topology` at `locations` (one per rank).

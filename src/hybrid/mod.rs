@@ -76,15 +76,6 @@ use check::Call;
 use std::cell::{Cell, RefCell};
 use std::mem::{size_of, size_of_val};
 
-/// The pipelining lemma's constants between processes (`select::lemma_block`): an estimate
-/// for Open MPI's shared-memory transport on one node, about 1 µs per message and 0.1 ns per
-/// byte (a copy through a shared segment or a single-copy kernel transfer), larger than the
-/// mailboxes' [`Costs::DEDICATED`]. To be measured and replaced by the tuning work.
-const MPI_COSTS: Costs = Costs {
-    alpha_ns: 1000.0,
-    beta_ns: 0.1,
-};
-
 /// `Auto`'s allreduce between processes for `bytes` per process, `exact` if MPI's own
 /// reduction gives the crate's bits (integers and `bool`, built-in ops): measured with
 /// `examples/process_sweep` on 2, 3 and 4 processes of the development machine (Open MPI
@@ -145,6 +136,11 @@ pub struct ProcessComm {
     /// (`transport::mpi::poll_politely`): set by a hybrid team whose node has more threads
     /// than cores.
     polite: Cell<bool>,
+    /// The pipelining lemma's constants between the processes (`select::lemma_block`): the
+    /// `mpi` level of a profile ([`ProcessComm::set_profile`], or the hybrid team's), else the
+    /// built-in estimate for Open MPI's shared-memory transport on one node (`Costs::MPI`:
+    /// 1 µs per message, 0.1 ns per byte).
+    costs: Cell<Costs>,
 }
 
 impl std::fmt::Debug for ProcessComm {
@@ -206,12 +202,26 @@ impl ProcessComm {
             seq: Cell::new(0),
             scratch: RefCell::new(Vec::new()),
             polite: Cell::new(false),
+            costs: Cell::new(Costs::MPI),
         })
     }
 
     /// Makes waits poll politely (see the field).
     pub(crate) fn set_polite(&self, polite: bool) {
         self.polite.set(polite);
+    }
+
+    /// Takes `Block::Auto`'s constants from the `mpi` level of `profile` ([`crate::Profile`];
+    /// its built-in estimate where that level was not measured). Every process must set the
+    /// same profile: the block size is part of the call check, so processes that differ fail
+    /// with [`Error::Mismatch`] instead of running different schedules.
+    pub fn set_profile(&self, profile: &crate::Profile) {
+        self.costs.set(profile.costs(crate::profile::Level::Mpi));
+    }
+
+    /// The pipelining lemma's constants (see the field).
+    pub(crate) fn costs(&self) -> Costs {
+        self.costs.get()
     }
 
     /// This process's rank, `0..size()` (its rank in the communicator it was made from).
@@ -360,7 +370,7 @@ impl ProcessComm {
             chosen => chosen,
         };
         let block = if alg.has_block() {
-            alg.block_elements(p, n, size_of::<T>(), MPI_COSTS)
+            alg.block_elements(p, n, size_of::<T>(), self.costs.get())
         } else {
             0
         };
@@ -440,7 +450,7 @@ impl ProcessComm {
             Broadcast::Auto => auto_broadcast(p, bytes),
             chosen => chosen,
         };
-        let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);
+        let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
         if check {
             let call = Call::of::<T>(Kind::Broadcast, alg.id(), n)
                 .in_blocks(block)
@@ -519,7 +529,7 @@ impl ProcessComm {
             Reduce::Auto => auto_reduce(native::exact::<T, O>(&op)),
             chosen => chosen,
         };
-        let block = alg.block_elements(p, n, size_of::<T>(), MPI_COSTS);
+        let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
         if check {
             let call = Call::of::<T>(Kind::Reduce, alg.id(), n)
                 .in_blocks(block)

@@ -19,7 +19,6 @@
 use super::check::Call;
 use super::gather::V_FORM;
 use super::world::Bridge;
-use super::MPI_COSTS;
 use crate::algorithms::scan as sched;
 use crate::error::Result;
 use crate::op::Op;
@@ -103,7 +102,7 @@ impl Bridge {
                 Scan::Auto => Scan::RecursiveDoubling,
                 chosen => chosen,
             };
-            let block = alg.block_elements(np, acc.len(), size_of::<T>(), MPI_COSTS);
+            let block = alg.block_elements(np, acc.len(), size_of::<T>(), pc.costs());
             let bytes = size_of_val(&acc[..]);
             pc.agreed(name, Kind::Scan, word, bytes, |tr, tag| {
                 sched::run(tr, &mut acc, &op, alg, block, true, tag)

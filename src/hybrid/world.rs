@@ -239,6 +239,11 @@ impl Process {
         self.pc.set_polite(polite);
     }
 
+    /// Takes the `mpi` level of the team's profile for the stage between the processes.
+    pub(crate) fn set_profile(&self, profile: &crate::Profile) {
+        self.pc.set_profile(profile);
+    }
+
     /// Called by `Team::run` on its calling thread before the ranks start: that thread must
     /// be allowed to call MPI; the run starts with no failed check.
     pub(crate) fn begin(&self) -> Result<()> {

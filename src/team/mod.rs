@@ -14,6 +14,7 @@ pub use crate::topology::Pinning;
 use crate::comm::world::{CommShared, Ranks, RunState};
 use crate::comm::Comm;
 use crate::error::{Error, Result};
+use crate::profile::Profile;
 use crate::sync::park::{wait_until, WaitPolicy};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering};
 use crate::topology::{available_cores, Location, Topology};
@@ -71,6 +72,7 @@ pub struct TeamBuilder {
     topology: Option<Topology>,
     timeout: Option<Duration>,
     wait: Wait,
+    profile: Option<Profile>,
 }
 
 /// How the ranks of a team wait for one another, and which machine `Auto` assumes: as
@@ -161,9 +163,20 @@ impl TeamBuilder {
         self
     }
 
+    /// The machine's cost constants ([`Profile`], written by `corecoll-bench --calibrate`),
+    /// from which `Block::Auto` picks pipeline block sizes: each communicator takes those of
+    /// the level its ranks span. Default: the file named by the environment variable
+    /// `CORECOLL_PROFILE` if it is set ([`Profile::from_env`]), else [`Profile::default`]
+    /// (the built-in constants).
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = Some(profile);
+        self
+    }
+
     /// Places the ranks on the topology ([`Topology::place`]) and starts the team's threads,
-    /// each pinned to the OS index of its location. Fails for zero ranks or a placement the
-    /// topology cannot satisfy.
+    /// each pinned to the OS index of its location. Fails for zero ranks, a placement the
+    /// topology cannot satisfy, or (without [`TeamBuilder::profile`]) a `CORECOLL_PROFILE`
+    /// that names a file that cannot be read or is not a profile ([`Error::Profile`]).
     pub fn build(self) -> Result<Team> {
         self.build_for(None)
     }
@@ -210,6 +223,7 @@ impl TeamBuilder {
         let mut team = self.build_for(Some(node.total))?;
         // Where the node's threads share cores, the leaders' MPI waits give theirs up too.
         process.set_polite(team.shared.ranks.policy.oversubscribed);
+        process.set_profile(&team.shared.ranks.profile);
         team.process = Some(Arc::new(process));
         Ok(team)
     }
@@ -222,6 +236,10 @@ impl TeamBuilder {
         if ranks == 0 {
             return Err(Error::ZeroRanks);
         }
+        let profile = match self.profile {
+            Some(p) => p,
+            None => Profile::from_env()?.unwrap_or_default(),
+        };
         let locations = topology.place(&self.pinning, ranks)?;
         let plan: Vec<Option<usize>> = locations.iter().map(|l| l.map(|l| l.os_index)).collect();
         // Oversubscription is judged against the real cores, whatever the topology describes.
@@ -229,7 +247,11 @@ impl TeamBuilder {
             .wait
             .resolve(load.unwrap_or(ranks).max(ranks), available_cores().len());
         let shared = Arc::new(Shared {
-            ranks: Arc::new(Ranks::new(ranks, policy, self.timeout).placed(topology, locations)),
+            ranks: Arc::new(
+                Ranks::new(ranks, policy, self.timeout)
+                    .placed(topology, locations)
+                    .with_profile(profile),
+            ),
             epoch: CachePadded::new(AtomicU64::new(0)),
             job: Mutex::new(None),
             remaining: CachePadded::new(AtomicUsize::new(0)),
@@ -328,6 +350,11 @@ impl Team {
             .topology
             .as_deref()
             .expect("a team's ranks always have a topology")
+    }
+
+    /// The cost constants the team's communicators use ([`TeamBuilder::profile`]).
+    pub fn profile(&self) -> &Profile {
+        &self.shared.ranks.profile
     }
 
     /// Runs `f` on every rank (SPMD) and returns the results in rank order. Rank 0 runs on the

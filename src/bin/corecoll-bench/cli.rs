@@ -79,6 +79,18 @@ pub struct Args {
     /// No progress bar.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Measure this machine's cost constants (α and β per level by ping-pong, γ of a sum) and
+    /// write them as a profile that teams load (`CORECOLL_PROFILE=PATH`); `--time` is the
+    /// seconds per size and level. See docs/calibration.md.
+    #[arg(long)]
+    pub calibrate: bool,
+    /// Where `--calibrate` writes the profile (default: target/corecoll-bench/profile.json).
+    #[arg(long, value_name = "PATH")]
+    pub profile_out: Option<PathBuf>,
+    /// Internal: run as one process of the MPI ping-pong of `--calibrate` (started by
+    /// `mpirun`).
+    #[arg(long, hide = true)]
+    pub calibrate_mpi_worker: bool,
     /// Internal: run as one process of the MPI baseline (started by `mpirun`).
     #[arg(long, hide = true)]
     pub mpi_worker: bool,

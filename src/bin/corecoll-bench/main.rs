@@ -4,8 +4,11 @@
 //! iteration's time max(end) − min(start) over the ranks), checks the result against a
 //! sequential reference (`cell::check`), and prints a table; it writes CSV, JSON and an SVG
 //! plot per collective. `--help` lists the options; docs/benchmarks.md explains the columns.
+//! `--calibrate` measures the machine's cost constants instead and writes a profile
+//! (`calibrate.rs`, docs/calibration.md).
 
 mod baselines;
+mod calibrate;
 mod cell;
 mod cli;
 mod elem;
@@ -34,6 +37,10 @@ fn main() -> ExitCode {
     let args = cli::Args::parse();
     let result = if args.topology {
         print_topology(&args)
+    } else if args.calibrate_mpi_worker {
+        calibrate_worker(&args)
+    } else if args.calibrate {
+        calibrate::main(&args)
     } else if args.mpi_worker {
         mpi_worker(&args)
     } else {
@@ -84,4 +91,16 @@ fn mpi_worker(args: &cli::Args) -> Result<ExitCode, String> {
 #[cfg(not(feature = "mpi"))]
 fn mpi_worker(_args: &cli::Args) -> Result<ExitCode, String> {
     Err("--mpi-worker needs the `mpi` feature (cargo build --features mpi)".into())
+}
+
+/// One process of the MPI ping-pong of `--calibrate`, started by `mpirun`.
+#[cfg(feature = "mpi")]
+fn calibrate_worker(args: &cli::Args) -> Result<ExitCode, String> {
+    calibrate::mpi::worker(args).map(|()| ExitCode::SUCCESS)
+}
+
+/// Without the `mpi` feature there is no MPI ping-pong.
+#[cfg(not(feature = "mpi"))]
+fn calibrate_worker(_args: &cli::Args) -> Result<ExitCode, String> {
+    Err("--calibrate-mpi-worker needs the `mpi` feature (cargo build --features mpi)".into())
 }

@@ -201,7 +201,10 @@ fn deadline(args: &Args, cells: usize) -> Option<Duration> {
 
 /// Waits for `child`; past `limit`, asks `mpirun` to stop (SIGTERM, which it passes on to its
 /// processes), then kills it, and says so.
-fn wait(child: &mut std::process::Child, limit: Option<Duration>) -> Result<ExitStatus, String> {
+pub(crate) fn wait(
+    child: &mut std::process::Child,
+    limit: Option<Duration>,
+) -> Result<ExitStatus, String> {
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
@@ -234,7 +237,7 @@ fn wait(child: &mut std::process::Child, limit: Option<Duration>) -> Result<Exit
 
 /// The last lines of the job's output (its stdout and stderr), prefixed for an error message;
 /// empty when there is none.
-fn log_tail(path: &Path) -> String {
+pub(crate) fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     if lines.is_empty() {
@@ -245,7 +248,7 @@ fn log_tail(path: &Path) -> String {
 }
 
 /// The first executable file named `name` in the directories of `PATH`.
-fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -257,23 +260,23 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 }
 
 /// Whether this process runs as root (effective user id 0).
-fn running_as_root() -> bool {
+pub(crate) fn running_as_root() -> bool {
     // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// The job's two files in the temporary directory, named after this process and the time;
 /// removed on drop.
-struct TempFiles {
+pub(crate) struct TempFiles {
     /// The records that the worker's rank 0 writes.
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// `mpirun`'s stdout and stderr.
-    log: PathBuf,
+    pub(crate) log: PathBuf,
 }
 
 impl TempFiles {
     /// Names two fresh files (they are created by whoever writes them first).
-    fn new() -> Result<TempFiles, String> {
+    pub(crate) fn new() -> Result<TempFiles, String> {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
