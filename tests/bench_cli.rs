@@ -365,3 +365,134 @@ fn calibrate_writes_a_profile_that_loads() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     assert!(text(&out.stderr).contains("--machine"));
 }
+
+#[test]
+fn guidelines_run_the_users_rows_and_print_the_rules() {
+    let dir = scratch("guidelines");
+    let json = dir.join("g.json");
+    let out = run(&[
+        "--guidelines",
+        "--ranks",
+        "2",
+        "--sizes",
+        "8,4KiB",
+        "--time",
+        "0.002",
+        "--quiet",
+        "--csv",
+        dir.join("g.csv").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        dir.join("g.svg").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Self-consistent performance guidelines"),
+        "{stdout}"
+    );
+    // 8 B is rounded up to one f64 per rank on 2 ranks: 16 B, for every collective.
+    for rule in [
+        "allreduce(m) ≤ reduce(m) + broadcast(m)",
+        "broadcast(m) ≤ scatter(m) + allgather(m)",
+        "alltoall(m) ≤ alltoallv(m)",
+        "barrier ≤ allreduce(m)",
+    ] {
+        for size in ["16 B", "4 KiB"] {
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l.starts_with(rule) && l.contains(size)),
+                "no `{rule}` at {size}:\n{stdout}"
+            );
+        }
+    }
+    assert!(stdout.contains("check(s)"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Only the rows a user gets: auto, and the v forms' one algorithm.
+    let records = v["records"].as_array().unwrap();
+    assert!(records.iter().all(
+        |r| ["auto", "linear", "ring", "pairwise"].contains(&r["algorithm"].as_str().unwrap())
+    ));
+    let checks = v["checks"]["guidelines"]["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2 * 15, "{checks:?}");
+    assert_eq!(v["checks"]["guidelines"]["skipped"], 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn blocks_add_fixed_block_rows_and_their_table() {
+    let dir = scratch("blocks");
+    let out = run(&[
+        "--collective",
+        "allreduce,broadcast",
+        "--algorithms",
+        "auto,ring,dual-root,pipelined-tree",
+        "--blocks",
+        "1KiB,4KiB",
+        "--ranks",
+        "2",
+        "--sizes",
+        "8KiB",
+        "--time",
+        "0.002",
+        "--quiet",
+        "--csv",
+        dir.join("b.csv").to_str().unwrap(),
+        "--json",
+        dir.join("b.json").to_str().unwrap(),
+        "--plot",
+        dir.join("b.svg").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    for row in ["dual-root:1KiB", "dual-root:4KiB", "pipelined-tree:4KiB"] {
+        assert!(stdout.contains(row), "no `{row}` row:\n{stdout}");
+    }
+    assert!(
+        stdout.contains("Block::Auto against fixed blocks"),
+        "{stdout}"
+    );
+    for heading in [
+        "allreduce · f64 sum · 2 ranks · all, compact · warm · dual-root",
+        "allreduce · f64 sum · 2 ranks · all, compact · warm · pipelined-tree",
+        "broadcast · f64 · 2 ranks · all, compact · warm · pipelined-tree",
+    ] {
+        assert!(stdout.contains(heading), "no `{heading}`:\n{stdout}");
+    }
+    // The cliff lines after the summary, one per collective.
+    assert!(stdout.contains("No cliffs"), "{stdout}");
+    assert_eq!(stdout.matches("size(s) above 1.25×").count(), 2, "{stdout}");
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    // Blocks where no selected algorithm takes one, and with --guidelines, are refused.
+    for (args, says) in [
+        (
+            &["--algorithms", "ring", "--blocks", "1KiB"][..],
+            "takes a block",
+        ),
+        (&["--guidelines", "--blocks", "1KiB"][..], "separately"),
+        (&["--blocks", "0"][..], "at least 1 byte"),
+        (
+            &["--guidelines", "--guideline-tolerance=-1"][..],
+            "tolerance",
+        ),
+    ] {
+        let out = run(args);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

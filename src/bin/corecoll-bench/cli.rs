@@ -67,6 +67,22 @@ pub struct Args {
     /// A different buffer every iteration (caches cold) instead of reusing one (warm).
     #[arg(long)]
     pub cold: bool,
+    /// Check the self-consistent performance guidelines (Träff, Gropp and Thakur): sweep the
+    /// collectives the rules need, each with the algorithm a user gets (`auto`), instead of
+    /// `--collective` and `--algorithms`, and print which rules hold. Sizes are rounded down to
+    /// multiples of ranks × element size so that every collective moves the same bytes.
+    /// (A sweep that measures both sides of a rule prints the checks without it.)
+    #[arg(long)]
+    pub guidelines: bool,
+    /// The guidelines' tolerance: a rule is violated when its left side is above
+    /// (1 + this) × its right side (the sides are separate cells; their medians are noisy).
+    #[arg(long, default_value_t = crate::output::checks::DEFAULT_TOLERANCE)]
+    pub guideline_tolerance: f64,
+    /// Fixed blocks to sweep beside `Block::Auto`: each selected pipelined algorithm
+    /// (pipelined-tree, dual-root, two-tree) also runs with each of these block sizes (a list
+    /// or range as `--sizes` takes), and a table compares Auto with the best fixed block.
+    #[arg(long, value_parser = parse_sizes)]
+    pub blocks: Option<Sizes>,
     /// CSV output (default: target/corecoll-bench/results.csv).
     #[arg(long)]
     pub csv: Option<PathBuf>,

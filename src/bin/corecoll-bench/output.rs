@@ -1,8 +1,10 @@
 //! The results as files and groups: the run's description (`RunInfo`), the grouping of records
 //! into comparable sets, the "% of limit" column, and the CSV and JSON files (JSON also read
 //! back, as the MPI baseline's processes hand their records over in it). The printed table and
-//! summary are in `output/text.rs`.
+//! summary are in `output/text.rs`, the checks of issue 8 over a run (guidelines, cliffs,
+//! blocks) in `output/checks.rs`.
 
+pub mod checks;
 mod text;
 
 pub use text::{print_hierarchy, print_summary, print_table, summary_markdown};
@@ -273,6 +275,9 @@ struct ResultsOut<'a> {
     info: &'a RunInfo,
     /// Its records.
     records: &'a [Record],
+    /// The checks over them, when the caller has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checks: Option<&'a checks::Checks>,
 }
 
 /// The JSON file as read.
@@ -284,13 +289,24 @@ struct ResultsIn {
     records: Vec<Record>,
 }
 
-/// Writes `{ "info": …, "records": [ … ] }`, pretty printed. JSON has no NaN: a failed cell's
-/// times are written as `null` (and read back as NaN by [`read_json`]).
-pub fn write_json(path: &Path, info: &RunInfo, records: &[Record]) -> Result<(), String> {
+/// Writes `{ "info": …, "records": [ … ], "checks": { … } }` (no `checks` when `checks` is
+/// `None`), pretty printed. JSON has no NaN: a failed cell's times are written as `null` (and
+/// read back as NaN by [`read_json`], which ignores the checks).
+pub fn write_json(
+    path: &Path,
+    info: &RunInfo,
+    records: &[Record],
+    checks: Option<&checks::Checks>,
+) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let file = std::fs::File::create(path).map_err(|e| err(&e))?;
     let mut w = std::io::BufWriter::new(file);
-    serde_json::to_writer_pretty(&mut w, &ResultsOut { info, records }).map_err(|e| err(&e))?;
+    let out = ResultsOut {
+        info,
+        records,
+        checks,
+    };
+    serde_json::to_writer_pretty(&mut w, &out).map_err(|e| err(&e))?;
     std::io::Write::write_all(&mut w, b"\n").map_err(|e| err(&e))?;
     std::io::Write::flush(&mut w).map_err(|e| err(&e))
 }
@@ -448,11 +464,13 @@ pub(crate) mod tests {
             machine: "2x2 (synthetic: 2 packages, 2 L3 groups, 4 cores)".into(),
         };
         let path = temp("trip.json");
-        write_json(&path, &info, &v).unwrap();
+        let checks = checks::Checks::of(&v, checks::DEFAULT_TOLERANCE);
+        write_json(&path, &info, &v, Some(&checks)).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         let (info2, back) = read_json(&path).unwrap();
         std::fs::remove_file(&path).ok();
         assert!(text.contains("\"median_us\": null"), "{text}");
+        assert!(text.contains("\"checks\": {"), "{text}");
         assert_eq!(info2, info);
         assert!(same(&v, &back), "{v:?}\n{back:?}");
     }

@@ -1,10 +1,14 @@
 //! The sweep: scopes (the placement, or each socket and then all of them) × collectives ×
-//! sizes × algorithms and baselines, each cell measured and checked, then the outputs.
+//! sizes × algorithms and baselines, each cell measured and checked, then the outputs and the
+//! checks over them (`output::checks`). `--blocks` adds fixed-block rows beside each pipelined
+//! algorithm's `Block::Auto` one; `--guidelines` replaces the selection by what the
+//! guidelines need: their collectives, each with the algorithm a user gets.
 
 use crate::cell::{self, Alg, CellSpec, CorecollKernel};
-use crate::cli::{parse_alg_specs, Args, Collective, Dtype, Placement};
+use crate::cli::{parse_alg_specs, parse_collectives, Args, Collective, Dtype, Param, Placement};
 use crate::elem::{dispatch, Elem, Visit};
 use crate::measure::{measure, Kernel, Timing};
+use crate::output::checks::{self, Checks, BLOCK_SWEPT};
 use crate::output::{self, RunInfo};
 use crate::placement;
 use crate::record::{Record, Source, Validation};
@@ -58,11 +62,47 @@ impl Entry {
 }
 
 /// The entries of `c` that `--algorithms` selects (`all`, or a list of names, some with
-/// parameters, whose block sizes are counted in elements of `dtype`). The order is the
-/// collective's, each name's parameterised rows after it in the order given. An item that
-/// does not apply to `c` (another collective's name, a parameter that `c`'s algorithm of that
-/// name does not take) selects nothing.
-fn entries(c: Collective, selection: &str, dtype: Dtype) -> Vec<Entry> {
+/// parameters, whose block sizes are counted in elements of `dtype`), each pipelined one of
+/// [`BLOCK_SWEPT`] followed by its rows with the fixed blocks of `blocks` (bytes; see
+/// [`with_blocks`]). The order is the collective's, each name's parameterised rows after it
+/// in the order given. An item that does not apply to `c` (another collective's name, a
+/// parameter that `c`'s algorithm of that name does not take) selects nothing.
+fn entries(c: Collective, selection: &str, dtype: Dtype, blocks: &[usize]) -> Vec<Entry> {
+    with_blocks(selected(c, selection, dtype), blocks, dtype)
+}
+
+/// `list` with, after each entry of [`BLOCK_SWEPT`] without a parameter (its `Block::Auto`
+/// row), one entry per block of `blocks` (bytes) that the algorithm takes, named as
+/// `--algorithms` would name it (`dual-root:4KiB`); a name already in the list is not added
+/// twice.
+fn with_blocks(list: Vec<Entry>, blocks: &[usize], dtype: Dtype) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    for e in list {
+        let mut extra = Vec::new();
+        if let Kind::Corecoll(a) = e.kind {
+            if BLOCK_SWEPT.contains(&e.name.as_str()) {
+                for &b in blocks {
+                    let param = Param::Bytes(b);
+                    if let Some(fixed) = cell::with_param(a, param, dtype) {
+                        extra.push(Entry {
+                            name: format!("{}:{}", e.name, param.label()),
+                            kind: Kind::Corecoll(fixed),
+                        });
+                    }
+                }
+            }
+        }
+        for e in std::iter::once(e).chain(extra) {
+            if !out.iter().any(|o| o.name == e.name) {
+                out.push(e);
+            }
+        }
+    }
+    out
+}
+
+/// The entries of `c` that `--algorithms` selects, without `--blocks` (see [`entries`]).
+fn selected(c: Collective, selection: &str, dtype: Dtype) -> Vec<Entry> {
     let all: Vec<(&'static str, Kind)> = cell::algorithms(c)
         .into_iter()
         .map(|(n, a)| (n, Kind::Corecoll(a)))
@@ -110,7 +150,7 @@ fn entries(c: Collective, selection: &str, dtype: Dtype) -> Vec<Entry> {
 fn known_names(collectives: &[Collective]) -> Vec<String> {
     let mut names: Vec<String> = collectives
         .iter()
-        .flat_map(|&c| entries(c, "all", Dtype::F64).into_iter().map(|e| e.name))
+        .flat_map(|&c| selected(c, "all", Dtype::F64).into_iter().map(|e| e.name))
         .collect();
     // The MPI baseline's rows (feature `mpi`; without it they select nothing).
     names.extend(["mpi".to_string(), "mpi-reduce-bcast".to_string()]);
@@ -137,7 +177,7 @@ fn check_algorithms(collectives: &[Collective], selection: &str) -> Result<(), S
         if spec.param.is_some() {
             let label = spec.label();
             let taken = collectives.iter().any(|&c| {
-                entries(c, &label, Dtype::F64)
+                selected(c, &label, Dtype::F64)
                     .iter()
                     .any(|e| e.name == label)
             });
@@ -232,8 +272,55 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     if args.time <= 0.0 || !args.time.is_finite() {
         return Err("--time must be a positive number of seconds".into());
     }
-    let collectives = &args.collective.0;
-    check_algorithms(collectives, &args.algorithms)?;
+    if args.guideline_tolerance < 0.0 || !args.guideline_tolerance.is_finite() {
+        return Err("--guideline-tolerance must be a number ≥ 0".into());
+    }
+    let guide = args.guidelines;
+    let blocks: Vec<usize> = args.blocks.as_ref().map_or_else(Vec::new, |b| b.0.clone());
+    if blocks.contains(&0) {
+        return Err("--blocks: a block must be at least 1 byte".into());
+    }
+    let collectives: &[Collective] = if guide {
+        if !blocks.is_empty() {
+            return Err(
+                "--guidelines runs auto only and --blocks the pipelined algorithms: run them \
+                 separately"
+                    .into(),
+            );
+        }
+        &guideline_collectives()
+    } else {
+        check_algorithms(&args.collective.0, &args.algorithms)?;
+        &args.collective.0
+    };
+    // What each collective runs: with --guidelines the algorithm a user gets (the first of
+    // the collective's list: `auto`, or a v form's one algorithm), else the selection.
+    let entries_of = |c: Collective| -> Vec<Entry> {
+        if guide {
+            selected(c, "all", args.dtype).into_iter().take(1).collect()
+        } else {
+            entries(c, &args.algorithms, args.dtype, &blocks)
+        }
+    };
+    if !blocks.is_empty()
+        && collectives
+            .iter()
+            .all(|&c| entries_of(c).len() == entries(c, &args.algorithms, args.dtype, &[]).len())
+    {
+        return Err(format!(
+            "--blocks: none of the selected algorithms takes a block (those that do: {})",
+            BLOCK_SWEPT.join(", ")
+        ));
+    }
+    let sizes_of = |c: Collective, p: usize| -> Vec<usize> {
+        if c == Collective::Barrier {
+            vec![0]
+        } else if guide {
+            guideline_sizes(&args.sizes.0, p, args.dtype.size())
+        } else {
+            args.sizes.0.clone()
+        }
+    };
     let timing = Timing {
         warmup: args.warmup,
         iters: args.iters,
@@ -241,18 +328,14 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         ..Timing::default()
     };
     let scopes = scopes(args)?;
-    let cells: u64 = scopes.len() as u64
-        * collectives
-            .iter()
-            .map(|&c| {
-                let sizes = if c == Collective::Barrier {
-                    1
-                } else {
-                    args.sizes.0.len()
-                };
-                (sizes * entries(c, &args.algorithms, args.dtype).len()) as u64
-            })
-            .sum::<u64>();
+    let cells: u64 = scopes
+        .iter()
+        .flat_map(|s| {
+            collectives
+                .iter()
+                .map(|&c| (sizes_of(c, s.ranks).len() * entries_of(c).len()) as u64)
+        })
+        .sum();
     let bar = if args.quiet {
         ProgressBar::hidden()
     } else {
@@ -285,12 +368,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             ));
         }
         for &c in collectives {
-            let sizes: &[usize] = if c == Collective::Barrier {
-                &[0]
-            } else {
-                &args.sizes.0
-            };
-            for &bytes in sizes {
+            for bytes in sizes_of(c, scope.ranks) {
                 let spec = CellSpec::new(
                     c,
                     scope.ranks,
@@ -300,7 +378,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                     args.root,
                     args.cold,
                 );
-                for entry in entries(c, &args.algorithms, args.dtype) {
+                for entry in entries_of(c) {
                     bar.set_message(format!(
                         "{} {} {}",
                         c.name(),
@@ -325,7 +403,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             }
         }
         #[cfg(feature = "mpi")]
-        if crate::mpi_baseline::selected(&args.algorithms) {
+        if !guide && crate::mpi_baseline::selected(&args.algorithms) {
             bar.set_message(format!("MPI baseline, {} processes", scope.ranks));
             match crate::mpi_baseline::run(args, &scope.label, &scope.placement, scope.ranks) {
                 Ok(mut r) => records.append(&mut r),
@@ -340,9 +418,20 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     let stdout = &mut std::io::stdout();
     println!("{}", info.header());
     println!();
-    output::print_table(stdout, &records).map_err(|e| e.to_string())?;
-    output::print_summary(stdout, &records).map_err(|e| e.to_string())?;
-    output::print_hierarchy(stdout, &records).map_err(|e| e.to_string())?;
+    let checks = Checks::of(&records, args.guideline_tolerance);
+    let io = |e: std::io::Error| e.to_string();
+    output::print_table(stdout, &records).map_err(io)?;
+    if !guide {
+        // With --guidelines every row is a user's, so there is no best to compare with.
+        output::print_summary(stdout, &records).map_err(io)?;
+        checks::print_cliffs(stdout, &checks.cliffs).map_err(io)?;
+    }
+    output::print_hierarchy(stdout, &records).map_err(io)?;
+    checks::print_blocks(stdout, &checks.blocks).map_err(io)?;
+    checks::print_guidelines(stdout, &checks.guidelines).map_err(io)?;
+    if guide && checks.guidelines.checks.is_empty() {
+        println!("\nNo guideline had both sides measured (see the table's check column).");
+    }
     let dir = PathBuf::from("target/corecoll-bench");
     let csv = args.csv.clone().unwrap_or_else(|| dir.join("results.csv"));
     let json = args
@@ -355,7 +444,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         }
     }
     output::write_csv(&csv, &records)?;
-    output::write_json(&json, &info, &records)?;
+    output::write_json(&json, &info, &records, Some(&checks))?;
     let md = json.with_extension("md");
     let markdown = format!(
         "{}\n\n{}",
@@ -405,6 +494,32 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The collectives of the guidelines' rules, in the order of their first use.
+fn guideline_collectives() -> Vec<Collective> {
+    checks::guideline_collectives()
+        .into_iter()
+        .map(|name| {
+            parse_collectives(name)
+                .expect("the rules name known collectives")
+                .0[0]
+        })
+        .collect()
+}
+
+/// `sizes` for the guidelines on `p` ranks with elements of `elem` bytes: each rounded down
+/// to a multiple of p × elem (and at least that), so that the blocked collectives, which move
+/// p whole blocks of whole elements, have rows of exactly the size of the others'; 0 stays 0.
+fn guideline_sizes(sizes: &[usize], p: usize, elem: usize) -> Vec<usize> {
+    let unit = p.max(1) * elem.max(1);
+    let mut out: Vec<usize> = sizes
+        .iter()
+        .map(|&m| if m == 0 { 0 } else { (m / unit).max(1) * unit })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// One cell to run: everything but the element type and op, which [`dispatch`] supplies.
@@ -508,7 +623,7 @@ mod tests {
     #[test]
     fn parameterised_entries() {
         let names = |c, sel: &str| -> Vec<String> {
-            entries(c, sel, Dtype::F64)
+            entries(c, sel, Dtype::F64, &[])
                 .into_iter()
                 .map(|e| e.name)
                 .collect()
@@ -545,9 +660,70 @@ mod tests {
     }
 
     #[test]
+    fn blocks_expand_the_pipelined_algorithms() {
+        let names = |c, sel: &str, blocks: &[usize]| -> Vec<String> {
+            entries(c, sel, Dtype::F64, blocks)
+                .into_iter()
+                .map(|e| e.name)
+                .collect()
+        };
+        assert_eq!(
+            names(
+                Collective::Allreduce,
+                "ring,dual-root,dual-root:4KiB,direct",
+                &[1024, 4096]
+            ),
+            [
+                "ring",
+                "dual-root",
+                "dual-root:1KiB",
+                "dual-root:4KiB",
+                "direct"
+            ]
+        );
+        // Every swept algorithm of allreduce gets its rows; the hierarchy's segment does not.
+        let all = names(Collective::Allreduce, "all", &[64]);
+        for n in ["pipelined-tree:64B", "dual-root:64B", "two-tree:64B"] {
+            assert!(all.iter().any(|a| a == n), "{n}: {all:?}");
+        }
+        assert!(!all.iter().any(|a| a.starts_with("hierarchical:")));
+        // The block is set, in elements of the type.
+        let e = entries(Collective::Broadcast, "pipelined-tree", Dtype::F32, &[4096]);
+        assert_eq!(e.len(), 2);
+        assert!(matches!(
+            e[1].kind,
+            Kind::Corecoll(Alg::Broadcast(
+                corecoll::algorithm::Broadcast::PipelinedTree {
+                    block: corecoll::Block::Elements(1024)
+                }
+            ))
+        ));
+        // Not pipelined: nothing added.
+        assert_eq!(names(Collective::Allgather, "ring", &[64]), ["ring"]);
+    }
+
+    #[test]
+    fn guideline_sizes_are_whole_blocks() {
+        assert_eq!(guideline_sizes(&[8, 1024, 4096], 2, 8), [16, 1024, 4096]);
+        assert_eq!(guideline_sizes(&[0, 8, 1024], 3, 8), [0, 24, 1008]);
+        assert_eq!(guideline_sizes(&[8, 16], 2, 8), [16]);
+        // Every collective's cell then moves exactly that size.
+        for &c in &guideline_collectives() {
+            for m in guideline_sizes(&[8, 1000, 1 << 20], 3, 8) {
+                let spec = CellSpec::new(c, 3, Dtype::F64, crate::cli::OpName::Sum, m, 0, false);
+                let want = if c == Collective::Barrier { 0 } else { m };
+                assert_eq!(spec.bytes(), want, "{c:?} {m}");
+            }
+        }
+        // The guidelines run one row per collective: the user's.
+        let first = selected(Collective::Alltoallv, "all", Dtype::F64);
+        assert_eq!(first[0].name, "pairwise");
+    }
+
+    #[test]
     fn algorithm_selection() {
         let names = |sel: &str| -> Vec<String> {
-            entries(Collective::Allreduce, sel, Dtype::F64)
+            entries(Collective::Allreduce, sel, Dtype::F64, &[])
                 .into_iter()
                 .map(|e| e.name)
                 .collect()
@@ -555,7 +731,7 @@ mod tests {
         assert_eq!(names("direct, limit"), ["direct", "limit"]);
         assert_eq!(names("all")[0], "auto");
         assert!(names("all").iter().any(|n| n == "channels"));
-        assert!(entries(Collective::Broadcast, "all", Dtype::F64)
+        assert!(entries(Collective::Broadcast, "all", Dtype::F64, &[])
             .iter()
             .all(|e| e.name() != "channels"));
         let known = known_names(&[Collective::Allreduce]);

@@ -10,7 +10,7 @@ use std::io::Write;
 
 /// How a column's cells line up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Align {
+pub(super) enum Align {
     /// Text: padded on the right.
     Left,
     /// Numbers: padded on the left.
@@ -19,18 +19,18 @@ enum Align {
 
 /// A table of text cells under a header; a `None` row is a blank line.
 #[derive(Debug, Default)]
-struct Grid {
+pub(super) struct Grid {
     /// Column titles.
     header: Vec<String>,
     /// One per column.
     align: Vec<Align>,
     /// The rows, each as long as the header.
-    rows: Vec<Option<Vec<String>>>,
+    pub(super) rows: Vec<Option<Vec<String>>>,
 }
 
 impl Grid {
     /// A grid with the columns `cols` (title and alignment).
-    fn new(cols: &[(&str, Align)]) -> Grid {
+    pub(super) fn new(cols: &[(&str, Align)]) -> Grid {
         Grid {
             header: cols.iter().map(|c| c.0.to_string()).collect(),
             align: cols.iter().map(|c| c.1).collect(),
@@ -39,7 +39,7 @@ impl Grid {
     }
 
     /// Writes the grid as fixed-width text, two spaces between columns, no trailing blanks.
-    fn render(&self, w: &mut dyn Write) -> std::io::Result<()> {
+    pub(super) fn render(&self, w: &mut dyn Write) -> std::io::Result<()> {
         let mut width: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
         for row in self.rows.iter().flatten() {
             for (wd, cell) in width.iter_mut().zip(row) {
@@ -116,7 +116,7 @@ fn fmt_sig(x: f64, n: i32) -> String {
 
 /// A time given in µs, with three significant digits in ns, µs, ms or s (`812 ns`,
 /// `1.50 µs`, `12.3 ms`); `-` when it is not a number.
-fn fmt_time(us: f64) -> String {
+pub(super) fn fmt_time(us: f64) -> String {
     if !us.is_finite() {
         return "-".into();
     }
@@ -155,7 +155,7 @@ fn contender(r: &Record) -> bool {
 }
 
 /// The group's rows split by size: runs of indices with equal `bytes` (the rows are sorted).
-fn by_size(records: &[Record], g: &Group) -> Vec<Vec<usize>> {
+pub(super) fn by_size(records: &[Record], g: &Group) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     for &i in &g.rows {
         match out.last_mut() {
@@ -167,7 +167,7 @@ fn by_size(records: &[Record], g: &Group) -> Vec<Vec<usize>> {
 }
 
 /// Of the indices `run`, the contender with the smallest median (the first of equals).
-fn best(records: &[Record], run: &[usize]) -> Option<usize> {
+pub(super) fn best(records: &[Record], run: &[usize]) -> Option<usize> {
     run.iter()
         .copied()
         .filter(|&i| contender(&records[i]))
@@ -307,7 +307,7 @@ fn summary_tables(records: &[Record]) -> (Vec<SummaryTable>, Vec<String>) {
                     cells.push(fmt_time(t.median_us));
                     cells.push(auto_cell);
                     cells.push(match auto.filter(|a| timed(a)) {
-                        Some(a) => format!("{:.2}", a.median_us / t.median_us),
+                        Some(a) => super::checks::fmt_cliff_ratio(a.median_us / t.median_us),
                         None => "-".into(),
                     });
                     cells.push(fmt_pct(t.limit_pct));
@@ -363,7 +363,9 @@ pub fn print_summary(w: &mut dyn Write, records: &[Record]) -> std::io::Result<(
     )?;
     writeln!(
         w,
-        "auto/best: auto's median over best's (1.00: auto did as well as the best)."
+        "auto/best: auto's median over best's (1.00: auto did as well as the best); `!` marks \
+         a ratio above {:.2} (a cliff: issue 8's goal is none).",
+        super::checks::CLIFF_GOAL
     )?;
     writeln!(
         w,
