@@ -496,3 +496,45 @@ fn blocks_add_fixed_block_rows_and_their_table() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--simulate` predicts every simulable algorithm on any rank count and writes the CSV and the
+/// plot; a pipelined algorithm takes a block in bytes.
+#[test]
+fn simulate_predicts_a_sweep() {
+    let dir = scratch("simulate");
+    let (csv, svg) = (dir.join("s.csv"), dir.join("s.svg"));
+    let out = run(&[
+        "--simulate",
+        "--ranks",
+        "300",
+        "--sizes",
+        "8,64KiB",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
+    for word in ["300 ranks", "dual-root", "two-tree", "ring", "fastest"] {
+        assert!(stdout.contains(word), "no `{word}`:\n{stdout}");
+    }
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert!(rows.lines().count() > 2 * 8, "{rows}");
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    let out = run(&[
+        "--simulate",
+        "--ranks",
+        "6",
+        "--sizes",
+        "1KiB",
+        "--algorithms",
+        "dual-root:64,linear:64",
+        "--csv",
+        csv.to_str().unwrap(),
+        "--plot",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("linear:64"));
+}

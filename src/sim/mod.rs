@@ -34,6 +34,7 @@ mod engine;
 
 use crate::algorithms;
 use crate::error::{Error, Result};
+use crate::profile::{Level, Profile};
 use crate::select::{
     Algorithm, Allgather, Alltoall, Barrier, Broadcast, Costs, Gather, Reduce, ReduceScatter, Scan,
     Scatter,
@@ -66,19 +67,27 @@ pub struct Model {
 }
 
 impl Default for Model {
-    /// A rank per core on the development machine (`select`'s measured defaults): α = 100 ns,
-    /// β = 0.07 ns per byte, γ = 0.1 ns per byte, bidirectional.
+    /// A rank per core on the development machine: the built-in constants of a profile that
+    /// measured nothing ([`Profile::default`] at [`Level::L3`]), bidirectional.
     fn default() -> Model {
-        Model {
-            alpha_ns: Costs::DEDICATED.alpha_ns,
-            beta_ns: Costs::DEDICATED.beta_ns,
-            gamma_ns: 0.1,
-            ports: Ports::Bidirectional,
-        }
+        Model::from_profile(&Profile::default(), Level::L3, true)
     }
 }
 
 impl Model {
+    /// The model of one level of a calibrated machine (`corecoll-bench --calibrate`): its α and
+    /// β (or its fallback's, [`Profile::resolve`]) and the γ of floating-point or integer sums,
+    /// bidirectional.
+    pub fn from_profile(profile: &Profile, level: Level, float: bool) -> Model {
+        let r = profile.resolve(level);
+        Model {
+            alpha_ns: r.alpha_ns,
+            beta_ns: r.beta_ns,
+            gamma_ns: profile.gamma_ns(float),
+            ports: Ports::Bidirectional,
+        }
+    }
+
     /// The model that counts steps: α = 1, β = γ = 0, so that a schedule's predicted time is
     /// the number of transfers on its critical path.
     pub fn steps(ports: Ports) -> Model {

@@ -103,6 +103,33 @@ pub struct Args {
     /// Where `--calibrate` writes the profile (default: target/corecoll-bench/profile.json).
     #[arg(long, value_name = "PATH")]
     pub profile_out: Option<PathBuf>,
+    /// Predict instead of measure: run the selected collectives' algorithms in the cost-model
+    /// simulator on `--ranks` ranks (default 1152, the 36 × 32 machine of Träff 2021) over
+    /// `--sizes`, under `--alpha-ns`, `--beta-ns`, `--gamma-ns` (or `--model-profile`). See
+    /// docs/model.md.
+    #[arg(long)]
+    pub simulate: bool,
+    /// `--simulate`: start-up time per message, ns. The default, with `--beta-ns`, is
+    /// estimated from Table 2 of Träff 2021 (36 × 8 processes on OmniPath; docs/model.md).
+    #[arg(long, default_value_t = 1200.0)]
+    pub alpha_ns: f64,
+    /// `--simulate`: transfer time per byte, ns.
+    #[arg(long, default_value_t = 0.73)]
+    pub beta_ns: f64,
+    /// `--simulate`: reduction time per byte, ns.
+    #[arg(long, default_value_t = 0.1)]
+    pub gamma_ns: f64,
+    /// `--simulate`: one transfer at a time per rank (a send or a receive), instead of one send
+    /// and one receive at once.
+    #[arg(long)]
+    pub one_port: bool,
+    /// `--simulate`: take α, β and γ from this calibrated profile (`--calibrate`) instead.
+    #[arg(long, value_name = "PATH")]
+    pub model_profile: Option<PathBuf>,
+    /// `--simulate --model-profile`: the profile's level (`l3`, `package`, `machine`, `mpi`,
+    /// `oversubscribed`).
+    #[arg(long, default_value = "mpi")]
+    pub model_level: String,
     /// Internal: run as one process of the MPI ping-pong of `--calibrate` (started by
     /// `mpirun`).
     #[arg(long, hide = true)]

@@ -19,6 +19,7 @@ mod output;
 mod placement;
 mod plot;
 mod record;
+mod simulate;
 mod stats;
 mod sweep;
 
@@ -41,6 +42,8 @@ fn main() -> ExitCode {
         calibrate_worker(&args)
     } else if args.calibrate {
         calibrate::main(&args)
+    } else if args.simulate {
+        simulate::main(&args)
     } else if args.mpi_worker {
         mpi_worker(&args)
     } else {

@@ -1,0 +1,290 @@
+//! `--simulate`: the sweep predicted instead of measured. For each selected collective, size
+//! and algorithm the simulator (`corecoll::sim`) runs the crate's own schedule on `--ranks`
+//! ranks (any number: 1 152 for the 36 × 32 machine of Träff 2021) under the α-β-γ model of
+//! `--alpha-ns`, `--beta-ns`, `--gamma-ns` and `--one-port`, or of a calibrated profile's level
+//! (`--model-profile PATH --model-level mpi`). It prints, per size, every algorithm's predicted
+//! time and the fastest, and writes CSV, JSON and an SVG plot as a measured sweep does (the
+//! rows say `predicted` in their note). The model and what it leaves out: docs/model.md.
+
+use crate::cli::{Args, Collective as BenchCollective};
+use crate::output;
+use crate::record::{Record, Source, Validation};
+use crate::stats::{algbw_gbs, busbw_factor};
+use corecoll::profile::{Level, Profile};
+use corecoll::sim::{self, Case, Collective, Model, Ports};
+use corecoll::{Algorithm, Block};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// The model of the command line.
+fn model(args: &Args) -> Result<(Model, String), String> {
+    let mut m = match &args.model_profile {
+        Some(path) => {
+            let profile = Profile::load(path).map_err(|e| e.to_string())?;
+            let level = Level::ALL
+                .into_iter()
+                .find(|l| l.name() == args.model_level)
+                .ok_or_else(|| format!("--model-level {}: no such level", args.model_level))?;
+            Model::from_profile(&profile, level, args.dtype.name().starts_with('f'))
+        }
+        None => Model {
+            alpha_ns: args.alpha_ns,
+            beta_ns: args.beta_ns,
+            gamma_ns: args.gamma_ns,
+            ports: Ports::Bidirectional,
+        },
+    };
+    if args.one_port {
+        m.ports = Ports::Unidirectional;
+    }
+    let how = format!(
+        "α = {} ns, β = {} ns/B, γ = {} ns/B, {} ports",
+        m.alpha_ns,
+        m.beta_ns,
+        m.gamma_ns,
+        match m.ports {
+            Ports::Bidirectional => "bidirectional",
+            Ports::Unidirectional => "unidirectional",
+        }
+    );
+    Ok((m, how))
+}
+
+/// The simulator's collectives for one of the bench's (none for the `v` forms and exscan).
+fn collectives(c: BenchCollective) -> Vec<Collective> {
+    let all = Collective::all();
+    let keep = |f: fn(&Collective) -> bool| all.iter().copied().filter(f).collect();
+    match c {
+        BenchCollective::Allreduce => keep(|c| matches!(c, Collective::Allreduce(_))),
+        BenchCollective::Broadcast => keep(|c| matches!(c, Collective::Broadcast(_))),
+        BenchCollective::Reduce => keep(|c| matches!(c, Collective::Reduce(_))),
+        BenchCollective::Scan => keep(|c| matches!(c, Collective::Scan(_))),
+        BenchCollective::Gather => keep(|c| matches!(c, Collective::Gather(_))),
+        BenchCollective::Scatter => keep(|c| matches!(c, Collective::Scatter(_))),
+        BenchCollective::Allgather => keep(|c| matches!(c, Collective::Allgather(_))),
+        BenchCollective::Alltoall => keep(|c| matches!(c, Collective::Alltoall(_))),
+        BenchCollective::ReduceScatter => keep(|c| matches!(c, Collective::ReduceScatter(_))),
+        BenchCollective::Barrier => keep(|c| matches!(c, Collective::Barrier(_))),
+        _ => Vec::new(),
+    }
+}
+
+/// The algorithm's name alone (`dual-root` of `allreduce/dual-root`).
+fn algorithm_name(c: &Collective) -> String {
+    c.name().split('/').nth(1).unwrap_or_default().to_string()
+}
+
+/// The algorithm of `bc` that `--algorithms` names `word` (`dual-root`, or with a block in
+/// bytes, `dual-root:64000`), if the simulator has it.
+fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collective>, String> {
+    let (name, block) = match word.split_once(':') {
+        Some((n, b)) => (n, Some(crate::cli::parse_size(b)? / elem.max(1))),
+        None => (word, None),
+    };
+    let Some(c) = collectives(bc)
+        .into_iter()
+        .find(|c| algorithm_name(c) == name)
+    else {
+        return Ok(None);
+    };
+    let Some(b) = block else {
+        return Ok(Some(c));
+    };
+    let block = Block::Elements(b.max(1));
+    Ok(Some(match c {
+        Collective::Allreduce(Algorithm::PipelinedTree { .. }) => {
+            Collective::Allreduce(Algorithm::PipelinedTree { block })
+        }
+        Collective::Allreduce(Algorithm::DualRoot { .. }) => {
+            Collective::Allreduce(Algorithm::DualRoot { block })
+        }
+        Collective::Allreduce(Algorithm::TwoTree { .. }) => {
+            Collective::Allreduce(Algorithm::TwoTree { block })
+        }
+        _ => {
+            return Err(format!(
+                "{word}: only the pipelined allreduces take a block here"
+            ))
+        }
+    }))
+}
+
+/// `--simulate`.
+pub fn main(args: &Args) -> Result<ExitCode, String> {
+    let (model, how) = model(args)?;
+    let p = args.ranks.unwrap_or(1152);
+    let elem = args.dtype.size();
+    let wanted: Option<Vec<&str>> =
+        (args.algorithms != "all").then(|| args.algorithms.split(',').map(str::trim).collect());
+    println!(
+        "Predicted by the cost-model simulator (docs/model.md): {p} ranks, {how}, {}-byte \
+         elements.",
+        elem
+    );
+    let mut records = Vec::new();
+    for &bc in &args.collective.0 {
+        let algs: Vec<Collective> = match &wanted {
+            None => collectives(bc),
+            Some(names) => names
+                .iter()
+                .map(|w| named(bc, w, elem))
+                .collect::<Result<Vec<_>, String>>()?
+                .into_iter()
+                .flatten()
+                .collect(),
+        };
+        if algs.is_empty() {
+            println!("\n{}: nothing the simulator can run", bc.name());
+            continue;
+        }
+        let blocked = bc.blocked();
+        let sizes: Vec<usize> = if bc == BenchCollective::Barrier {
+            vec![0]
+        } else {
+            args.sizes.0.clone()
+        };
+        println!("\n{} (µs)", bc.name());
+        let mut header = format!("{:>10}", "size");
+        for a in &algs {
+            header += &format!(" {:>18}", algorithm_name(a));
+        }
+        header += "  fastest";
+        println!("{header}");
+        for &bytes in &sizes {
+            // The bench's bytes are the buffer a rank passes: p blocks for the blocked ones.
+            let count = if blocked {
+                bytes / elem / p
+            } else {
+                bytes / elem
+            };
+            let mut line = format!("{:>10}", human(bytes));
+            let mut best: Option<(f64, String)> = None;
+            for &c in &algs {
+                let case = Case {
+                    elem_bytes: elem,
+                    root: args.root.min(p - 1),
+                    ..Case::new(c, p, count)
+                };
+                let rec = match sim::simulate(&case, &model) {
+                    Ok(pr) => {
+                        let us = pr.time_ns / 1000.0;
+                        line += &format!(" {us:>18.2}");
+                        if best.as_ref().is_none_or(|(b, _)| us < *b) {
+                            best = Some((us, algorithm_name(&c)));
+                        }
+                        record(bc, &c, p, args, bytes, count, us, &pr)
+                    }
+                    Err(e) => {
+                        line += &format!(" {:>18}", "-");
+                        let mut r = record(bc, &c, p, args, bytes, count, f64::NAN, &dummy());
+                        r.validation = Validation::Fail;
+                        r.note = e.to_string();
+                        r
+                    }
+                };
+                records.push(rec);
+            }
+            if let Some((_, name)) = best {
+                line += &format!("  {name}");
+            }
+            println!("{line}");
+        }
+    }
+    let dir = PathBuf::from("target/corecoll-bench");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let csv = args
+        .csv
+        .clone()
+        .unwrap_or_else(|| dir.join("simulated.csv"));
+    output::write_csv(&csv, &records)?;
+    for &bc in &args.collective.0 {
+        let rows: Vec<Record> = records
+            .iter()
+            .filter(|r| r.collective == bc.name())
+            .cloned()
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let path = match &args.plot {
+            Some(p) if args.collective.0.len() == 1 => p.clone(),
+            _ => dir.join(format!("{}-simulated.svg", bc.name())),
+        };
+        let title = format!("{} predicted, {p} ranks ({how})", bc.name());
+        crate::plot::plot_svg(&path, &title, &rows)?;
+        println!("\nplot: {}", path.display());
+    }
+    println!("csv: {}", csv.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An empty prediction, for the rows the simulator refused.
+fn dummy() -> sim::Prediction {
+    sim::Prediction {
+        time_ns: f64::NAN,
+        rounds: 0,
+        messages: 0,
+        max_bytes_sent: 0,
+        max_bytes_received: 0,
+        total_bytes: 0,
+        max_bytes_reduced: 0,
+        block: 0,
+    }
+}
+
+/// The result row of one prediction.
+#[allow(clippy::too_many_arguments)]
+fn record(
+    bc: BenchCollective,
+    c: &Collective,
+    p: usize,
+    args: &Args,
+    bytes: usize,
+    count: usize,
+    us: f64,
+    pr: &sim::Prediction,
+) -> Record {
+    let algbw = algbw_gbs(bytes, us / 1e6);
+    Record {
+        collective: bc.name().into(),
+        algorithm: algorithm_name(c),
+        source: Source::Corecoll,
+        scope: "model".into(),
+        placement: "simulated".into(),
+        ranks: p,
+        dtype: args.dtype.name().into(),
+        op: if bc.reduces() {
+            args.op.name().into()
+        } else {
+            "-".into()
+        },
+        bytes,
+        count,
+        cache: "-".into(),
+        iters: 0,
+        min_us: us,
+        median_us: us,
+        p95_us: us,
+        mean_us: us,
+        algbw_gbs: algbw,
+        busbw_gbs: algbw * busbw_factor(bc.name(), p),
+        limit_pct: None,
+        validation: Validation::Skipped,
+        max_rel_error: None,
+        note: format!(
+            "predicted: {} steps, {} messages, block {}, most bytes sent by a rank {}",
+            pr.rounds, pr.messages, pr.block, pr.max_bytes_sent
+        ),
+    }
+}
+
+/// `bytes` as the tables print sizes.
+fn human(bytes: usize) -> String {
+    const UNITS: [(usize, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (unit, name) in UNITS {
+        if bytes >= unit && bytes.is_multiple_of(unit) {
+            return format!("{} {name}", bytes / unit);
+        }
+    }
+    format!("{bytes} B")
+}
