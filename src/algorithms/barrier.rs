@@ -42,7 +42,20 @@
 
 use crate::algorithms::binomial_tree::{children, parent};
 use crate::error::Result;
+use crate::select::Barrier;
 use crate::transport::{Tag, Transport};
+
+/// Runs barrier `alg`: the tree, or dissemination for the rest (`Auto`, and the hierarchical
+/// ones, which their caller runs itself).
+pub(crate) fn run<Tr: Transport>(t: &Tr, alg: Barrier, tag: Tag) -> Result<()> {
+    match alg {
+        Barrier::Tree => tree(t, tag),
+        Barrier::Dissemination
+        | Barrier::Auto
+        | Barrier::Hierarchical
+        | Barrier::HierarchicalDirect => dissemination(t, tag),
+    }
+}
 
 /// Dissemination barrier (Hensgen, Finkel and Manber, "Two algorithms for barrier
 /// synchronization", 1988): in round k = 0, 1, … while 2ᵏ < p, rank r sends an empty message to

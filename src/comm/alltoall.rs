@@ -114,9 +114,8 @@ impl Comm {
         let tag = tag.with_variant(alg.id());
         match alg {
             Alltoall::Direct => sched::direct(self, send, recv, tag),
-            Alltoall::Pairwise => sched::pairwise(&t, send, recv, tag),
-            Alltoall::Bruck | Alltoall::Auto => sched::bruck(&t, send, recv, tag),
             Alltoall::RingLeaders { .. } => unreachable!("RingLeaders ran above"),
+            _ => sched::run(&t, send, recv, alg, tag),
         }
     }
 

@@ -73,10 +73,7 @@ impl Comm {
         }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Gather::Linear => sched::gather_linear(&t, send, recv, root, tag),
-            Gather::Binomial | Gather::Auto => sched::gather_binomial(&t, send, recv, root, tag),
-        }
+        sched::run_gather(&t, send, recv, root, alg, tag)
     }
 
     /// Hands block i of `send` on rank `root` to rank i's `recv` (`MPI_Scatter`). On the
@@ -125,10 +122,7 @@ impl Comm {
         }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Scatter::Linear => sched::scatter_linear(&t, send, recv, root, tag),
-            Scatter::Binomial | Scatter::Auto => sched::scatter_binomial(&t, send, recv, root, tag),
-        }
+        sched::run_scatter(&t, send, recv, root, alg, tag)
     }
 
     /// Collects every rank's `send` into `recv` on every rank, block i from rank i
@@ -189,12 +183,7 @@ impl Comm {
         let tag = tag.with_variant(alg.id());
         match alg {
             Allgather::Direct => sched::direct_allgather(self, send, recv, tag),
-            Allgather::Ring => sched::ring(&t, send, recv, tag),
-            Allgather::RecursiveDoubling => sched::recursive_doubling(&t, send, recv, tag),
-            Allgather::Bruck
-            | Allgather::Auto
-            | Allgather::Hierarchical
-            | Allgather::HierarchicalDirect => sched::bruck(&t, send, recv, tag),
+            _ => sched::run_allgather(&t, send, recv, alg, tag),
         }
     }
 

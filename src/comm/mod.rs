@@ -392,13 +392,7 @@ impl Comm {
         // (`algorithms::barrier`).
         let tag = self.next_tag(Kind::Barrier).with_variant(alg.id());
         let t = self.coll("barrier");
-        match alg {
-            Barrier::Tree => algorithms::barrier::tree(&t, tag),
-            Barrier::Dissemination
-            | Barrier::Auto
-            | Barrier::Hierarchical
-            | Barrier::HierarchicalDirect => algorithms::barrier::dissemination(&t, tag),
-        }
+        algorithms::barrier::run(&t, alg, tag)
     }
 
     /// Sends `data` to rank `dest`. Up to [`crate::EAGER_MAX`] bytes are copied into the

@@ -85,10 +85,7 @@ impl Comm {
         let tag = tag.with_variant(alg.id());
         match alg {
             ReduceScatter::Direct => sched::direct(self, send, recv, &op, tag),
-            ReduceScatter::Ring => sched::ring(&t, send, recv, &op, tag),
-            ReduceScatter::RecursiveHalving | ReduceScatter::Auto => {
-                sched::recursive_halving(&t, send, recv, &op, tag)
-            }
+            _ => sched::run(&t, send, recv, &op, alg, tag),
         }
     }
 }

@@ -128,8 +128,7 @@ impl Bridge {
             let bytes = self.most_threads() * p * m;
             pc.agreed(OP, Kind::Alltoall, alg.id(), bytes, |tr, tag| match alg {
                 _ if !uniform => sched::alltoallv(tr, (&s, &sc, &sd), (&mut r, &rc, &rd), tag),
-                Alltoall::Bruck => sched::bruck(tr, &s, &mut r, tag),
-                _ => sched::pairwise(tr, &s, &mut r, tag),
+                _ => sched::run(tr, &s, &mut r, alg, tag),
             })?;
             // From Q: for each of its threads i', its blocks for this process's threads j.
             for (q, &start) in rd.iter().enumerate() {

@@ -434,10 +434,8 @@ impl Bridge {
                     sched::allgatherv(tr, &own, recv, &counts, &displs, tag)
                 });
             }
-            pc.agreed(OP, Kind::Allgather, alg.id(), bytes, |tr, tag| match alg {
-                Allgather::RecursiveDoubling => sched::recursive_doubling(tr, &own, recv, tag),
-                Allgather::Bruck => sched::bruck(tr, &own, recv, tag),
-                _ => sched::ring(tr, &own, recv, tag),
+            pc.agreed(OP, Kind::Allgather, alg.id(), bytes, |tr, tag| {
+                sched::run_allgather(tr, &own, recv, alg, tag)
             })
         })?;
         local.broadcast(recv, 0)

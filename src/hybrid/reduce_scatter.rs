@@ -73,16 +73,9 @@ impl Bridge {
                 _ => ReduceScatter::RecursiveHalving,
             };
             let bytes = p * m * size_of::<T>();
-            pc.agreed(
-                OP,
-                Kind::ReduceScatter,
-                alg.id(),
-                bytes,
-                |tr, tag| match alg {
-                    ReduceScatter::Ring => sched::ring(tr, &whole, &mut part, &op, tag),
-                    _ => sched::recursive_halving(tr, &whole, &mut part, &op, tag),
-                },
-            )
+            pc.agreed(OP, Kind::ReduceScatter, alg.id(), bytes, |tr, tag| {
+                sched::run(tr, &whole, &mut part, &op, alg, tag)
+            })
         })?;
         local.scatter(&part, recv, 0)
     }

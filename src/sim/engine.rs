@@ -265,20 +265,21 @@ impl Replay<'_> {
         Ok(())
     }
 
-    /// The error for rank `x`, which waits forever.
+    /// The error for rank `x`, which waits forever: one of its posted messages that nobody
+    /// matches.
     fn deadlock(&self, x: usize) -> Error {
+        let me = x as u32;
         let waits = self
             .edges
             .iter()
-            .flat_map(|(&(s, d), e)| {
-                let sends = e.sends.iter().map(move |_| (s, d, "send to"));
-                let recvs = e.recvs.iter().map(move |_| (s, d, "receive from"));
-                sends.chain(recvs)
-            })
-            .find(|&(s, d, what)| (if what == "send to" { s } else { d }) as usize == x)
-            .map(|(s, d, what)| {
-                let peer = if what == "send to" { d } else { s };
-                format!("its {what} rank {peer} is never matched")
+            .find_map(|(&(s, d), e)| {
+                if s == me && !e.sends.is_empty() {
+                    Some(format!("its send to rank {d} is never matched"))
+                } else if d == me && !e.recvs.is_empty() {
+                    Some(format!("its receive from rank {s} is never matched"))
+                } else {
+                    None
+                }
             })
             .unwrap_or_else(|| "it waits".to_string());
         Error::Simulation {

@@ -129,9 +129,9 @@ pub enum Collective {
 
 impl Collective {
     /// The collective's name and the algorithm's, as the benchmark spells them
-    /// (`allreduce/dual-root`).
-    pub fn name(&self) -> String {
-        let (c, a) = match self {
+    /// (`("allreduce", "dual-root")`).
+    pub fn parts(&self) -> (&'static str, &'static str) {
+        match self {
             Collective::Allreduce(a) => ("allreduce", a.name()),
             Collective::Broadcast(a) => ("broadcast", a.name()),
             Collective::Reduce(a) => ("reduce", a.name()),
@@ -142,7 +142,12 @@ impl Collective {
             Collective::Alltoall(a) => ("alltoall", a.name()),
             Collective::ReduceScatter(a) => ("reduce-scatter", a.name()),
             Collective::Barrier(a) => ("barrier", a.name()),
-        };
+        }
+    }
+
+    /// [`Collective::parts`] joined: `allreduce/dual-root`.
+    pub fn name(&self) -> String {
+        let (c, a) = self.parts();
         format!("{c}/{a}")
     }
 
@@ -165,37 +170,44 @@ impl Collective {
 
     /// `Ok` if the simulator can run it; else why not.
     fn simulable(&self) -> std::result::Result<(), &'static str> {
-        let auto = "`Auto` chooses by the machine it runs on; simulate each algorithm instead";
-        let shm = "it reads other ranks' memory instead of sending messages, which the model \
-                   has no term for";
-        let no = match *self {
-            Collective::Allreduce(Algorithm::Auto) => auto,
-            Collective::Allreduce(a) if a.needs_shared_memory() => shm,
-            Collective::Allreduce(Algorithm::Native) => "it is MPI's own collective",
-            Collective::Broadcast(Broadcast::Auto) => auto,
-            Collective::Broadcast(Broadcast::Native) => "it is MPI's own collective",
-            Collective::Broadcast(a) if a.needs_shared_memory() => shm,
-            Collective::Broadcast(Broadcast::Hierarchical) => shm,
-            Collective::Reduce(Reduce::Auto) => auto,
-            Collective::Reduce(Reduce::Native) => "it is MPI's own collective",
-            Collective::Reduce(a) if a.needs_shared_memory() => shm,
-            Collective::Reduce(Reduce::Hierarchical) => shm,
-            Collective::Scan(Scan::Auto)
-            | Collective::Gather(Gather::Auto)
-            | Collective::Scatter(Scatter::Auto)
-            | Collective::Allgather(Allgather::Auto)
-            | Collective::Alltoall(Alltoall::Auto)
-            | Collective::ReduceScatter(ReduceScatter::Auto)
-            | Collective::Barrier(Barrier::Auto) => auto,
-            Collective::Allgather(
-                Allgather::Direct | Allgather::Hierarchical | Allgather::HierarchicalDirect,
-            )
-            | Collective::Alltoall(Alltoall::Direct | Alltoall::RingLeaders { .. })
-            | Collective::ReduceScatter(ReduceScatter::Direct)
-            | Collective::Barrier(Barrier::Hierarchical | Barrier::HierarchicalDirect) => shm,
-            _ => return Ok(()),
+        if self.parts().1 == "auto" {
+            return Err(
+                "`Auto` chooses by the machine it runs on; simulate each algorithm instead",
+            );
+        }
+        let native = matches!(
+            self,
+            Collective::Allreduce(Algorithm::Native)
+                | Collective::Broadcast(Broadcast::Native)
+                | Collective::Reduce(Reduce::Native)
+        );
+        if native {
+            return Err("it is MPI's own collective");
+        }
+        // What runs on the communicator rather than on one transport: the shared-memory
+        // algorithms, and the hierarchical ones (sub-communicators per level).
+        let on_comm = match *self {
+            Collective::Allreduce(a) => a.needs_shared_memory(),
+            Collective::Broadcast(a) => a.needs_shared_memory(),
+            Collective::Reduce(a) => a.needs_shared_memory(),
+            Collective::Allgather(a) => matches!(
+                a,
+                Allgather::Direct | Allgather::Hierarchical | Allgather::HierarchicalDirect
+            ),
+            Collective::Alltoall(a) => {
+                matches!(a, Alltoall::Direct | Alltoall::RingLeaders { .. })
+            }
+            Collective::ReduceScatter(a) => a == ReduceScatter::Direct,
+            Collective::Barrier(a) => {
+                matches!(a, Barrier::Hierarchical | Barrier::HierarchicalDirect)
+            }
+            Collective::Scan(_) | Collective::Gather(_) | Collective::Scatter(_) => false,
         };
-        Err(no)
+        if on_comm {
+            return Err("it reads other ranks' memory or runs on a hierarchy of \
+                        sub-communicators, not on one transport, and the model has neither");
+        }
+        Ok(())
     }
 }
 
@@ -366,46 +378,24 @@ fn run_rank(t: &SimTransport, case: &Case, block: usize) -> Result<()> {
         }
         Collective::Gather(a) => {
             let tag = tag(Kind::Gather, a.id());
-            match a {
-                Gather::Binomial => gather::gather_binomial(t, &one(), &mut all(), root, tag),
-                _ => gather::gather_linear(t, &one(), &mut all(), root, tag),
-            }
+            gather::run_gather(t, &one(), &mut all(), root, a, tag)
         }
         Collective::Scatter(a) => {
             let tag = tag(Kind::Scatter, a.id());
-            match a {
-                Scatter::Binomial => gather::scatter_binomial(t, &all(), &mut one(), root, tag),
-                _ => gather::scatter_linear(t, &all(), &mut one(), root, tag),
-            }
+            gather::run_scatter(t, &all(), &mut one(), root, a, tag)
         }
         Collective::Allgather(a) => {
             let tag = tag(Kind::Allgather, a.id());
-            match a {
-                Allgather::Ring => gather::ring(t, &one(), &mut all(), tag),
-                Allgather::Bruck => gather::bruck(t, &one(), &mut all(), tag),
-                _ => gather::recursive_doubling(t, &one(), &mut all(), tag),
-            }
+            gather::run_allgather(t, &one(), &mut all(), a, tag)
         }
         Collective::Alltoall(a) => {
             let tag = tag(Kind::Alltoall, a.id());
-            match a {
-                Alltoall::Bruck => alltoall::bruck(t, &all(), &mut all(), tag),
-                _ => alltoall::pairwise(t, &all(), &mut all(), tag),
-            }
+            alltoall::run(t, &all(), &mut all(), a, tag)
         }
         Collective::ReduceScatter(a) => {
             let tag = tag(Kind::ReduceScatter, a.id());
-            match a {
-                ReduceScatter::Ring => reduce_scatter::ring(t, &all(), &mut one(), &op, tag),
-                _ => reduce_scatter::recursive_halving(t, &all(), &mut one(), &op, tag),
-            }
+            reduce_scatter::run(t, &all(), &mut one(), &op, a, tag)
         }
-        Collective::Barrier(a) => {
-            let tag = tag(Kind::Barrier, a.id());
-            match a {
-                Barrier::Tree => barrier::tree(t, tag),
-                _ => barrier::dissemination(t, tag),
-            }
-        }
+        Collective::Barrier(a) => barrier::run(t, a, tag(Kind::Barrier, a.id())),
     }
 }

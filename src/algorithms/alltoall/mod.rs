@@ -25,7 +25,27 @@ pub(crate) use direct::alltoall as direct;
 pub(crate) use pairwise::pairwise;
 pub(crate) use vector::alltoallv;
 
+use crate::error::Result;
+use crate::select::Alltoall;
+use crate::transport::{Elem, Tag, Transport};
 use std::ops::Range;
+
+/// Runs all-to-all `alg` (`Pairwise`, or Bruck's for the rest: `Auto`, and `Direct` and
+/// `RingLeaders`, which their callers run themselves).
+pub(crate) fn run<Tr: Transport, T: Elem>(
+    t: &Tr,
+    send: &[T],
+    recv: &mut [T],
+    alg: Alltoall,
+    tag: Tag,
+) -> Result<()> {
+    match alg {
+        Alltoall::Pairwise => pairwise(t, send, recv, tag),
+        Alltoall::Bruck | Alltoall::Auto | Alltoall::Direct | Alltoall::RingLeaders { .. } => {
+            bruck(t, send, recv, tag)
+        }
+    }
+}
 
 /// Elements of block `i` of `n` elements each.
 fn span(i: usize, n: usize) -> Range<usize> {

@@ -27,7 +27,63 @@ pub(crate) use direct::blocks as direct_blocks;
 pub(crate) use rooted::{gather_binomial, gather_linear, scatter_binomial, scatter_linear};
 pub(crate) use vector::{allgatherv, gatherv, scatterv};
 
+use crate::error::Result;
+use crate::select::{Allgather, Gather, Scatter};
+use crate::transport::{Elem, Tag, Transport};
 use std::ops::Range;
+
+/// Runs gather `alg` of every rank's `send` into `recv` on `root` (`Auto` is taken as the
+/// binomial tree: `Comm` and the simulator resolve it before).
+pub(crate) fn run_gather<Tr: Transport, T: Elem>(
+    t: &Tr,
+    send: &[T],
+    recv: &mut [T],
+    root: usize,
+    alg: Gather,
+    tag: Tag,
+) -> Result<()> {
+    match alg {
+        Gather::Linear => gather_linear(t, send, recv, root, tag),
+        Gather::Binomial | Gather::Auto => gather_binomial(t, send, recv, root, tag),
+    }
+}
+
+/// Runs scatter `alg` of `root`'s `send` into every rank's `recv` (`Auto` is taken as the
+/// binomial tree).
+pub(crate) fn run_scatter<Tr: Transport, T: Elem>(
+    t: &Tr,
+    send: &[T],
+    recv: &mut [T],
+    root: usize,
+    alg: Scatter,
+    tag: Tag,
+) -> Result<()> {
+    match alg {
+        Scatter::Linear => scatter_linear(t, send, recv, root, tag),
+        Scatter::Binomial | Scatter::Auto => scatter_binomial(t, send, recv, root, tag),
+    }
+}
+
+/// Runs allgather `alg` of every rank's `send` into every rank's `recv`. The variants that do
+/// not run on a transport (`Direct` and the hierarchical ones, which their callers run
+/// themselves, and `Auto`) are taken as Bruck's.
+pub(crate) fn run_allgather<Tr: Transport, T: Elem>(
+    t: &Tr,
+    send: &[T],
+    recv: &mut [T],
+    alg: Allgather,
+    tag: Tag,
+) -> Result<()> {
+    match alg {
+        Allgather::Ring => ring(t, send, recv, tag),
+        Allgather::RecursiveDoubling => recursive_doubling(t, send, recv, tag),
+        Allgather::Bruck
+        | Allgather::Auto
+        | Allgather::Direct
+        | Allgather::Hierarchical
+        | Allgather::HierarchicalDirect => bruck(t, send, recv, tag),
+    }
+}
 
 /// Elements of blocks `blocks` of `n` elements each.
 fn span(blocks: Range<usize>, n: usize) -> Range<usize> {

@@ -36,7 +36,27 @@ pub(crate) use ring::ring;
 
 use crate::algorithms::barrier;
 use crate::error::Result;
-use crate::transport::{Tag, Transport};
+use crate::op::Op;
+use crate::select::ReduceScatter;
+use crate::transport::{Elem, Tag, Transport};
+
+/// Runs reduce-scatter `alg`: the ring, or recursive halving for the rest (`Auto`, and
+/// `Direct`, which its caller runs itself).
+pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
+    t: &Tr,
+    send: &[T],
+    recv: &mut [T],
+    op: &O,
+    alg: ReduceScatter,
+    tag: Tag,
+) -> Result<()> {
+    match alg {
+        ReduceScatter::Ring => ring(t, send, recv, op, tag),
+        ReduceScatter::RecursiveHalving | ReduceScatter::Auto | ReduceScatter::Direct => {
+            recursive_halving(t, send, recv, op, tag)
+        }
+    }
+}
 
 /// The tag variant of the closing barrier (the schedules' variants are algorithm ids, far
 /// below it).

@@ -23,6 +23,8 @@
 //! A full calibration takes a few seconds at the default `--time` of 0.1 s per size and level.
 
 use crate::cli::Args;
+use crate::stats::Summary;
+use crate::sweep::fmt_bytes;
 use corecoll::op::{self, Op};
 use corecoll::profile::{Gamma, Host, Level, LevelCosts};
 use corecoll::{Comm, Pinning, Profile, Team, Topology, Wait, EAGER_MAX};
@@ -122,7 +124,7 @@ pub fn ping(link: &impl Link, budget: Duration) -> Result<Vec<SizeTime>, String>
         }
         out.push(SizeTime {
             bytes: m,
-            median_ns: median(&mut times),
+            median_ns: median(&times),
             samples: reps,
         });
     }
@@ -146,18 +148,9 @@ pub fn pong(link: &impl Link) -> Result<(), String> {
     Ok(())
 }
 
-/// The median of `v` (sorted in place); NaN for none.
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median of `v` (the statistics' [`Summary`]); NaN for none.
+fn median(v: &[f64]) -> f64 {
+    Summary::of(v).map_or(f64::NAN, |s| s.median)
 }
 
 /// Least-squares line through `(x, y)`: (intercept, slope); `None` for fewer than two distinct
@@ -273,7 +266,7 @@ where
         times.push(t.elapsed().as_nanos() as f64 / f64::from(BATCH) / GAMMA_BYTES as f64);
     }
     black_box(&acc);
-    Some(median(&mut times))
+    Some(median(&times))
 }
 
 /// The path of `--profile-out`, or the default `target/corecoll-bench/profile.json`.
@@ -393,7 +386,7 @@ fn print_table(profile: &Profile, tables: &[(Level, Vec<SizeTime>)]) {
         g(profile.gamma.u64_sum_ns)
     );
     println!();
-    let sizes: Vec<String> = SIZES.iter().map(|&m| fmt_size(m)).collect();
+    let sizes: Vec<String> = SIZES.iter().map(|&m| fmt_bytes(m)).collect();
     println!("median one-way time (µs) by size");
     println!("{:<15} {}", "level", row(&sizes));
     for (level, times) in tables {
@@ -413,15 +406,6 @@ fn row(cells: &[String]) -> String {
         .map(|c| format!("{c:>8}"))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// `8B`, `1KiB`, `4MiB`.
-fn fmt_size(m: usize) -> String {
-    match m {
-        m if m >= 1 << 20 && m % (1 << 20) == 0 => format!("{}MiB", m >> 20),
-        m if m >= 1 << 10 && m % (1 << 10) == 0 => format!("{}KiB", m >> 10),
-        m => format!("{m}B"),
-    }
 }
 
 /// Without the `mpi` feature: not measured.
@@ -595,9 +579,9 @@ mod tests {
         assert_eq!(line(&[(0.0, 1.0), (2.0, 5.0)]), Some((1.0, 2.0)));
         assert_eq!(line(&[(1.0, 1.0)]), None);
         assert_eq!(line(&[(1.0, 1.0), (1.0, 2.0)]), None);
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert!(median(&mut []).is_nan());
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
     }
 
     #[test]

@@ -10,11 +10,15 @@ use crate::cli::{Args, Collective as BenchCollective};
 use crate::output;
 use crate::record::{Record, Source, Validation};
 use crate::stats::{algbw_gbs, busbw_factor};
+use crate::sweep::fmt_bytes;
 use corecoll::profile::{Level, Profile};
 use corecoll::sim::{self, Case, Collective, Model, Ports};
 use corecoll::{Algorithm, Block};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+/// Ranks when `--ranks` is not given: Träff 2021's 36 × 32 machine.
+const DEFAULT_RANKS: usize = 1152;
 
 /// The model of the command line.
 fn model(args: &Args) -> Result<(Model, String), String> {
@@ -50,28 +54,13 @@ fn model(args: &Args) -> Result<(Model, String), String> {
     Ok((m, how))
 }
 
-/// The simulator's collectives for one of the bench's (none for the `v` forms and exscan).
+/// The simulator's algorithms of one of the bench's collectives (none for the `v` forms and
+/// exscan, which it does not have).
 fn collectives(c: BenchCollective) -> Vec<Collective> {
-    let all = Collective::all();
-    let keep = |f: fn(&Collective) -> bool| all.iter().copied().filter(f).collect();
-    match c {
-        BenchCollective::Allreduce => keep(|c| matches!(c, Collective::Allreduce(_))),
-        BenchCollective::Broadcast => keep(|c| matches!(c, Collective::Broadcast(_))),
-        BenchCollective::Reduce => keep(|c| matches!(c, Collective::Reduce(_))),
-        BenchCollective::Scan => keep(|c| matches!(c, Collective::Scan(_))),
-        BenchCollective::Gather => keep(|c| matches!(c, Collective::Gather(_))),
-        BenchCollective::Scatter => keep(|c| matches!(c, Collective::Scatter(_))),
-        BenchCollective::Allgather => keep(|c| matches!(c, Collective::Allgather(_))),
-        BenchCollective::Alltoall => keep(|c| matches!(c, Collective::Alltoall(_))),
-        BenchCollective::ReduceScatter => keep(|c| matches!(c, Collective::ReduceScatter(_))),
-        BenchCollective::Barrier => keep(|c| matches!(c, Collective::Barrier(_))),
-        _ => Vec::new(),
-    }
-}
-
-/// The algorithm's name alone (`dual-root` of `allreduce/dual-root`).
-fn algorithm_name(c: &Collective) -> String {
-    c.name().split('/').nth(1).unwrap_or_default().to_string()
+    Collective::all()
+        .into_iter()
+        .filter(|s| s.parts().0 == c.name())
+        .collect()
 }
 
 /// The algorithm of `bc` that `--algorithms` names `word` (`dual-root`, or with a block in
@@ -81,10 +70,7 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
         Some((n, b)) => (n, Some(crate::cli::parse_size(b)? / elem.max(1))),
         None => (word, None),
     };
-    let Some(c) = collectives(bc)
-        .into_iter()
-        .find(|c| algorithm_name(c) == name)
-    else {
+    let Some(c) = collectives(bc).into_iter().find(|c| c.parts().1 == name) else {
         return Ok(None);
     };
     let Some(b) = block else {
@@ -112,7 +98,7 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
 /// `--simulate`.
 pub fn main(args: &Args) -> Result<ExitCode, String> {
     let (model, how) = model(args)?;
-    let p = args.ranks.unwrap_or(1152);
+    let p = args.ranks.unwrap_or(DEFAULT_RANKS);
     let elem = args.dtype.size();
     let wanted: Option<Vec<&str>> =
         (args.algorithms != "all").then(|| args.algorithms.split(',').map(str::trim).collect());
@@ -146,7 +132,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         println!("\n{} (µs)", bc.name());
         let mut header = format!("{:>10}", "size");
         for a in &algs {
-            header += &format!(" {:>18}", algorithm_name(a));
+            header += &format!(" {:>18}", a.parts().1);
         }
         header += "  fastest";
         println!("{header}");
@@ -157,32 +143,26 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             } else {
                 bytes / elem
             };
-            let mut line = format!("{:>10}", human(bytes));
-            let mut best: Option<(f64, String)> = None;
+            let mut line = format!("{:>10}", fmt_bytes(bytes));
+            let mut best: Option<(f64, &str)> = None;
             for &c in &algs {
                 let case = Case {
                     elem_bytes: elem,
                     root: args.root.min(p - 1),
                     ..Case::new(c, p, count)
                 };
-                let rec = match sim::simulate(&case, &model) {
+                let predicted = sim::simulate(&case, &model);
+                match &predicted {
                     Ok(pr) => {
                         let us = pr.time_ns / 1000.0;
                         line += &format!(" {us:>18.2}");
                         if best.as_ref().is_none_or(|(b, _)| us < *b) {
-                            best = Some((us, algorithm_name(&c)));
+                            best = Some((us, c.parts().1));
                         }
-                        record(bc, &c, p, args, bytes, count, us, &pr)
                     }
-                    Err(e) => {
-                        line += &format!(" {:>18}", "-");
-                        let mut r = record(bc, &c, p, args, bytes, count, f64::NAN, &dummy());
-                        r.validation = Validation::Fail;
-                        r.note = e.to_string();
-                        r
-                    }
-                };
-                records.push(rec);
+                    Err(_) => line += &format!(" {:>18}", "-"),
+                }
+                records.push(record(bc, &c, args, (bytes, count), predicted));
             }
             if let Some((_, name)) = best {
                 line += &format!("  {name}");
@@ -218,36 +198,30 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// An empty prediction, for the rows the simulator refused.
-fn dummy() -> sim::Prediction {
-    sim::Prediction {
-        time_ns: f64::NAN,
-        rounds: 0,
-        messages: 0,
-        max_bytes_sent: 0,
-        max_bytes_received: 0,
-        total_bytes: 0,
-        max_bytes_reduced: 0,
-        block: 0,
-    }
-}
-
-/// The result row of one prediction.
-#[allow(clippy::too_many_arguments)]
+/// The result row of one prediction (or of the simulator's refusal).
 fn record(
     bc: BenchCollective,
     c: &Collective,
-    p: usize,
     args: &Args,
-    bytes: usize,
-    count: usize,
-    us: f64,
-    pr: &sim::Prediction,
+    (bytes, count): (usize, usize),
+    predicted: corecoll::Result<sim::Prediction>,
 ) -> Record {
+    let p = args.ranks.unwrap_or(DEFAULT_RANKS);
+    let (us, validation, note) = match predicted {
+        Ok(pr) => (
+            pr.time_ns / 1000.0,
+            Validation::Skipped,
+            format!(
+                "predicted: {} steps, {} messages, block {}, most bytes sent by a rank {}",
+                pr.rounds, pr.messages, pr.block, pr.max_bytes_sent
+            ),
+        ),
+        Err(e) => (f64::NAN, Validation::Fail, e.to_string()),
+    };
     let algbw = algbw_gbs(bytes, us / 1e6);
     Record {
         collective: bc.name().into(),
-        algorithm: algorithm_name(c),
+        algorithm: c.parts().1.into(),
         source: Source::Corecoll,
         scope: "model".into(),
         placement: "simulated".into(),
@@ -269,22 +243,8 @@ fn record(
         algbw_gbs: algbw,
         busbw_gbs: algbw * busbw_factor(bc.name(), p),
         limit_pct: None,
-        validation: Validation::Skipped,
+        validation,
         max_rel_error: None,
-        note: format!(
-            "predicted: {} steps, {} messages, block {}, most bytes sent by a rank {}",
-            pr.rounds, pr.messages, pr.block, pr.max_bytes_sent
-        ),
+        note,
     }
-}
-
-/// `bytes` as the tables print sizes.
-fn human(bytes: usize) -> String {
-    const UNITS: [(usize, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (unit, name) in UNITS {
-        if bytes >= unit && bytes.is_multiple_of(unit) {
-            return format!("{} {name}", bytes / unit);
-        }
-    }
-    format!("{bytes} B")
 }
