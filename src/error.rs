@@ -152,6 +152,16 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// Algorithm rules or a decision table could not be read (`tuning`): where they came
+    /// from (an environment variable, `TeamBuilder::algorithm_rules`, the profile) and what is
+    /// wrong.
+    #[error("algorithm rules from {origin}: {what}")]
+    Tuning {
+        /// Where the rules came from.
+        origin: String,
+        /// What is wrong.
+        what: String,
+    },
     /// A rank thread could not be started.
     #[error("could not start rank thread {rank}: {message}")]
     Spawn {

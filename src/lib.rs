@@ -50,6 +50,7 @@ mod sync;
 mod team;
 mod topology;
 mod transport;
+pub mod tuning;
 
 pub use comm::Comm;
 pub use error::{Error, Result};

@@ -268,6 +268,10 @@ pub struct Profile {
     /// The reduction's cost per byte.
     #[serde(default)]
     pub gamma: Gamma,
+    /// Decision tables for `Auto` (`corecoll-bench --tune`, [`crate::tuning`]); a collective
+    /// without one here takes the built-in tables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables: Vec<crate::tuning::Table>,
 }
 
 impl Default for Profile {
@@ -286,6 +290,7 @@ impl Default for Profile {
                 })
                 .collect(),
             gamma: Gamma::default(),
+            tables: Vec::new(),
         }
     }
 }
@@ -447,6 +452,7 @@ impl Profile {
                 }
             }
         }
+        crate::tuning::Table::check_all(&profile.tables)?;
         Ok(profile)
     }
 }

@@ -1,8 +1,10 @@
 //! Which algorithm a collective runs: the user's choice, or `Auto`'s.
 //!
-//! `Auto` for allreduce ([`choose_allreduce`]) goes by size: recursive doubling for short
-//! vectors, the shared-memory direct algorithm for the rest, a rule read off the measurements
-//! in docs/benchmarks.md until the calibrated decision tables of the tuning work replace it.
+//! `Auto` asks the team's decision tables first (`crate::tuning`: overrides from the
+//! environment and the program, then measured tables, docs/tuning.md); the `choose_*` rules
+//! here decide only what no table covers, and inside the hierarchical algorithms' stages
+//! where a table's shared-memory choice would not apply. Whether `Auto` goes hierarchical on a
+//! team spanning several L3 groups or packages is [`prefer_hierarchy`]'s rule.
 //! `Block::Auto` comes from the pipelining lemma ([`lemma_block`]) with α and β of the team's
 //! calibration profile (`crate::profile`), whose built-in defaults are the [`Costs`] here.
 

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::op::Op;
 use crate::select::{self, Algorithm};
 use crate::transport::{Kind, Permuted};
+use crate::tuning::Collective;
 use crate::EAGER_MAX;
 
 impl Comm {
@@ -53,7 +54,10 @@ impl Comm {
         self.enter("allreduce")?;
         let tag = self.next_tag(Kind::Allreduce);
         let auto = || {
-            select::choose_allreduce(self.size(), std::mem::size_of_val(buf), op.is_commutative())
+            let (bytes, commutative) = (std::mem::size_of_val(buf), op.is_commutative());
+            self.tuned(Collective::Allreduce, bytes, commutative, || {
+                select::choose_allreduce(self.size(), bytes, commutative)
+            })
         };
         let alg = match algorithm {
             // Across L3 groups or packages, with a core per rank, the hierarchy for long

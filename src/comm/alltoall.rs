@@ -32,6 +32,7 @@ use crate::error::{Error, Result};
 use crate::hierarchy::alltoall as ring;
 use crate::select::{self, Alltoall};
 use crate::transport::Kind;
+use crate::tuning::Collective;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` form's messages.
 const V_FORM: u8 = 0x80;
@@ -71,10 +72,17 @@ impl Comm {
         let n = send.len() / p;
         self.check_whole(OP, "recv", recv.len(), n)?;
         let auto = || {
-            select::choose_alltoall(
-                p,
-                std::mem::size_of_val(&send[..n]),
-                self.run().ranks.policy.oversubscribed,
+            self.tuned(
+                Collective::Alltoall,
+                std::mem::size_of_val(send),
+                true,
+                || {
+                    select::choose_alltoall(
+                        p,
+                        std::mem::size_of_val(&send[..n]),
+                        self.run().ranks.policy.oversubscribed,
+                    )
+                },
             )
         };
         // RingLeaders on one group (no levels) is `Auto`'s flat choice, decided here, before

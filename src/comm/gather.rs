@@ -26,6 +26,7 @@ use crate::algorithms::gather as sched;
 use crate::error::{Error, Result};
 use crate::select::{self, Allgather, Gather, Scatter};
 use crate::transport::Kind;
+use crate::tuning::Collective;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` forms' messages.
 const V_FORM: u8 = 0x80;
@@ -62,7 +63,12 @@ impl Comm {
             self.check_whole(OP, "recv", recv.len(), send.len())?;
         }
         let alg = match algorithm {
-            Gather::Auto => select::choose_gather(self.size(), std::mem::size_of_val(send)),
+            Gather::Auto => {
+                let block = std::mem::size_of_val(send);
+                self.tuned(Collective::Gather, block * self.size(), true, || {
+                    select::choose_gather(self.size(), block)
+                })
+            }
             chosen => chosen,
         };
         let t = self.coll(OP);
@@ -107,11 +113,16 @@ impl Comm {
             self.check_whole(OP, "send", send.len(), recv.len())?;
         }
         let alg = match algorithm {
-            Scatter::Auto => select::choose_scatter(
-                self.size(),
-                std::mem::size_of_val(recv),
-                self.run().ranks.policy.oversubscribed,
-            ),
+            Scatter::Auto => {
+                let block = std::mem::size_of_val(recv);
+                self.tuned(Collective::Scatter, block * self.size(), true, || {
+                    select::choose_scatter(
+                        self.size(),
+                        block,
+                        self.run().ranks.policy.oversubscribed,
+                    )
+                })
+            }
             chosen => chosen,
         };
         let t = self.coll(OP);
@@ -146,7 +157,12 @@ impl Comm {
         self.enter(OP)?;
         let tag = self.next_tag(Kind::Allgather);
         self.check_whole(OP, "recv", recv.len(), send.len())?;
-        let auto = || select::choose_allgather(self.size(), std::mem::size_of_val(send));
+        let auto = || {
+            let block = std::mem::size_of_val(send);
+            self.tuned(Collective::Allgather, block * self.size(), true, || {
+                select::choose_allgather(self.size(), block)
+            })
+        };
         let alg = match algorithm {
             Allgather::Auto => auto(),
             // One group: `Auto`'s flat choice, decided from the plan (no messages, the same on

@@ -268,6 +268,31 @@ impl Comm {
         })
     }
 
+    /// `Auto`'s algorithm for `collective` with `bytes` bytes per rank (as `crate::tuning`
+    /// counts them) and an op that is `commutative` or not, from the team's overrides and
+    /// decision tables; `fixed()` (the crate's fixed rule) where none covers the call. The
+    /// same on every rank of the call.
+    pub(crate) fn tuned<A: crate::tuning::Named>(
+        &self,
+        collective: crate::tuning::Collective,
+        bytes: usize,
+        commutative: bool,
+        fixed: impl FnOnce() -> A,
+    ) -> A {
+        let ranks = &self.run.ranks;
+        ranks
+            .tuning
+            .decide(
+                collective,
+                self.size(),
+                ranks.policy.oversubscribed,
+                bytes,
+                commutative,
+            )
+            .and_then(|d| A::named(d.algorithm))
+            .unwrap_or_else(fixed)
+    }
+
     /// This rank's hierarchy of the communicator ([`Comm::hierarchy_plan`] of `ordered`),
     /// built (collectively: every rank must call this at the same point of the same
     /// collective, after its call check) the first time.
@@ -348,7 +373,11 @@ impl Comm {
     pub fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
         across_processes!(self, |b| b.barrier());
         self.enter("barrier")?;
-        let auto = || select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed);
+        let auto = || {
+            self.tuned(crate::tuning::Collective::Barrier, 0, true, || {
+                select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed)
+            })
+        };
         let alg = match algorithm {
             // Across L3 groups or packages, with a core per rank, the barrier on shared flags
             // (docs/hierarchy.md, "When `Auto` goes hierarchical").

@@ -27,6 +27,7 @@ use crate::error::Result;
 use crate::op::Op;
 use crate::select::{self, ReduceScatter};
 use crate::transport::Kind;
+use crate::tuning::Collective;
 
 impl Comm {
     /// Reduces every rank's `send` element-wise with `op`, in rank order
@@ -65,11 +66,18 @@ impl Comm {
         let tag = self.next_tag(Kind::ReduceScatter);
         self.check_whole(OP, "send", send.len(), recv.len())?;
         let alg = match algorithm {
-            ReduceScatter::Auto => select::choose_reduce_scatter(
-                self.size(),
-                std::mem::size_of_val(recv),
+            ReduceScatter::Auto => self.tuned(
+                Collective::ReduceScatter,
+                std::mem::size_of_val(send),
                 op.is_commutative(),
-                self.run().ranks.policy.oversubscribed,
+                || {
+                    select::choose_reduce_scatter(
+                        self.size(),
+                        std::mem::size_of_val(recv),
+                        op.is_commutative(),
+                        self.run().ranks.policy.oversubscribed,
+                    )
+                },
             ),
             chosen => chosen,
         };

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::op::Op;
 use crate::select::{self, Broadcast, Reduce};
 use crate::transport::Kind;
+use crate::tuning::Collective;
 
 impl Comm {
     /// Copies `buf` of rank `root` into `buf` on every other rank (`MPI_Bcast`). Every rank
@@ -29,7 +30,12 @@ impl Comm {
         self.enter("broadcast")?;
         let tag = self.next_tag(Kind::Broadcast);
         self.check_root("broadcast", root)?;
-        let auto = || select::choose_broadcast(self.size(), std::mem::size_of_val(buf));
+        let auto = || {
+            let bytes = std::mem::size_of_val(buf);
+            self.tuned(Collective::Broadcast, bytes, true, || {
+                select::choose_broadcast(self.size(), bytes)
+            })
+        };
         let alg = match algorithm {
             // Across L3 groups or packages, with a core per rank, the single-copy hierarchy
             // for long vectors, as the allreduce's `Auto` (`select::prefer_hierarchy`).
@@ -163,11 +169,14 @@ impl Comm {
         let alg = match algorithm {
             // `Native` (MPI's own collective) is `Auto` between threads.
             Reduce::Auto | Reduce::Hierarchical | Reduce::HierarchicalDirect | Reduce::Native => {
-                select::choose_reduce(
-                    self.size(),
-                    std::mem::size_of_val(buf),
-                    self.run().ranks.policy.oversubscribed,
-                )
+                let bytes = std::mem::size_of_val(buf);
+                self.tuned(Collective::Reduce, bytes, op.is_commutative(), || {
+                    select::choose_reduce(
+                        self.size(),
+                        bytes,
+                        self.run().ranks.policy.oversubscribed,
+                    )
+                })
             }
             chosen => chosen,
         };

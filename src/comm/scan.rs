@@ -15,6 +15,7 @@ use crate::error::Result;
 use crate::op::Op;
 use crate::select::{self, Scan};
 use crate::transport::Kind;
+use crate::tuning::Collective;
 
 /// The bit set in the algorithm word of an exclusive scan (the ids of [`Scan`] are small).
 const EXCLUSIVE: u8 = 0x80;
@@ -95,7 +96,12 @@ impl Comm {
         self.enter(name)?;
         let tag = self.next_tag(Kind::Scan);
         let alg = match algorithm {
-            Scan::Auto => select::choose_scan(self.size(), std::mem::size_of_val(buf)),
+            Scan::Auto => {
+                let bytes = std::mem::size_of_val(buf);
+                self.tuned(Collective::Scan, bytes, op.is_commutative(), || {
+                    select::choose_scan(self.size(), bytes)
+                })
+            }
             chosen => chosen,
         };
         let costs = self.costs();

@@ -19,6 +19,7 @@ use crate::error::Result;
 use crate::op::Op;
 use crate::select;
 use crate::transport::{Elem, Kind};
+use crate::tuning::Collective;
 
 impl Comm {
     /// A reduce of `buf` to `root` with `Auto`'s flat algorithm, without a call check (see
@@ -34,11 +35,10 @@ impl Comm {
         if self.size() == 1 {
             return Ok(());
         }
-        let alg = select::choose_reduce(
-            self.size(),
-            std::mem::size_of_val(buf),
-            self.run().ranks.policy.oversubscribed,
-        );
+        let bytes = std::mem::size_of_val(buf);
+        let alg = self.tuned(Collective::Reduce, bytes, op.is_commutative(), || {
+            select::choose_reduce(self.size(), bytes, self.run().ranks.policy.oversubscribed)
+        });
         let block = alg.block_elements(
             self.size(),
             buf.len(),
@@ -59,7 +59,10 @@ impl Comm {
         if self.size() == 1 {
             return Ok(());
         }
-        let alg = select::choose_broadcast(self.size(), std::mem::size_of_val(buf));
+        let bytes = std::mem::size_of_val(buf);
+        let alg = self.tuned(Collective::Broadcast, bytes, true, || {
+            select::choose_broadcast(self.size(), bytes)
+        });
         let block = alg.block_elements(
             self.size(),
             buf.len(),
@@ -80,8 +83,10 @@ impl Comm {
         if self.size() == 1 {
             return Ok(());
         }
-        let alg =
-            select::choose_allreduce(self.size(), std::mem::size_of_val(buf), op.is_commutative());
+        let (bytes, commutative) = (std::mem::size_of_val(buf), op.is_commutative());
+        let alg = self.tuned(Collective::Allreduce, bytes, commutative, || {
+            select::choose_allreduce(self.size(), bytes, commutative)
+        });
         let block = if alg.has_block() {
             alg.block_elements(
                 self.size(),

@@ -9,6 +9,7 @@ use crate::profile::Profile;
 use crate::sync::park::{Parker, WaitPolicy};
 use crate::sync::{AtomicBool, CachePadded, Mutex, Ordering};
 use crate::topology::{Location, Topology};
+use crate::tuning::Tuning;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -30,6 +31,8 @@ pub(crate) struct Ranks {
     /// The team's cost constants, from which each communicator takes those of the level its
     /// ranks span (`Comm::costs`).
     pub profile: Arc<Profile>,
+    /// How `Auto` picks algorithms on the team's communicators (`Comm::tuned`).
+    pub tuning: Arc<Tuning>,
 }
 
 impl Ranks {
@@ -42,12 +45,19 @@ impl Ranks {
             topology: None,
             locations: vec![None; n].into_boxed_slice(),
             profile: Arc::new(Profile::default()),
+            tuning: Arc::new(Tuning::default()),
         }
     }
 
     /// The same ranks with the cost constants of `profile`.
     pub(crate) fn with_profile(mut self, profile: Profile) -> Self {
         self.profile = Arc::new(profile);
+        self
+    }
+
+    /// The same ranks with the algorithm choices of `tuning`.
+    pub(crate) fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = Arc::new(tuning);
         self
     }
 

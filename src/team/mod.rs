@@ -18,6 +18,7 @@ use crate::profile::Profile;
 use crate::sync::park::{wait_until, WaitPolicy};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering};
 use crate::topology::{available_cores, Location, Topology};
+use crate::tuning::{Collective, Tuning};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -73,6 +74,8 @@ pub struct TeamBuilder {
     timeout: Option<Duration>,
     wait: Wait,
     profile: Option<Profile>,
+    /// `algorithm_rules`' overrides, parsed when the team is built.
+    rules: Vec<(Collective, String)>,
 }
 
 /// How the ranks of a team wait for one another, and which machine `Auto` assumes: as
@@ -173,10 +176,25 @@ impl TeamBuilder {
         self
     }
 
+    /// Overrides `Auto`'s choice for `collective` with `rules` in the syntax of oneCCL's
+    /// algorithm variables, `name:from-to;…` over bytes per rank
+    /// ([`tuning::Rules`](crate::tuning::Rules)), e.g.
+    /// `"recursive-doubling:0-4095;ring:4096-max"` for the allreduce. Sizes the rules leave
+    /// out go to the decision tables; the collective's environment variable
+    /// (`CORECOLL_ALLREDUCE`, …) in turn overrides these rules ([`crate::tuning`]). Rules that
+    /// do not parse make [`TeamBuilder::build`] fail with [`Error::Tuning`].
+    pub fn algorithm_rules(mut self, collective: Collective, rules: impl Into<String>) -> Self {
+        self.rules.retain(|(c, _)| *c != collective);
+        self.rules.push((collective, rules.into()));
+        self
+    }
+
     /// Places the ranks on the topology ([`Topology::place`]) and starts the team's threads,
     /// each pinned to the OS index of its location. Fails for zero ranks, a placement the
     /// topology cannot satisfy, or (without [`TeamBuilder::profile`]) a `CORECOLL_PROFILE`
-    /// that names a file that cannot be read or is not a profile ([`Error::Profile`]).
+    /// that names a file that cannot be read or is not a profile ([`Error::Profile`]), and
+    /// for algorithm rules (of [`TeamBuilder::algorithm_rules`] or an environment variable
+    /// such as `CORECOLL_ALLREDUCE`) that do not parse ([`Error::Tuning`]).
     pub fn build(self) -> Result<Team> {
         self.build_for(None)
     }
@@ -240,6 +258,7 @@ impl TeamBuilder {
             Some(p) => p,
             None => Profile::from_env()?.unwrap_or_default(),
         };
+        let tuning = Tuning::new(&profile.tables, &self.rules)?;
         let locations = topology.place(&self.pinning, ranks)?;
         let plan: Vec<Option<usize>> = locations.iter().map(|l| l.map(|l| l.os_index)).collect();
         // Oversubscription is judged against the real cores, whatever the topology describes.
@@ -250,7 +269,8 @@ impl TeamBuilder {
             ranks: Arc::new(
                 Ranks::new(ranks, policy, self.timeout)
                     .placed(topology, locations)
-                    .with_profile(profile),
+                    .with_profile(profile)
+                    .with_tuning(tuning),
             ),
             epoch: CachePadded::new(AtomicU64::new(0)),
             job: Mutex::new(None),
@@ -350,6 +370,27 @@ impl Team {
             .topology
             .as_deref()
             .expect("a team's ranks always have a topology")
+    }
+
+    /// What `Auto` runs for `collective` on a communicator of `p` of this team's ranks with
+    /// `bytes` bytes per rank (as [`crate::tuning`] counts them) and an op that is
+    /// `commutative` or not, and which source decided; `None` where no rule or table covers
+    /// the call and the crate's fixed rules decide.
+    pub fn decide(
+        &self,
+        collective: Collective,
+        p: usize,
+        bytes: usize,
+        commutative: bool,
+    ) -> Option<crate::tuning::Decision> {
+        let ranks = &self.shared.ranks;
+        ranks.tuning.decide(
+            collective,
+            p,
+            ranks.policy.oversubscribed,
+            bytes,
+            commutative,
+        )
     }
 
     /// The cost constants the team's communicators use ([`TeamBuilder::profile`]).

@@ -103,6 +103,21 @@ pub struct Args {
     /// Where `--calibrate` writes the profile (default: target/corecoll-bench/profile.json).
     #[arg(long, value_name = "PATH")]
     pub profile_out: Option<PathBuf>,
+    /// Derive `Auto`'s decision tables from these sweeps' JSON results (`--json`; comma
+    /// separated, one per rank count): per collective and rank count the fastest algorithm
+    /// over each range of sizes. Writes them into a profile at `--profile-out` (on top of the
+    /// profile `CORECOLL_PROFILE` names, if any) and, with `--tables-out`, alone as JSON. No
+    /// measuring. See docs/tuning.md.
+    #[arg(long, value_name = "RESULTS", value_delimiter = ',')]
+    pub tune: Vec<PathBuf>,
+    /// `--tune`: also write the tables alone (a JSON array, the form of the crate's
+    /// built-in tables).
+    #[arg(long, value_name = "PATH")]
+    pub tables_out: Option<PathBuf>,
+    /// `--tune`: keep the algorithm of the next smaller size while it is within this fraction
+    /// of the fastest (fewer switches for noise to cause).
+    #[arg(long, default_value_t = 0.05)]
+    pub tune_hysteresis: f64,
     /// Predict instead of measure: run the selected collectives' algorithms in the cost-model
     /// simulator on `--ranks` ranks (default 1152, the 36 × 32 machine of Träff 2021) over
     /// `--sizes`, under `--alpha-ns`, `--beta-ns`, `--gamma-ns` (or `--model-profile`). See

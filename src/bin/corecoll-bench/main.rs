@@ -22,6 +22,7 @@ mod record;
 mod simulate;
 mod stats;
 mod sweep;
+mod tune;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -42,6 +43,8 @@ fn main() -> ExitCode {
         calibrate_worker(&args)
     } else if args.calibrate {
         calibrate::main(&args)
+    } else if !args.tune.is_empty() {
+        tune::main(&args)
     } else if args.simulate {
         simulate::main(&args)
     } else if args.mpi_worker {

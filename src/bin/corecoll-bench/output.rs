@@ -312,8 +312,6 @@ pub fn write_json(
 }
 
 /// Reads a file of [`write_json`] back.
-// Called by the MPI baseline (feature `mpi`) and the tests.
-#[allow(dead_code)]
 pub fn read_json(path: &Path) -> Result<(RunInfo, Vec<Record>), String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let r: ResultsIn =
