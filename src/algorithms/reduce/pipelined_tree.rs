@@ -107,17 +107,12 @@ pub(super) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
         return Ok(());
     }
     let ranks = ranks(t.rank(), p, root);
-    // Fold a child's partial result in on the side where its ranks lie.
-    let mut combine = |side: Side, acc: &mut [T], inc: &[T]| match side {
-        Side::Below => op.fold_left(inc, acc),
-        Side::Above => op.fold_right(acc, inc),
-    };
     if ranks.parent.is_none() || ranks.first.is_none() {
         // The root's `buf` is its output; a leaf never writes its `buf` (it only sends).
-        reduce(t, buf, block.max(1), ranks, tag, &mut combine)?;
+        reduce(t, buf, block.max(1), ranks, tag, op)?;
     } else {
         let mut scratch = buf.to_vec();
-        reduce(t, &mut scratch, block.max(1), ranks, tag, &mut combine)?;
+        reduce(t, &mut scratch, block.max(1), ranks, tag, op)?;
     }
     // Acknowledge back along every edge (`super::acknowledge`, which goes through the sources
     // backwards): the child received from second, whose subtree is the taller, first.
@@ -214,16 +209,24 @@ struct Ranks {
     second: Option<Child>,
 }
 
+/// Folds a child's partial result `inc` into `acc` on the side where the child's ranks lie.
+fn fold<T, O: Op<T>>(op: &O, side: Side, acc: &mut [T], inc: &[T]) {
+    match side {
+        Side::Below => op.fold_left(inc, acc),
+        Side::Above => op.fold_right(acc, inc),
+    }
+}
+
 /// The pipelined reduce in `work`: step k combines block k of `first`'s and `second`'s partial
-/// results into `work` (by `combine`) while sending block k − 1 to `parent`; after the last
+/// results into `work` (by [`fold`]) while sending block k − 1 to `parent`; after the last
 /// step the last block goes up.
-fn reduce<Tr: Transport, T: Elem>(
+fn reduce<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     work: &mut [T],
     block: usize,
     ranks: Ranks,
     tag: Tag,
-    combine: &mut dyn FnMut(Side, &mut [T], &[T]),
+    op: &O,
 ) -> Result<()> {
     let Ranks {
         parent,
@@ -240,16 +243,18 @@ fn reduce<Tr: Transport, T: Elem>(
         let prev = (k > 0).then(|| &done[block_range(n, block, k - 1)]);
         match (parent.zip(prev), first) {
             (Some((q, send)), Some(c)) => {
-                t.sendrecv_reduce(q, send, c.rank, acc, tag, &mut |a, i| combine(c.side, a, i))?
+                t.sendrecv_reduce(q, send, c.rank, acc, tag, &mut |a, i| {
+                    fold(op, c.side, a, i)
+                })?
             }
             (Some((q, send)), None) => t.send(q, tag, send)?,
             (None, Some(c)) => {
-                t.recv_reduce(c.rank, tag, acc, &mut |a, i| combine(c.side, a, i))?
+                t.recv_reduce(c.rank, tag, acc, &mut |a, i| fold(op, c.side, a, i))?
             }
             (None, None) => {}
         }
         if let Some(c) = second {
-            t.recv_reduce(c.rank, tag, acc, &mut |a, i| combine(c.side, a, i))?;
+            t.recv_reduce(c.rank, tag, acc, &mut |a, i| fold(op, c.side, a, i))?;
         }
     }
     if let Some(q) = parent {
