@@ -552,7 +552,9 @@ impl Reduce {
 
 impl Reduce {
     /// Elements per pipeline block (0 for the algorithms without one): the reduce half of
-    /// [`Algorithm::PipelinedTree`]'s steps.
+    /// [`Algorithm::PipelinedTree`]'s steps, 2h + 2(b − 1) at every root (the root is the top
+    /// of the schedule, h = ⌊log₂ p⌋ give or take one level; the acknowledgements back down
+    /// are empty messages, the same for every b, so they do not move the optimum).
     pub(crate) fn block_elements(
         self,
         p: usize,

@@ -22,8 +22,10 @@
 //! On the root the result must equal the sequential left fold; on every other rank `buf` must
 //! be unchanged.
 //!
-//! **Also**: many rendezvous-sized and inline pipeline blocks at every root (p ≤ 8); `f64` sums
-//! of arbitrary values repeatable bit for bit, and the left fold exactly for `Direct`.
+//! **Also**: many rendezvous-sized and inline pipeline blocks at every root (p ≤ 8); the
+//! pipelined tree with blocks of 1 and 3 elements at the roots 0, p/2 and p − 1 of up to 33
+//! ranks, non-commutative; `f64` sums of arbitrary values repeatable bit for bit, and the left
+//! fold exactly for `Direct`.
 //!
 //! **Bad input**: a root out of range (on all ranks or on one), different roots, lengths,
 //! algorithms or element types on different ranks: `Err` on every rank, no hang (every team
@@ -506,8 +508,8 @@ fn reduce_in_a_row_with_allreduce() {
 }
 
 /// Many rendezvous-sized blocks (200 `u64`, above `EAGER_MAX`) and many inline ones (64 `u64`)
-/// at every root: the top's forwarding to the root, interleaved with the root's own sends, must
-/// not deadlock when every block is a single-copy handshake.
+/// at every root: the two tops' sends to the root, each overlapping the top's own receives,
+/// must not deadlock when every block is a single-copy handshake.
 #[test]
 fn pipelined_tree_many_large_blocks_every_root() {
     const N: usize = 20_000;
@@ -607,5 +609,64 @@ fn a_panicking_op_fails_the_call_everywhere() {
                 "{alg:?}, root {root}: {errs:?}"
             );
         }
+    }
+}
+
+/// The pipelined tree with small blocks (1 and 3 elements), whose root is the top of its
+/// schedule at every root: at the roots 0, p/2 and p − 1 of p ∈ {1, 2, 3, 5, 8, 13, 33},
+/// for counts 0, 1, odd and long (about a thousand blocks), the non-commutative ops of the
+/// suite (the combined one, whose span part panics on operands out of rank order, and the
+/// matrix product alone) give the root the sequential left fold and leave the others' buffers
+/// unchanged.
+#[test]
+fn pipelined_tree_small_blocks_keep_rank_order_at_every_kind_of_root() {
+    for p in [1usize, 2, 3, 5, 8, 13, 33] {
+        let started = std::time::Instant::now();
+        let cases: Vec<(usize, Expected, Vec<Mixed>)> = [(1, 1001), (3, 3001)]
+            .into_iter()
+            .flat_map(|(block, long)| {
+                let mut ns = vec![0, 1, 7, 2 * p + 1, long];
+                ns.dedup();
+                ns.into_iter().map(move |n| (block, n))
+            })
+            .map(|(block, n)| {
+                let e = Expected::new(p, n);
+                let m = (0..n)
+                    .map(|i| (e.sums[i], e.floats[i], e.products[i], (0, p as u32)))
+                    .collect();
+                (block, e, m)
+            })
+            .collect();
+        let mut roots = vec![0, p / 2, p - 1];
+        roots.dedup();
+        let out = team(p)
+            .run(|comm| -> Result<(), String> {
+                for (block, e, mixed_want) in &cases {
+                    let alg = Reduce::PipelinedTree {
+                        block: Block::Elements(*block),
+                    };
+                    for &root in &roots {
+                        check_one(comm, alg, root, "all ops", mixed, mixed_want, mixed_op())?;
+                        check_one(
+                            comm,
+                            alg,
+                            root,
+                            "matrices",
+                            matrix,
+                            &e.products,
+                            matrix_op(),
+                        )?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("p = {p}: the run failed: {e}"));
+        for res in out {
+            res.unwrap();
+        }
+        eprintln!(
+            "small blocks, p = {p}: {:.3} s",
+            started.elapsed().as_secs_f64()
+        );
     }
 }

@@ -270,3 +270,132 @@ fn refusals() {
         Err(Error::Unsupported { .. })
     ));
 }
+
+/// The pipelined-tree reduce pipelines to every root (it used not to below p − 1: 2, 3, 6 and
+/// 7 steps per block at roots 62, 61, 0 and 31 of 63 ranks). With b blocks it takes
+/// U + D + 2(b − 1) steps on p ≥ 3 ranks and 2 + (b − 1) on two, at every root, where U (block
+/// 0 up to the root) and D (the acknowledgements back down) follow the tree's shape as
+/// `algorithms/reduce/pipelined_tree.rs` describes; on p = 2^(h+1) − 1 ranks at the roots 0,
+/// (p − 1)/2 and p − 1 that is 4h + 2(b − 1), and at any root it is within 2 steps of root
+/// p − 1. The pipelined-tree broadcast, which relabels the ranks, costs the same at every
+/// root: 2h + 2(b − 1) on p = 2^(h+1) − 1. And neither schedule deadlocks or mismatches at any
+/// root for p up to 40.
+#[test]
+fn pipelined_tree_reduce_pipelines_to_every_root() {
+    use corecoll::algorithm::Reduce;
+    /// Steps until the top of a post-order tree of `n ≥ 1` ranks has block 0.
+    fn up(n: usize) -> usize {
+        let (l, r) = (n / 2, n - 1 - n / 2);
+        match (l, r) {
+            (0, _) => 0,
+            (_, 0) => up(l) + 1,
+            _ => (up(r) + 1).max(up(l)) + 1,
+        }
+    }
+    /// Steps of the acknowledgements from the top of such a tree to its last leaf.
+    fn down(n: usize) -> usize {
+        let (l, r) = (n / 2, n - 1 - n / 2);
+        match (l, r) {
+            (0, _) => 0,
+            (_, 0) => down(l) + 1,
+            _ => (down(l) + 1).max(down(r) + 2),
+        }
+    }
+    /// The reference count at `root` of `p ≥ 3` ranks for one block: the root's parts hold
+    /// n₁ ≤ n₂ of the other ranks (the halves of p − 1 at either end, the ranks on either side
+    /// of it otherwise), the smaller received first and acknowledged last.
+    fn one_block(p: usize, root: usize) -> u64 {
+        let n1 = if root == 0 || root == p - 1 {
+            (p - 1) / 2
+        } else {
+            root.min(p - 1 - root)
+        };
+        let n2 = p - 1 - n1;
+        let (u, d) = if n1 == 0 {
+            (up(n2) + 1, down(n2) + 1)
+        } else {
+            (
+                (up(n1) + 1).max(up(n2)) + 1,
+                (down(n2) + 1).max(down(n1) + 2),
+            )
+        };
+        (u + d) as u64
+    }
+    let reduce = Collective::Reduce(Reduce::PipelinedTree {
+        block: Block::Elements(B),
+    });
+    let broadcast = Collective::Broadcast(Broadcast::PipelinedTree {
+        block: Block::Elements(B),
+    });
+    let at = |c: Collective, p: usize, root: usize, b: usize| {
+        let case = Case {
+            root,
+            ..Case::new(c, p, b * B - 1)
+        };
+        sim::simulate(&case, &Model::steps(Ports::Bidirectional))
+            .unwrap_or_else(|e| panic!("{} p={p} root={root} b={b}: {e}", c.name()))
+            .rounds
+    };
+    for p in [2usize, 3, 7, 15, 40, 63, 100, 255, 1000] {
+        let roots: Vec<usize> = if p <= 100 {
+            (0..p).collect()
+        } else {
+            [0, 1, 2, p / 3, p / 2 - 1, p / 2, p - 3, p - 2, p - 1].into()
+        };
+        let top = if p == 2 { 2 } else { one_block(p, p - 1) };
+        for root in roots {
+            for b in [1u64, 2, 7, 15] {
+                let got = at(reduce, p, root, b as usize);
+                let want = if p == 2 {
+                    2 + (b - 1)
+                } else {
+                    one_block(p, root) + 2 * (b - 1)
+                };
+                assert_eq!(got, want, "reduce p={p} root={root} b={b}");
+                assert!(
+                    got <= top + 2 + 2 * (b - 1),
+                    "reduce p={p} root={root} b={b}"
+                );
+                if (p + 1).is_power_of_two() {
+                    let h = (p + 1).ilog2() as u64 - 1;
+                    if [0, (p - 1) / 2, p - 1].contains(&root) {
+                        assert_eq!(got, 4 * h + 2 * (b - 1), "reduce p={p} root={root} b={b}");
+                    }
+                    let got = at(broadcast, p, root, b as usize);
+                    assert_eq!(
+                        got,
+                        2 * h + 2 * (b - 1),
+                        "broadcast p={p} root={root} b={b}"
+                    );
+                }
+            }
+        }
+    }
+    // Every root of every p to 40, a few counts and blocks, either op: no deadlock, no
+    // mismatch (the simulator's errors), for both schedules.
+    for p in 1..=40usize {
+        for root in 0..p {
+            for (n, block) in [(0usize, 1usize), (1, 1), (5, 1), (17, 3), (40, 8)] {
+                for commutative in [true, false] {
+                    for c in [
+                        Collective::Reduce(Reduce::PipelinedTree {
+                            block: Block::Elements(block),
+                        }),
+                        Collective::Broadcast(Broadcast::PipelinedTree {
+                            block: Block::Elements(block),
+                        }),
+                    ] {
+                        let case = Case {
+                            root,
+                            commutative,
+                            ..Case::new(c, p, n)
+                        };
+                        if let Err(e) = sim::simulate(&case, &Model::default()) {
+                            panic!("{} p={p} root={root} n={n}: {e}", c.name());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -10,8 +10,8 @@
 //!
 //! * [`binomial`]: two binomial trees over the contiguous ranges below and from the root, the
 //!   lower one's result sent to the root last (p − 1 messages in all).
-//! * [`pipelined_tree`]: Träff's post-order binary tree, pipelined in blocks, its top rank
-//!   p − 1 forwarding each finished block to the root.
+//! * [`pipelined_tree`]: Träff's post-order binary trees, pipelined in blocks, over the ranks
+//!   on either side of the root, whose tops send straight to the root.
 //! * [`direct`] (shm only): every rank reduces its slice of all inputs into the root's buffer.
 
 mod binomial;
