@@ -98,11 +98,11 @@ const MAX_P_LONG_BLOCK_1: usize = 3;
 const ALGORITHMS: [Algorithm; 18] = [
     Algorithm::Auto,
     Algorithm::Linear,
-    Algorithm::Chain,
+    Algorithm::Chain { block: Block::Auto },
     Algorithm::Binomial,
     Algorithm::RecursiveDoubling,
     Algorithm::Rabenseifner,
-    Algorithm::Ring,
+    Algorithm::Ring { block: Block::Auto },
     Algorithm::PipelinedTree {
         block: Block::Elements(1),
     },
@@ -159,7 +159,7 @@ fn algorithms() -> Vec<Algorithm> {
 /// Whether `alg` must honour a non-commutative op (all but the ring; `Auto` must pick one
 /// that does).
 fn keeps_order(alg: Algorithm) -> bool {
-    alg != Algorithm::Ring
+    !matches!(alg, Algorithm::Ring { .. })
 }
 
 /// The algorithms of [`algorithms`] that accept a non-commutative op.
@@ -510,7 +510,11 @@ fn sum_u64_long_vectors() {
         }
     }
     let team = team(33);
-    for alg in [Algorithm::Auto, Algorithm::Chain, Algorithm::Ring] {
+    for alg in [
+        Algorithm::Auto,
+        Algorithm::Chain { block: Block::Auto },
+        Algorithm::Ring { block: Block::Auto },
+    ] {
         check(&team, alg, &[100_003], &input, &op::Sum, &f, "long sum u64");
     }
 }
@@ -855,7 +859,7 @@ fn ring_refuses_non_commutative_ops_on_every_rank() {
                 .run(|comm| {
                     let r = comm.rank() as u32;
                     let mut v = vec![(r, r + 1); n];
-                    comm.allreduce_with(&mut v, span_op(), Algorithm::Ring)
+                    comm.allreduce_with(&mut v, span_op(), Algorithm::Ring { block: Block::Auto })
                 })
                 .unwrap();
             for (r, res) in out.into_iter().enumerate() {
@@ -1105,7 +1109,11 @@ fn several_in_a_row_on_split_sub_communicators() {
                     let mut e = vec![ends(sub.rank())];
                     let first_last =
                         op::non_commutative(|a: &(u32, u32), b: &(u32, u32)| (a.0, b.1));
-                    sub.allreduce_with(&mut e, first_last, Algorithm::Chain)?;
+                    sub.allreduce_with(
+                        &mut e,
+                        first_last,
+                        Algorithm::Chain { block: Block::Auto },
+                    )?;
                     Ok(e[0])
                 })
                 .unwrap();
@@ -1138,7 +1146,7 @@ fn deterministic_across_runs() {
             p < 33
                 || matches!(
                     a,
-                    Algorithm::Ring
+                    Algorithm::Ring { .. }
                         | Algorithm::DualRoot { block: Block::Auto }
                         | Algorithm::TwoTree { block: Block::Auto }
                         | Algorithm::Direct

@@ -88,7 +88,11 @@ fn two_tree_takes_2d_plus_4b_minus_2() {
 fn ring_takes_2_p_minus_1_steps() {
     for p in (2..=40).chain([64, 100, 333]) {
         let n = p * 10;
-        let case = Case::new(Collective::Allreduce(Algorithm::Ring), p, n);
+        let case = Case::new(
+            Collective::Allreduce(Algorithm::Ring { block: Block::Auto }),
+            p,
+            n,
+        );
         let out = sim::simulate(&case, &Model::steps(Ports::Bidirectional)).unwrap();
         assert_eq!(out.rounds as usize, 2 * (p - 1), "p={p}");
         assert_eq!(out.max_bytes_sent as usize, 2 * (p - 1) * 10 * 4, "p={p}");
@@ -223,7 +227,11 @@ fn every_schedule_is_consistent() {
                         match sim::simulate(&case, &Model::default()) {
                             Ok(out) => assert!(out.time_ns >= 0.0),
                             Err(Error::Unsupported { .. })
-                                if !commutative && c == Collective::Allreduce(Algorithm::Ring) => {}
+                                if !commutative
+                                    && matches!(
+                                        c,
+                                        Collective::Allreduce(Algorithm::Ring { .. })
+                                    ) => {}
                             Err(e) => panic!("{} p={p} n={n} root={root}: {e}", c.name()),
                         }
                     }
@@ -263,7 +271,11 @@ fn refusals() {
     assert!(matches!(e, Err(Error::ZeroRanks)));
     let case = Case {
         commutative: false,
-        ..Case::new(Collective::Allreduce(Algorithm::Ring), 4, 10)
+        ..Case::new(
+            Collective::Allreduce(Algorithm::Ring { block: Block::Auto }),
+            4,
+            10,
+        )
     };
     assert!(matches!(
         sim::simulate(&case, &model),

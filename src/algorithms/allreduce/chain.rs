@@ -55,7 +55,7 @@ pub(crate) fn chain<Tr: Transport, T: Elem, O: Op<T>>(
 mod tests {
     use super::*;
     use crate::op::{non_commutative, Sum};
-    use crate::select::Algorithm;
+    use crate::select::{Algorithm, Block};
 
     const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
 
@@ -108,9 +108,9 @@ mod tests {
                 let out = crate::run(p, |comm| {
                     let r = comm.rank();
                     let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                    comm.allreduce_with(&mut u, Sum, Algorithm::Chain)?;
+                    comm.allreduce_with(&mut u, Sum, Algorithm::Chain { block: Block::Auto })?;
                     let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    comm.allreduce_with(&mut f, Sum, Algorithm::Chain)?;
+                    comm.allreduce_with(&mut f, Sum, Algorithm::Chain { block: Block::Auto })?;
                     let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
                     chain(&comm.coll("test"), &mut g, &Sum, 7, Tag::P2P)?;
                     crate::Result::Ok((u, f, g))

@@ -78,6 +78,12 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
     };
     let block = Block::Elements(b.max(1));
     Ok(Some(match c {
+        Collective::Allreduce(Algorithm::Chain { .. }) => {
+            Collective::Allreduce(Algorithm::Chain { block })
+        }
+        Collective::Allreduce(Algorithm::Ring { .. }) => {
+            Collective::Allreduce(Algorithm::Ring { block })
+        }
         Collective::Allreduce(Algorithm::PipelinedTree { .. }) => {
             Collective::Allreduce(Algorithm::PipelinedTree { block })
         }
@@ -89,7 +95,8 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
         }
         _ => {
             return Err(format!(
-                "{word}: only the pipelined allreduces take a block here"
+                "{word}: only the pipelined allreduces (chain, ring, pipelined-tree, dual-root, \
+                 two-tree) take a block here"
             ))
         }
     }))
