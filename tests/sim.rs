@@ -282,3 +282,55 @@ fn refusals() {
         Err(Error::Unsupported { .. })
     ));
 }
+
+/// The chain and the ring with explicit blocks. The chain is a pipeline of 2(p − 2 + b) steps
+/// for b blocks (the (a, c) = (2(p − 2), 2) that `Block::Auto`'s lemma uses). The ring moves
+/// chunks of at most ⌈n/p⌉ elements in pieces of at most B, in lockstep around the ring and
+/// without pipelining across its steps: 2(p − 1)·k steps for k = ⌈⌈n/p⌉ / B⌉ pieces (at least
+/// one, an empty transfer being still a message), so its block only adds messages; and
+/// `Block::Auto`'s piece gives the count that formula gives for it.
+#[test]
+fn chain_and_ring_steps_with_explicit_blocks() {
+    for p in 2..=20usize {
+        for b in [1usize, 2, 3, 7, 16] {
+            let chain = Algorithm::Chain {
+                block: Block::Elements(B),
+            };
+            let got = steps(Collective::Allreduce(chain), p, b * B - 1);
+            assert_eq!(got as usize, 2 * (p - 2 + b), "chain p={p} b={b}");
+        }
+    }
+    let model = Model::steps(Ports::Bidirectional);
+    // The last count makes chunks of 160 KB of 4-byte elements: `Auto` cuts them in two.
+    for p in [2usize, 3, 4, 5, 8, 13] {
+        for n in [
+            0usize,
+            1,
+            p - 1,
+            p + 1,
+            5 * p,
+            17 * p + 3,
+            300 * p + 1,
+            40_000 * p + 1,
+        ] {
+            let m = n.div_ceil(p);
+            // (No more than a thousand pieces per chunk: the traces grow as p²k.)
+            for block in [1usize, 3, 7, 1000].into_iter().filter(|&b| m / b <= 1000) {
+                let ring = Algorithm::Ring {
+                    block: Block::Elements(block),
+                };
+                let got = steps(Collective::Allreduce(ring), p, n);
+                let k = m.div_ceil(block).max(1);
+                assert_eq!(got as usize, 2 * (p - 1) * k, "ring p={p} n={n} B={block}");
+            }
+            let auto = Algorithm::Ring { block: Block::Auto };
+            let out = sim::simulate(&Case::new(Collective::Allreduce(auto), p, n), &model).unwrap();
+            let k = m.div_ceil(out.block).max(1);
+            assert_eq!(
+                out.rounds as usize,
+                2 * (p - 1) * k,
+                "ring auto p={p} n={n}"
+            );
+        }
+    }
+}

@@ -122,10 +122,76 @@ fn piece(range: &Range<usize>, block: usize, i: usize) -> Range<usize> {
     start..(start + block).min(range.end)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::op::Sum;
+    use crate::select::{Algorithm, Block};
     use proptest::prelude::*;
+
+    /// Explicit pieces of 1, 3 and 7 elements, and `Auto`'s, through the public API on 1 to 8
+    /// ranks and counts from empty to many pieces per chunk (fewer elements than ranks, odd,
+    /// chunks of unequal length, a multiple of the piece): integer sums exactly equal to the
+    /// sequential sum, and float sums (of small integers, so exact in any order) equal to it
+    /// and bit-identical on every rank.
+    #[test]
+    fn explicit_pieces_match_the_sequential_reference() {
+        let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as u64;
+        for p in [1usize, 2, 3, 5, 8] {
+            for block in [
+                Block::Elements(1),
+                Block::Elements(3),
+                Block::Elements(7),
+                Block::Auto,
+            ] {
+                for n in [0usize, 1, p - 1, p + 1, 7 * p, 7 * p + 3, 1001, 20_011] {
+                    let want: Vec<u64> = (0..n).map(|i| (0..p).map(|r| x(r, i)).sum()).collect();
+                    let alg = Algorithm::Ring { block };
+                    let out = crate::run(p, |comm| {
+                        let r = comm.rank();
+                        let mut u: Vec<u64> = (0..n).map(|i| x(r, i)).collect();
+                        comm.allreduce_with(&mut u, Sum, alg)?;
+                        let mut f: Vec<f64> = (0..n).map(|i| x(r, i) as f64 - 500.0).collect();
+                        comm.allreduce_with(&mut f, Sum, alg)?;
+                        crate::Result::Ok((u, f))
+                    })
+                    .unwrap();
+                    let want_f: Vec<f64> =
+                        want.iter().map(|&s| s as f64 - 500.0 * p as f64).collect();
+                    for res in out {
+                        let (u, f) = res.unwrap();
+                        assert_eq!(u, want, "p={p} n={n} {block:?}");
+                        assert_eq!(f, want_f, "p={p} n={n} {block:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// `Block::Auto` cuts a chunk of m elements into the fewest pieces under the cache cap,
+    /// evenly; an explicit block is taken as it is (at least 1).
+    #[test]
+    fn auto_piece_is_the_fewest_under_the_cap_cut_evenly() {
+        use crate::select::{Costs, MAX_AUTO_BLOCK};
+        let piece =
+            |p, n, e, block| Algorithm::Ring { block }.block_elements(p, n, e, Costs::DEDICATED);
+        let cap = MAX_AUTO_BLOCK / 8;
+        for p in [1usize, 2, 3, 8, 33] {
+            for n in [0usize, 1, 5, cap, cap + 1, 3 * cap * p + 7, 100 * cap] {
+                let m = n.div_ceil(p);
+                let b = piece(p, n, 8, Block::Auto);
+                assert!(b >= 1 && b <= cap, "p={p} n={n}: {b}");
+                assert_eq!(pieces(m, b), m.div_ceil(cap).max(1), "p={p} n={n}: {b}");
+                // Even: no piece shorter than the others by more than the count of pieces.
+                assert!(
+                    m == 0 || b * pieces(m, b) - m < pieces(m, b),
+                    "p={p} n={n}: {b}"
+                );
+            }
+        }
+        assert_eq!(piece(4, 1000, 8, Block::Elements(0)), 1);
+        assert_eq!(piece(4, 1000, 8, Block::Elements(9)), 9);
+    }
 
     proptest! {
         #[test]
