@@ -32,8 +32,8 @@ pub enum Algorithm {
     /// Ring reduce-scatter and ring allgather; commutative ops only. Each of the 2(p − 1)
     /// steps moves a chunk of about n/p elements in pieces of at most `block`, one after
     /// another and in lockstep around the ring: k pieces per chunk make 2(p − 1)k steps. The
-    /// pieces do not pipeline, so a smaller piece only adds messages (see
-    /// [`Algorithm::block_elements`] for what `Block::Auto` picks).
+    /// pieces do not pipeline, so a smaller piece only adds messages, and `Block::Auto` sends
+    /// each chunk whole.
     Ring {
         /// Largest piece of a chunk transfer.
         block: Block,
@@ -245,8 +245,9 @@ impl Algorithm {
 
     /// Elements per pipeline block (or ring piece) for `n` elements of `elem_size` bytes on
     /// `p` ranks: the user's `Block::Elements`, or for `Block::Auto` the pipelining lemma
-    /// ([`lemma_block`]) with this algorithm's step counts. Algorithms without a pipeline get
-    /// the cache cap ([`MAX_AUTO_BLOCK`]) as their segment size.
+    /// ([`lemma_block`]) with this algorithm's step counts, and for the ring a whole chunk
+    /// (`ring_piece`). Algorithms without a pipeline get the cache cap ([`MAX_AUTO_BLOCK`])
+    /// as their segment size.
     pub(crate) fn block_elements(
         self,
         p: usize,
@@ -275,7 +276,7 @@ impl Algorithm {
             // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps, as the
             // simulator counts (`tests/sim.rs`).
             Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2),
-            Algorithm::Ring { block } => return ring_piece(block, p, n, elem_size),
+            Algorithm::Ring { block } => return ring_piece(block, p, n),
             _ => (Block::Auto, 0, 1),
         };
         pipeline_block(block, a, c, n, elem_size, costs)
@@ -283,26 +284,25 @@ impl Algorithm {
 }
 
 /// Elements per piece of the ring's chunk transfers: the user's `Block::Elements` (at least
-/// 1), or for `Block::Auto` the fewest pieces of at most [`MAX_AUTO_BLOCK`] bytes, cut evenly.
+/// 1), or for `Block::Auto` a whole chunk, ⌈n/p⌉ elements: one piece per step.
 ///
 /// The ring does not pipeline its pieces. Step s + 1 sends what step s received, but a rank
 /// exchanges piece i of a step with both neighbours before piece i + 1, and every rank does
 /// the same, so the ring moves in lockstep: k pieces per chunk of m = ⌈n/p⌉ elements make
 /// 2(p − 1)k steps of α + βm/k, that is 2(p − 1)(kα + βm) — the lemma's pipeline with nothing
 /// to fill (a = 0), which one piece per chunk minimises (the simulator counts exactly these
-/// steps, `tests/sim.rs`). What bounds the piece is the cache, as for the pipelines'
-/// blocks: the cap keeps the piece being combined, and the sender's slice it is read from,
-/// inside the L2 cache. Under the cap, k = ⌈m·e / cap⌉ pieces of ⌈m/k⌉ elements rather than
-/// k − 1 full ones and a short remainder: the same count of messages, no step longer than
-/// it must be.
-fn ring_piece(block: Block, p: usize, n: usize, elem_size: usize) -> usize {
+/// steps, `tests/sim.rs`). Nor does the cache argue for the cap ([`MAX_AUTO_BLOCK`]) that the
+/// pipelines' blocks get: a step reads and combines every element of its chunk once, and
+/// the next step sends the whole chunk on, so smaller pieces bring no reuse, only messages.
+/// Measured (`corecoll-bench --algorithms ring:128KiB,ring:512KiB,ring:16MiB`, medians, on
+/// the 2-core development machine shared with other work): on 2 ranks one piece took
+/// 53–65 µs at 2 MiB per rank against 72–76 µs in 128 KiB pieces, and 278–292 µs at 8 MiB
+/// against 276–338 µs; on 8 oversubscribed ranks, where every piece waits for context
+/// switches, 7.7–11.5 ms at 8 MiB against 20–25 ms (and 43–58 ms in 16 KiB pieces).
+fn ring_piece(block: Block, p: usize, n: usize) -> usize {
     match block {
         Block::Elements(b) => b.max(1),
-        Block::Auto => {
-            let m = n.div_ceil(p.max(1));
-            let cap = (MAX_AUTO_BLOCK / elem_size.max(1)).max(1);
-            m.div_ceil(m.div_ceil(cap).max(1)).max(1)
-        }
+        Block::Auto => n.div_ceil(p.max(1)).max(1),
     }
 }
 

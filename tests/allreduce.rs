@@ -92,8 +92,9 @@ const MAX_COUNT_BLOCK_1: usize = 1000;
 const MAX_P_LONG_BLOCK_1: usize = 3;
 
 /// Every algorithm the suite runs, in one list: every variant of [`Algorithm`], the three
-/// that take a pipeline block each with blocks of 1 and 7 elements and `Auto`'s (`Chain` and
-/// `Ring` always use the automatic segment). Filtered by `CORECOLL_TEST_SKIP` (see
+/// tree-shaped ones that take a pipeline block each with blocks of 1 and 7 elements and
+/// `Auto`'s (`Chain` and `Ring` with `Auto`'s here; their explicit blocks are tested beside
+/// their schedules, `src/algorithms/allreduce/{chain,ring}.rs`). Filtered by `CORECOLL_TEST_SKIP` (see
 /// [`algorithms`]).
 const ALGORITHMS: [Algorithm; 18] = [
     Algorithm::Auto,

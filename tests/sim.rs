@@ -287,8 +287,8 @@ fn refusals() {
 /// for b blocks (the (a, c) = (2(p − 2), 2) that `Block::Auto`'s lemma uses). The ring moves
 /// chunks of at most ⌈n/p⌉ elements in pieces of at most B, in lockstep around the ring and
 /// without pipelining across its steps: 2(p − 1)·k steps for k = ⌈⌈n/p⌉ / B⌉ pieces (at least
-/// one, an empty transfer being still a message), so its block only adds messages; and
-/// `Block::Auto`'s piece gives the count that formula gives for it.
+/// one, an empty transfer being still a message), so its block only adds messages, and
+/// `Block::Auto` sends each chunk in one piece: 2(p − 1) steps.
 #[test]
 fn chain_and_ring_steps_with_explicit_blocks() {
     for p in 2..=20usize {
@@ -301,7 +301,8 @@ fn chain_and_ring_steps_with_explicit_blocks() {
         }
     }
     let model = Model::steps(Ports::Bidirectional);
-    // The last count makes chunks of 160 KB of 4-byte elements: `Auto` cuts them in two.
+    // The last count makes chunks of 160 KB of 4-byte elements, more than the pipelines' cache
+    // cap of 128 KiB: `Auto` still sends them whole, 2(p − 1) steps.
     for p in [2usize, 3, 4, 5, 8, 13] {
         for n in [
             0usize,

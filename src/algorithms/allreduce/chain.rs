@@ -152,7 +152,7 @@ mod tests {
                         comm.allreduce_with(&mut u, Sum, alg)?;
                         let r = r as u32;
                         let mut s = vec![(r, r + 1); n.min(100)];
-                        comm.allreduce_with(&mut s, &span, alg)?;
+                        comm.allreduce_with(&mut s, span, alg)?;
                         crate::Result::Ok((u, s))
                     })
                     .unwrap();
