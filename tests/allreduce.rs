@@ -174,7 +174,9 @@ fn ordered() -> Vec<Algorithm> {
 /// The pipeline block `alg` was given, if it takes one.
 fn block_of(alg: Algorithm) -> Option<Block> {
     match alg {
-        Algorithm::PipelinedTree { block }
+        Algorithm::Chain { block }
+        | Algorithm::Ring { block }
+        | Algorithm::PipelinedTree { block }
         | Algorithm::DualRoot { block }
         | Algorithm::TwoTree { block } => Some(block),
         _ => None,
@@ -1185,6 +1187,8 @@ fn variants() -> Vec<Algorithm> {
 /// `alg` with pipeline block `block` if it takes one (the block is ignored otherwise).
 fn with_block(alg: Algorithm, block: Block) -> Algorithm {
     match alg {
+        Algorithm::Chain { .. } => Algorithm::Chain { block },
+        Algorithm::Ring { .. } => Algorithm::Ring { block },
         Algorithm::PipelinedTree { .. } => Algorithm::PipelinedTree { block },
         Algorithm::DualRoot { .. } => Algorithm::DualRoot { block },
         Algorithm::TwoTree { .. } => Algorithm::TwoTree { block },
