@@ -88,11 +88,11 @@ use std::time::{Duration, Instant};
 const ALGORITHMS: [Algorithm; 11] = [
     Algorithm::Auto,
     Algorithm::Linear,
-    Algorithm::Chain,
+    Algorithm::Chain { block: Block::Auto },
     Algorithm::Binomial,
     Algorithm::RecursiveDoubling,
     Algorithm::Rabenseifner,
-    Algorithm::Ring,
+    Algorithm::Ring { block: Block::Auto },
     Algorithm::PipelinedTree { block: Block::Auto },
     Algorithm::DualRoot { block: Block::Auto },
     Algorithm::TwoTree { block: Block::Auto },

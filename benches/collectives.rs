@@ -389,11 +389,11 @@ fn collectives() -> Vec<Collective> {
                 let algs = [
                     Auto,
                     Linear,
-                    Chain,
+                    Chain { block: AUTO },
                     Binomial,
                     RecursiveDoubling,
                     Rabenseifner,
-                    Ring,
+                    Ring { block: AUTO },
                     PipelinedTree { block: AUTO },
                     DualRoot { block: AUTO },
                     TwoTree { block: AUTO },

@@ -21,7 +21,7 @@ const ALGORITHMS: [Algorithm; 8] = [
     Algorithm::Auto,
     Algorithm::RecursiveDoubling,
     Algorithm::Rabenseifner,
-    Algorithm::Ring,
+    Algorithm::Ring { block: Block::Auto },
     Algorithm::PipelinedTree { block: Block::Auto },
     Algorithm::DualRoot { block: Block::Auto },
     Algorithm::TwoTree { block: Block::Auto },

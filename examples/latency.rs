@@ -629,7 +629,7 @@ fn main() -> AnyResult<()> {
     for alg in [
         Algorithm::Direct,
         Algorithm::DualRoot { block: Block::Auto },
-        Algorithm::Ring,
+        Algorithm::Ring { block: Block::Auto },
     ] {
         let n = 1 << 20;
         more.push(

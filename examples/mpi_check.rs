@@ -380,7 +380,7 @@ fn check_all(c: &mut Checker<'_>) {
         c.allreduce::<u64, _>("u64 sum", op::Sum, sum_u64, alg);
         c.allreduce::<f64, _>("f64 sum", op::Sum, sum_f64, alg);
         // MPI's own collective takes built-in ops only (refused below).
-        if alg != Algorithm::Ring && alg != Algorithm::Native {
+        if !matches!(alg, Algorithm::Ring { .. }) && alg != Algorithm::Native {
             c.allreduce::<Affine, _>("affine (non-commutative)", affine, then, alg);
         }
     }
@@ -450,7 +450,7 @@ fn check_all(c: &mut Checker<'_>) {
         false,
         |pc| {
             let mut v = vec![Affine::input(0, 0); 5];
-            pc.allreduce_with(&mut v, affine, Algorithm::Ring)
+            pc.allreduce_with(&mut v, affine, Algorithm::Ring { block: Block::Auto })
         },
     );
     c.refused(
@@ -500,7 +500,7 @@ fn check_all(c: &mut Checker<'_>) {
     });
     c.refused("mismatch: algorithm", is_mismatch, true, |pc| {
         let alg = if r == last {
-            Algorithm::Chain
+            Algorithm::Chain { block: Block::Auto }
         } else {
             Algorithm::DualRoot { block: Block::Auto }
         };

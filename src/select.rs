@@ -19,16 +19,27 @@ pub enum Algorithm {
     Auto,
     /// Star: everything to rank 0, combined there in rank order, sent back.
     Linear,
-    /// Chain 0 → 1 → … → p−1 and back, segmented into blocks that pipeline.
-    Chain,
+    /// Chain 0 → 1 → … → p−1 and back, segmented into blocks that pipeline: 2(p − 2 + b)
+    /// steps for b blocks (the simulator's count, `tests/sim.rs`).
+    Chain {
+        /// Pipeline block size.
+        block: Block,
+    },
     /// Binomial-tree reduce to rank 0, binomial-tree broadcast.
     Binomial,
     /// Butterfly exchange, ⌈log₂ p⌉ rounds; any p (the extra ranks fold in first).
     RecursiveDoubling,
     /// Reduce-scatter by recursive halving, allgather by recursive doubling; any p.
     Rabenseifner,
-    /// Ring reduce-scatter and ring allgather, segmented; commutative ops only.
-    Ring,
+    /// Ring reduce-scatter and ring allgather; commutative ops only. Each of the 2(p − 1)
+    /// steps moves a chunk of about n/p elements in pieces of at most `block`, one after
+    /// another and in lockstep around the ring: k pieces per chunk make 2(p − 1)k steps. The
+    /// pieces do not pipeline, so a smaller piece only adds messages, and `Block::Auto` sends
+    /// each chunk whole.
+    Ring {
+        /// Largest piece of a chunk transfer.
+        block: Block,
+    },
     /// Pipelined reduce to the root of one post-order binary tree, then pipelined broadcast,
     /// in blocks (the baseline of Träff 2021): 2(2h + 2(b − 1)) rounds for b blocks and tree
     /// height h.
@@ -147,7 +158,12 @@ algorithm_ids!(
     14,
     (Algorithm::Auto, Algorithm::Auto, "auto", 0),
     (Algorithm::Linear, Algorithm::Linear, "linear", 1),
-    (Algorithm::Chain, Algorithm::Chain, "chain", 2),
+    (
+        Algorithm::Chain { .. },
+        Algorithm::Chain { block: Block::Auto },
+        "chain",
+        2
+    ),
     (Algorithm::Binomial, Algorithm::Binomial, "binomial", 3),
     (
         Algorithm::RecursiveDoubling,
@@ -161,7 +177,12 @@ algorithm_ids!(
         "rabenseifner",
         5
     ),
-    (Algorithm::Ring, Algorithm::Ring, "ring", 6),
+    (
+        Algorithm::Ring { .. },
+        Algorithm::Ring { block: Block::Auto },
+        "ring",
+        6
+    ),
     (
         Algorithm::PipelinedTree { .. },
         Algorithm::PipelinedTree { block: Block::Auto },
@@ -216,8 +237,8 @@ impl Algorithm {
     pub(crate) fn has_block(self) -> bool {
         matches!(
             self,
-            Algorithm::Chain
-                | Algorithm::Ring
+            Algorithm::Chain { .. }
+                | Algorithm::Ring { .. }
                 | Algorithm::PipelinedTree { .. }
                 | Algorithm::DualRoot { .. }
                 | Algorithm::TwoTree { .. }
@@ -226,8 +247,9 @@ impl Algorithm {
 
     /// Elements per pipeline block (or ring piece) for `n` elements of `elem_size` bytes on
     /// `p` ranks: the user's `Block::Elements`, or for `Block::Auto` the pipelining lemma
-    /// ([`lemma_block`]) with this algorithm's step counts. Algorithms without a pipeline get
-    /// the cache cap ([`MAX_AUTO_BLOCK`]) as their segment size.
+    /// ([`lemma_block`]) with this algorithm's step counts, and for the ring a whole chunk
+    /// (`ring_piece`). Algorithms without a pipeline get the cache cap ([`MAX_AUTO_BLOCK`])
+    /// as their segment size.
     pub(crate) fn block_elements(
         self,
         p: usize,
@@ -253,11 +275,36 @@ impl Algorithm {
             // Reduce then broadcast over both trees, each phase D + 2(b/2 − 1) + 1 steps for
             // b blocks in all (b/2 per tree) with D = 2⌊log₂(p − 1)⌋: (2D − 2) + 2b steps.
             Algorithm::TwoTree { block } => (block, (4 * tree_height(p - 1)).saturating_sub(2), 2),
-            // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps.
-            Algorithm::Chain => (Block::Auto, 2 * p.saturating_sub(2), 2),
+            // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps, as the
+            // simulator counts (`tests/sim.rs`).
+            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2),
+            Algorithm::Ring { block } => return ring_piece(block, p, n),
             _ => (Block::Auto, 0, 1),
         };
         pipeline_block(block, a, c, n, elem_size, costs)
+    }
+}
+
+/// Elements per piece of the ring's chunk transfers: the user's `Block::Elements` (at least
+/// 1), or for `Block::Auto` a whole chunk, ⌈n/p⌉ elements: one piece per step.
+///
+/// The ring does not pipeline its pieces. Step s + 1 sends what step s received, but a rank
+/// exchanges piece i of a step with both neighbours before piece i + 1, and every rank does
+/// the same, so the ring moves in lockstep: k pieces per chunk of m = ⌈n/p⌉ elements make
+/// 2(p − 1)k steps of α + βm/k, that is 2(p − 1)(kα + βm) — the lemma's pipeline with nothing
+/// to fill (a = 0), which one piece per chunk minimises (the simulator counts exactly these
+/// steps, `tests/sim.rs`). Nor does the cache argue for the cap ([`MAX_AUTO_BLOCK`]) that the
+/// pipelines' blocks get: a step reads and combines every element of its chunk once, and
+/// the next step sends the whole chunk on, so smaller pieces bring no reuse, only messages.
+/// Measured (`corecoll-bench --algorithms ring:128KiB,ring:512KiB,ring:16MiB`, medians, on
+/// the 2-core development machine shared with other work): on 2 ranks one piece took
+/// 53–65 µs at 2 MiB per rank against 72–76 µs in 128 KiB pieces, and 278–292 µs at 8 MiB
+/// against 276–338 µs; on 8 oversubscribed ranks, where every piece waits for context
+/// switches, 7.7–11.5 ms at 8 MiB against 20–25 ms (and 43–58 ms in 16 KiB pieces).
+fn ring_piece(block: Block, p: usize, n: usize) -> usize {
+    match block {
+        Block::Elements(b) => b.max(1),
+        Block::Auto => n.div_ceil(p.max(1)).max(1),
     }
 }
 

@@ -92,17 +92,18 @@ const MAX_COUNT_BLOCK_1: usize = 1000;
 const MAX_P_LONG_BLOCK_1: usize = 3;
 
 /// Every algorithm the suite runs, in one list: every variant of [`Algorithm`], the three
-/// that take a pipeline block each with blocks of 1 and 7 elements and `Auto`'s (`Chain` and
-/// `Ring` always use the automatic segment). Filtered by `CORECOLL_TEST_SKIP` (see
+/// tree-shaped ones that take a pipeline block each with blocks of 1 and 7 elements and
+/// `Auto`'s (`Chain` and `Ring` with `Auto`'s here; their explicit blocks are tested beside
+/// their schedules, `src/algorithms/allreduce/{chain,ring}.rs`). Filtered by `CORECOLL_TEST_SKIP` (see
 /// [`algorithms`]).
 const ALGORITHMS: [Algorithm; 18] = [
     Algorithm::Auto,
     Algorithm::Linear,
-    Algorithm::Chain,
+    Algorithm::Chain { block: Block::Auto },
     Algorithm::Binomial,
     Algorithm::RecursiveDoubling,
     Algorithm::Rabenseifner,
-    Algorithm::Ring,
+    Algorithm::Ring { block: Block::Auto },
     Algorithm::PipelinedTree {
         block: Block::Elements(1),
     },
@@ -159,7 +160,7 @@ fn algorithms() -> Vec<Algorithm> {
 /// Whether `alg` must honour a non-commutative op (all but the ring; `Auto` must pick one
 /// that does).
 fn keeps_order(alg: Algorithm) -> bool {
-    alg != Algorithm::Ring
+    !matches!(alg, Algorithm::Ring { .. })
 }
 
 /// The algorithms of [`algorithms`] that accept a non-commutative op.
@@ -173,7 +174,9 @@ fn ordered() -> Vec<Algorithm> {
 /// The pipeline block `alg` was given, if it takes one.
 fn block_of(alg: Algorithm) -> Option<Block> {
     match alg {
-        Algorithm::PipelinedTree { block }
+        Algorithm::Chain { block }
+        | Algorithm::Ring { block }
+        | Algorithm::PipelinedTree { block }
         | Algorithm::DualRoot { block }
         | Algorithm::TwoTree { block } => Some(block),
         _ => None,
@@ -510,7 +513,11 @@ fn sum_u64_long_vectors() {
         }
     }
     let team = team(33);
-    for alg in [Algorithm::Auto, Algorithm::Chain, Algorithm::Ring] {
+    for alg in [
+        Algorithm::Auto,
+        Algorithm::Chain { block: Block::Auto },
+        Algorithm::Ring { block: Block::Auto },
+    ] {
         check(&team, alg, &[100_003], &input, &op::Sum, &f, "long sum u64");
     }
 }
@@ -855,7 +862,7 @@ fn ring_refuses_non_commutative_ops_on_every_rank() {
                 .run(|comm| {
                     let r = comm.rank() as u32;
                     let mut v = vec![(r, r + 1); n];
-                    comm.allreduce_with(&mut v, span_op(), Algorithm::Ring)
+                    comm.allreduce_with(&mut v, span_op(), Algorithm::Ring { block: Block::Auto })
                 })
                 .unwrap();
             for (r, res) in out.into_iter().enumerate() {
@@ -1105,7 +1112,11 @@ fn several_in_a_row_on_split_sub_communicators() {
                     let mut e = vec![ends(sub.rank())];
                     let first_last =
                         op::non_commutative(|a: &(u32, u32), b: &(u32, u32)| (a.0, b.1));
-                    sub.allreduce_with(&mut e, first_last, Algorithm::Chain)?;
+                    sub.allreduce_with(
+                        &mut e,
+                        first_last,
+                        Algorithm::Chain { block: Block::Auto },
+                    )?;
                     Ok(e[0])
                 })
                 .unwrap();
@@ -1138,7 +1149,7 @@ fn deterministic_across_runs() {
             p < 33
                 || matches!(
                     a,
-                    Algorithm::Ring
+                    Algorithm::Ring { .. }
                         | Algorithm::DualRoot { block: Block::Auto }
                         | Algorithm::TwoTree { block: Block::Auto }
                         | Algorithm::Direct
@@ -1176,6 +1187,8 @@ fn variants() -> Vec<Algorithm> {
 /// `alg` with pipeline block `block` if it takes one (the block is ignored otherwise).
 fn with_block(alg: Algorithm, block: Block) -> Algorithm {
     match alg {
+        Algorithm::Chain { .. } => Algorithm::Chain { block },
+        Algorithm::Ring { .. } => Algorithm::Ring { block },
         Algorithm::PipelinedTree { .. } => Algorithm::PipelinedTree { block },
         Algorithm::DualRoot { .. } => Algorithm::DualRoot { block },
         Algorithm::TwoTree { .. } => Algorithm::TwoTree { block },

@@ -88,7 +88,11 @@ fn two_tree_takes_2d_plus_4b_minus_2() {
 fn ring_takes_2_p_minus_1_steps() {
     for p in (2..=40).chain([64, 100, 333]) {
         let n = p * 10;
-        let case = Case::new(Collective::Allreduce(Algorithm::Ring), p, n);
+        let case = Case::new(
+            Collective::Allreduce(Algorithm::Ring { block: Block::Auto }),
+            p,
+            n,
+        );
         let out = sim::simulate(&case, &Model::steps(Ports::Bidirectional)).unwrap();
         assert_eq!(out.rounds as usize, 2 * (p - 1), "p={p}");
         assert_eq!(out.max_bytes_sent as usize, 2 * (p - 1) * 10 * 4, "p={p}");
@@ -223,7 +227,11 @@ fn every_schedule_is_consistent() {
                         match sim::simulate(&case, &Model::default()) {
                             Ok(out) => assert!(out.time_ns >= 0.0),
                             Err(Error::Unsupported { .. })
-                                if !commutative && c == Collective::Allreduce(Algorithm::Ring) => {}
+                                if !commutative
+                                    && matches!(
+                                        c,
+                                        Collective::Allreduce(Algorithm::Ring { .. })
+                                    ) => {}
                             Err(e) => panic!("{} p={p} n={n} root={root}: {e}", c.name()),
                         }
                     }
@@ -263,7 +271,11 @@ fn refusals() {
     assert!(matches!(e, Err(Error::ZeroRanks)));
     let case = Case {
         commutative: false,
-        ..Case::new(Collective::Allreduce(Algorithm::Ring), 4, 10)
+        ..Case::new(
+            Collective::Allreduce(Algorithm::Ring { block: Block::Auto }),
+            4,
+            10,
+        )
     };
     assert!(matches!(
         sim::simulate(&case, &model),
@@ -396,6 +408,59 @@ fn pipelined_tree_reduce_pipelines_to_every_root() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// The chain and the ring with explicit blocks. The chain is a pipeline of 2(p − 2 + b) steps
+/// for b blocks (the (a, c) = (2(p − 2), 2) that `Block::Auto`'s lemma uses). The ring moves
+/// chunks of at most ⌈n/p⌉ elements in pieces of at most B, in lockstep around the ring and
+/// without pipelining across its steps: 2(p − 1)·k steps for k = ⌈⌈n/p⌉ / B⌉ pieces (at least
+/// one, an empty transfer being still a message), so its block only adds messages, and
+/// `Block::Auto` sends each chunk in one piece: 2(p − 1) steps.
+#[test]
+fn chain_and_ring_steps_with_explicit_blocks() {
+    for p in 2..=20usize {
+        for b in [1usize, 2, 3, 7, 16] {
+            let chain = Algorithm::Chain {
+                block: Block::Elements(B),
+            };
+            let got = steps(Collective::Allreduce(chain), p, b * B - 1);
+            assert_eq!(got as usize, 2 * (p - 2 + b), "chain p={p} b={b}");
+        }
+    }
+    let model = Model::steps(Ports::Bidirectional);
+    // The last count makes chunks of 160 KB of 4-byte elements, more than the pipelines' cache
+    // cap of 128 KiB: `Auto` still sends them whole, 2(p − 1) steps.
+    for p in [2usize, 3, 4, 5, 8, 13] {
+        for n in [
+            0usize,
+            1,
+            p - 1,
+            p + 1,
+            5 * p,
+            17 * p + 3,
+            300 * p + 1,
+            40_000 * p + 1,
+        ] {
+            let m = n.div_ceil(p);
+            // (No more than a thousand pieces per chunk: the traces grow as p²k.)
+            for block in [1usize, 3, 7, 1000].into_iter().filter(|&b| m / b <= 1000) {
+                let ring = Algorithm::Ring {
+                    block: Block::Elements(block),
+                };
+                let got = steps(Collective::Allreduce(ring), p, n);
+                let k = m.div_ceil(block).max(1);
+                assert_eq!(got as usize, 2 * (p - 1) * k, "ring p={p} n={n} B={block}");
+            }
+            let auto = Algorithm::Ring { block: Block::Auto };
+            let out = sim::simulate(&Case::new(Collective::Allreduce(auto), p, n), &model).unwrap();
+            let k = m.div_ceil(out.block).max(1);
+            assert_eq!(
+                out.rounds as usize,
+                2 * (p - 1) * k,
+                "ring auto p={p} n={n}"
+            );
         }
     }
 }

@@ -48,7 +48,7 @@ pub fn check_all(s: &mut Suite<'_>) {
         allreduce(s, alg, &full_u64);
         allreduce(s, alg, &full_f64);
         // MPI's own collective takes built-in ops only (refused between processes).
-        if alg != Algorithm::Ring && alg != Algorithm::Native {
+        if !matches!(alg, Algorithm::Ring { .. }) && alg != Algorithm::Native {
             allreduce(s, alg, &full_aff);
         }
     }
@@ -60,7 +60,13 @@ pub fn check_all(s: &mut Suite<'_>) {
         |_, _| true,
         |comm| {
             let mut v = inputs::<Affine>(comm.rank(), 5);
-            Outcome::Called(comm.allreduce_with(&mut v, Affine::op(), Algorithm::Ring))
+            Outcome::Called(comm.allreduce_with(
+                &mut v,
+                Affine::op(),
+                Algorithm::Ring {
+                    block: corecoll::Block::Auto,
+                },
+            ))
         },
     );
     if s.ctx.hybrid {

@@ -83,7 +83,7 @@ impl Comm {
             }
             chosen => chosen,
         };
-        if alg == Algorithm::Ring && !op.is_commutative() {
+        if matches!(alg, Algorithm::Ring { .. }) && !op.is_commutative() {
             return Err(self.fail(Error::Unsupported {
                 rank: self.rank(),
                 op: "allreduce",

@@ -336,9 +336,16 @@ mod tests {
 
     #[test]
     fn descriptions_name_every_field() {
-        let call = Call::of::<u64>(Kind::Allreduce, Algorithm::Chain.id(), 7)
-            .in_blocks(3)
-            .with_op::<u64, _>(&crate::op::non_commutative(|a: &u64, b: &u64| a ^ b));
+        let call = Call::of::<u64>(
+            Kind::Allreduce,
+            Algorithm::Chain {
+                block: crate::select::Block::Auto,
+            }
+            .id(),
+            7,
+        )
+        .in_blocks(3)
+        .with_op::<u64, _>(&crate::op::non_commutative(|a: &u64, b: &u64| a ^ b));
         assert_eq!(
             describe(&call.words()),
             format!(

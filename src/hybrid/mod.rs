@@ -388,7 +388,7 @@ impl ProcessComm {
                     "dual-root, two-tree, rabenseifner or another transport-generic algorithm",
                 ));
             }
-            Algorithm::Ring if !op.is_commutative() => {
+            Algorithm::Ring { .. } if !op.is_commutative() => {
                 return Err(Error::Unsupported {
                     rank: self.rank,
                     op: OP,

@@ -315,7 +315,12 @@ fn record(case: &Case, model: &Model) -> Result<(Vec<Trace>, usize)> {
             size: p,
         });
     }
-    if !case.commutative && case.collective == Collective::Allreduce(Algorithm::Ring) {
+    if !case.commutative
+        && matches!(
+            case.collective,
+            Collective::Allreduce(Algorithm::Ring { .. })
+        )
+    {
         return Err(Error::Unsupported {
             rank: 0,
             op: "simulate",

@@ -41,11 +41,11 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
 ) -> Result<()> {
     match alg {
         Algorithm::Auto | Algorithm::Linear => linear::linear(t, buf, op, tag),
-        Algorithm::Chain => chain::chain(t, buf, op, block, tag),
+        Algorithm::Chain { .. } => chain::chain(t, buf, op, block, tag),
         Algorithm::Binomial => binomial::binomial(t, buf, op, tag),
         Algorithm::RecursiveDoubling => recursive_doubling::recursive_doubling(t, buf, op, tag),
         Algorithm::Rabenseifner => rabenseifner::rabenseifner(t, buf, op, tag),
-        Algorithm::Ring => ring::ring(t, buf, op, block, tag),
+        Algorithm::Ring { .. } => ring::ring(t, buf, op, block, tag),
         Algorithm::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, op, block, tag),
         Algorithm::DualRoot { .. } => dual_root::dual_root(t, buf, op, block, tag),
         Algorithm::TwoTree { .. } => two_tree::two_tree(t, buf, op, block, tag),

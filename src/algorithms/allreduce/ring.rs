@@ -12,9 +12,13 @@
 //! step. Its rounding error grows like O(p·u) (p−1 additions in a row per element), as for
 //! the star and the chain, against O(log p · u) for the butterflies (the report's §3).
 //!
-//! Each chunk transfer is cut further into pieces of at most `block` elements ([`piece`]), as
-//! the report suggests for long vectors, so that a step is several rendezvous messages that
-//! the transport can read and combine straight from the sender's memory.
+//! Each chunk transfer can be cut further into pieces of at most `block` elements
+//! ([`piece`]), as the report suggests for long vectors; each piece is one message that the
+//! transport reads and combines straight from the sender's memory. The pieces do not
+//! pipeline: a rank exchanges piece i with both neighbours before piece i + 1, and step s + 1
+//! starts once step s has ended, so k pieces per chunk make 2(p − 1)·k steps (the simulator's
+//! count, `tests/sim.rs`) and only add start-up costs. `Block::Auto` therefore sends each
+//! chunk whole (`select::Algorithm::block_elements` gives the argument and measurements).
 //!
 //! Chunk c is combined in the order x_c, x_{c+1}, …, x_{c−1} (indices mod p): a rotation of
 //! the rank order, so the ring is for commutative ops only (`comm::allreduce` refuses the
@@ -122,10 +126,70 @@ fn piece(range: &Range<usize>, block: usize, i: usize) -> Range<usize> {
     start..(start + block).min(range.end)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::op::Sum;
+    use crate::select::{Algorithm, Block};
     use proptest::prelude::*;
+
+    /// Explicit pieces of 1, 3 and 7 elements, and `Auto`'s, through the public API on 1 to 8
+    /// ranks and counts from empty to many pieces per chunk (fewer elements than ranks, odd,
+    /// chunks of unequal length, a multiple of the piece): integer sums exactly equal to the
+    /// sequential sum, and float sums (of small integers, so exact in any order) equal to it
+    /// and bit-identical on every rank.
+    #[test]
+    fn explicit_pieces_match_the_sequential_reference() {
+        let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as u64;
+        for p in [1usize, 2, 3, 5, 8] {
+            for block in [
+                Block::Elements(1),
+                Block::Elements(3),
+                Block::Elements(7),
+                Block::Auto,
+            ] {
+                for n in [0usize, 1, p - 1, p + 1, 7 * p, 7 * p + 3, 1001, 20_011] {
+                    let want: Vec<u64> = (0..n).map(|i| (0..p).map(|r| x(r, i)).sum()).collect();
+                    let alg = Algorithm::Ring { block };
+                    let out = crate::run(p, |comm| {
+                        let r = comm.rank();
+                        let mut u: Vec<u64> = (0..n).map(|i| x(r, i)).collect();
+                        comm.allreduce_with(&mut u, Sum, alg)?;
+                        let mut f: Vec<f64> = (0..n).map(|i| x(r, i) as f64 - 500.0).collect();
+                        comm.allreduce_with(&mut f, Sum, alg)?;
+                        crate::Result::Ok((u, f))
+                    })
+                    .unwrap();
+                    let want_f: Vec<f64> =
+                        want.iter().map(|&s| s as f64 - 500.0 * p as f64).collect();
+                    for res in out {
+                        let (u, f) = res.unwrap();
+                        assert_eq!(u, want, "p={p} n={n} {block:?}");
+                        assert_eq!(f, want_f, "p={p} n={n} {block:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// `Block::Auto` sends every chunk (of either length) in one piece, however long; an
+    /// explicit block is taken as it is (at least 1).
+    #[test]
+    fn auto_sends_each_chunk_whole() {
+        use crate::select::{Costs, MAX_AUTO_BLOCK};
+        let piece =
+            |p, n, block| Algorithm::Ring { block }.block_elements(p, n, 8, Costs::DEDICATED);
+        for p in [1usize, 2, 3, 8, 33] {
+            for n in [0usize, 1, 5, p + 1, 7 * p - 1, 100 * MAX_AUTO_BLOCK + 3] {
+                let b = piece(p, n, Block::Auto);
+                for c in 0..p {
+                    assert_eq!(pieces(chunk(n, p, c).len(), b), 1, "p={p} n={n} c={c}: {b}");
+                }
+            }
+        }
+        assert_eq!(piece(4, 1000, Block::Elements(0)), 1);
+        assert_eq!(piece(4, 1000, Block::Elements(9)), 9);
+    }
 
     proptest! {
         #[test]

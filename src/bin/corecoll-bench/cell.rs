@@ -151,6 +151,8 @@ pub fn with_param(alg: Alg, param: Param, dtype: Dtype) -> Option<Alg> {
     };
     Some(match (alg, param) {
         (Alg::Allreduce(a), Param::Bytes(_)) => Alg::Allreduce(match a {
+            Algorithm::Chain { .. } => Algorithm::Chain { block: block? },
+            Algorithm::Ring { .. } => Algorithm::Ring { block: block? },
             Algorithm::PipelinedTree { .. } => Algorithm::PipelinedTree { block: block? },
             Algorithm::DualRoot { .. } => Algorithm::DualRoot { block: block? },
             Algorithm::TwoTree { .. } => Algorithm::TwoTree { block: block? },
@@ -697,6 +699,27 @@ mod tests {
             }))
         );
         assert_eq!(with_param(d, Param::Fanout(2), Dtype::F64), None);
+        // The chain's block and the ring's largest piece.
+        assert_eq!(
+            with_param(
+                find(Collective::Allreduce, "chain"),
+                Param::Bytes(4096),
+                Dtype::F64
+            ),
+            Some(Alg::Allreduce(Algorithm::Chain {
+                block: Block::Elements(512)
+            }))
+        );
+        assert_eq!(
+            with_param(
+                find(Collective::Allreduce, "ring"),
+                Param::Bytes(64),
+                Dtype::F32
+            ),
+            Some(Alg::Allreduce(Algorithm::Ring {
+                block: Block::Elements(16)
+            }))
+        );
         for c in [Collective::Broadcast, Collective::Reduce, Collective::Scan] {
             assert!(with_param(find(c, "pipelined-tree"), Param::Bytes(64), Dtype::U8).is_some());
         }
@@ -710,7 +733,6 @@ mod tests {
         assert_eq!(with_param(rl, Param::Bytes(8), Dtype::F64), None);
         for (c, name) in [
             (Collective::Allreduce, "direct"),
-            (Collective::Allreduce, "ring"),
             (Collective::Broadcast, "hierarchical"),
             (Collective::Barrier, "hierarchical"),
         ] {

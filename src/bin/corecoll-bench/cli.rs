@@ -16,9 +16,9 @@ pub struct Args {
     pub collective: Collectives,
     /// Algorithms and baselines: `all`, or a comma-separated list of names (`auto`, `direct`,
     /// `ring`, …, `limit`, `std-naive`, `channels`, `mpi`). `NAME:VALUE` sets a parameter:
-    /// the block or segment size in bytes of `pipelined-tree`, `dual-root`, `two-tree` and
-    /// `hierarchical` (`hierarchical:64KiB`), the fanout of `ring-leaders` (`ring-leaders:2`
-    /// or `ring-leaders:fanout=2`).
+    /// the block or segment size in bytes of `chain`, `ring` (its largest piece),
+    /// `pipelined-tree`, `dual-root`, `two-tree` and `hierarchical` (`hierarchical:64KiB`),
+    /// the fanout of `ring-leaders` (`ring-leaders:2` or `ring-leaders:fanout=2`).
     #[arg(long, default_value = "all")]
     pub algorithms: String,
     /// Run on a described (synthetic) machine instead of the detected one: `PxGxC`
@@ -79,8 +79,8 @@ pub struct Args {
     #[arg(long, default_value_t = crate::output::checks::DEFAULT_TOLERANCE)]
     pub guideline_tolerance: f64,
     /// Fixed blocks to sweep beside `Block::Auto`: each selected pipelined algorithm
-    /// (pipelined-tree, dual-root, two-tree) also runs with each of these block sizes (a list
-    /// or range as `--sizes` takes), and a table compares Auto with the best fixed block.
+    /// (chain, ring, pipelined-tree, dual-root, two-tree) also runs with each of these block
+    /// sizes (a list or range as `--sizes` takes), and a table compares Auto with the best fixed block.
     #[arg(long, value_parser = parse_sizes)]
     pub blocks: Option<Sizes>,
     /// CSV output (default: target/corecoll-bench/results.csv).

@@ -78,6 +78,12 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
     };
     let block = Block::Elements(b.max(1));
     Ok(Some(match c {
+        Collective::Allreduce(Algorithm::Chain { .. }) => {
+            Collective::Allreduce(Algorithm::Chain { block })
+        }
+        Collective::Allreduce(Algorithm::Ring { .. }) => {
+            Collective::Allreduce(Algorithm::Ring { block })
+        }
         Collective::Allreduce(Algorithm::PipelinedTree { .. }) => {
             Collective::Allreduce(Algorithm::PipelinedTree { block })
         }
@@ -89,7 +95,8 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
         }
         _ => {
             return Err(format!(
-                "{word}: only the pipelined allreduces take a block here"
+                "{word}: only the pipelined allreduces (chain, ring, pipelined-tree, dual-root, \
+                 two-tree) take a block here"
             ))
         }
     }))
@@ -109,11 +116,16 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     );
     let mut records = Vec::new();
     for &bc in &args.collective.0 {
-        let algs: Vec<Collective> = match &wanted {
-            None => collectives(bc),
+        // Each with its label: the word that named it (`dual-root:64000`), so that rows with
+        // different blocks stay apart.
+        let algs: Vec<(String, Collective)> = match &wanted {
+            None => collectives(bc)
+                .into_iter()
+                .map(|c| (c.parts().1.to_string(), c))
+                .collect(),
             Some(names) => names
                 .iter()
-                .map(|w| named(bc, w, elem))
+                .map(|w| Ok(named(bc, w, elem)?.map(|c| (w.to_string(), c))))
                 .collect::<Result<Vec<_>, String>>()?
                 .into_iter()
                 .flatten()
@@ -131,8 +143,8 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         };
         println!("\n{} (µs)", bc.name());
         let mut header = format!("{:>10}", "size");
-        for a in &algs {
-            header += &format!(" {:>18}", a.parts().1);
+        for (label, _) in &algs {
+            header += &format!(" {label:>18}");
         }
         header += "  fastest";
         println!("{header}");
@@ -145,7 +157,8 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             };
             let mut line = format!("{:>10}", fmt_bytes(bytes));
             let mut best: Option<(f64, &str)> = None;
-            for &c in &algs {
+            for (label, c) in &algs {
+                let c = *c;
                 let case = Case {
                     elem_bytes: elem,
                     root: args.root.min(p - 1),
@@ -157,12 +170,12 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                         let us = pr.time_ns / 1000.0;
                         line += &format!(" {us:>18.2}");
                         if best.as_ref().is_none_or(|(b, _)| us < *b) {
-                            best = Some((us, c.parts().1));
+                            best = Some((us, label.as_str()));
                         }
                     }
                     Err(_) => line += &format!(" {:>18}", "-"),
                 }
-                records.push(record(bc, &c, args, (bytes, count), predicted));
+                records.push(record(bc, label, args, (bytes, count), predicted));
             }
             if let Some((_, name)) = best {
                 line += &format!("  {name}");
@@ -201,7 +214,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
 /// The result row of one prediction (or of the simulator's refusal).
 fn record(
     bc: BenchCollective,
-    c: &Collective,
+    label: &str,
     args: &Args,
     (bytes, count): (usize, usize),
     predicted: corecoll::Result<sim::Prediction>,
@@ -221,7 +234,7 @@ fn record(
     let algbw = algbw_gbs(bytes, us / 1e6);
     Record {
         collective: bc.name().into(),
-        algorithm: c.parts().1.into(),
+        algorithm: label.into(),
         source: Source::Corecoll,
         scope: "model".into(),
         placement: "simulated".into(),

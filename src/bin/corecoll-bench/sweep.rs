@@ -184,8 +184,8 @@ fn check_algorithms(collectives: &[Collective], selection: &str) -> Result<(), S
             if !taken {
                 return Err(format!(
                     "`{label}`: `{}` takes no parameter here (parameters: the block size of \
-                     pipelined-tree, dual-root and two-tree, the segment size of allreduce's \
-                     hierarchical, the fanout of alltoall's ring-leaders)",
+                     chain, ring, pipelined-tree, dual-root and two-tree, the segment size of \
+                     allreduce's hierarchical, the fanout of alltoall's ring-leaders)",
                     spec.name
                 ));
             }
@@ -675,6 +675,8 @@ mod tests {
             ),
             [
                 "ring",
+                "ring:1KiB",
+                "ring:4KiB",
                 "dual-root",
                 "dual-root:1KiB",
                 "dual-root:4KiB",
@@ -683,7 +685,13 @@ mod tests {
         );
         // Every swept algorithm of allreduce gets its rows; the hierarchy's segment does not.
         let all = names(Collective::Allreduce, "all", &[64]);
-        for n in ["pipelined-tree:64B", "dual-root:64B", "two-tree:64B"] {
+        for n in [
+            "chain:64B",
+            "ring:64B",
+            "pipelined-tree:64B",
+            "dual-root:64B",
+            "two-tree:64B",
+        ] {
             assert!(all.iter().any(|a| a == n), "{n}: {all:?}");
         }
         assert!(!all.iter().any(|a| a.starts_with("hierarchical:")));

@@ -53,9 +53,8 @@ pub const BLOCK_GOAL: f64 = 1.10;
 pub const DEFAULT_TOLERANCE: f64 = 0.1;
 
 /// The pipelined algorithms whose block `--blocks` sweeps, and whose `Block::Auto` row the
-/// block table compares with their fixed-block rows. Chain and ring join with a line each once
-/// they take a block (and `cell::with_param` sets it).
-pub const BLOCK_SWEPT: &[&str] = &["pipelined-tree", "dual-root", "two-tree"];
+/// block table compares with their fixed-block rows (the ring's block is its largest piece).
+pub const BLOCK_SWEPT: &[&str] = &["chain", "ring", "pipelined-tree", "dual-root", "two-tree"];
 
 /// One side's call in a rule: a collective, moving the rule's m bytes or none (a barrier).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
