@@ -322,10 +322,12 @@ fn pipeline_block(block: Block, a: usize, c: usize, n: usize, elem: usize, costs
     }
 }
 
-/// The largest block `Block::Auto` picks: 128 KiB. The lemma counts messages only; a cap keeps
-/// the block being combined (and the root's side buffer) inside the L2 cache (2 MiB per core
-/// on the machine measured), so long vectors are not streamed through memory twice.
-pub(crate) const MAX_AUTO_BLOCK: usize = 128 << 10;
+/// The largest block `Block::Auto` picks: 512 KiB. The lemma counts messages only; a cap keeps
+/// the block being combined (and the root's side buffer) inside the L2 cache (1 MiB per core
+/// on the machine measured), so long vectors are not streamed through memory twice. Measured
+/// (docs/tuning.md, the block sweeps): with 128 KiB `Block::Auto` lost up to 1.9× to blocks of
+/// 256 KiB – 1 MiB on 8 MiB vectors at p = 2 and p = 8.
+pub(crate) const MAX_AUTO_BLOCK: usize = 512 << 10;
 
 /// The cost constants of the pipelining lemma: start-up time per message (α) and time per
 /// byte (β) of a single-copy transfer.
@@ -344,10 +346,14 @@ impl Costs {
         alpha_ns: 100.0,
         beta_ns: 0.07,
     };
-    /// More ranks than cores: a message usually waits for its peer to be scheduled; a barrier
-    /// round of 8 ranks on 2 cores takes about 3 µs (docs/benchmarks.md).
+    /// More ranks than cores: a pipeline step waits for the next rank to be scheduled among
+    /// the others sharing its core, so the start-up cost that matters is a hop of a busy
+    /// pipeline, not a ping-pong between two threads (1.6 µs on one core, docs/calibration.md).
+    /// 20 µs fits the block sweeps of docs/tuning.md at p = 8 on 2 cores, where the best fixed
+    /// block gave a pipeline of 1 to 2 blocks up to 1 MiB (the chain: (α = 15–30 µs by the
+    /// lemma's b* = √(aβm/(cα)))), and the cap decided at 8 MiB.
     pub(crate) const OVERSUBSCRIBED: Costs = Costs {
-        alpha_ns: 3000.0,
+        alpha_ns: 20_000.0,
         beta_ns: 0.07,
     };
     /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,

@@ -57,6 +57,10 @@ pub(crate) use across_processes;
 /// [`crate::Error::PeerExited`] instead of hanging.
 ///
 /// Messages between two ranks of one communicator are received in the order they were sent
+/// `Auto`'s decisions for one collective on a communicator: ranges of sizes by their first
+/// size, each with the decided algorithm's id (`None`: the crate's fixed rule).
+type AutoRanges = Box<[(usize, Option<u8>)]>;
+
 /// (point-to-point and collectives are separate streams, as in MPI).
 pub struct Comm {
     rank: usize,
@@ -74,6 +78,10 @@ pub struct Comm {
     /// The pipelining lemma's constants on this communicator ([`Comm::costs`]), computed from
     /// the ranks' locations and the team's profile the first time a call asks.
     costs: OnceCell<select::Costs>,
+    /// `Auto`'s decisions on this communicator ([`Comm::tuned`]), per collective and
+    /// commutativity: ranges of sizes by their first size, each with the decided algorithm's
+    /// id (`None`: the fixed rule), computed the first time a call asks.
+    auto: Box<[[OnceCell<AutoRanges>; 2]; crate::tuning::Collective::ALL.len()]>,
     /// This rank's scratch buffers, reused by the collectives from call to call.
     scratch: scratch::Pool,
     /// On a communicator whose ranks span MPI processes (a hybrid team's world), the link to
@@ -102,6 +110,7 @@ impl Comm {
             hierarchy: [OnceCell::new(), OnceCell::new()],
             plan: [OnceCell::new(), OnceCell::new()],
             costs: OnceCell::new(),
+            auto: Box::default(),
             scratch: scratch::Pool::new(),
             #[cfg(feature = "mpi")]
             bridge: None,
@@ -279,17 +288,25 @@ impl Comm {
         commutative: bool,
         fixed: impl FnOnce() -> A,
     ) -> A {
-        let ranks = &self.run.ranks;
-        ranks
-            .tuning
-            .decide(
-                collective,
-                self.size(),
-                ranks.policy.oversubscribed,
-                bytes,
-                commutative,
-            )
-            .and_then(|d| A::named(d.algorithm))
+        let ranges = self.auto[collective.index()][usize::from(commutative)].get_or_init(|| {
+            let ranks = &self.run.ranks;
+            ranks
+                .tuning
+                .flatten(
+                    collective,
+                    self.size(),
+                    ranks.policy.oversubscribed,
+                    commutative,
+                )
+                .into_iter()
+                .map(|(from, a)| (from, a.and_then(A::named).map(|a| a.id())))
+                .collect()
+        });
+        // The last range starting at or below `bytes` (the first starts at 0).
+        let i = ranges.partition_point(|&(from, _)| from <= bytes);
+        ranges[i.saturating_sub(1)]
+            .1
+            .and_then(A::with_id)
             .unwrap_or_else(fixed)
     }
 

@@ -104,6 +104,11 @@ impl Collective {
         }
     }
 
+    /// The collective's place in [`Collective::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+
     /// The collective called `name` ([`Collective::name`]'s spelling).
     pub fn from_name(name: &str) -> Option<Collective> {
         Collective::ALL.into_iter().find(|c| c.name() == name)
@@ -490,6 +495,54 @@ impl Tuning {
         Ok(t)
     }
 
+    /// [`Tuning::decide`] for every size at once: disjoint ranges `(from, to)` in order, each
+    /// with the algorithm decided there (`None`: nothing covers it), over all sizes. A
+    /// communicator computes this once per collective and looks sizes up in it, which costs
+    /// a few comparisons instead of a walk through the sources on every call.
+    pub fn flatten(
+        &self,
+        collective: Collective,
+        p: usize,
+        oversubscribed: bool,
+        commutative: bool,
+    ) -> Vec<(usize, Option<&'static str>)> {
+        // Every size where some source's rules start or stop is a possible change.
+        let mut starts = vec![0usize];
+        let mut add = |r: &Rules| {
+            for rule in &r.rules {
+                starts.push(rule.from);
+                if let Some(t) = rule.to.and_then(|t| t.checked_add(1)) {
+                    starts.push(t);
+                }
+            }
+        };
+        for map in [&self.environment, &self.program] {
+            if let Some(r) = map.get(&collective) {
+                add(r);
+            }
+        }
+        for (c, t) in self.profile.iter().chain(&builtin_parsed().1) {
+            if *c == collective {
+                add(&t.rules);
+                if let Some(nc) = &t.noncommutative {
+                    add(nc);
+                }
+            }
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        let mut out: Vec<(usize, Option<&'static str>)> = Vec::new();
+        for s in starts {
+            let a = self
+                .decide(collective, p, oversubscribed, s, commutative)
+                .map(|d| d.algorithm);
+            if out.last().is_none_or(|&(_, prev)| prev != a) {
+                out.push((s, a));
+            }
+        }
+        out
+    }
+
     /// What `Auto` runs for `collective` on `p` ranks (sharing cores if `oversubscribed`) with
     /// `bytes` bytes per rank and an op that is `commutative` (or not): the first source of the
     /// module docs' order that covers the call, `None` if none does.
@@ -574,9 +627,11 @@ fn nearest(
 }
 
 /// The algorithm enums a decision names, by [`Collective::algorithms`]' names.
-pub(crate) trait Named: Sized {
+pub(crate) trait Named: Sized + crate::select::Choice {
     /// The algorithm called `name` (blocks `Auto`).
     fn named(name: &str) -> Option<Self>;
+    /// The algorithm with id `id` (blocks `Auto`).
+    fn with_id(id: u8) -> Option<Self>;
 }
 
 macro_rules! named {
@@ -584,6 +639,9 @@ macro_rules! named {
         $(impl Named for crate::select::$ty {
             fn named(name: &str) -> Option<Self> {
                 crate::select::$ty::from_name(name)
+            }
+            fn with_id(id: u8) -> Option<Self> {
+                crate::select::$ty::from_id(id)
             }
         })*
     };

@@ -226,3 +226,37 @@ fn builtin_tables_cover_everything() {
         }
     }
 }
+
+/// `flatten` gives, at every size, what `decide` gives.
+#[test]
+fn flatten_agrees_with_decide() {
+    let mut t = table(
+        Collective::Allreduce,
+        4,
+        true,
+        "linear:0-99;ring:100-5000;direct:5001-max",
+    );
+    t.noncommutative = Some("linear:0-99;chain:100-max".into());
+    let program = [(Collective::Allreduce, "binomial:64-200".to_string())];
+    let tuning = Tuning::new(&[t], &program).unwrap();
+    for c in [
+        Collective::Allreduce,
+        Collective::Broadcast,
+        Collective::Barrier,
+    ] {
+        for (p, over) in [(2, false), (4, true), (9, false)] {
+            for commutative in [true, false] {
+                let flat = tuning.flatten(c, p, over, commutative);
+                assert_eq!(flat[0].0, 0);
+                assert!(flat.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 != w[1].1));
+                for bytes in (0..6000).chain([1 << 20, 12_000_000, usize::MAX]) {
+                    let i = flat.partition_point(|&(from, _)| from <= bytes) - 1;
+                    let want = tuning
+                        .decide(c, p, over, bytes, commutative)
+                        .map(|d| d.algorithm);
+                    assert_eq!(flat[i].1, want, "{c} p={p} {bytes} B");
+                }
+            }
+        }
+    }
+}

@@ -49,6 +49,11 @@ pub struct Args {
     /// Warm-up iterations per cell; default: enough for a tenth of `--time`, at least 2.
     #[arg(long)]
     pub warmup: Option<usize>,
+    /// Run the whole sweep this many times, one pass after another, and keep each cell's pass
+    /// with the lowest median: on a shared machine slow spells last seconds and hit whole
+    /// runs of consecutive cells, which repeating the passes, not the iterations, gets past.
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
     /// Seconds of timed iterations per cell when `--iters` is not given.
     #[arg(long, default_value_t = 0.1)]
     pub time: f64,
