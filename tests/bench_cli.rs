@@ -479,7 +479,7 @@ fn blocks_add_fixed_block_rows_and_their_table() {
     // Blocks where no selected algorithm takes one, and with --guidelines, are refused.
     for (args, says) in [
         (
-            &["--algorithms", "ring", "--blocks", "1KiB"][..],
+            &["--algorithms", "direct", "--blocks", "1KiB"][..],
             "takes a block",
         ),
         (&["--guidelines", "--blocks", "1KiB"][..], "separately"),
