@@ -128,21 +128,39 @@ pub enum Collective {
 }
 
 impl Collective {
+    /// Which collective it is (without the algorithm).
+    pub fn kind(&self) -> crate::tuning::Collective {
+        use crate::tuning::Collective as K;
+        match self {
+            Collective::Allreduce(_) => K::Allreduce,
+            Collective::Broadcast(_) => K::Broadcast,
+            Collective::Reduce(_) => K::Reduce,
+            Collective::Scan(_) => K::Scan,
+            Collective::Gather(_) => K::Gather,
+            Collective::Scatter(_) => K::Scatter,
+            Collective::Allgather(_) => K::Allgather,
+            Collective::Alltoall(_) => K::Alltoall,
+            Collective::ReduceScatter(_) => K::ReduceScatter,
+            Collective::Barrier(_) => K::Barrier,
+        }
+    }
+
     /// The collective's name and the algorithm's, as the benchmark spells them
     /// (`("allreduce", "dual-root")`).
     pub fn parts(&self) -> (&'static str, &'static str) {
-        match self {
-            Collective::Allreduce(a) => ("allreduce", a.name()),
-            Collective::Broadcast(a) => ("broadcast", a.name()),
-            Collective::Reduce(a) => ("reduce", a.name()),
-            Collective::Scan(a) => ("scan", a.name()),
-            Collective::Gather(a) => ("gather", a.name()),
-            Collective::Scatter(a) => ("scatter", a.name()),
-            Collective::Allgather(a) => ("allgather", a.name()),
-            Collective::Alltoall(a) => ("alltoall", a.name()),
-            Collective::ReduceScatter(a) => ("reduce-scatter", a.name()),
-            Collective::Barrier(a) => ("barrier", a.name()),
-        }
+        let algorithm = match self {
+            Collective::Allreduce(a) => a.name(),
+            Collective::Broadcast(a) => a.name(),
+            Collective::Reduce(a) => a.name(),
+            Collective::Scan(a) => a.name(),
+            Collective::Gather(a) => a.name(),
+            Collective::Scatter(a) => a.name(),
+            Collective::Allgather(a) => a.name(),
+            Collective::Alltoall(a) => a.name(),
+            Collective::ReduceScatter(a) => a.name(),
+            Collective::Barrier(a) => a.name(),
+        };
+        (self.kind().name(), algorithm)
     }
 
     /// [`Collective::parts`] joined: `allreduce/dual-root`.

@@ -227,10 +227,10 @@ impl Rules {
                             "`{item}`: the range `{r}` is not FROM-TO (e.g. 0-4096 or 4097-max)"
                         )
                     })?;
-                    let from = parse_bytes(a).map_err(|e| format!("`{item}`: {e}"))?;
+                    let from = parse_size(a).map_err(|e| format!("`{item}`: {e}"))?;
                     let to = match b.trim() {
                         "max" => None,
-                        b => Some(parse_bytes(b).map_err(|e| format!("`{item}`: {e}"))?),
+                        b => Some(parse_size(b).map_err(|e| format!("`{item}`: {e}"))?),
                     };
                     if to.is_some_and(|t| t < from) {
                         return Err(format!("`{item}`: the range ends before it starts"));
@@ -287,24 +287,29 @@ impl fmt::Display for Rules {
     }
 }
 
-/// A size in bytes: digits with an optional binary suffix (`K`, `KiB`, `M`, `MiB`, `G`, `GiB`,
-/// any case; `B` alone is bytes).
-fn parse_bytes(s: &str) -> std::result::Result<usize, String> {
-    let s = s.trim();
-    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (n, unit) = s.split_at(digits);
-    let n: usize = n
+/// A size in bytes as rules (and the benchmark's options) write it: digits with an optional
+/// suffix `B`, `K`/`KiB`, `M`/`MiB` or `G`/`GiB` (binary multiples, any case).
+pub fn parse_size(s: &str) -> std::result::Result<usize, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, suffix) = t.split_at(split);
+    if digits.is_empty() {
+        return Err(format!(
+            "`{s}` is not a size (digits with an optional B, KiB, MiB or GiB)"
+        ));
+    }
+    let n: usize = digits
         .parse()
-        .map_err(|_| format!("`{s}` is not a size in bytes"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        .map_err(|_| format!("`{s}` is too large a size"))?;
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
-        "k" | "kib" | "kb" => 10,
-        "m" | "mib" | "mb" => 20,
-        "g" | "gib" | "gb" => 30,
-        _ => return Err(format!("`{s}`: unknown unit `{unit}` (B, KiB, MiB, GiB)")),
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        other => return Err(format!("`{s}`: unknown unit `{other}` (B, KiB, MiB, GiB)")),
     };
     n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{s}` is too large"))
+        .ok_or_else(|| format!("`{s}` is too large a size"))
 }
 
 /// One collective's decision table as measured on `ranks` ranks: the serialised form, in a

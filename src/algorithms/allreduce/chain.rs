@@ -44,7 +44,7 @@ pub(crate) fn chain<Tr: Transport, T: Elem, O: Op<T>>(
     let pred = r.checked_sub(1);
     let succ = (r + 1 < p).then_some(r + 1);
     // Up: the prefix from the predecessor goes on the left of what this rank holds.
-    let mut up = |acc: &mut [T], inc: &[T]| op.fold_left(inc, acc);
+    let mut up = |_: usize, acc: &mut [T], inc: &[T]| op.fold_left(inc, acc);
     // The chain is the tree in which rank r's one child is r − 1 and its parent r + 1.
     reduce(t, buf, block, succ, pred, None, tag, &mut up)?;
     // Down: the result, copied, with the same overlap.

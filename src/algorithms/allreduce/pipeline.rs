@@ -2,10 +2,12 @@
 //! share: the same two passes over different tree shapes (a path for the chain, Träff's
 //! post-order binary tree for the other).
 //!
-//! Both passes run over a rooted tree in which every rank's children have lower ranks than
-//! it and each child's subtree is a contiguous range of ranks; a rank combines its children's
-//! blocks on the left of its own (the caller's `combine`), so the root ends with its subtree's
-//! operands in rank order, and every final block is computed there once and copied down.
+//! Both passes run over a rooted tree in which each child's subtree is a contiguous range of
+//! ranks; a rank combines each child's blocks on the side of its own where that child's ranks
+//! lie (the caller's `combine`, told which child; for the allreduces every child has lower
+//! ranks, for the rooted reduce (`algorithms::reduce`) the root's children may lie on either
+//! side), so the root ends with its subtree's operands in rank order, and every final block
+//! is computed there once and copied down.
 //!
 //! **Blocks** ([`super::pipeline_blocks`]): all full blocks of B elements, then one block of the
 //! remaining n mod B elements — possibly empty, and the only block when n < B, so an empty
@@ -34,9 +36,12 @@ use crate::algorithms::blocks::{block_range, pipeline_blocks};
 use crate::error::Result;
 use crate::transport::{Elem, Tag, Transport};
 
+/// Folds a child's block into the accumulator: `(child's rank, accumulator, child's block)`.
+pub(crate) type ChildFold<'a, T> = dyn FnMut(usize, &mut [T], &[T]) + 'a;
+
 /// The pipelined reduce: each block is combined with `first`'s and then `second`'s partial
-/// result (by `combine`) and sent to `parent`, the send of block k − 1 overlapping the
-/// receive of block k from `first`.
+/// result (by `combine`, given the child's rank, the accumulator and the child's block) and
+/// sent to `parent`, the send of block k − 1 overlapping the receive of block k from `first`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn reduce<Tr: Transport, T: Elem>(
     t: &Tr,
@@ -46,7 +51,7 @@ pub(crate) fn reduce<Tr: Transport, T: Elem>(
     first: Option<usize>,
     second: Option<usize>,
     tag: Tag,
-    combine: &mut dyn FnMut(&mut [T], &[T]),
+    combine: &mut ChildFold<'_, T>,
 ) -> Result<()> {
     let n = buf.len();
     // The full blocks and then the short one (possibly empty): see the module docs.
@@ -58,13 +63,15 @@ pub(crate) fn reduce<Tr: Transport, T: Elem>(
         let acc = &mut rest[..cur.len()];
         let prev = (k > 0).then(|| &done[block_range(n, block, k - 1)]);
         match (parent.zip(prev), first) {
-            (Some((q, send)), Some(c)) => t.sendrecv_reduce(q, send, c, acc, tag, combine)?,
+            (Some((q, send)), Some(c)) => {
+                t.sendrecv_reduce(q, send, c, acc, tag, &mut |a, i| combine(c, a, i))?
+            }
             (Some((q, send)), None) => t.send(q, tag, send)?,
-            (None, Some(c)) => t.recv_reduce(c, tag, acc, combine)?,
+            (None, Some(c)) => t.recv_reduce(c, tag, acc, &mut |a, i| combine(c, a, i))?,
             (None, None) => {}
         }
         if let Some(c) = second {
-            t.recv_reduce(c, tag, acc, combine)?;
+            t.recv_reduce(c, tag, acc, &mut |a, i| combine(c, a, i))?;
         }
     }
     match parent {

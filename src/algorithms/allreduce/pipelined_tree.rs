@@ -55,7 +55,7 @@ pub(crate) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
         (l, _) => (l, None),
     };
     // A child's partial result covers lower ranks than what this rank holds.
-    let mut up = |acc: &mut [T], inc: &[T]| op.fold_left(inc, acc);
+    let mut up = |_: usize, acc: &mut [T], inc: &[T]| op.fold_left(inc, acc);
     reduce(t, buf, block, parent, first, second, tag, &mut up)?;
     // The broadcast serves the right child (if any) first, then the left one, whose send
     // overlaps the receive from the parent.

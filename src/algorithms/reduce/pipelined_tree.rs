@@ -41,7 +41,10 @@
 //! reason. So a block costs two steps at every rank with two children, the root included, and
 //! the root never sends (the previous schedule made the root a tree node like any other and
 //! had the top p − 1 forward each finished block to it, so the root waited a whole trip up the
-//! tree for every block; cutting at the root instead gives it two receives per block).
+//! tree for every block; cutting at the root instead gives it two receives per block). This
+//! is the loop the chain and the binary-tree allreduces run
+//! (`algorithms::allreduce::pipeline::reduce`), told which child a block comes from so that
+//! the root can fold a part above it on its right.
 //!
 //! **Buffers.** The root works in `buf`: it is its output. A non-root rank with children works
 //! in a scratch copy of `buf`, which is left unchanged; a leaf only sends from `buf`.
@@ -86,7 +89,7 @@
 //! (p − 1)/2 and p − 1 (perfect trees) that is 4h + 2(b − 1); at any other root it is within
 //! 2 of the count at p − 1 (checked for p ≤ 200). On two ranks it is 2 + (b − 1).
 
-use crate::algorithms::blocks::{block_range, pipeline_blocks};
+use crate::algorithms::allreduce::pipeline::reduce;
 use crate::algorithms::tree;
 use crate::error::Result;
 use crate::op::Op;
@@ -102,40 +105,58 @@ pub(super) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
     block: usize,
     tag: Tag,
 ) -> Result<()> {
-    let p = t.size();
+    let (p, me) = (t.size(), t.rank());
     if p <= 1 {
         return Ok(());
     }
-    let ranks = ranks(t.rank(), p, root);
-    if ranks.parent.is_none() || ranks.first.is_none() {
+    let ranks = ranks(me, p, root);
+    // A child's ranks lie below this rank's (folded in on the left) or, for the root's
+    // children, possibly above (on the right).
+    let mut fold = |c: usize, acc: &mut [T], inc: &[T]| {
+        if c < me {
+            op.fold_left(inc, acc)
+        } else {
+            op.fold_right(acc, inc)
+        }
+    };
+    let (parent, first, second) = (ranks.parent, ranks.first, ranks.second);
+    let block = block.max(1);
+    if parent.is_none() || first.is_none() {
         // The root's `buf` is its output; a leaf never writes its `buf` (it only sends).
-        reduce(t, buf, block.max(1), ranks, tag, op)?;
+        reduce(t, buf, block, parent, first, second, tag, &mut fold)?;
     } else {
         let mut scratch = buf.to_vec();
-        reduce(t, &mut scratch, block.max(1), ranks, tag, op)?;
+        reduce(
+            t,
+            &mut scratch,
+            block,
+            parent,
+            first,
+            second,
+            tag,
+            &mut fold,
+        )?;
     }
     // Acknowledge back along every edge (`super::acknowledge`, which goes through the sources
     // backwards): the child received from second, whose subtree is the taller, first.
-    let sources = [ranks.first, ranks.second].into_iter().flatten();
-    super::acknowledge(t, ranks.parent, sources.map(|c| c.rank), tag)
+    super::acknowledge(t, parent, [first, second].into_iter().flatten(), tag)
 }
 
 /// The two ranges of ranks `(lo, hi)` (inclusive; empty when lo > hi) that hang under `root`
 /// of `p ≥ 2` ranks, each reduced by a post-order tree whose top hi is a child of the root, in
-/// the order the root receives them (the smaller first), with the side of the root they lie on.
-fn parts(p: usize, root: usize) -> [(usize, usize, Side); 2] {
+/// the order the root receives them (the smaller first).
+fn parts(p: usize, root: usize) -> [(usize, usize); 2] {
     debug_assert!(p >= 2 && root < p);
     if root == p - 1 {
         // The children of p − 1 in the tree over [0, p − 1]: right [⌊p/2⌋, p − 2], then left.
         let l = p / 2;
-        [(l, p - 2, Side::Below), (0, l - 1, Side::Below)]
+        [(l, p - 2), (0, l - 1)]
     } else if root == 0 {
         // The mirror image: the smaller range [1, ⌊(p − 1)/2⌋] first (possibly empty).
         let m = (p - 1) / 2;
-        [(1, m, Side::Above), (m + 1, p - 1, Side::Above)]
+        [(1, m), (m + 1, p - 1)]
     } else {
-        let below = (0, root - 1, Side::Below);
-        let above = (root + 1, p - 1, Side::Above);
+        let (below, above) = ((0, root - 1), (root + 1, p - 1));
         if root <= p - 1 - root {
             [below, above]
         } else {
@@ -146,9 +167,8 @@ fn parts(p: usize, root: usize) -> [(usize, usize, Side); 2] {
 
 /// Whom rank `r` of `p ≥ 2` talks to in the reduce to `root`.
 fn ranks(r: usize, p: usize, root: usize) -> Ranks {
-    let tops = parts(p, root).map(|(lo, hi, side)| (lo <= hi).then_some(Child { rank: hi, side }));
     if r == root {
-        let [first, second] = tops;
+        let [first, second] = parts(p, root).map(|(lo, hi)| (lo <= hi).then_some(hi));
         let (first, second) = match (first, second) {
             (None, s) => (s, None),
             f => f,
@@ -159,19 +179,15 @@ fn ranks(r: usize, p: usize, root: usize) -> Ranks {
             second,
         };
     }
-    let (lo, hi, _) = parts(p, root)
+    let (lo, hi) = parts(p, root)
         .into_iter()
-        .find(|&(lo, hi, _)| lo <= r && r <= hi)
+        .find(|&(lo, hi)| lo <= r && r <= hi)
         .expect("every rank but the root lies in one part");
-    let below = |c: usize| Child {
-        rank: c,
-        side: Side::Below,
-    };
     let (left, right) = tree::children(r, lo, hi);
     // The right child (never the taller) overlaps the send up; a single child is a left one.
     let (first, second) = match (left, right) {
-        (Some(l), Some(rt)) => (Some(below(rt)), Some(below(l))),
-        (l, _) => (l.map(below), None),
+        (Some(l), Some(rt)) => (Some(rt), Some(l)),
+        (l, _) => (l, None),
     };
     Ranks {
         parent: Some(tree::parent(r, lo, hi).unwrap_or(root)),
@@ -180,87 +196,15 @@ fn ranks(r: usize, p: usize, root: usize) -> Ranks {
     }
 }
 
-/// Which side of the receiving rank a child's ranks lie on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    /// Lower ranks: their partial result is folded in on the left.
-    Below,
-    /// Higher ranks (only children of the root): folded in on the right.
-    Above,
-}
-
-/// A rank this rank receives partial results from.
-#[derive(Debug, Clone, Copy)]
-struct Child {
-    /// The child's rank.
-    rank: usize,
-    /// Where its ranks lie relative to this rank's.
-    side: Side,
-}
-
 /// Whom a rank talks to in the pipelined reduce.
 #[derive(Debug, Clone, Copy)]
 struct Ranks {
     /// Where this rank's finished blocks go (`None` for the root).
     parent: Option<usize>,
     /// The child whose block k is received while block k − 1 goes to `parent`.
-    first: Option<Child>,
+    first: Option<usize>,
     /// The other child, received from after `first`.
-    second: Option<Child>,
-}
-
-/// Folds a child's partial result `inc` into `acc` on the side where the child's ranks lie.
-fn fold<T, O: Op<T>>(op: &O, side: Side, acc: &mut [T], inc: &[T]) {
-    match side {
-        Side::Below => op.fold_left(inc, acc),
-        Side::Above => op.fold_right(acc, inc),
-    }
-}
-
-/// The pipelined reduce in `work`: step k combines block k of `first`'s and `second`'s partial
-/// results into `work` (by [`fold`]) while sending block k − 1 to `parent`; after the last
-/// step the last block goes up.
-fn reduce<Tr: Transport, T: Elem, O: Op<T>>(
-    t: &Tr,
-    work: &mut [T],
-    block: usize,
-    ranks: Ranks,
-    tag: Tag,
-    op: &O,
-) -> Result<()> {
-    let Ranks {
-        parent,
-        first,
-        second,
-    } = ranks;
-    let n = work.len();
-    let blocks = pipeline_blocks(n, block);
-    for k in 0..blocks {
-        let cur = block_range(n, block, k);
-        // Block k − 1 (finished, going up) and block k (being combined) are disjoint.
-        let (done, rest) = work.split_at_mut(cur.start);
-        let acc = &mut rest[..cur.len()];
-        let prev = (k > 0).then(|| &done[block_range(n, block, k - 1)]);
-        match (parent.zip(prev), first) {
-            (Some((q, send)), Some(c)) => {
-                t.sendrecv_reduce(q, send, c.rank, acc, tag, &mut |a, i| {
-                    fold(op, c.side, a, i)
-                })?
-            }
-            (Some((q, send)), None) => t.send(q, tag, send)?,
-            (None, Some(c)) => {
-                t.recv_reduce(c.rank, tag, acc, &mut |a, i| fold(op, c.side, a, i))?
-            }
-            (None, None) => {}
-        }
-        if let Some(c) = second {
-            t.recv_reduce(c.rank, tag, acc, &mut |a, i| fold(op, c.side, a, i))?;
-        }
-    }
-    if let Some(q) = parent {
-        t.send(q, tag, &work[block_range(n, block, blocks - 1)])?;
-    }
-    Ok(())
+    second: Option<usize>,
 }
 
 #[cfg(test)]
@@ -279,18 +223,15 @@ mod tests {
             let me = ranks(x, p, root);
             let mut acc = (x, x);
             for c in [me.first, me.second].into_iter().flatten() {
-                assert_eq!(
-                    ranks(c.rank, p, root).parent,
-                    Some(x),
-                    "p = {p}, root {root}"
-                );
-                let (lo, hi) = span(c.rank, p, root, seen);
-                acc = match c.side {
-                    Side::Below => {
+                assert_eq!(ranks(c, p, root).parent, Some(x), "p = {p}, root {root}");
+                let (lo, hi) = span(c, p, root, seen);
+                // Folded on the side where the child's ranks lie, as `pipelined_tree` does.
+                acc = match c < x {
+                    true => {
                         assert_eq!(hi + 1, acc.0, "p = {p}, root {root}, at {x}");
                         (lo, acc.1)
                     }
-                    Side::Above => {
+                    false => {
                         assert_eq!(acc.1 + 1, lo, "p = {p}, root {root}, at {x}");
                         (acc.0, hi)
                     }
@@ -328,7 +269,7 @@ mod tests {
                 } else {
                     [left, None]
                 };
-                assert_eq!([me.first.map(|c| c.rank), me.second.map(|c| c.rank)], want);
+                assert_eq!([me.first, me.second], want);
             }
         }
     }

@@ -304,28 +304,8 @@ pub fn parse_collectives(s: &str) -> Result<Collectives, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sizes(pub Vec<usize>);
 
-/// Parses one size: digits with an optional suffix B, K/KiB, M/MiB, G/GiB (binary multiples;
-/// case-insensitive).
-pub fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (digits, suffix) = t.split_at(split);
-    if digits.is_empty() {
-        return Err(format!(
-            "`{s}` is not a size (digits with an optional B, KiB, MiB or GiB)"
-        ));
-    }
-    let n: usize = digits.parse().map_err(|e| format!("`{s}`: {e}"))?;
-    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        other => return Err(format!("`{s}`: unknown unit `{other}` (B, KiB, MiB, GiB)")),
-    };
-    n.checked_mul(1 << shift)
-        .ok_or_else(|| format!("`{s}` is too large"))
-}
+/// Parses one size: the library's spelling of sizes in algorithm rules.
+pub use corecoll::tuning::parse_size;
 
 /// Parses `--sizes`: `LO..HI` (LO, 4·LO, 16·LO, … up to HI, and HI itself) or a comma list.
 pub fn parse_sizes(s: &str) -> Result<Sizes, String> {

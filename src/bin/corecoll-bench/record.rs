@@ -10,7 +10,7 @@ use corecoll::op::Op;
 use serde::{Deserialize, Serialize};
 
 /// Where a row's numbers come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// One of corecoll's algorithms (`auto` included).

@@ -268,7 +268,7 @@ fn best_of_passes(records: Vec<Record>, passes: usize) -> Vec<Record> {
     if passes <= 1 {
         return records;
     }
-    type Key = (String, String, String, usize, usize, String);
+    type Key = (String, String, String, usize, usize, Source);
     let key = |r: &Record| -> Key {
         (
             r.scope.clone(),
@@ -276,7 +276,7 @@ fn best_of_passes(records: Vec<Record>, passes: usize) -> Vec<Record> {
             r.algorithm.clone(),
             r.ranks,
             r.bytes,
-            format!("{:?}", r.source),
+            r.source,
         )
     };
     let mut order: Vec<Key> = Vec::new();

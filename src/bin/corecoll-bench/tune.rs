@@ -89,12 +89,17 @@ pub fn derive(runs: &[(RunInfo, Vec<Record>)], hysteresis: f64) -> Vec<Table> {
     // (collective, ranks) → (oversubscribed, command, size → algorithm → median µs)
     type Cells = BTreeMap<usize, BTreeMap<&'static str, f64>>;
     let mut groups: BTreeMap<(Collective, usize), (bool, String, Cells)> = BTreeMap::new();
+    // The names a rule may use, per collective, looked up once.
+    let allowed: BTreeMap<Collective, Vec<&'static str>> = Collective::ALL
+        .iter()
+        .map(|&c| (c, c.algorithms()))
+        .collect();
     for (info, records) in runs {
         for r in records {
             let Some(c) = Collective::from_name(&r.collective) else {
                 continue;
             };
-            let Some(&alg) = c.algorithms().iter().find(|&&a| a == r.algorithm) else {
+            let Some(&alg) = allowed[&c].iter().find(|&&a| a == r.algorithm) else {
                 continue;
             };
             if r.source != Source::Corecoll
