@@ -16,8 +16,9 @@
 //! every rank's read after it.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom_hierarchy`
-//! (what CI runs: the reduce, allgather and flag-barrier models capped at one preemption,
-//! `loom_common::model_capped`); add `CORECOLL_LOOM_DEEP=1` to run those at two as well.
+//! (what CI runs: the in-place allreduce, reduce, allgather and flag-barrier models capped at
+//! one preemption, `loom_common::model_capped`); add `CORECOLL_LOOM_DEEP=1` to run those at
+//! two as well.
 #![cfg(loom)]
 
 mod loom_common;
@@ -33,7 +34,7 @@ use loom_common::{input, model_capped, spmd, total};
 /// group's partials of slices 0 and 1, rank 1 of slice 2, rank 2 all of its own group's.
 #[test]
 fn three_ranks_two_groups_in_place() {
-    loom::model(|| {
+    model_capped(|| {
         spmd(3, |comm| {
             let mut v = input(comm.rank(), 3);
             let groups = [vec![0, 1], vec![2]];

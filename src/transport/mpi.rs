@@ -74,10 +74,15 @@ pub(crate) fn scratch_bytes(scratch: &mut Vec<Chunk>, bytes: usize) -> *mut u8 {
     scratch.as_mut_ptr().cast::<u8>()
 }
 
-/// How a [`Tag`] becomes an MPI tag: the kind in bits 0–3, the variant in bits 4–7, and the
-/// low `seq_bits` bits of the sequence number above, so that the largest tag is
-/// 2^(8 + seq_bits) − 1 ≤ `MPI_TAG_UB`. MPI guarantees `MPI_TAG_UB` ≥ 32767 (MPI 3.1 §8.1.2),
-/// which leaves at least 7 sequence bits; Open MPI's 2^31 − 1 leaves 23.
+/// How a [`Tag`] becomes an MPI tag: the kind in bits 0–3, the variant in bits 4–8 (below),
+/// and the low `seq_bits` bits of the sequence number above, so that the largest tag is
+/// 2^(9 + seq_bits) − 1 ≤ `MPI_TAG_UB`. MPI guarantees `MPI_TAG_UB` ≥ 32767 (MPI 3.1 §8.1.2),
+/// which leaves at least 6 sequence bits; Open MPI's 2^31 − 1 leaves 22.
+///
+/// The variants the crate uses are an algorithm id (below 16), an id with the flag
+/// [`VARIANT_FLAG`] set (a v-form or an exclusive scan), or 0xff (a v-form's closing
+/// barrier): five bits hold all of them, the id in bits 4–7 and the flag in bit 8, with 0xff
+/// as the flag with id 15 (no algorithm has id 15).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TagCodec {
     /// Bits of the sequence number that the tag keeps.
@@ -95,7 +100,7 @@ impl TagCodec {
         // The largest b with 2^b − 1 ≤ tag_ub.
         let bits = (tag_ub as u64 + 1).ilog2();
         Some(TagCodec {
-            seq_bits: bits.min(31) - 8,
+            seq_bits: bits.min(31) - 9,
         })
     }
 
@@ -131,23 +136,28 @@ impl TagCodec {
         self.seq_bits
     }
 
-    /// The MPI tag of `tag`. A variant above 15 would not fit; none of the crate's algorithm
-    /// ids is that large (the call check compares the full id anyway).
+    /// The MPI tag of `tag`. A variant outside the three forms of the type's docs would not
+    /// fit (none of the crate's is; the call check compares the full id anyway).
     pub(crate) fn encode(self, tag: Tag) -> c_int {
+        let v = tag.variant;
         debug_assert!(
-            tag.variant < 16,
-            "variant {} does not fit in 4 bits",
-            tag.variant
+            v & 0x70 == 0 || v == 0xff,
+            "variant {v:#x} is neither an id below 16, with or without the flag, nor 0xff"
         );
+        let code = u64::from((v & 0xf) | ((v & VARIANT_FLAG) >> 3));
         let seq = tag.seq & ((1u64 << self.seq_bits) - 1);
-        ((seq << 8) | (u64::from(tag.variant & 0xf) << 4) | (tag.kind as u64 & 0xf)) as c_int
+        ((seq << 9) | (code << 4) | (tag.kind as u64 & 0xf)) as c_int
     }
 
     /// Describes an MPI tag and a byte count for an error message, through the mailboxes'
     /// wording ([`Tag::describe`]); the call number is its low bits.
     pub(crate) fn describe(self, mpi_tag: c_int, bytes: usize) -> String {
         let t = mpi_tag as u64;
-        let (kind, variant, seq) = (t & 0xf, (t >> 4) & 0xf, t >> 8);
+        let (kind, code, seq) = (t & 0xf, (t >> 4) & 0x1f, t >> 9);
+        let variant = match (code & 0xf) | ((code & 0x10) << 3) {
+            0x8f => 0xff,
+            v => v,
+        };
         let what = Tag::describe((seq << 16) | (variant << 8) | kind);
         if kind == Kind::P2p as u64 {
             format!("{what}, {bytes} bytes")
@@ -157,6 +167,10 @@ impl TagCodec {
         }
     }
 }
+
+/// The flag bit of a tag variant: a v-form call or an exclusive scan (the id is in the low
+/// bits).
+const VARIANT_FLAG: u8 = 0x80;
 
 /// `MPI_SUCCESS` or a panic: the transport's communicator has `MPI_ERRORS_ARE_FATAL`, so an
 /// MPI call that fails aborts the job before it returns, and another code means the MPI
@@ -669,11 +683,11 @@ mod tests {
     fn tag_codec_fits_the_bound_and_reads_back() {
         assert_eq!(TagCodec::for_tag_ub(32766), None);
         let small = TagCodec::for_tag_ub(32767).unwrap();
-        assert_eq!(small.seq_bits(), 7);
+        assert_eq!(small.seq_bits(), 6);
         let big = TagCodec::for_tag_ub(c_int::MAX).unwrap();
-        assert_eq!(big.seq_bits(), 23);
+        assert_eq!(big.seq_bits(), 22);
         for codec in [small, big] {
-            let ub = (1i64 << (codec.seq_bits() + 8)) - 1;
+            let ub = (1i64 << (codec.seq_bits() + 9)) - 1;
             for seq in [0u64, 1, 127, 128, 1 << 40, u64::MAX] {
                 let tag = Tag {
                     kind: Kind::ReduceScatter,
@@ -695,6 +709,24 @@ mod tests {
                 seq: 5,
             };
             assert_ne!(codec.encode(a), codec.encode(a.with_variant(9)));
+            // The flagged forms (v-forms, exclusive scans) and the closing barrier keep
+            // distinct tags, and read back as they were.
+            let flagged = a.with_variant(VARIANT_FLAG | 8);
+            let closing = a.with_variant(0xff);
+            let plain = codec.encode(a);
+            assert_ne!(plain, codec.encode(flagged));
+            assert_ne!(codec.encode(flagged), codec.encode(closing));
+            assert!(codec
+                .describe(codec.encode(flagged), 0)
+                .contains("variant 136"));
+            assert!(codec
+                .describe(codec.encode(closing), 0)
+                .contains("variant 255"));
+            let top = codec.encode(Tag {
+                seq: u64::MAX,
+                ..closing
+            });
+            assert!(top >= 0 && i64::from(top) <= ub, "{top} above {ub}");
             assert_ne!(codec.encode(a), codec.encode(Tag { seq: 6, ..a }));
             assert_eq!(
                 codec.describe(codec.encode(Tag::P2P), 0),

@@ -11,11 +11,23 @@ pub fn on_path(name: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(name).is_file()))
 }
 
-/// Builds example `name` (release, with the `mpi` feature, as CI runs it) and returns its path.
+/// Builds example `name` with the features this test was built with (the `mpi` feature, and
+/// `cli` and `hwloc` when they are on), in the debug profile, and returns its path. Under
+/// `cargo test --all-features` (as CI runs it) that is the very build cargo made of the
+/// examples for the test run, so nothing is compiled again; a release build of the examples
+/// (the dev-dependencies included) cost CI about a minute, and the checks are latency-bound,
+/// quick in debug too.
 pub fn build_example(name: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut features = vec!["mpi"];
+    if cfg!(feature = "cli") {
+        features.push("cli");
+    }
+    if cfg!(feature = "hwloc") {
+        features.push("hwloc");
+    }
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--release", "--features", "mpi", "--example", name])
+        .args(["build", "--example", name, "--features", &features.join(",")])
         .current_dir(&root)
         .status()
         .expect("cargo starts");
@@ -28,7 +40,7 @@ pub fn build_example(name: &str) -> PathBuf {
     } else {
         root.join(target)
     };
-    target.join("release").join("examples").join(name)
+    target.join("debug").join("examples").join(name)
 }
 
 /// Runs `program` with `args`, killing it after `limit` (a hang); returns (success, stdout,
