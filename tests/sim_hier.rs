@@ -380,3 +380,74 @@ fn traeff_machine_runs() {
     let flat = sim::simulate_on(&flat, &mach).unwrap();
     assert!(flat.time_ns > out.time_ns);
 }
+
+/// `corecoll-bench --simulate --nodes … --cores …`: the flat algorithm and the composition
+/// side by side, the composition's time the library's; shapes that do not fit are refused.
+#[cfg(feature = "cli")]
+#[test]
+fn bench_simulates_a_hierarchical_machine() {
+    use std::process::Command;
+    let bin = env!("CARGO_BIN_EXE_corecoll-bench");
+    let dir = std::env::temp_dir().join(format!("corecoll-sim-hier-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("h.csv");
+    let plot = dir.join("h.svg");
+    let run = |shape: &[&str]| {
+        let mut args = shape.to_vec();
+        args.extend_from_slice(&[
+            "--simulate",
+            "--type",
+            "i32",
+            "--sizes",
+            "400",
+            "--socket-alpha-ns",
+            "1",
+            "--socket-beta-ns",
+            "0.0625",
+            "--net-alpha-ns",
+            "256",
+            "--net-beta-ns",
+            "4",
+            "--gamma-ns",
+            "0.25",
+            "--algorithms",
+            "recursive-doubling",
+            "--compose",
+            "binomial/recursive-doubling/binomial",
+        ]);
+        Command::new(bin)
+            .args(&args)
+            .arg("--csv")
+            .arg(&csv)
+            .arg("--plot")
+            .arg(&plot)
+            .output()
+            .unwrap()
+    };
+    let out = run(&["--nodes", "2", "--cores", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("h:bin/rd/bin"), "{text}");
+    // The composition of `hierarchical_allreduce_is_its_stages`, 400 bytes: in µs.
+    let m = 400;
+    let want = SOCKET.alpha_ns + 2.0 * t(SOCKET, m) + t(NET, m) + 2.0 * GAMMA * m as f64;
+    assert!(
+        text.contains(&format!("{:.2}", want / 1000.0)),
+        "{want} in {text}"
+    );
+    for bad in [
+        &["--nodes", "2", "--cores", "2", "--ranks", "5"][..],
+        &["--nodes", "0", "--cores", "2"][..],
+        &["--nodes", "2", "--nic-lanes", "0"][..],
+    ] {
+        let out = run(bad);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad:?}");
+        assert!(err.contains("--nodes"), "{bad:?}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
