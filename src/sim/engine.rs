@@ -20,6 +20,12 @@
 //! step counts the tests check. Time only moves forward — a transfer's end is at or after the
 //! ready time of any transfer it makes ready — so the event order is sound.
 //!
+//! **A hierarchical machine** (`Params::machine`, `sim::Machine`): a transfer costs the α and
+//! β of the level between its ranks (socket, node, network), and one between nodes also needs
+//! a lane of its source node's outgoing link and one of its destination node's incoming link,
+//! the earliest free of each, held for the whole transfer. Without one, every pair costs the
+//! flat α + β·bytes and the replay is exactly the flat one.
+//!
 //! **Deadlock.** If no transfer is ready while some rank has not finished, its trace waits
 //! for a message nobody sends: an `Err` naming the rank and the edge.
 
@@ -42,6 +48,38 @@ pub(crate) struct Params {
     pub elem_bytes: u64,
     /// Whether a rank may send and receive at the same time.
     pub bidirectional: bool,
+    /// The hierarchical machine the ranks are placed on, or `None` for the flat one, where
+    /// every pair costs `alpha` + `beta`·bytes.
+    pub machine: Option<Hier>,
+}
+
+/// A hierarchical machine for the replay: ranks placed compactly, `cores` per socket and
+/// `sockets` per node; α and β per level; `lanes` concurrent transfers per node and direction
+/// on the node's shared link.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Hier {
+    /// Ranks per socket (at least 1).
+    pub cores: usize,
+    /// Sockets per node (at least 1).
+    pub sockets: usize,
+    /// (α, β) within a socket, across the sockets of a node, across nodes.
+    pub levels: [(f64, f64); 3],
+    /// Inter-node transfers a node's link carries at once in each direction (at least 1).
+    pub lanes: usize,
+}
+
+impl Hier {
+    /// The level of a transfer from `s` to `d`: 0 within a socket, 1 within a node, 2 across.
+    fn level(&self, s: usize, d: usize) -> usize {
+        let node = self.cores * self.sockets;
+        if s / node != d / node {
+            2
+        } else if s / self.cores != d / self.cores {
+            1
+        } else {
+            0
+        }
+    }
 }
 
 /// What the replay found.
@@ -112,6 +150,11 @@ struct Replay<'a> {
     out_free: Vec<f64>,
     /// When each rank's receive port is free (unused when unidirectional).
     in_free: Vec<f64>,
+    /// Per node, when each lane of its link is free for messages leaving the node
+    /// (`lanes` entries per node; empty on a flat machine).
+    link_out: Vec<f64>,
+    /// The same for messages entering the node.
+    link_in: Vec<f64>,
     edges: HashMap<(u32, u32), Edge>,
     ready: BinaryHeap<Ready>,
     seq: u64,
@@ -121,6 +164,10 @@ struct Replay<'a> {
 /// Replays `traces` (one per rank) under `params`.
 pub(crate) fn replay(traces: &[Trace], params: Params) -> Result<Outcome> {
     let p = traces.len();
+    let lanes = params.machine.map_or(0, |h| {
+        let node = h.cores * h.sockets;
+        p.div_ceil(node) * h.lanes
+    });
     let mut r = Replay {
         traces,
         params,
@@ -130,6 +177,8 @@ pub(crate) fn replay(traces: &[Trace], params: Params) -> Result<Outcome> {
         call_end: vec![0.0; p],
         out_free: vec![0.0; p],
         in_free: vec![0.0; p],
+        link_out: vec![0.0; lanes],
+        link_in: vec![0.0; lanes],
         edges: HashMap::new(),
         ready: BinaryHeap::new(),
         seq: 0,
@@ -239,12 +288,33 @@ impl Replay<'_> {
     /// calls it completes.
     fn transfer(&mut self, t: Ready) -> Result<()> {
         let (s, d) = (t.src as usize, t.dst as usize);
-        let start = if self.params.bidirectional {
+        let mut start = if self.params.bidirectional {
             t.at.max(self.out_free[s]).max(self.in_free[d])
         } else {
             t.at.max(self.out_free[s]).max(self.out_free[d])
         };
-        let end = start + self.params.alpha + self.params.beta * t.bytes as f64;
+        let (alpha, beta) = match self.params.machine {
+            None => (self.params.alpha, self.params.beta),
+            Some(h) => {
+                let level = h.level(s, d);
+                if level == 2 {
+                    // The earliest free lane of the source node's outgoing link and of the
+                    // destination node's incoming one: O(lanes) per transfer.
+                    let node = h.cores * h.sockets;
+                    let (o, i) = (
+                        earliest(&self.link_out, s / node, h.lanes),
+                        earliest(&self.link_in, d / node, h.lanes),
+                    );
+                    start = start.max(self.link_out[o]).max(self.link_in[i]);
+                    let (a, b) = h.levels[2];
+                    let end = start + a + b * t.bytes as f64;
+                    self.link_out[o] = end;
+                    self.link_in[i] = end;
+                }
+                h.levels[level]
+            }
+        };
+        let end = start + alpha + beta * t.bytes as f64;
         self.out_free[s] = end;
         if self.params.bidirectional {
             self.in_free[d] = end;
@@ -292,6 +362,14 @@ impl Replay<'_> {
     }
 }
 
+/// The index in `lanes` of node `node`'s earliest free lane (`per` lanes a node).
+fn earliest(lanes: &[f64], node: usize, per: usize) -> usize {
+    let first = node * per;
+    (first..first + per)
+        .min_by(|&a, &b| lanes[a].total_cmp(&lanes[b]))
+        .expect("at least one lane")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,6 +389,7 @@ mod tests {
             gamma: 0.5,
             elem_bytes: 4,
             bidirectional,
+            machine: None,
         }
     }
 

@@ -17,6 +17,13 @@
 //! ends of a message, hierarchy (every pair of ranks is equally far), eager sends (a send
 //! waits for its receive). `tests/sim.rs` checks the paper's step counts exactly.
 //!
+//! **Hierarchy.** [`Machine`] places the ranks on `nodes × sockets × cores` with an α and β
+//! per level and a link per node that the node's inter-node messages share
+//! ([`simulate_on`] runs a flat schedule on it); [`simulate_hierarchical`] runs the
+//! compositions of `crate::hierarchy` (group stage, leaders' stage, group stage) on it, each
+//! stage the crate's flat schedule traced on its sub-communicator. `tests/sim_hier.rs` checks
+//! both against times computed by hand.
+//!
 //! ```
 //! use corecoll::sim::{self, Collective, Model, Case};
 //! use corecoll::{Algorithm, Block};
@@ -30,7 +37,12 @@
 //! assert_eq!(predicted.block, 16_000);
 //! ```
 
+mod compose;
 mod engine;
+mod machine;
+
+pub use compose::{simulate_hierarchical, Composition, Grouping, HierCase};
+pub use machine::{simulate_on, Link, Machine};
 
 use crate::algorithms;
 use crate::error::{Error, Result};
@@ -289,17 +301,38 @@ pub struct Prediction {
 /// [`Error::ZeroRanks`], and [`Error::Unsupported`] where the real call would refuse (the ring
 /// with a non-commutative op).
 pub fn simulate(case: &Case, model: &Model) -> Result<Prediction> {
-    let (traces, block) = record(case, model)?;
-    let elem_bytes = case.elem_bytes as u64;
+    let costs = Costs {
+        alpha_ns: model.alpha_ns,
+        beta_ns: model.beta_ns,
+    };
+    let (traces, block) = record(case, costs, 1)?;
     let params = |m: &Model| engine::Params {
         alpha: m.alpha_ns,
         beta: m.beta_ns,
         gamma: m.gamma_ns,
-        elem_bytes,
+        elem_bytes: case.elem_bytes as u64,
         bidirectional: m.ports == Ports::Bidirectional,
+        machine: None,
     };
-    let out = engine::replay(&traces, params(model))?;
-    let steps = engine::replay(&traces, params(&Model::steps(model.ports)))?;
+    predict(
+        &traces,
+        params(model),
+        params(&Model::steps(model.ports)),
+        block,
+    )
+}
+
+/// Replays `traces` under `params` (the time) and `steps` (the same machine counting steps:
+/// α = 1, β = γ = 0): the prediction, with the schedule's `block`.
+fn predict(
+    traces: &[Trace],
+    params: engine::Params,
+    steps: engine::Params,
+    block: usize,
+) -> Result<Prediction> {
+    let elem_bytes = params.elem_bytes;
+    let out = engine::replay(traces, params)?;
+    let steps = engine::replay(traces, steps)?;
     let max = |v: &[u64]| v.iter().copied().max().unwrap_or(0);
     Ok(Prediction {
         time_ns: out.finish.iter().copied().fold(0.0, f64::max),
@@ -314,8 +347,9 @@ pub fn simulate(case: &Case, model: &Model) -> Result<Prediction> {
 }
 
 /// Runs every rank's schedule of `case` against the recording transport: the traces, and the
-/// block the schedule ran with.
-fn record(case: &Case, model: &Model) -> Result<(Vec<Trace>, usize)> {
+/// block the schedule ran with (`Block::Auto`'s under `costs`). `seq` is the calls' sequence
+/// number in their tags (a composition gives each stage its own).
+fn record(case: &Case, costs: Costs, seq: u64) -> Result<(Vec<Trace>, usize)> {
     let p = case.ranks;
     if p == 0 {
         return Err(Error::ZeroRanks);
@@ -346,10 +380,6 @@ fn record(case: &Case, model: &Model) -> Result<(Vec<Trace>, usize)> {
                 .into(),
         });
     }
-    let costs = Costs {
-        alpha_ns: model.alpha_ns,
-        beta_ns: model.beta_ns,
-    };
     let (n, e) = (case.count, case.elem_bytes);
     let block = match case.collective {
         Collective::Allreduce(a) if a.has_block() => a.block_elements(p, n, e, costs),
@@ -361,25 +391,21 @@ fn record(case: &Case, model: &Model) -> Result<(Vec<Trace>, usize)> {
     let mut traces = Vec::with_capacity(p);
     for rank in 0..p {
         let t = SimTransport::new(rank, p);
-        run_rank(&t, case, block)?;
+        run_rank(&t, case, block, seq)?;
         traces.push(t.into_trace());
     }
     Ok((traces, block))
 }
 
 /// Runs rank `t.rank()`'s part of `case` on the recording transport `t`.
-fn run_rank(t: &SimTransport, case: &Case, block: usize) -> Result<()> {
+fn run_rank(t: &SimTransport, case: &Case, block: usize, seq: u64) -> Result<()> {
     use crate::algorithms::{alltoall, barrier, gather, reduce_scatter};
     let op = SimOp {
         transport: t,
         commutative: case.commutative,
     };
     let (p, n, root) = (case.ranks, case.count, case.root);
-    let tag = |kind: Kind, variant: u8| Tag {
-        kind,
-        variant,
-        seq: 1,
-    };
+    let tag = |kind: Kind, variant: u8| Tag { kind, variant, seq };
     let one = || vec![Unit; n];
     let all = || vec![Unit; p.saturating_mul(n)];
     match case.collective {

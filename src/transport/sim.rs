@@ -77,6 +77,29 @@ impl Trace {
         (&self.msgs[s..s + n], &self.msgs[s + n..s + n + r])
     }
 
+    /// Appends `other`, the trace of one rank of a sub-communicator, with each peer renamed
+    /// by `map` (its rank in the sub-communicator → its rank in the whole). The hierarchical
+    /// compositions of the simulator (`sim::compose`) build a rank's trace from its stages so.
+    pub(crate) fn append_mapped(&mut self, other: &Trace, map: impl Fn(u32) -> u32) {
+        let offset = u32::try_from(self.msgs.len()).expect("fewer than 2^32 messages per rank");
+        self.msgs.extend(other.msgs.iter().map(|m| Msg {
+            peer: map(m.peer),
+            ..*m
+        }));
+        self.steps.extend(other.steps.iter().map(|s| match *s {
+            Step::Comm {
+                start,
+                sends,
+                recvs,
+            } => Step::Comm {
+                start: start + offset,
+                sends,
+                recvs,
+            },
+            reduce => reduce,
+        }));
+    }
+
     /// Records a call.
     fn comm(&mut self, sends: &[(usize, usize)], recvs: &[(usize, usize)], tag: Tag) {
         let word = tag.encode();
@@ -302,5 +325,33 @@ mod tests {
         );
         assert_eq!(trace.steps[2], Step::Reduce { elems: 10 });
         assert_eq!(trace.steps[3], Step::Reduce { elems: 7 });
+    }
+
+    /// A trace appended under a renaming keeps its steps and lengths, renames its peers and
+    /// points its calls at their own messages.
+    #[test]
+    fn appends_renamed() {
+        let tag = Tag {
+            kind: Kind::Broadcast,
+            variant: 1,
+            seq: 1,
+        };
+        let t = SimTransport::new(0, 2);
+        t.send(1, tag, &[Unit; 3]).unwrap();
+        let first = t.into_trace();
+        let mut whole = first.clone();
+        whole.append_mapped(&first, |peer| 10 + peer);
+        assert_eq!(whole.steps.len(), 2);
+        let Step::Comm {
+            start,
+            sends,
+            recvs,
+        } = whole.steps[1]
+        else {
+            panic!("{:?}", whole.steps[1]);
+        };
+        let (s, r) = whole.messages(start, sends, recvs);
+        assert_eq!((s[0].peer, s[0].elems, r.len()), (11, 3, 0));
+        assert_eq!(whole.messages(0, 1, 0).0[0].peer, 1);
     }
 }

@@ -150,6 +150,54 @@ pub struct Args {
     /// `oversubscribed`).
     #[arg(long, default_value = "mpi")]
     pub model_level: String,
+    /// `--simulate` on a hierarchical machine: nodes (with `--sockets`, `--cores`; any of the
+    /// three selects it, the others default to 1). Ranks are placed compactly; the flat
+    /// algorithms and the hierarchical compositions (`--compose`) are predicted side by side.
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// `--simulate`: sockets per node of the hierarchical machine.
+    #[arg(long)]
+    pub sockets: Option<usize>,
+    /// `--simulate`: cores (ranks) per socket of the hierarchical machine.
+    #[arg(long)]
+    pub cores: Option<usize>,
+    /// `--simulate --nodes`: α within a socket, ns (default: the profile's `l3` level).
+    #[arg(long)]
+    pub socket_alpha_ns: Option<f64>,
+    /// `--simulate --nodes`: β within a socket, ns/B (default: the profile's `l3` level).
+    #[arg(long)]
+    pub socket_beta_ns: Option<f64>,
+    /// `--simulate --nodes`: α across the sockets of a node, ns (default: the profile's
+    /// `machine` level).
+    #[arg(long)]
+    pub node_alpha_ns: Option<f64>,
+    /// `--simulate --nodes`: β across the sockets of a node, ns/B (default: the profile's
+    /// `machine` level).
+    #[arg(long)]
+    pub node_beta_ns: Option<f64>,
+    /// `--simulate --nodes`: α between nodes, ns (default: the `--model-profile`'s `mpi`
+    /// level, else 1200, Träff 2021's machine as estimated in docs/model.md).
+    #[arg(long)]
+    pub net_alpha_ns: Option<f64>,
+    /// `--simulate --nodes`: β of a node's link, ns/B (default: the `--model-profile`'s `mpi`
+    /// level, else 0.08: 100 Gb/s OmniPath).
+    #[arg(long)]
+    pub net_beta_ns: Option<f64>,
+    /// `--simulate --nodes`: transfers a node's link carries at once in each direction
+    /// (network adapters, rails).
+    #[arg(long, default_value_t = 1)]
+    pub nic_lanes: usize,
+    /// `--simulate --nodes`: the hierarchical compositions to predict, each its stages'
+    /// algorithms joined by `/` — allreduce `REDUCE/TOP/BROADCAST`
+    /// (`pipelined-tree/two-tree/pipelined-tree`), broadcast `GROUPS/TOP`
+    /// (`binomial/pipelined-tree`) — with an optional segment in bytes for the allreduce
+    /// (`…:1MiB`); `default` for a standard set, `none` for none.
+    #[arg(long, default_value = "default")]
+    pub compose: String,
+    /// `--simulate --nodes`: how the compositions group the ranks: `sockets` (socket, node,
+    /// nodes' leaders) or `nodes` (node, nodes' leaders).
+    #[arg(long, default_value = "sockets", value_parser = ["sockets", "nodes"])]
+    pub group_by: String,
     /// Internal: run as one process of the MPI ping-pong of `--calibrate` (started by
     /// `mpirun`).
     #[arg(long, hide = true)]

@@ -5,6 +5,11 @@
 //! (`--model-profile PATH --model-level mpi`). It prints, per size, every algorithm's predicted
 //! time and the fastest, and writes CSV, JSON and an SVG plot as a measured sweep does (the
 //! rows say `predicted` in their note). The model and what it leaves out: docs/model.md.
+//!
+//! With `--nodes N --sockets S --cores C` the ranks are placed on a hierarchical machine
+//! (`sim::Machine`: α and β per level, `--nic-lanes` transfers at a time on each node's link)
+//! and the table has, beside the flat algorithms placed on it, the hierarchical compositions of
+//! `--compose` (`sim::simulate_hierarchical`), labelled `h:` and their stages.
 
 use crate::cli::{Args, Collective as BenchCollective};
 use crate::output;
@@ -12,7 +17,9 @@ use crate::record::{Record, Source, Validation};
 use crate::stats::{algbw_gbs, busbw_factor};
 use crate::sweep::fmt_bytes;
 use corecoll::profile::{Level, Profile};
-use corecoll::sim::{self, Case, Collective, Model, Ports};
+use corecoll::sim::{
+    self, Case, Collective, Composition, Grouping, HierCase, Link, Machine, Model, Ports,
+};
 use corecoll::{Algorithm, Block};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,6 +59,157 @@ fn model(args: &Args) -> Result<(Model, String), String> {
         }
     );
     Ok((m, how))
+}
+
+/// The hierarchical machine of the command line, if `--nodes`, `--sockets` or `--cores` is
+/// given, and how to describe it.
+fn machine(args: &Args, model: &Model) -> Result<Option<(Machine, String)>, String> {
+    if args.nodes.is_none() && args.sockets.is_none() && args.cores.is_none() {
+        return Ok(None);
+    }
+    let shape = (
+        args.nodes.unwrap_or(1),
+        args.sockets.unwrap_or(1),
+        args.cores.unwrap_or(1),
+    );
+    let float = args.dtype.name().starts_with('f');
+    let mut m = match &args.model_profile {
+        Some(path) => Machine::from_profile(
+            &Profile::load(path).map_err(|e| e.to_string())?,
+            shape,
+            float,
+        ),
+        None => {
+            let mut m = Machine::from_profile(&Profile::default(), shape, float);
+            m.network = Link {
+                alpha_ns: 1200.0,
+                beta_ns: 0.08,
+            };
+            m.gamma_ns = model.gamma_ns;
+            m
+        }
+    };
+    let set = |l: &mut Link, a: Option<f64>, b: Option<f64>| {
+        l.alpha_ns = a.unwrap_or(l.alpha_ns);
+        l.beta_ns = b.unwrap_or(l.beta_ns);
+    };
+    set(&mut m.socket, args.socket_alpha_ns, args.socket_beta_ns);
+    set(&mut m.node, args.node_alpha_ns, args.node_beta_ns);
+    set(&mut m.network, args.net_alpha_ns, args.net_beta_ns);
+    m.lanes = args.nic_lanes;
+    m.ports = model.ports;
+    if [m.nodes, m.sockets, m.cores, m.lanes].contains(&0) {
+        return Err("--nodes, --sockets, --cores and --nic-lanes must be at least 1".into());
+    }
+    if let Some(r) = args.ranks.filter(|&r| r != m.ranks()) {
+        return Err(format!(
+            "--ranks {r} does not match --nodes × --sockets × --cores = {}",
+            m.ranks()
+        ));
+    }
+    let l = |l: Link| format!("α = {} ns, β = {} ns/B", l.alpha_ns, l.beta_ns);
+    let how = format!(
+        "{} nodes × {} sockets × {} cores, in a socket {}, across sockets {}, across nodes {} \
+         with {} lane(s) per node and direction, γ = {} ns/B, {} ports",
+        m.nodes,
+        m.sockets,
+        m.cores,
+        l(m.socket),
+        l(m.node),
+        l(m.network),
+        m.lanes,
+        m.gamma_ns,
+        match m.ports {
+            Ports::Bidirectional => "bidirectional",
+            Ports::Unidirectional => "unidirectional",
+        }
+    );
+    Ok(Some((m, how)))
+}
+
+/// The compositions `--compose` names for the bench's collective `bc` (label, composition,
+/// segment in elements).
+fn compositions(
+    args: &Args,
+    bc: BenchCollective,
+    elem: usize,
+) -> Result<Vec<(String, Composition, Option<usize>)>, String> {
+    let words: Vec<&str> = match (args.compose.as_str(), bc) {
+        ("none", _) => Vec::new(),
+        ("default", BenchCollective::Allreduce) => vec![
+            "binomial/recursive-doubling/binomial",
+            "binomial/rabenseifner/binomial",
+            "pipelined-tree/ring/pipelined-tree",
+            "pipelined-tree/dual-root/pipelined-tree",
+            "pipelined-tree/two-tree/pipelined-tree",
+            "pipelined-tree/ring/pipelined-tree:1MiB",
+        ],
+        ("default", BenchCollective::Broadcast) => {
+            vec!["binomial/binomial", "pipelined-tree/pipelined-tree"]
+        }
+        ("default", _) => Vec::new(),
+        (list, _) => list.split(',').map(str::trim).collect(),
+    };
+    let mut out = Vec::new();
+    for w in words {
+        let (stages, segment) = match w.split_once(':') {
+            Some((st, seg)) => (
+                st,
+                Some((crate::cli::parse_size(seg)? / elem.max(1)).max(1)),
+            ),
+            None => (w, None),
+        };
+        // A list names compositions of several collectives: keep this one's.
+        let n = stages.split('/').count();
+        let fits = matches!(
+            (bc, n),
+            (BenchCollective::Allreduce, 3) | (BenchCollective::Broadcast, 2)
+        );
+        if !fits {
+            continue;
+        }
+        let c = Composition::parse(bc.name(), stages).ok_or_else(|| {
+            format!(
+                "--compose {w}: not a composition of {} algorithms",
+                bc.name()
+            )
+        })?;
+        if segment.is_some() && bc != BenchCollective::Allreduce {
+            return Err(format!("--compose {w}: only the allreduce takes a segment"));
+        }
+        let short: Vec<&str> = stages.split('/').map(|a| abbreviation(a.trim())).collect();
+        let label = match w.split_once(':') {
+            Some((_, seg)) => format!("h:{}:{seg}", short.join("/")),
+            None => format!("h:{}", short.join("/")),
+        };
+        out.push((label, c, segment));
+    }
+    Ok(out)
+}
+
+/// The short name of a stage's algorithm in a composition's label (`h:pt/ring/pt`).
+fn abbreviation(name: &str) -> &str {
+    ABBREVIATIONS
+        .iter()
+        .find(|(long, _)| *long == name)
+        .map_or(name, |(_, short)| short)
+}
+
+/// Stage algorithms and their short names in labels, printed under the tables.
+const ABBREVIATIONS: [(&str, &str); 6] = [
+    ("binomial", "bin"),
+    ("recursive-doubling", "rd"),
+    ("rabenseifner", "rab"),
+    ("pipelined-tree", "pt"),
+    ("dual-root", "dr"),
+    ("scatter-allgather", "sag"),
+];
+
+/// One column of the table: a flat algorithm or a composition.
+#[derive(Clone, Copy)]
+enum Column {
+    Flat(Collective),
+    Composed(Composition, Option<usize>),
 }
 
 /// The simulator's algorithms of one of the bench's collectives (none for the `v` forms and
@@ -104,33 +262,46 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
 
 /// `--simulate`.
 pub fn main(args: &Args) -> Result<ExitCode, String> {
-    let (model, how) = model(args)?;
-    let p = args.ranks.unwrap_or(DEFAULT_RANKS);
+    let (model, flat_how) = model(args)?;
+    let hier = machine(args, &model)?;
+    let (p, how) = match &hier {
+        Some((m, how)) => (m.ranks(), how.clone()),
+        None => (args.ranks.unwrap_or(DEFAULT_RANKS), flat_how),
+    };
+    let grouping = if args.group_by == "nodes" {
+        Grouping::Nodes
+    } else {
+        Grouping::Sockets
+    };
     let elem = args.dtype.size();
     let wanted: Option<Vec<&str>> =
         (args.algorithms != "all").then(|| args.algorithms.split(',').map(str::trim).collect());
     println!(
-        "Predicted by the cost-model simulator (docs/model.md): {p} ranks, {how}, {}-byte \
-         elements.",
-        elem
+        "Predicted by the cost-model simulator (docs/model.md): {p} ranks, {how}, {elem}-byte \
+         elements."
     );
     let mut records = Vec::new();
     for &bc in &args.collective.0 {
         // Each with its label: the word that named it (`dual-root:64000`), so that rows with
         // different blocks stay apart.
-        let algs: Vec<(String, Collective)> = match &wanted {
+        let mut algs: Vec<(String, Column)> = match &wanted {
             None => collectives(bc)
                 .into_iter()
-                .map(|c| (c.parts().1.to_string(), c))
+                .map(|c| (c.parts().1.to_string(), Column::Flat(c)))
                 .collect(),
             Some(names) => names
                 .iter()
-                .map(|w| Ok(named(bc, w, elem)?.map(|c| (w.to_string(), c))))
+                .map(|w| Ok(named(bc, w, elem)?.map(|c| (w.to_string(), Column::Flat(c)))))
                 .collect::<Result<Vec<_>, String>>()?
                 .into_iter()
                 .flatten()
                 .collect(),
         };
+        if hier.is_some() {
+            for (label, c, seg) in compositions(args, bc, elem)? {
+                algs.push((label, Column::Composed(c, seg)));
+            }
+        }
         if algs.is_empty() {
             println!("\n{}: nothing the simulator can run", bc.name());
             continue;
@@ -142,9 +313,10 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             args.sizes.0.clone()
         };
         println!("\n{} (µs)", bc.name());
+        let width = |label: &str| label.chars().count().max(12);
         let mut header = format!("{:>10}", "size");
         for (label, _) in &algs {
-            header += &format!(" {label:>18}");
+            header += &format!(" {label:>w$}", w = width(label));
         }
         header += "  fastest";
         println!("{header}");
@@ -157,30 +329,61 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             };
             let mut line = format!("{:>10}", fmt_bytes(bytes));
             let mut best: Option<(f64, &str)> = None;
-            for (label, c) in &algs {
-                let c = *c;
-                let case = Case {
-                    elem_bytes: elem,
-                    root: args.root.min(p - 1),
-                    ..Case::new(c, p, count)
+            for (label, column) in &algs {
+                let root = args.root.min(p - 1);
+                let predicted = match (*column, &hier) {
+                    (Column::Flat(c), hier) => {
+                        let case = Case {
+                            elem_bytes: elem,
+                            root,
+                            ..Case::new(c, p, count)
+                        };
+                        match hier {
+                            Some((m, _)) => sim::simulate_on(&case, m),
+                            None => sim::simulate(&case, &model),
+                        }
+                    }
+                    (Column::Composed(c, segment), Some((m, _))) => {
+                        let case = HierCase {
+                            grouping,
+                            elem_bytes: elem,
+                            root,
+                            segment,
+                            ..HierCase::new(c, count)
+                        };
+                        sim::simulate_hierarchical(&case, m)
+                    }
+                    (Column::Composed(..), None) => unreachable!("compositions need --nodes"),
                 };
-                let predicted = sim::simulate(&case, &model);
+                let w = width(label);
                 match &predicted {
                     Ok(pr) => {
                         let us = pr.time_ns / 1000.0;
-                        line += &format!(" {us:>18.2}");
+                        line += &format!(" {us:>w$.2}");
                         if best.as_ref().is_none_or(|(b, _)| us < *b) {
                             best = Some((us, label.as_str()));
                         }
                     }
-                    Err(_) => line += &format!(" {:>18}", "-"),
+                    Err(_) => line += &format!(" {:>w$}", "-"),
                 }
-                records.push(record(bc, label, args, (bytes, count), predicted));
+                records.push(record(bc, label, args, p, (bytes, count), predicted));
             }
             if let Some((_, name)) = best {
                 line += &format!("  {name}");
             }
             println!("{line}");
+        }
+        if algs.iter().any(|(_, c)| matches!(c, Column::Composed(..))) {
+            let legend: Vec<String> = ABBREVIATIONS
+                .iter()
+                .map(|(long, short)| format!("{short} = {long}"))
+                .collect();
+            println!(
+                "h: = hierarchical, grouped by {} (reduce/top/broadcast, or groups/top; \
+                 :SIZE = segments); {}",
+                args.group_by,
+                legend.join(", ")
+            );
         }
     }
     let dir = PathBuf::from("target/corecoll-bench");
@@ -203,7 +406,17 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             Some(p) if args.collective.0.len() == 1 => p.clone(),
             _ => dir.join(format!("{}-simulated.svg", bc.name())),
         };
-        let title = format!("{} predicted, {p} ranks ({how})", bc.name());
+        let title = match &hier {
+            Some((m, _)) => format!(
+                "{} predicted, {} × {} × {} ranks, {} lane(s) per node",
+                bc.name(),
+                m.nodes,
+                m.sockets,
+                m.cores,
+                m.lanes
+            ),
+            None => format!("{} predicted, {p} ranks ({how})", bc.name()),
+        };
         crate::plot::plot_svg(&path, &title, &rows)?;
         println!("\nplot: {}", path.display());
     }
@@ -216,10 +429,10 @@ fn record(
     bc: BenchCollective,
     label: &str,
     args: &Args,
+    p: usize,
     (bytes, count): (usize, usize),
     predicted: corecoll::Result<sim::Prediction>,
 ) -> Record {
-    let p = args.ranks.unwrap_or(DEFAULT_RANKS);
     let (us, validation, note) = match predicted {
         Ok(pr) => (
             pr.time_ns / 1000.0,

@@ -1,0 +1,357 @@
+//! Hierarchical collectives in the simulator: the compositions of `crate::hierarchy` (group
+//! stage, leaders' stage, group stage) traced from the crate's flat schedules on
+//! sub-communicators and replayed on a [`Machine`].
+//!
+//! **How.** The ranks are grouped level by level as they are placed ([`Grouping`]): with
+//! `Sockets`, the ranks of a socket, then the socket leaders of a node, then the node leaders
+//! at the top; with `Nodes`, the ranks of a node, then the node leaders. A level whose groups
+//! have one rank each is left out, as `hierarchy::Plan` leaves it out. Each stage is a flat
+//! schedule on g ranks: it is recorded once for the g ranks of a group (all groups of a level
+//! have the same shape), its peers renamed to the ranks of each group (`Trace::append_mapped`),
+//! and appended to those ranks' traces. The whole, every rank's stages in stage order, is
+//! replayed at once with the machine's costs and its shared links, so stages of different
+//! groups overlap wherever their ranks are free, and a leader's stages follow one another
+//! without a barrier between them. Each stage's calls carry their own sequence number in their
+//! tags, so a composition whose stages went out of step would be a mismatch, not a wrong time.
+//!
+//! **Blocks.** A stage's `Block::Auto` is chosen by the costs of the level its group spans;
+//! the leaders' stage by the network's.
+//!
+//! **Where this differs from what `crate::hierarchy` runs.** The runtime groups a
+//! communicator by L3 group and package of one machine (a node's level is the hybrid runtime's
+//! MPI processes, `hybrid`), and its stages run `Auto`'s choice on each sub-communicator,
+//! shared-memory algorithms included; here the levels are the machine's sockets and nodes and
+//! every stage runs the message-passing algorithm the [`Composition`] names. The allreduce's
+//! segments pipeline through the stages in the runtime's order (reduce segment t, allreduce
+//! t − 1, broadcast t − 2); the broadcast is not segmented, as in the runtime.
+
+use super::machine::Machine;
+use super::{predict, record, Case, Collective, Prediction};
+use crate::error::{Error, Result};
+use crate::select::{Algorithm, Broadcast, Reduce};
+use crate::transport::sim::Trace;
+
+/// How the ranks are grouped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Grouping {
+    /// Three levels: the ranks of a socket, the sockets' leaders of a node, the nodes'
+    /// leaders.
+    #[default]
+    Sockets,
+    /// Two levels: the ranks of a node, the nodes' leaders (HAN's usual split).
+    Nodes,
+}
+
+/// A hierarchical collective and the flat algorithm of each of its stages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Composition {
+    /// Reduce up the groups to their leaders (rank 0 of each group) with `reduce`, allreduce
+    /// among the top leaders with `top`, broadcast down the groups with `broadcast`: the
+    /// runtime's `Algorithm::Hierarchical`.
+    Allreduce {
+        /// The groups' reduce.
+        reduce: Reduce,
+        /// The top leaders' allreduce.
+        top: Algorithm,
+        /// The groups' broadcast.
+        broadcast: Broadcast,
+    },
+    /// Up the root's own groups (from the root, where it is not its group's leader), among
+    /// the top leaders from the root's, then down every other group from its leader: the
+    /// runtime's `Broadcast::Hierarchical`.
+    Broadcast {
+        /// The groups' broadcast.
+        groups: Broadcast,
+        /// The top leaders' broadcast.
+        top: Broadcast,
+    },
+}
+
+impl Composition {
+    /// The collective's name, as the benchmark spells it.
+    pub fn collective(&self) -> &'static str {
+        match self {
+            Composition::Allreduce { .. } => "allreduce",
+            Composition::Broadcast { .. } => "broadcast",
+        }
+    }
+
+    /// The stages' algorithms joined by `/`, bottom to top to bottom: `binomial/ring/binomial`
+    /// (reduce/top/broadcast) or `binomial/pipelined-tree` (groups/top).
+    pub fn stages(&self) -> String {
+        match self {
+            Composition::Allreduce {
+                reduce,
+                top,
+                broadcast,
+            } => format!("{}/{}/{}", reduce.name(), top.name(), broadcast.name()),
+            Composition::Broadcast { groups, top } => format!("{}/{}", groups.name(), top.name()),
+        }
+    }
+
+    /// The composition of `collective` (`allreduce` or `broadcast`) that [`Composition::stages`]
+    /// spells `stages`, if every name is one of that stage's algorithms.
+    pub fn parse(collective: &str, stages: &str) -> Option<Composition> {
+        let parts: Vec<&str> = stages.split('/').map(str::trim).collect();
+        match (collective, parts.as_slice()) {
+            ("allreduce", [r, t, b]) => Some(Composition::Allreduce {
+                reduce: Reduce::from_name(r)?,
+                top: Algorithm::from_name(t)?,
+                broadcast: Broadcast::from_name(b)?,
+            }),
+            ("broadcast", [g, t]) => Some(Composition::Broadcast {
+                groups: Broadcast::from_name(g)?,
+                top: Broadcast::from_name(t)?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// One simulated hierarchical call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HierCase {
+    /// The composition and its stages' algorithms.
+    pub composition: Composition,
+    /// How the ranks are grouped.
+    pub grouping: Grouping,
+    /// Elements per rank (the broadcast: from the root).
+    pub count: usize,
+    /// Bytes per element.
+    pub elem_bytes: usize,
+    /// The broadcast's root.
+    pub root: usize,
+    /// Whether the op is commutative.
+    pub commutative: bool,
+    /// The allreduce's segment in elements (`None`: the whole vector at once).
+    pub segment: Option<usize>,
+}
+
+impl HierCase {
+    /// `composition` of `count` 4-byte elements grouped by sockets, root 0, a commutative op,
+    /// unsegmented.
+    pub fn new(composition: Composition, count: usize) -> HierCase {
+        HierCase {
+            composition,
+            grouping: Grouping::Sockets,
+            count,
+            elem_bytes: 4,
+            root: 0,
+            commutative: true,
+            segment: None,
+        }
+    }
+}
+
+/// The levels of a grouping on a machine: per level kept, lowest first, the size of its groups
+/// and the distance between the ranks taking part there (the product of the sizes below).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Levels {
+    /// (group size, stride) per level below the top.
+    groups: Vec<(usize, usize)>,
+    /// (size, stride) of the top leaders.
+    top: (usize, usize),
+}
+
+impl Levels {
+    fn of(machine: &Machine, grouping: Grouping) -> Levels {
+        let sizes = match grouping {
+            Grouping::Sockets => vec![machine.cores, machine.sockets, machine.nodes],
+            Grouping::Nodes => vec![machine.cores * machine.sockets, machine.nodes],
+        };
+        let mut kept = Vec::new();
+        let mut stride = 1;
+        for g in sizes.into_iter().filter(|&g| g > 1) {
+            kept.push((g, stride));
+            stride *= g;
+        }
+        let top = kept.pop().unwrap_or((1, 1));
+        Levels { groups: kept, top }
+    }
+}
+
+/// The traces of a composition under construction: one per rank, and the stage counter that
+/// numbers the stages' tags.
+struct Builder<'a> {
+    machine: &'a Machine,
+    case: &'a HierCase,
+    traces: Vec<Trace>,
+    seq: u64,
+    /// The top stage's block of the first segment.
+    top_block: Option<usize>,
+}
+
+impl Builder<'_> {
+    /// Appends the stage `collective` of `count` elements (root `root` in the group) to the
+    /// groups of `size` ranks `stride` apart whose first ranks are `bases`.
+    fn stage(
+        &mut self,
+        collective: Collective,
+        (size, stride): (usize, usize),
+        bases: impl Iterator<Item = usize>,
+        count: usize,
+        root: usize,
+        top: bool,
+    ) -> Result<()> {
+        self.seq += 1;
+        let case = Case {
+            collective,
+            ranks: size,
+            count,
+            elem_bytes: self.case.elem_bytes,
+            root,
+            commutative: self.case.commutative,
+        };
+        let costs = self.machine.link_between(0, (size - 1) * stride).costs();
+        let (local, block) = record(&case, costs, self.seq)?;
+        if top && self.top_block.is_none() {
+            self.top_block = Some(block);
+        }
+        for base in bases {
+            for (j, t) in local.iter().enumerate() {
+                self.traces[base + j * stride]
+                    .append_mapped(t, |peer| (base + peer as usize * stride) as u32);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The first ranks of the groups of a level whose groups are `size` ranks `stride` apart,
+/// out of `p`.
+fn bases(p: usize, (size, stride): (usize, usize)) -> impl Iterator<Item = usize> {
+    (0..p).step_by(size * stride)
+}
+
+/// Simulates the hierarchical `case` on `machine` (module docs). `rounds` in the prediction
+/// counts steps on the same machine (shared links included); `block` is the leaders' stage's
+/// block (of the first segment).
+///
+/// Errors: [`Error::Simulation`] for a machine with a zero count or a stage algorithm the
+/// simulator cannot run, [`Error::RankOutOfRange`] for a root outside the machine, and the
+/// errors of each stage's schedule ([`super::simulate`]).
+pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Prediction> {
+    machine.check()?;
+    let p = machine.ranks();
+    if case.root >= p {
+        return Err(Error::RankOutOfRange {
+            rank: 0,
+            op: "simulate",
+            peer: case.root,
+            size: p,
+        });
+    }
+    let levels = Levels::of(machine, case.grouping);
+    let mut b = Builder {
+        machine,
+        case,
+        traces: vec![Trace::default(); p],
+        seq: 0,
+        top_block: None,
+    };
+    let n = case.count;
+    match case.composition {
+        Composition::Allreduce {
+            reduce,
+            top,
+            broadcast,
+        } => {
+            let seg = case.segment.unwrap_or(n).max(1);
+            let k = n.div_ceil(seg).max(1);
+            let len = |s: usize| ((s + 1) * seg).min(n) - (s * seg).min(n);
+            for step in 0..k + 2 {
+                if step < k {
+                    for &g in &levels.groups {
+                        let c = Collective::Reduce(reduce);
+                        b.stage(c, g, bases(p, g), len(step), 0, false)?;
+                    }
+                }
+                if (1..=k).contains(&step) {
+                    let c = Collective::Allreduce(top);
+                    b.stage(c, levels.top, bases(p, levels.top), len(step - 1), 0, true)?;
+                }
+                if (2..k + 2).contains(&step) {
+                    for &g in levels.groups.iter().rev() {
+                        let c = Collective::Broadcast(broadcast);
+                        b.stage(c, g, bases(p, g), len(step - 2), 0, false)?;
+                    }
+                }
+            }
+        }
+        Composition::Broadcast { groups, top } => {
+            // The root's representative at each level: itself, then its groups' leaders.
+            let mut reps = vec![case.root];
+            for &(size, stride) in &levels.groups {
+                let span = size * stride;
+                reps.push(case.root / span * span);
+            }
+            let c = Collective::Broadcast(groups);
+            let up: Vec<bool> = (0..levels.groups.len())
+                .map(|l| reps[l] != reps[l + 1])
+                .collect();
+            for (l, &g) in levels.groups.iter().enumerate() {
+                if up[l] {
+                    let from = (reps[l] - reps[l + 1]) / g.1;
+                    b.stage(c, g, std::iter::once(reps[l + 1]), n, from, false)?;
+                }
+            }
+            let (size, stride) = levels.top;
+            let from = reps[levels.groups.len()] / stride;
+            let t = Collective::Broadcast(top);
+            b.stage(t, levels.top, bases(p, (size, stride)), n, from, true)?;
+            for (l, &g) in levels.groups.iter().enumerate().rev() {
+                let skip = up[l].then_some(reps[l + 1]);
+                let down = bases(p, g).filter(|&base| Some(base) != skip);
+                b.stage(c, g, down, n, 0, false)?;
+            }
+        }
+    }
+    predict(
+        &b.traces,
+        machine.params(case.elem_bytes, false),
+        machine.params(case.elem_bytes, true),
+        b.top_block.unwrap_or(0),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn machine(nodes: usize, sockets: usize, cores: usize) -> Machine {
+        let mut m = Machine::flat(&super::super::Model::default(), 1);
+        (m.nodes, m.sockets, m.cores) = (nodes, sockets, cores);
+        m
+    }
+
+    /// Levels of one rank per group collapse; the top is the last level kept.
+    #[test]
+    fn levels_collapse() {
+        let l = Levels::of(&machine(36, 2, 16), Grouping::Sockets);
+        assert_eq!(l.groups, vec![(16, 1), (2, 16)]);
+        assert_eq!(l.top, (36, 32));
+        let l = Levels::of(&machine(36, 2, 16), Grouping::Nodes);
+        assert_eq!((l.groups, l.top), (vec![(32, 1)], (36, 32)));
+        let l = Levels::of(&machine(4, 1, 1), Grouping::Sockets);
+        assert_eq!((l.groups, l.top), (vec![], (4, 1)));
+        let l = Levels::of(&machine(1, 1, 1), Grouping::Sockets);
+        assert_eq!((l.groups, l.top), (vec![], (1, 1)));
+        let l = Levels::of(&machine(1, 3, 2), Grouping::Sockets);
+        assert_eq!((l.groups, l.top), (vec![(2, 1)], (3, 2)));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for s in [
+            "binomial/ring/pipelined-tree",
+            "binomial/dual-root/binomial",
+        ] {
+            let c = Composition::parse("allreduce", s).unwrap();
+            assert_eq!(c.stages(), s);
+        }
+        let c = Composition::parse("broadcast", "binomial/pipelined-tree").unwrap();
+        assert_eq!(c.stages(), "binomial/pipelined-tree");
+        assert!(Composition::parse("allreduce", "binomial/ring").is_none());
+        assert!(Composition::parse("broadcast", "binomial/nope").is_none());
+    }
+}
