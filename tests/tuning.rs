@@ -7,8 +7,9 @@ use corecoll::{Profile, Team};
 
 /// Runs `c` with `Auto` on `team` (each rank's input: rank · 1000 + i over `n` elements, or
 /// p blocks of `n` for the blocked collectives) and compares every rank's output with the
-/// sequential reference.
-fn run_and_check(team: &Team, c: Collective, n: usize) {
+/// sequential reference; returns what `Auto` chose (`Comm::auto_choice`), the same on every
+/// rank.
+fn run_and_check(team: &Team, c: Collective, n: usize) -> Option<&'static str> {
     let p = team.size();
     let input =
         |r: usize, len: usize| -> Vec<u64> { (0..len).map(|i| (r * 1000 + i) as u64).collect() };
@@ -18,70 +19,75 @@ fn run_and_check(team: &Team, c: Collective, n: usize) {
             .collect()
     };
     let out = team
-        .run(|comm| -> corecoll::Result<Vec<u64>> {
-            let r = comm.rank();
-            match c {
-                Collective::Allreduce => {
-                    let mut b = input(r, n);
-                    comm.allreduce(&mut b, Sum)?;
-                    Ok(b)
-                }
-                Collective::Broadcast => {
-                    let mut b = if r == 1 % p { input(7, n) } else { vec![0; n] };
-                    comm.broadcast(&mut b, 1 % p)?;
-                    Ok(b)
-                }
-                Collective::Reduce => {
-                    let mut b = input(r, n);
-                    comm.reduce(&mut b, Sum, 0)?;
-                    Ok(if r == 0 { b } else { sum(n) })
-                }
-                Collective::Scan => {
-                    let mut b = input(r, n);
-                    comm.scan(&mut b, Sum)?;
-                    Ok(b)
-                }
-                Collective::Gather => {
-                    let mut recv = vec![0; if r == 0 { n * p } else { 0 }];
-                    comm.gather(&input(r, n), &mut recv, 0)?;
-                    Ok(recv)
-                }
-                Collective::Scatter => {
-                    let send = if r == 0 {
-                        (0..p).flat_map(|q| input(q, n)).collect()
-                    } else {
-                        vec![]
-                    };
-                    let mut recv = vec![0; n];
-                    comm.scatter(&send, &mut recv, 0)?;
-                    Ok(recv)
-                }
-                Collective::Allgather => {
-                    let mut recv = vec![0; n * p];
-                    comm.allgather(&input(r, n), &mut recv)?;
-                    Ok(recv)
-                }
-                Collective::Alltoall => {
-                    // Block q of rank r's send: r · 1000 + q · n + i.
-                    let mut recv = vec![0; n * p];
-                    comm.alltoall(&input(r, n * p), &mut recv)?;
-                    Ok(recv)
-                }
-                Collective::ReduceScatter => {
-                    let mut recv = vec![0; n];
-                    comm.reduce_scatter_block(&input(r, n * p), &mut recv, Sum)?;
-                    Ok(recv)
-                }
-                Collective::Barrier => {
-                    comm.barrier()?;
-                    Ok(vec![])
-                }
-                _ => unreachable!("a new collective"),
-            }
-        })
+        .run(
+            |comm| -> corecoll::Result<(Vec<u64>, Option<&'static str>)> {
+                let r = comm.rank();
+                let out: corecoll::Result<Vec<u64>> = match c {
+                    Collective::Allreduce => {
+                        let mut b = input(r, n);
+                        comm.allreduce(&mut b, Sum)?;
+                        Ok(b)
+                    }
+                    Collective::Broadcast => {
+                        let mut b = if r == 1 % p { input(7, n) } else { vec![0; n] };
+                        comm.broadcast(&mut b, 1 % p)?;
+                        Ok(b)
+                    }
+                    Collective::Reduce => {
+                        let mut b = input(r, n);
+                        comm.reduce(&mut b, Sum, 0)?;
+                        Ok(if r == 0 { b } else { sum(n) })
+                    }
+                    Collective::Scan => {
+                        let mut b = input(r, n);
+                        comm.scan(&mut b, Sum)?;
+                        Ok(b)
+                    }
+                    Collective::Gather => {
+                        let mut recv = vec![0; if r == 0 { n * p } else { 0 }];
+                        comm.gather(&input(r, n), &mut recv, 0)?;
+                        Ok(recv)
+                    }
+                    Collective::Scatter => {
+                        let send = if r == 0 {
+                            (0..p).flat_map(|q| input(q, n)).collect()
+                        } else {
+                            vec![]
+                        };
+                        let mut recv = vec![0; n];
+                        comm.scatter(&send, &mut recv, 0)?;
+                        Ok(recv)
+                    }
+                    Collective::Allgather => {
+                        let mut recv = vec![0; n * p];
+                        comm.allgather(&input(r, n), &mut recv)?;
+                        Ok(recv)
+                    }
+                    Collective::Alltoall => {
+                        // Block q of rank r's send: r · 1000 + q · n + i.
+                        let mut recv = vec![0; n * p];
+                        comm.alltoall(&input(r, n * p), &mut recv)?;
+                        Ok(recv)
+                    }
+                    Collective::ReduceScatter => {
+                        let mut recv = vec![0; n];
+                        comm.reduce_scatter_block(&input(r, n * p), &mut recv, Sum)?;
+                        Ok(recv)
+                    }
+                    Collective::Barrier => {
+                        comm.barrier()?;
+                        Ok(vec![])
+                    }
+                    _ => unreachable!("a new collective"),
+                };
+                Ok((out?, comm.auto_choice()))
+            },
+        )
         .unwrap();
+    let mut chose = Vec::new();
     for (r, got) in out.into_iter().enumerate() {
-        let got = got.unwrap_or_else(|e| panic!("{c} rank {r}: {e}"));
+        let (got, choice) = got.unwrap_or_else(|e| panic!("{c} rank {r}: {e}"));
+        chose.push(choice);
         let want: Vec<u64> = match c {
             Collective::Allreduce | Collective::Reduce => sum(n),
             Collective::Broadcast => input(7, n),
@@ -100,6 +106,8 @@ fn run_and_check(team: &Team, c: Collective, n: usize) {
         };
         assert_eq!(got, want, "{c} rank {r} of {p}, {n} elements");
     }
+    assert!(chose.iter().all(|&x| x == chose[0]), "{c}: {chose:?}");
+    chose[0]
 }
 
 /// Every algorithm a rule may name, forced through `Auto` by the program's rules, decides as
@@ -117,7 +125,12 @@ fn every_ruled_algorithm_runs_through_auto() {
                 let d = team.decide(c, p, 64, true).unwrap();
                 assert_eq!((d.algorithm, d.source), (alg, Source::Program), "{c} p={p}");
                 for n in [0, 1, 3, 37] {
-                    run_and_check(&team, c, n);
+                    let chose = run_and_check(&team, c, n);
+                    // What ran is what the rule named (a call with nothing to move may
+                    // return before choosing).
+                    if p > 1 && (n > 0 || c == Collective::Barrier) {
+                        assert_eq!(chose, Some(alg), "{c} p={p} n={n}");
+                    }
                 }
             }
         }
@@ -243,4 +256,31 @@ fn profile_tables_decide() {
     let bad = profile.to_json().replace("pipelined-tree", "ring");
     let e = Profile::from_json(&bad).unwrap_err();
     assert!(e.to_string().contains("not a reduce algorithm"), "{e}");
+}
+
+/// `Comm::auto_choice` tells what the last call's `Auto` chose, and nothing after a call that
+/// named its algorithm or for an earlier call's choice.
+#[test]
+fn auto_choice_is_the_last_calls() {
+    let team = Team::builder()
+        .ranks(3)
+        .algorithm_rules(Collective::Allreduce, "chain:0-64;binomial:65-max")
+        .build()
+        .unwrap();
+    let got = team
+        .run(|comm| {
+            let mut v = vec![1u64; 8]; // 64 bytes
+            comm.allreduce(&mut v, Sum).unwrap();
+            let first = comm.auto_choice();
+            let mut w = vec![1u64; 9];
+            comm.allreduce(&mut w, Sum).unwrap();
+            let second = comm.auto_choice();
+            comm.allreduce_with(&mut w, Sum, corecoll::Algorithm::Linear)
+                .unwrap();
+            (first, second, comm.auto_choice())
+        })
+        .unwrap();
+    for g in got {
+        assert_eq!(g, (Some("chain"), Some("binomial"), None));
+    }
 }

@@ -51,7 +51,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        self.enter("allreduce")?;
+        self.enter_call("allreduce")?;
         let tag = self.next_tag(Kind::Allreduce);
         let auto = || {
             let (bytes, commutative) = (std::mem::size_of_val(buf), op.is_commutative());
@@ -69,6 +69,7 @@ impl Comm {
                     self.run().ranks.policy.oversubscribed,
                 ) && !self.hierarchy_plan(!op.is_commutative()).levels.is_empty() =>
             {
+                self.chose(Algorithm::HierarchicalDirect);
                 Algorithm::HierarchicalDirect
             }
             Algorithm::Auto | Algorithm::Native => auto(),
@@ -163,7 +164,7 @@ impl Comm {
         O: Op<T>,
     {
         if send.len() != recv.len() {
-            self.enter("allreduce")?;
+            self.enter_call("allreduce")?;
             return Err(self.fail(Error::InvalidArgument {
                 rank: self.rank(),
                 op: "allreduce",

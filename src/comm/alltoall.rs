@@ -56,7 +56,7 @@ impl Comm {
     {
         crate::comm::across_processes!(self, |b| b.alltoall(send, recv, algorithm));
         const OP: &str = "alltoall";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Alltoall);
         let p = self.size();
         if !send.len().is_multiple_of(p) {
@@ -184,7 +184,7 @@ impl Comm {
             algorithm
         ));
         const OP: &str = "alltoallv";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Alltoall);
         self.check_layout(OP, "send", send.len(), send_counts, send_displs, false)?;
         self.check_layout(OP, "recv", recv.len(), recv_counts, recv_displs, true)?;

@@ -56,7 +56,7 @@ impl Comm {
     {
         crate::comm::across_processes!(self, |b| b.gather(send, recv, root, algorithm));
         const OP: &str = "gather";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Gather);
         self.check_root(OP, root)?;
         if self.rank() == root {
@@ -106,7 +106,7 @@ impl Comm {
     {
         crate::comm::across_processes!(self, |b| b.scatter(send, recv, root, algorithm));
         const OP: &str = "scatter";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Scatter);
         self.check_root(OP, root)?;
         if self.rank() == root {
@@ -154,7 +154,7 @@ impl Comm {
     {
         crate::comm::across_processes!(self, |b| b.allgather(send, recv, algorithm));
         const OP: &str = "allgather";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Allgather);
         self.check_whole(OP, "recv", recv.len(), send.len())?;
         let auto = || {
@@ -222,7 +222,7 @@ impl Comm {
     {
         crate::comm::across_processes!(self, |b| b.gatherv(send, recv, counts, displs, root));
         const OP: &str = "gatherv";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Gather);
         self.check_root(OP, root)?;
         if self.rank() == root {
@@ -256,7 +256,7 @@ impl Comm {
     {
         crate::comm::across_processes!(self, |b| b.scatterv(send, counts, displs, recv, root));
         const OP: &str = "scatterv";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Scatter);
         self.check_root(OP, root)?;
         if self.rank() == root {
@@ -288,7 +288,7 @@ impl Comm {
     {
         crate::comm::across_processes!(self, |b| b.allgatherv(send, recv, counts, displs));
         const OP: &str = "allgatherv";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Allgather);
         self.check_layout(OP, "recv", recv.len(), counts, displs, true)?;
         self.check_own(OP, "send", send.len(), counts[self.rank()])?;

@@ -61,6 +61,9 @@ pub(crate) use across_processes;
 /// size, each with the decided algorithm's id (`None`: the crate's fixed rule).
 type AutoRanges = Box<[(usize, Option<u8>)]>;
 
+/// An algorithm `Auto` chose: its enum's name lookup ([`select::Choice::name_of`]) and its id.
+type AutoRan = (fn(u8) -> Option<&'static str>, u8);
+
 /// (point-to-point and collectives are separate streams, as in MPI).
 pub struct Comm {
     rank: usize,
@@ -82,6 +85,10 @@ pub struct Comm {
     /// commutativity: ranges of sizes by their first size, each with the decided algorithm's
     /// id (`None`: the fixed rule), computed the first time a call asks.
     auto: Box<[[OnceCell<AutoRanges>; 2]; crate::tuning::Collective::ALL.len()]>,
+    /// What `Auto` chose in the current (or last) collective call, if it chose
+    /// ([`Comm::auto_choice`]): the id and the name lookup of the algorithm's enum, so that
+    /// the call itself only stores two words.
+    auto_ran: Cell<Option<AutoRan>>,
     /// This rank's scratch buffers, reused by the collectives from call to call.
     scratch: scratch::Pool,
     /// On a communicator whose ranks span MPI processes (a hybrid team's world), the link to
@@ -111,6 +118,7 @@ impl Comm {
             plan: [OnceCell::new(), OnceCell::new()],
             costs: OnceCell::new(),
             auto: Box::default(),
+            auto_ran: Cell::new(None),
             scratch: scratch::Pool::new(),
             #[cfg(feature = "mpi")]
             bridge: None,
@@ -161,6 +169,14 @@ impl Comm {
             });
         }
         Ok(())
+    }
+
+    /// [`Comm::enter`] at the start of a public collective call: also forgets what `Auto`
+    /// chose in the call before ([`Comm::auto_choice`]). (The schedules call `enter` again
+    /// inside a call, which must not forget this call's choice.)
+    pub(crate) fn enter_call(&self, op: &'static str) -> Result<()> {
+        self.auto_ran.set(None);
+        self.enter(op)
     }
 
     /// Fails the run with `e` (if it is the first failure), so that no other rank waits for
@@ -304,10 +320,43 @@ impl Comm {
         });
         // The last range starting at or below `bytes` (the first starts at 0).
         let i = ranges.partition_point(|&(from, _)| from <= bytes);
-        ranges[i.saturating_sub(1)]
+        let chosen = ranges[i.saturating_sub(1)]
             .1
             .and_then(A::with_id)
-            .unwrap_or_else(fixed)
+            .unwrap_or_else(fixed);
+        self.chose(chosen);
+        chosen
+    }
+
+    /// Notes that `Auto` chose `alg` in this call ([`Comm::auto_choice`]).
+    pub(crate) fn chose<A: select::Choice>(&self, alg: A) {
+        self.auto_ran.set(Some((A::name_of, alg.id())));
+    }
+
+    /// The algorithm `Auto` chose in the last collective call on this communicator: its name
+    /// (as the algorithm enums' `name` spells it; also when a named hierarchical algorithm
+    /// found one group and ran `Auto`'s flat choice), or `None` if that call named its
+    /// algorithm, had nothing to choose, or ran between MPI processes (whose choices are
+    /// their own).
+    /// Every rank of the call sees the same. For performance work: which schedule a call of
+    /// `Auto` ran, e.g. to tell a slow table entry from noise (`corecoll-bench`'s summary
+    /// prints it).
+    ///
+    /// ```
+    /// use corecoll::{op, Team};
+    /// let team = Team::builder().ranks(2).build().unwrap();
+    /// let names = team
+    ///     .run(|comm| {
+    ///         let mut v = vec![1.0f64; 4];
+    ///         comm.allreduce(&mut v, op::Sum).unwrap();
+    ///         comm.auto_choice()
+    ///     })
+    ///     .unwrap();
+    /// assert!(names[0].is_some());
+    /// assert_eq!(names[0], names[1]);
+    /// ```
+    pub fn auto_choice(&self) -> Option<&'static str> {
+        self.auto_ran.get().and_then(|(name_of, id)| name_of(id))
     }
 
     /// This rank's hierarchy of the communicator ([`Comm::hierarchy_plan`] of `ordered`),
@@ -389,7 +438,7 @@ impl Comm {
     /// or [`crate::Error::Aborted`], none hangs or passes.
     pub fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
         across_processes!(self, |b| b.barrier());
-        self.enter("barrier")?;
+        self.enter_call("barrier")?;
         let auto = || {
             self.tuned(crate::tuning::Collective::Barrier, 0, true, || {
                 select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed)

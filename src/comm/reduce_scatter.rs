@@ -62,7 +62,7 @@ impl Comm {
         crate::comm::across_processes!(self, |b| b
             .reduce_scatter_block(send, recv, &op, algorithm));
         const OP: &str = "reduce_scatter_block";
-        self.enter(OP)?;
+        self.enter_call(OP)?;
         let tag = self.next_tag(Kind::ReduceScatter);
         self.check_whole(OP, "send", send.len(), recv.len())?;
         let alg = match algorithm {

@@ -27,7 +27,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
     {
         crate::comm::across_processes!(self, |b| b.broadcast(buf, root, algorithm));
-        self.enter("broadcast")?;
+        self.enter_call("broadcast")?;
         let tag = self.next_tag(Kind::Broadcast);
         self.check_root("broadcast", root)?;
         let auto = || {
@@ -46,6 +46,7 @@ impl Comm {
                     self.run().ranks.policy.oversubscribed,
                 ) && !self.hierarchy_plan(false).levels.is_empty() =>
             {
+                self.chose(Broadcast::HierarchicalDirect);
                 Broadcast::HierarchicalDirect
             }
             Broadcast::Auto | Broadcast::Native => auto(),
@@ -124,7 +125,7 @@ impl Comm {
         if !hierarchical || self.hierarchy_plan(ordered).levels.is_empty() {
             return self.reduce_flat(buf, &op, root, algorithm);
         }
-        self.enter("reduce")?;
+        self.enter_call("reduce")?;
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
         let alg = algorithm;
@@ -163,7 +164,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        self.enter("reduce")?;
+        self.enter_call("reduce")?;
         let tag = self.next_tag(Kind::Reduce);
         self.check_root("reduce", root)?;
         let alg = match algorithm {

@@ -93,7 +93,7 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        self.enter(name)?;
+        self.enter_call(name)?;
         let tag = self.next_tag(Kind::Scan);
         let alg = match algorithm {
             Scan::Auto => {

@@ -20,7 +20,7 @@ impl Comm {
     /// collectives, further splits).
     pub fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Comm>> {
         crate::comm::across_processes!(self, |b| b.split(color, key));
-        self.enter("split")?;
+        self.enter_call("split")?;
         let tag = self.next_tag(Kind::Split);
         let p = self.size();
         {

@@ -30,7 +30,7 @@ impl Comm {
         op: &O,
         root: usize,
     ) -> Result<()> {
-        self.enter("reduce")?;
+        self.enter_call("reduce")?;
         let tag = self.next_tag(Kind::Reduce);
         if self.size() == 1 {
             return Ok(());
@@ -54,7 +54,7 @@ impl Comm {
 
     /// A broadcast of `buf` from `root` with `Auto`'s flat algorithm, without a call check.
     pub(crate) fn stage_broadcast<T: Elem>(&self, buf: &mut [T], root: usize) -> Result<()> {
-        self.enter("broadcast")?;
+        self.enter_call("broadcast")?;
         let tag = self.next_tag(Kind::Broadcast);
         if self.size() == 1 {
             return Ok(());
@@ -78,7 +78,7 @@ impl Comm {
 
     /// An allreduce of `buf` with `Auto`'s flat algorithm, without a call check.
     pub(crate) fn stage_allreduce<T: Elem, O: Op<T>>(&self, buf: &mut [T], op: &O) -> Result<()> {
-        self.enter("allreduce")?;
+        self.enter_call("allreduce")?;
         let tag = self.next_tag(Kind::Allreduce);
         if self.size() == 1 {
             return Ok(());

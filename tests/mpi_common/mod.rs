@@ -27,7 +27,13 @@ pub fn build_example(name: &str) -> PathBuf {
         features.push("hwloc");
     }
     let status = Command::new(env!("CARGO"))
-        .args(["build", "--example", name, "--features", &features.join(",")])
+        .args([
+            "build",
+            "--example",
+            name,
+            "--features",
+            &features.join(","),
+        ])
         .current_dir(&root)
         .status()
         .expect("cargo starts");

@@ -60,11 +60,21 @@ pub struct Measured {
     /// Each rank's output of the check call, in rank order (empty when the kernels have no
     /// check).
     pub outputs: Vec<Box<dyn Any + Send>>,
+    /// What corecoll's `Auto` chose in the timed calls (`Comm::auto_choice` of rank 0 after
+    /// the last one), if it chose.
+    pub auto_choice: Option<&'static str>,
 }
 
-/// The timed loop of one rank: returns its (start, end) pairs in nanoseconds since `origin`
-/// and its check output.
-type RankResult = Result<(Vec<(u64, u64)>, Option<Box<dyn Any + Send>>), String>;
+/// The timed loop of one rank: returns its (start, end) pairs in nanoseconds since `origin`,
+/// its check output and what `Auto` chose in its last timed call.
+type RankResult = Result<
+    (
+        Vec<(u64, u64)>,
+        Option<Box<dyn Any + Send>>,
+        Option<&'static str>,
+    ),
+    String,
+>;
 
 /// Runs `setup`'s kernel on every rank of `team` with the timing method of the module doc.
 /// `setup` is called on each rank's thread with its communicator; `check` says whether to make
@@ -121,24 +131,30 @@ where
                 kernel.call()?;
                 times.push((start, ns()));
             }
+            let chose = comm.auto_choice();
             let out = if check { kernel.check()? } else { None };
-            Ok((times, out))
+            Ok((times, out, chose))
         })
         .map_err(|e| e.to_string())?;
     let mut per_rank = Vec::with_capacity(results.len());
     for (r, res) in results.into_iter().enumerate() {
         per_rank.push(res.map_err(|e| format!("rank {r}: {e}"))?);
     }
-    let iters = per_rank.first().map_or(0, |(t, _)| t.len());
+    let iters = per_rank.first().map_or(0, |(t, _, _)| t.len());
     let times = (0..iters)
         .map(|i| {
-            let start = per_rank.iter().map(|(t, _)| t[i].0).min().unwrap_or(0);
-            let end = per_rank.iter().map(|(t, _)| t[i].1).max().unwrap_or(0);
+            let start = per_rank.iter().map(|(t, _, _)| t[i].0).min().unwrap_or(0);
+            let end = per_rank.iter().map(|(t, _, _)| t[i].1).max().unwrap_or(0);
             end.saturating_sub(start) as f64 * 1e-9
         })
         .collect();
-    let outputs = per_rank.into_iter().filter_map(|(_, o)| o).collect();
-    Ok(Measured { times, outputs })
+    let auto_choice = per_rank.first().and_then(|&(_, _, c)| c);
+    let outputs = per_rank.into_iter().filter_map(|(_, o, _)| o).collect();
+    Ok(Measured {
+        times,
+        outputs,
+        auto_choice,
+    })
 }
 
 /// The buffers of one rank's kernel: one buffer reused by every call (warm caches), or with

@@ -364,6 +364,7 @@ pub(crate) mod tests {
             },
             max_rel_error: None,
             note: String::new(),
+            auto_choice: String::new(),
         }
     }
 
@@ -424,6 +425,7 @@ pub(crate) mod tests {
             "validation",
             "max_rel_error",
             "note",
+            "auto_choice",
         ];
         let path = temp("header.csv");
         write_csv(&path, &[rec("ring", 8, 1.0)]).unwrap();
@@ -434,7 +436,7 @@ pub(crate) mod tests {
         let row = lines.next().unwrap();
         assert!(row.starts_with("allreduce,ring,corecoll,all,compact,2,f64,sum,8,1,warm,100,"));
         // None is an empty field.
-        assert!(row.ends_with(",,pass,,"), "{row}");
+        assert!(row.ends_with(",,pass,,,"), "{row}");
     }
 
     #[test]

@@ -104,6 +104,10 @@ pub struct Record {
     pub max_rel_error: Option<f64>,
     /// What went wrong, or what else is worth knowing about the row.
     pub note: String,
+    /// For corecoll's `auto`: the algorithm it chose (`Comm::auto_choice`); empty otherwise
+    /// (and in results written before the column existed).
+    #[serde(default)]
+    pub auto_choice: String,
 }
 
 impl Record {
@@ -144,6 +148,7 @@ impl Record {
             validation: Validation::Fail,
             max_rel_error: None,
             note: String::new(),
+            auto_choice: String::new(),
         };
         let m = match measured {
             Ok(m) => m,
@@ -152,6 +157,7 @@ impl Record {
                 return rec;
             }
         };
+        rec.auto_choice = m.auto_choice.unwrap_or_default().into();
         if let Some(s) = Summary::of(&m.times) {
             rec.iters = s.iters;
             rec.min_us = s.min * 1e6;

@@ -472,5 +472,6 @@ fn record(
         validation,
         max_rel_error: None,
         note,
+        auto_choice: String::new(),
     }
 }

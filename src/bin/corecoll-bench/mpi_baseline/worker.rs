@@ -464,7 +464,11 @@ fn measure<T: Elem>(
         Some(out) => gather_outputs(world, out),
         None => Vec::new(),
     };
-    Ok(Measured { times, outputs })
+    Ok(Measured {
+        times,
+        outputs,
+        auto_choice: None,
+    })
 }
 
 /// Gathers every rank's check output at rank 0, boxed per rank as [`cell::check`] takes them;

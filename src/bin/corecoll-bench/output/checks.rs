@@ -453,6 +453,22 @@ pub struct CliffRatio {
     pub best_us: f64,
     /// `auto_us / best_us`.
     pub ratio: f64,
+    /// The algorithm `auto` chose (empty if the results do not say).
+    pub auto_choice: String,
+}
+
+impl CliffRatio {
+    /// Whether `auto` ran the best's own algorithm (its block aside): a ratio away from 1 is
+    /// then the same schedule measured twice, the run's noise, not a wrong decision.
+    pub fn same_algorithm(&self) -> bool {
+        same_algorithm(&self.auto_choice, &self.best)
+    }
+}
+
+/// Whether `auto`'s choice `chose` is the algorithm of the row named `row` (a name, or a name
+/// and a block: `dual-root:1MiB`).
+pub fn same_algorithm(chose: &str, row: &str) -> bool {
+    !chose.is_empty() && row.split(':').next() == Some(chose)
 }
 
 /// One group's `auto/best` ratios.
@@ -468,6 +484,15 @@ impl Cliffs {
     /// The sizes whose ratio is above [`CLIFF_GOAL`].
     pub fn above(&self) -> usize {
         self.ratios.iter().filter(|r| r.ratio > CLIFF_GOAL).count()
+    }
+
+    /// Of [`Cliffs::above`], those where `auto` ran the best's own algorithm
+    /// ([`CliffRatio::same_algorithm`]).
+    pub fn above_same(&self) -> usize {
+        self.ratios
+            .iter()
+            .filter(|r| r.ratio > CLIFF_GOAL && r.same_algorithm())
+            .count()
     }
 
     /// The size with the largest ratio (the first of equals).
@@ -506,6 +531,7 @@ pub fn cliffs(records: &[Record]) -> Vec<Cliffs> {
                     best: top.algorithm.clone(),
                     best_us: top.median_us,
                     ratio: a.median_us / top.median_us,
+                    auto_choice: a.auto_choice.clone(),
                 });
             }
         }
@@ -539,9 +565,16 @@ pub fn print_cliffs(w: &mut dyn Write, cliffs: &[Cliffs]) -> std::io::Result<()>
                 r.best
             )
         });
+        let same = match c.above_same() {
+            0 => String::new(),
+            k => format!(
+                "; at {k} of them auto ran the best's own algorithm (the same schedule measured \
+                 twice: noise)"
+            ),
+        };
         writeln!(
             w,
-            "{}: {} of {} size(s) above {CLIFF_GOAL:.2}×{worst}",
+            "{}: {} of {} size(s) above {CLIFF_GOAL:.2}×{worst}{same}",
             c.group,
             c.above(),
             c.ratios.len()
@@ -873,11 +906,18 @@ mod tests {
         ];
         let mut v = v;
         v[8].validation = Validation::Fail;
+        // At 512 B auto ran the best's own algorithm (with another block): noise.
+        v[5].auto_choice = "ring".into();
+        v[6].algorithm = "ring:1KiB".into();
+        v[2].auto_choice = "direct".into();
         let c = cliffs(&v);
         assert_eq!(c.len(), 1);
         let c = &c[0];
         assert_eq!(c.ratios.len(), 4);
         assert_eq!(c.above(), 2);
+        assert_eq!(c.above_same(), 1);
+        assert!(c.ratios[2].same_algorithm() && !c.ratios[1].same_algorithm());
+        assert!(!same_algorithm("", "ring") && !same_algorithm("ring", "ring-leaders"));
         let w = c.worst().unwrap();
         assert_eq!((w.bytes, w.best.as_str()), (64, "ring"));
         assert!((w.ratio - 1.41).abs() < 1e-12);
@@ -890,7 +930,8 @@ mod tests {
         assert!(
             text.contains(
                 "allreduce · f64 sum · 2 ranks · all, compact · warm: 2 of 4 size(s) above \
-                 1.25× (worst 1.41× at 64 B, best ring)"
+                 1.25× (worst 1.41× at 64 B, best ring); at 1 of them auto ran the best's own \
+                 algorithm (the same schedule measured twice: noise)"
             ),
             "{text}"
         );

@@ -281,6 +281,7 @@ fn summary_tables(records: &[Record]) -> (Vec<SummaryTable>, Vec<String>) {
             ("best", Left),
             ("median", Right),
             ("auto", Right),
+            ("auto ran", Left),
             ("auto/best", Right),
             ("% limit", Right),
         ];
@@ -301,11 +302,20 @@ fn summary_tables(records: &[Record]) -> (Vec<SummaryTable>, Vec<String>) {
                 Some(a) if a.validation == Validation::Fail => "FAIL".into(),
                 Some(a) => fmt_time(a.median_us),
             };
+            // What auto chose, `=` when it is the best's own algorithm.
+            let ran = match auto.map(|a| a.auto_choice.as_str()) {
+                None | Some("") => "-".to_string(),
+                Some(c) if top.is_some_and(|t| super::checks::same_algorithm(c, &t.algorithm)) => {
+                    format!("= {c}")
+                }
+                Some(c) => c.to_string(),
+            };
             match top {
                 Some(t) => {
                     cells.push(t.algorithm.clone());
                     cells.push(fmt_time(t.median_us));
                     cells.push(auto_cell);
+                    cells.push(ran);
                     cells.push(match auto.filter(|a| timed(a)) {
                         Some(a) => super::checks::fmt_cliff_ratio(a.median_us / t.median_us),
                         None => "-".into(),
@@ -313,7 +323,14 @@ fn summary_tables(records: &[Record]) -> (Vec<SummaryTable>, Vec<String>) {
                     cells.push(fmt_pct(t.limit_pct));
                 }
                 None => {
-                    cells.extend(["-".into(), "-".into(), auto_cell, "-".into(), "-".into()]);
+                    cells.extend([
+                        "-".into(),
+                        "-".into(),
+                        auto_cell,
+                        ran,
+                        "-".into(),
+                        "-".into(),
+                    ]);
                 }
             }
             for b in &baselines {
@@ -360,6 +377,11 @@ pub fn print_summary(w: &mut dyn Write, records: &[Record]) -> std::io::Result<(
         w,
         "best: the fastest of corecoll's algorithms at that size whose result passed its check \
          (auto not counted); median: its median time."
+    )?;
+    writeln!(
+        w,
+        "auto ran: the algorithm auto chose (Comm::auto_choice); `=` marks best's own \
+         algorithm, where auto/best is the run's noise between two measurements of one schedule."
     )?;
     writeln!(
         w,
@@ -620,6 +642,8 @@ mod tests {
             rec("mpi", 1024, 15.0),
             rec("ring", 8, 7.0),
         ];
+        v[0].auto_choice = "binomial".into();
+        v[5].auto_choice = "direct".into();
         v[1].max_rel_error = Some(3.1e-16);
         v[6].validation = Validation::Fail;
         v[6].note = "rank 1, element 0: 1 != 2".into();
@@ -694,6 +718,8 @@ mod tests {
                 "best",
                 "median",
                 "auto",
+                "auto",
+                "ran",
                 "auto/best",
                 "%",
                 "limit",
@@ -703,24 +729,29 @@ mod tests {
         );
         assert_eq!(
             cells(&text, "8 B", "ring"),
-            ["8", "B", "ring", "1.00", "µs", "1.10", "µs", "1.10", "50.0", "12.3×", "-"]
+            [
+                "8", "B", "ring", "1.00", "µs", "1.10", "µs", "binomial", "1.10", "50.0", "12.3×",
+                "-"
+            ]
         );
         assert_eq!(
             cells(&text, "1 KiB", "direct"),
             [
-                "1", "KiB", "direct", "3.00", "µs", "3.30", "µs", "1.10", "50.0", "10.0×", "5.00×"
+                "1", "KiB", "direct", "3.00", "µs", "3.30", "µs", "=", "direct", "1.10", "50.0",
+                "10.0×", "5.00×"
             ]
         );
         assert!(text.contains("std-naive, mpi: the baseline's median over best's"));
         let md = summary_markdown(&set());
         assert!(md.starts_with("**allreduce · f64 sum · 2 ranks · all, compact · warm**\n\n"));
-        assert!(md
-            .contains("| size | best | median | auto | auto/best | % limit | std-naive | mpi |\n"));
+        assert!(md.contains(
+            "| size | best | median | auto | auto ran | auto/best | % limit | std-naive | mpi |\n"
+        ));
         assert!(md.contains("| ---: | :--- | ---: |"));
-        assert!(
-            md.contains("| 1 KiB | direct | 3.00 µs | 3.30 µs | 1.10 | 50.0 | 10.0× | 5.00× |\n")
-        );
-        assert!(md.contains("| 8 B | ring | 7.00 µs | - | - | - |\n"));
+        assert!(md.contains(
+            "| 1 KiB | direct | 3.00 µs | 3.30 µs | = direct | 1.10 | 50.0 | 10.0× | 5.00× |\n"
+        ));
+        assert!(md.contains("| 8 B | ring | 7.00 µs | - | - | - | - |\n"));
     }
 
     #[test]

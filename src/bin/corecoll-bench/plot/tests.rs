@@ -34,6 +34,7 @@ fn rec(algorithm: &str, source: Source, scope: &str, bytes: usize, median_us: f6
         validation: Validation::Pass,
         max_rel_error: None,
         note: String::new(),
+        auto_choice: String::new(),
     }
 }
 
