@@ -612,6 +612,35 @@ fn a_panicking_op_fails_the_call_everywhere() {
     }
 }
 
+/// Two ranks, an op that panics whenever it combines: whether the vector is short (both ranks
+/// fold the two operands, `Comm::reduce_pair`) or long (the root acknowledges after its fold),
+/// no rank returns `Ok`, for either root and every algorithm.
+#[test]
+fn a_failing_op_on_two_ranks_fails_every_rank() {
+    let team = team(2);
+    for alg in ALGORITHMS {
+        for root in [0, 1] {
+            for n in [1usize, 100, 3000] {
+                let oks = std::sync::Mutex::new(Vec::new());
+                let res = team.run(|comm| {
+                    let bomb = op::non_commutative(|_: &u64, _: &u64| -> u64 {
+                        panic!("planned panic")
+                    });
+                    let mut v = vec![comm.rank() as u64; n];
+                    let e = comm.reduce_with(&mut v, bomb, root, alg);
+                    oks.lock().unwrap().push((comm.rank(), e.is_ok()));
+                });
+                let oks = oks.into_inner().unwrap();
+                assert!(res.is_err(), "{alg:?}, root {root}, n {n}: nobody panicked");
+                assert!(
+                    oks.iter().all(|&(_, ok)| !ok),
+                    "{alg:?}, root {root}, n {n}: {oks:?}"
+                );
+            }
+        }
+    }
+}
+
 /// The pipelined tree with small blocks (1 and 3 elements), whose root is the top of its
 /// schedule at every root: at the roots 0, p/2 and p − 1 of p ∈ {1, 2, 3, 5, 8, 13, 33},
 /// for counts 0, 1, odd and long (about a thousand blocks), the non-commutative ops of the
