@@ -2,8 +2,7 @@
 //!
 //! On a communicator of two ranks, the binomial broadcast, the gather and scatter (linear and
 //! binomial alike), the recursive-doubling scan and the binomial reduce are each one message
-//! between the two ranks (plus, for the reduce, the root's acknowledgement, or for a short
-//! vector the root's vector the other way, [`Comm::reduce_pair`]). Run as the
+//! between the two ranks (plus, for the reduce, the root's acknowledgement). Run as the
 //! general schedules run them, the call check (`Comm::agree`) is a hop of its own before that
 //! message, so that a short call costs two message latencies where the allreduce, whose
 //! two-rank exchange checks itself, costs one. Here the check and the message share the hop
@@ -23,7 +22,6 @@ use super::Comm;
 use crate::error::Result;
 use crate::op::Op;
 use crate::transport::{Elem, Tag, Transport};
-use crate::EAGER_MAX;
 
 /// An empty message: the reduce's acknowledgement.
 const NOTHING: [u8; 0] = [];
@@ -48,23 +46,17 @@ impl Comm {
         }
     }
 
-    /// Reduce to `root` at p = 2. The other rank's vector goes out with the check and the root
-    /// folds it in on its side (rank order). Then the other rank must learn that the root's
-    /// fold did not fail (a panicking op), so that it does not return `Ok` from a call that
-    /// failed:
+    /// Reduce to `root` at p = 2: the other rank's vector goes out with the check, the root
+    /// folds it in on its side (rank order), then acknowledges, as the binomial reduce does,
+    /// so that the other rank returns only once the root has its result.
     ///
-    /// - **short vectors** (eager-sized): the root's vector goes out with the check too, as in
-    ///   the allreduce's exchange, and the other rank folds the same two operands in the same
-    ///   order into a copy (its `buf` stays as it was) — an op that fails on them fails on
-    ///   both ranks. One message latency, as the allreduce; an acknowledgement would be a
-    ///   second (the guideline reduce(m) ≤ allreduce(m) of Träff, Gropp and Thakur, which the
-    ///   bench checks, failed by 1.4–1.9× at 8–128 B here before).
-    /// - **longer vectors**: the root acknowledges after its fold, as the binomial reduce does,
-    ///   rather than send m more bytes for the other rank to fold.
-    ///
-    /// (An op that panics on one rank only — it looks at the rank — may then fail the other
-    /// rank's copy while the root returns `Ok` with its result; the run fails all the same,
-    /// as with the allreduce's two-rank exchange.)
+    /// The acknowledgement is a second message latency, which makes a short reduce slower
+    /// than a short allreduce (1.4–1.9× at 8–128 B, against Träff, Gropp and Thakur's
+    /// guideline reduce(m) ≤ allreduce(m)). It is the price of the error contract: an op that
+    /// panics on the root only must fail the other rank's call too. (Sending the root's
+    /// vector back for the other rank to fold the same operands, as the allreduce's exchange
+    /// does, was tried in session 13: it covers an op that fails on the operands, not one that
+    /// fails on one rank, which `tests/reduce.rs` and `tests/reduce_scatter.rs` require.)
     pub(super) fn reduce_pair<Tr: Transport, T: Elem, O: Op<T>>(
         &self,
         t: &Tr,
@@ -75,28 +67,18 @@ impl Comm {
         root: usize,
     ) -> Result<()> {
         let (me, peer) = (self.rank(), 1 - self.rank());
-        // Both ranks combine x_peer with x_me in rank order: x₀ ⊙ x₁.
-        let mut fold = |acc: &mut [T], inc: &[T]| {
-            if peer < me {
-                op.fold_left(inc, acc);
-            } else {
-                op.fold_right(acc, inc);
-            }
-        };
-        if std::mem::size_of_val(buf) <= EAGER_MAX {
-            self.agree_pair_sending(t, tag, call, Some((data, &*buf)))?;
-            if me == root {
-                return t.recv_reduce(peer, data, buf, &mut fold);
-            }
-            let mut copy = buf.to_vec();
-            return t.recv_reduce(peer, data, &mut copy, &mut fold);
-        }
         if me != root {
             self.agree_pair_sending(t, tag, call, Some((data, &*buf)))?;
             return t.recv(peer, data, &mut [] as &mut [u8]);
         }
         self.agree_pair(t, tag, call)?;
-        t.recv_reduce(peer, data, buf, &mut fold)?;
+        t.recv_reduce(peer, data, buf, &mut |acc, inc| {
+            if peer < me {
+                op.fold_left(inc, acc);
+            } else {
+                op.fold_right(acc, inc);
+            }
+        })?;
         t.send(peer, data, &NOTHING)
     }
 
