@@ -1,0 +1,445 @@
+//! The `oversubscribed` level measured the way `Block::Auto` uses it: a busy pipeline on more
+//! ranks than cores, not a ping-pong.
+//!
+//! **Why.** A ping-pong of two ranks on one core pays one context switch per message (about
+//! 1.6 µs on the development machine). In a pipeline of several ranks per core every rank is
+//! busy: a hop waits until the receiver is scheduled among the other ranks of its core, and
+//! each core serves all its ranks' copies and folds in turn. The block sweeps of docs/tuning.md
+//! (8 ranks on 2 cores) put the start-up of such a hop near 20 µs, and that is the α that
+//! `Block::Auto` (the pipelining lemma, Träff 2021 §1.2) needs for an oversubscribed team; a
+//! profile carrying the ping-pong's α made its blocks far too small.
+//!
+//! **What runs.** A team of [`RANKS_PER_CORE`] ranks per core on up to [`MAX_CORES`] of the
+//! machine's cores (8 ranks on 2 cores here), pinned round-robin (rank r on core r mod k, as
+//! `Pinning::Compact` places a bench's oversubscribed team) with `Wait::Passive`, as a team with
+//! more ranks than cores waits. It runs the chain allreduce (`Algorithm::Chain`) of `f64` sums
+//! with an explicit block, for every vector size of [`BYTES`] and block count of [`BLOCKS`]:
+//! the pipeline whose step count the model gives exactly, 2(p − 2 + b) steps of
+//! α + β·m/b (docs/model.md), plus the folds of the reduce half. Timing is the bench's own
+//! (`measure`: a barrier before each call, the slowest rank). The cases run in [`PASSES`]
+//! passes of `--time`/[`PASSES`] each, every pass through all cases (the odd ones in reverse
+//! order), and a case's time is the least of its passes' medians: a slow spell of a shared
+//! machine, which lasts seconds, then spoils one pass of a case rather than the case (the
+//! bench's `--repeat` does the same).
+//!
+//! **The model.** For each case the simulator (`corecoll::sim`) replays the same schedule under
+//! three unit models (α = 1, β = 1, γ = 1, the others 0) and so gives the coefficients of
+//! T = A·α + B·β + G·γ: A is the steps on the critical path, B its bytes, G the bytes folded on
+//! it. For the chain A = 2(p − 2 + b) and B ≈ A·m/b (the last block is a few elements short).
+//! The times are linear in α, β and γ for this schedule (checked per case: a mixed model must
+//! give the sum of the parts).
+//!
+//! **The fit.** γ comes from the calibration's own fold measurement and is taken off; B and G
+//! are both proportional to m/b, so the times alone cannot tell β from γ. What is left, per
+//! step, is a line: (T − G·γ)/A = α + β·(B/A), the time of a step against the bytes it moves.
+//! α is the least-squares intercept and β the slope, over every case (each case weighs the
+//! same, whatever its number of steps); R² is that line's. α is at least 1 ns, β at least 0.
+
+use super::median;
+use crate::measure::{measure, Kernel, Timing};
+use crate::sweep::fmt_bytes;
+use corecoll::op;
+use corecoll::profile::LevelCosts;
+use corecoll::sim::{self, Case, Collective, Model, Ports};
+use corecoll::{Algorithm, Block, Comm, Pinning, Profile, Team, Wait};
+use std::time::Duration;
+
+/// Ranks per core of the busy pipeline. Four is the oversubscription the built-in decision
+/// tables and the block sweeps were measured at (8 ranks on 2 cores, docs/tuning.md), so the α
+/// measured here is the one those teams run with; it is also the upper end of what the
+/// pipelines are run at in practice (twice the cores is the lower), and the more ranks share a
+/// core, the longer a busy hop waits.
+pub const RANKS_PER_CORE: usize = 4;
+
+/// Most cores the busy pipeline uses: the cost per hop depends on the ranks per core, not on
+/// the number of cores, and a chain of 4 × 64 ranks would mostly measure its own fill.
+pub const MAX_CORES: usize = 8;
+
+/// Vector sizes m of the busy pipeline, bytes per rank: from where `Block::Auto` starts to cut
+/// blocks on an oversubscribed team to where its 512 KiB cap takes over.
+pub const BYTES: [usize; 3] = [128 << 10, 1 << 20, 4 << 20];
+
+/// Block counts b of the busy pipeline: around the lemma's b* = √(6βm/α) for the chain on 8
+/// ranks (1 to 16 blocks from 128 KiB to 4 MiB at α = 20 µs, β = 0.07 ns/B).
+pub const BLOCKS: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// Passes over the cases (module documentation).
+pub const PASSES: usize = 3;
+
+/// Bytes per element: the pipeline sums `f64`.
+const ELEM: usize = std::mem::size_of::<f64>();
+
+/// One case of the busy pipeline: what ran, how long it took, and the model's coefficients.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BusyTime {
+    /// Bytes per rank, m.
+    pub bytes: usize,
+    /// Pipeline blocks, b.
+    pub blocks: usize,
+    /// The block, elements (`Block::Elements`).
+    pub block: usize,
+    /// Median call, nanoseconds.
+    pub median_ns: f64,
+    /// Timed calls.
+    pub samples: u64,
+    /// The model's coefficients of α, β and γ for this case.
+    pub coeffs: Coeffs,
+}
+
+/// The coefficients of T = A·α + B·β + G·γ for one case: steps on the critical path, bytes
+/// moved on it, bytes folded on it.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Coeffs {
+    /// A: steps.
+    pub alpha: f64,
+    /// B: bytes.
+    pub beta: f64,
+    /// G: bytes folded.
+    pub gamma: f64,
+}
+
+impl Coeffs {
+    /// The model's time for these constants.
+    pub fn time(&self, alpha_ns: f64, beta_ns: f64, gamma_ns: f64) -> f64 {
+        self.alpha * alpha_ns + self.beta * beta_ns + self.gamma * gamma_ns
+    }
+}
+
+/// Elements per block for `blocks` pipeline blocks of `n` elements: the schedules cut
+/// ⌊n/B⌋ + 1 blocks, so B = ⌊n/b⌋ + 1 gives b of them, the last a few elements short (n at
+/// least b·(b − 1), which every case here is by far).
+pub fn block_for(n: usize, blocks: usize) -> usize {
+    n / blocks.max(1) + 1
+}
+
+/// The chain allreduce of `n` `f64` with blocks of `block` on `p` ranks, as the simulator
+/// sees it.
+fn chain_case(p: usize, n: usize, block: usize) -> Case {
+    let alg = Algorithm::Chain {
+        block: Block::Elements(block),
+    };
+    Case {
+        elem_bytes: ELEM,
+        ..Case::new(Collective::Allreduce(alg), p, n)
+    }
+}
+
+/// The model's coefficients of the chain allreduce of `n` `f64` in blocks of `block` on `p`
+/// ranks, from the simulator under the three unit models; an error if the schedule's time is
+/// not their sum under a mixed model (the fit would not apply).
+pub fn coeffs(p: usize, n: usize, block: usize) -> Result<Coeffs, String> {
+    let case = chain_case(p, n, block);
+    let time = |alpha_ns, beta_ns, gamma_ns| {
+        let model = Model {
+            alpha_ns,
+            beta_ns,
+            gamma_ns,
+            ports: Ports::Bidirectional,
+        };
+        sim::simulate(&case, &model)
+            .map(|pr| pr.time_ns)
+            .map_err(|e| format!("simulating the chain on {p} ranks: {e}"))
+    };
+    let c = Coeffs {
+        alpha: time(1.0, 0.0, 0.0)?,
+        beta: time(0.0, 1.0, 0.0)?,
+        gamma: time(0.0, 0.0, 1.0)?,
+    };
+    // A mixed model of the magnitudes measured: steps of 10 µs, 0.1 ns/B, 0.05 ns/B.
+    let (a, b, g) = (10_000.0, 0.1, 0.05);
+    let mixed = time(a, b, g)?;
+    let sum = c.time(a, b, g);
+    if (mixed - sum).abs() > 1e-9 * sum.max(1.0) {
+        return Err(format!(
+            "the chain on {p} ranks in blocks of {block} is not linear in α, β, γ \
+             ({mixed} ns against {sum} ns)"
+        ));
+    }
+    Ok(c)
+}
+
+/// The fit of the module documentation: α and β from the busy cases with `gamma_ns` taken
+/// off, R² of the per-step line, and the samples.
+pub fn fit(times: &[BusyTime], gamma_ns: f64) -> LevelCosts {
+    let pts: Vec<(f64, f64)> = times
+        .iter()
+        .filter(|t| t.median_ns.is_finite() && t.coeffs.alpha > 0.0)
+        .map(|t| {
+            let c = &t.coeffs;
+            (c.beta / c.alpha, (t.median_ns - c.gamma * gamma_ns) / c.alpha)
+        })
+        .collect();
+    let (alpha, beta) = match super::line(&pts) {
+        Some((a, b)) => (a, b),
+        // One block size only: all of it is start-up.
+        None => (
+            pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min),
+            0.0,
+        ),
+    };
+    let (alpha, beta) = (
+        if alpha.is_finite() { alpha.max(1.0) } else { f64::NAN },
+        beta.max(0.0),
+    );
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
+    let ss_tot: f64 = pts.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let ss_res: f64 = pts.iter().map(|p| (p.1 - alpha - beta * p.0).powi(2)).sum();
+    let mut c = LevelCosts::measured(alpha, beta);
+    c.r2 = (ss_tot > 0.0).then(|| 1.0 - ss_res / ss_tot);
+    c.samples = times.iter().map(|t| t.samples).sum();
+    c
+}
+
+/// The team of the busy pipeline on `cores` (OS indices of the machine's cores): the cores
+/// it uses (at most [`MAX_CORES`]) and its ranks.
+pub fn shape(cores: &[usize]) -> (Vec<usize>, usize) {
+    let used: Vec<usize> = cores.iter().copied().take(MAX_CORES).collect();
+    let ranks = RANKS_PER_CORE * used.len();
+    (used, ranks)
+}
+
+/// One rank's chain allreduce of one case.
+struct ChainCall<'c> {
+    comm: &'c Comm,
+    buf: Vec<f64>,
+    block: usize,
+}
+
+impl Kernel for ChainCall<'_> {
+    fn call(&mut self) -> Result<(), String> {
+        let alg = Algorithm::Chain {
+            block: Block::Elements(self.block),
+        };
+        // Zeros stay zeros, so repeated sums neither overflow nor slow down.
+        self.comm
+            .allreduce_with(&mut self.buf, op::Sum, alg)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// Runs every case of [`BYTES`] × [`BLOCKS`] on a team of [`shape`]'s ranks over `cores`,
+/// in [`PASSES`] passes sharing `budget` of timed calls per case; a case's time is its best
+/// pass's median, its samples those of every pass. `progress` is told each pass as it ends.
+pub fn measure_busy(
+    cores: &[usize],
+    budget: Duration,
+    mut progress: impl FnMut(usize),
+) -> Result<Vec<BusyTime>, String> {
+    let (used, p) = shape(cores);
+    if used.is_empty() {
+        return Err("no core to run the busy pipeline on".into());
+    }
+    let team = Team::builder()
+        .ranks(p)
+        .pinning(Pinning::Cores(used))
+        .wait(Wait::Passive)
+        .profile(Profile::default())
+        .build()
+        .map_err(|e| e.to_string())?;
+    let timing = Timing {
+        budget: budget / PASSES as u32,
+        ..Timing::default()
+    };
+    let mut out = Vec::with_capacity(BYTES.len() * BLOCKS.len());
+    for &bytes in &BYTES {
+        let n = bytes / ELEM;
+        for &blocks in &BLOCKS {
+            let block = block_for(n, blocks);
+            out.push(BusyTime {
+                bytes,
+                blocks,
+                block,
+                median_ns: f64::INFINITY,
+                samples: 0,
+                coeffs: coeffs(p, n, block)?,
+            });
+        }
+    }
+    for pass in 0..PASSES {
+        let order: Vec<usize> = if pass % 2 == 0 {
+            (0..out.len()).collect()
+        } else {
+            (0..out.len()).rev().collect()
+        };
+        for i in order {
+            let t = &mut out[i];
+            let (n, block) = (t.bytes / ELEM, t.block);
+            let m = measure(&team, &timing, false, |comm| {
+                Ok(Box::new(ChainCall {
+                    comm,
+                    buf: vec![0.0; n],
+                    block,
+                }))
+            })
+            .map_err(|e| {
+                format!(
+                    "busy pipeline, {} in {} blocks: {e}",
+                    fmt_bytes(t.bytes),
+                    t.blocks
+                )
+            })?;
+            t.median_ns = t.median_ns.min(median(&m.times) * 1e9);
+            t.samples += m.times.len() as u64;
+        }
+        progress(pass);
+    }
+    Ok(out)
+}
+
+/// The busy cases as a table: per case the measured median, the fit's prediction and their
+/// ratio, and the time per step.
+pub fn print_cases(times: &[BusyTime], fitted: &LevelCosts, gamma_ns: f64, p: usize) {
+    let (a, b) = (
+        fitted.alpha_ns.unwrap_or(f64::NAN),
+        fitted.beta_ns.unwrap_or(f64::NAN),
+    );
+    println!(
+        "busy pipeline: chain allreduce on {p} ranks, T = A·α + B·β + G·γ (γ = {gamma_ns:.4} ns/B)"
+    );
+    println!(
+        "{:>8} {:>4} {:>9} {:>6} {:>11} {:>11} {:>7} {:>10}",
+        "m", "b", "m/b", "steps", "median µs", "model µs", "ratio", "µs/step"
+    );
+    for t in times {
+        let model = t.coeffs.time(a, b, gamma_ns);
+        println!(
+            "{:>8} {:>4} {:>9} {:>6} {:>11.1} {:>11.1} {:>7.2} {:>10.2}",
+            fmt_bytes(t.bytes),
+            t.blocks,
+            fmt_bytes(t.block * ELEM),
+            t.coeffs.alpha,
+            t.median_ns / 1e3,
+            model / 1e3,
+            t.median_ns / model,
+            t.median_ns / t.coeffs.alpha / 1e3
+        );
+    }
+    println!();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A busy case with the chain's closed-form coefficients (docs/model.md): 2(p − 2 + b)
+    /// steps of m/b bytes, and the reduce half's p − 2 + b folds of m/b bytes.
+    fn closed_form(p: usize, bytes: usize, blocks: usize) -> Coeffs {
+        let steps = 2.0 * (p + blocks - 2) as f64;
+        let per_step = bytes as f64 / blocks as f64;
+        Coeffs {
+            alpha: steps,
+            beta: steps * per_step,
+            gamma: steps / 2.0 * per_step,
+        }
+    }
+
+    fn synthetic(p: usize, alpha: f64, beta: f64, gamma: f64) -> Vec<BusyTime> {
+        let mut v = Vec::new();
+        for &bytes in &BYTES {
+            for &blocks in &BLOCKS {
+                let coeffs = closed_form(p, bytes, blocks);
+                v.push(BusyTime {
+                    bytes,
+                    blocks,
+                    block: block_for(bytes / ELEM, blocks),
+                    median_ns: coeffs.time(alpha, beta, gamma),
+                    samples: 7,
+                    coeffs,
+                });
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn the_fit_recovers_alpha_and_beta_from_the_formula() {
+        for (p, alpha, beta, gamma) in [
+            (8, 20_000.0, 0.07, 0.0),
+            (8, 9_500.0, 0.31, 0.021),
+            (4, 1_600.0, 0.02, 0.1),
+            (16, 123_456.0, 1.5, 0.5),
+        ] {
+            let t = synthetic(p, alpha, beta, gamma);
+            let c = fit(&t, gamma);
+            let (a, b) = (c.alpha_ns.unwrap(), c.beta_ns.unwrap());
+            assert!((a - alpha).abs() < 1e-6 * alpha, "p={p}: α {a} for {alpha}");
+            assert!((b - beta).abs() < 1e-9 * beta.max(1.0), "p={p}: β {b} for {beta}");
+            assert!(c.r2.unwrap() > 1.0 - 1e-9, "{:?}", c.r2);
+            assert_eq!(c.samples, 7 * t.len() as u64);
+        }
+        // γ is taken off: fitted without it, the reduce's folds would land in β.
+        let t = synthetic(8, 10_000.0, 0.05, 0.05);
+        let c = fit(&t, 0.0);
+        assert!(c.beta_ns.unwrap() > 0.06, "{c:?}");
+    }
+
+    #[test]
+    fn the_fit_keeps_alpha_positive_and_beta_not_negative() {
+        // Times that fall with the block size give a negative slope; a step cheaper than its
+        // bytes gives a negative intercept.
+        let mut t = synthetic(8, 10_000.0, 0.05, 0.0);
+        for x in &mut t {
+            x.median_ns = x.coeffs.alpha * 1000.0 / x.coeffs.beta * x.coeffs.alpha;
+        }
+        let c = fit(&t, 0.0);
+        assert!(c.alpha_ns.unwrap() >= 1.0 && c.beta_ns.unwrap() == 0.0, "{c:?}");
+        let mut t = synthetic(8, 0.0, 0.05, 0.0);
+        for x in &mut t {
+            x.median_ns -= 100.0 * x.coeffs.alpha;
+        }
+        assert!(fit(&t, 0.0).alpha_ns.unwrap() >= 1.0);
+        // One block size: all start-up.
+        let one: Vec<BusyTime> = synthetic(8, 5000.0, 0.0, 0.0).into_iter().take(1).collect();
+        let c = fit(&one, 0.0);
+        assert!((c.alpha_ns.unwrap() - 5000.0).abs() < 1e-6 && c.beta_ns == Some(0.0));
+    }
+
+    #[test]
+    fn the_simulated_coefficients_are_the_chains_counts() {
+        for p in [2, 3, 8, 13] {
+            for &bytes in &BYTES[..2] {
+                let n = bytes / ELEM;
+                for &blocks in &BLOCKS {
+                    let block = block_for(n, blocks);
+                    assert_eq!(n / block + 1, blocks, "the schedule cuts b blocks");
+                    let c = coeffs(p, n, block).unwrap();
+                    let cf = closed_form(p, bytes, blocks);
+                    assert_eq!(c.alpha, cf.alpha, "p={p} m={bytes} b={blocks}");
+                    // Every step on the critical path moves a block of B elements or the
+                    // last one, a few elements shorter.
+                    let last = n - (blocks - 1) * block;
+                    let full = c.alpha * (block * ELEM) as f64;
+                    let low = c.alpha * (last * ELEM) as f64;
+                    assert!(c.beta <= full && c.beta >= low, "{c:?} {low} {full}");
+                    // Folds: a block at each of the reduce half's p − 2 + b steps.
+                    assert!(c.gamma <= full / 2.0 && c.gamma >= low / 2.0, "{c:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn busy_team_shape() {
+        assert_eq!(shape(&[0, 1]), (vec![0, 1], 8));
+        assert_eq!(shape(&[5]), (vec![5], 4));
+        let many: Vec<usize> = (0..64).collect();
+        let (used, p) = shape(&many);
+        assert_eq!((used.len(), p), (MAX_CORES, RANKS_PER_CORE * MAX_CORES));
+    }
+
+    /// The whole path on a tiny budget: a team of 4 ranks on one core runs the cases and the
+    /// fit gives a positive α.
+    #[test]
+    fn measures_end_to_end_on_one_core() {
+        let core = corecoll::Topology::detect().leaves()[0].os_index;
+        let mut seen = 0;
+        let t = measure_busy(&[core], Duration::from_millis(1), |_| seen += 1).unwrap();
+        assert_eq!(seen, PASSES);
+        assert_eq!(t.len(), BYTES.len() * BLOCKS.len());
+        assert!(t
+            .iter()
+            .all(|x| x.samples >= 3 * PASSES as u64 && x.median_ns.is_finite()));
+        let c = fit(&t, 0.02);
+        assert!(c.alpha_ns.unwrap() >= 1.0, "{c:?}");
+    }
+}
