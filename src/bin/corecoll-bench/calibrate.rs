@@ -382,6 +382,9 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
 
     print_table(&profile, &tables);
     busy::print_cases(&over.busy, &costs, profile.gamma_ns(true), over.ranks);
+    if let Some(pp) = &costs.pingpong {
+        busy::print_auto_blocks(&over.busy, &costs, pp, over.ranks);
+    }
     let path = out_path(args);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

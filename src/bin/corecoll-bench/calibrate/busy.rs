@@ -13,7 +13,8 @@
 //! machine's cores (8 ranks on 2 cores here), pinned round-robin (rank r on core r mod k, as
 //! `Pinning::Compact` places a bench's oversubscribed team) with `Wait::Passive`, as a team with
 //! more ranks than cores waits. It runs the chain allreduce (`Algorithm::Chain`) of `f64` sums
-//! with an explicit block, for every vector size of [`BYTES`] and block count of [`BLOCKS`]:
+//! with an explicit block, for the [`cases`]: every vector size of [`BYTES`] and block count
+//! of [`BLOCKS`] whose block is at most `Block::Auto`'s cap of 512 KiB (the blocks it can pick):
 //! the pipeline whose step count the model gives exactly, 2(p − 2 + b) steps of
 //! α + β·m/b (docs/model.md), plus the folds of the reduce half. Timing is the bench's own
 //! (`measure`: a barrier before each call, the slowest rank). The cases run in [`PASSES`]
@@ -60,8 +61,22 @@ pub const MAX_CORES: usize = 8;
 pub const BYTES: [usize; 3] = [128 << 10, 1 << 20, 4 << 20];
 
 /// Block counts b of the busy pipeline: around the lemma's b* = √(6βm/α) for the chain on 8
-/// ranks (1 to 16 blocks from 128 KiB to 4 MiB at α = 20 µs, β = 0.07 ns/B).
-pub const BLOCKS: [usize; 5] = [1, 2, 4, 8, 16];
+/// ranks (2 to 10 blocks from 128 KiB to 4 MiB at α = 20 µs, β = 0.07 ns/B; 3 to 18 at
+/// α = 30 µs, β = 0.37 ns/B), and beyond on both sides.
+pub const BLOCKS: [usize; 6] = [1, 2, 4, 8, 16, 32];
+
+/// The largest block of a case, bytes: `Block::Auto`'s cap (`select::MAX_AUTO_BLOCK`), so the
+/// fit covers the blocks `Block::Auto` can choose and no others.
+pub const MAX_BLOCK: usize = 512 << 10;
+
+/// The cases (m bytes, b blocks): [`BYTES`] × [`BLOCKS`] with m/b at most [`MAX_BLOCK`].
+pub fn cases() -> Vec<(usize, usize)> {
+    BYTES
+        .iter()
+        .flat_map(|&m| BLOCKS.iter().map(move |&b| (m, b)))
+        .filter(|&(m, b)| m / b <= MAX_BLOCK)
+        .collect()
+}
 
 /// Passes over the cases (module documentation).
 pub const PASSES: usize = 3;
@@ -166,19 +181,23 @@ pub fn fit(times: &[BusyTime], gamma_ns: f64) -> LevelCosts {
         .filter(|t| t.median_ns.is_finite() && t.coeffs.alpha > 0.0)
         .map(|t| {
             let c = &t.coeffs;
-            (c.beta / c.alpha, (t.median_ns - c.gamma * gamma_ns) / c.alpha)
+            (
+                c.beta / c.alpha,
+                (t.median_ns - c.gamma * gamma_ns) / c.alpha,
+            )
         })
         .collect();
     let (alpha, beta) = match super::line(&pts) {
         Some((a, b)) => (a, b),
         // One block size only: all of it is start-up.
-        None => (
-            pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min),
-            0.0,
-        ),
+        None => (pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min), 0.0),
     };
     let (alpha, beta) = (
-        if alpha.is_finite() { alpha.max(1.0) } else { f64::NAN },
+        if alpha.is_finite() {
+            alpha.max(1.0)
+        } else {
+            f64::NAN
+        },
         beta.max(0.0),
     );
     let my = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
@@ -217,7 +236,7 @@ impl Kernel for ChainCall<'_> {
     }
 }
 
-/// Runs every case of [`BYTES`] × [`BLOCKS`] on a team of [`shape`]'s ranks over `cores`,
+/// Runs every case of [`cases`] on a team of [`shape`]'s ranks over `cores`,
 /// in [`PASSES`] passes sharing `budget` of timed calls per case; a case's time is its best
 /// pass's median, its samples those of every pass. `progress` is told each pass as it ends.
 pub fn measure_busy(
@@ -240,20 +259,18 @@ pub fn measure_busy(
         budget: budget / PASSES as u32,
         ..Timing::default()
     };
-    let mut out = Vec::with_capacity(BYTES.len() * BLOCKS.len());
-    for &bytes in &BYTES {
+    let mut out = Vec::new();
+    for (bytes, blocks) in cases() {
         let n = bytes / ELEM;
-        for &blocks in &BLOCKS {
-            let block = block_for(n, blocks);
-            out.push(BusyTime {
-                bytes,
-                blocks,
-                block,
-                median_ns: f64::INFINITY,
-                samples: 0,
-                coeffs: coeffs(p, n, block)?,
-            });
-        }
+        let block = block_for(n, blocks);
+        out.push(BusyTime {
+            bytes,
+            blocks,
+            block,
+            median_ns: f64::INFINITY,
+            samples: 0,
+            coeffs: coeffs(p, n, block)?,
+        });
     }
     for pass in 0..PASSES {
         let order: Vec<usize> = if pass % 2 == 0 {
@@ -317,6 +334,64 @@ pub fn print_cases(times: &[BusyTime], fitted: &LevelCosts, gamma_ns: f64, p: us
     println!();
 }
 
+/// The blocks `Block::Auto` gives the chain allreduce of `bytes` of `f64` on `p` ranks under
+/// `costs` (α and β; γ plays no part in the lemma): the block in bytes and the count.
+pub fn auto_block(p: usize, bytes: usize, costs: &LevelCosts) -> Option<(usize, usize)> {
+    let n = bytes / ELEM;
+    let model = Model {
+        alpha_ns: costs.alpha_ns?,
+        beta_ns: costs.beta_ns?,
+        gamma_ns: 0.0,
+        ports: Ports::Bidirectional,
+    };
+    let case = Case {
+        elem_bytes: ELEM,
+        ..Case::new(
+            Collective::Allreduce(Algorithm::Chain { block: Block::Auto }),
+            p,
+            n,
+        )
+    };
+    let block = sim::simulate(&case, &model).ok()?.block.max(1);
+    Some((block * ELEM, n / block + 1))
+}
+
+/// For each size of [`BYTES`]: the block count that was fastest among the busy cases, and
+/// the counts `Block::Auto` picks from the busy fit, from the ping-pong and from the built-in
+/// constants (`select::Costs::OVERSUBSCRIBED`, what a profile without the level gives).
+pub fn print_auto_blocks(times: &[BusyTime], busy: &LevelCosts, pingpong: &LevelCosts, p: usize) {
+    let builtin = {
+        let r = Profile::default().resolve(corecoll::profile::Level::Oversubscribed);
+        LevelCosts::measured(r.alpha_ns, r.beta_ns)
+    };
+    println!("chain allreduce on {p} ranks: blocks b, fastest measured and Block::Auto's");
+    println!(
+        "{:>8} {:>9} {:>13} {:>13} {:>13}",
+        "m", "fastest", "busy fit", "ping-pong", "built-in"
+    );
+    let auto = |m: usize, c: &LevelCosts| {
+        auto_block(p, m, c).map_or("-".into(), |(bytes, b)| {
+            format!("{b} × {}", fmt_bytes(bytes))
+        })
+    };
+    for &m in &BYTES {
+        let best = times
+            .iter()
+            .filter(|t| t.bytes == m)
+            .min_by(|x, y| x.median_ns.total_cmp(&y.median_ns))
+            .map_or("-".into(), |t| t.blocks.to_string());
+        println!(
+            "{:>8} {:>9} {:>13} {:>13} {:>13}",
+            fmt_bytes(m),
+            best,
+            auto(m, busy),
+            auto(m, pingpong),
+            auto(m, &builtin)
+        );
+    }
+    println!();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -334,21 +409,20 @@ mod tests {
     }
 
     fn synthetic(p: usize, alpha: f64, beta: f64, gamma: f64) -> Vec<BusyTime> {
-        let mut v = Vec::new();
-        for &bytes in &BYTES {
-            for &blocks in &BLOCKS {
+        cases()
+            .into_iter()
+            .map(|(bytes, blocks)| {
                 let coeffs = closed_form(p, bytes, blocks);
-                v.push(BusyTime {
+                BusyTime {
                     bytes,
                     blocks,
                     block: block_for(bytes / ELEM, blocks),
                     median_ns: coeffs.time(alpha, beta, gamma),
                     samples: 7,
                     coeffs,
-                });
-            }
-        }
-        v
+                }
+            })
+            .collect()
     }
 
     #[test]
@@ -363,7 +437,10 @@ mod tests {
             let c = fit(&t, gamma);
             let (a, b) = (c.alpha_ns.unwrap(), c.beta_ns.unwrap());
             assert!((a - alpha).abs() < 1e-6 * alpha, "p={p}: α {a} for {alpha}");
-            assert!((b - beta).abs() < 1e-9 * beta.max(1.0), "p={p}: β {b} for {beta}");
+            assert!(
+                (b - beta).abs() < 1e-9 * beta.max(1.0),
+                "p={p}: β {b} for {beta}"
+            );
             assert!(c.r2.unwrap() > 1.0 - 1e-9, "{:?}", c.r2);
             assert_eq!(c.samples, 7 * t.len() as u64);
         }
@@ -382,7 +459,10 @@ mod tests {
             x.median_ns = x.coeffs.alpha * 1000.0 / x.coeffs.beta * x.coeffs.alpha;
         }
         let c = fit(&t, 0.0);
-        assert!(c.alpha_ns.unwrap() >= 1.0 && c.beta_ns.unwrap() == 0.0, "{c:?}");
+        assert!(
+            c.alpha_ns.unwrap() >= 1.0 && c.beta_ns.unwrap() == 0.0,
+            "{c:?}"
+        );
         let mut t = synthetic(8, 0.0, 0.05, 0.0);
         for x in &mut t {
             x.median_ns -= 100.0 * x.coeffs.alpha;
@@ -419,6 +499,28 @@ mod tests {
     }
 
     #[test]
+    fn cases_keep_to_the_blocks_auto_can_pick() {
+        let c = cases();
+        assert!(c.iter().all(|&(m, b)| m / b <= MAX_BLOCK));
+        assert!(c.contains(&(128 << 10, 1)) && c.contains(&(4 << 20, 32)));
+        assert!(!c.contains(&(4 << 20, 4)));
+        assert_eq!(c.len(), 14);
+    }
+
+    #[test]
+    fn auto_blocks_follow_the_constants() {
+        // The lemma's b* = √(6βm/α) for the chain on 8 ranks: a start-up 12.5 times the
+        // ping-pong's gives about √12.5 ≈ 3.5 times fewer blocks.
+        let busy = LevelCosts::measured(20_000.0, 0.07);
+        let pp = LevelCosts::measured(1_600.0, 0.07);
+        let (_, b_busy) = auto_block(8, 1 << 20, &busy).unwrap();
+        let (_, b_pp) = auto_block(8, 1 << 20, &pp).unwrap();
+        assert_eq!(b_busy, 5, "√(6 · 0.07 · 2^20 / 20000) = 4.7");
+        assert_eq!(b_pp, 17, "√(6 · 0.07 · 2^20 / 1600) = 16.6");
+        assert_eq!(auto_block(8, 1 << 20, &LevelCosts::default()), None);
+    }
+
+    #[test]
     fn busy_team_shape() {
         assert_eq!(shape(&[0, 1]), (vec![0, 1], 8));
         assert_eq!(shape(&[5]), (vec![5], 4));
@@ -435,7 +537,7 @@ mod tests {
         let mut seen = 0;
         let t = measure_busy(&[core], Duration::from_millis(1), |_| seen += 1).unwrap();
         assert_eq!(seen, PASSES);
-        assert_eq!(t.len(), BYTES.len() * BLOCKS.len());
+        assert_eq!(t.len(), cases().len());
         assert!(t
             .iter()
             .all(|x| x.samples >= 3 * PASSES as u64 && x.median_ns.is_finite()));
