@@ -33,8 +33,15 @@
 //! **The fit.** γ comes from the calibration's own fold measurement and is taken off; B and G
 //! are both proportional to m/b, so the times alone cannot tell β from γ. What is left, per
 //! step, is a line: (T − G·γ)/A = α + β·(B/A), the time of a step against the bytes it moves.
-//! α is the least-squares intercept and β the slope, over every case (each case weighs the
-//! same, whatever its number of steps); R² is that line's. α is at least 1 ns, β at least 0.
+//! On a busy machine that line moves with the vector: the ranks' vectors together (8 × 4 MiB
+//! here) leave the caches, and every step of a long vector is slower whatever its block. The
+//! lemma picks b for a given m, so it needs what a step costs as the block changes *at a fixed
+//! m*. So the fit is least squares with a line per vector size and one slope for all (the
+//! within-size regression, [`fit_lines`]): β is that common slope, and α the mean of the
+//! sizes' intercepts; each case weighs the same, whatever its number of steps. R² is that
+//! model's (a line per size) over the time per step. α is at least 1 ns, β at least 0. A
+//! single line through every case, tried first, let the long vectors' slowness pass for a per-
+//! byte cost and made blocks twice too many (docs/calibration.md).
 
 use super::median;
 use crate::measure::{measure, Kernel, Timing};
@@ -173,40 +180,123 @@ pub fn coeffs(p: usize, n: usize, block: usize) -> Result<Coeffs, String> {
     Ok(c)
 }
 
-/// The fit of the module documentation: α and β from the busy cases with `gamma_ns` taken
-/// off, R² of the per-step line, and the samples.
-pub fn fit(times: &[BusyTime], gamma_ns: f64) -> LevelCosts {
-    let pts: Vec<(f64, f64)> = times
+/// Least squares with a line per group and one slope for all: `points` are (group, x, y); the
+/// result is the common slope, each group's intercept (in order of first appearance) and the
+/// R² of the lines. A group whose x do not vary adds to its intercept only; with no x varying
+/// anywhere the slope is 0. `None` for no points.
+pub fn fit_lines(points: &[(usize, f64, f64)]) -> Option<(f64, Vec<(usize, f64)>, Option<f64>)> {
+    let mut groups: Vec<usize> = Vec::new();
+    for &(g, _, _) in points {
+        if !groups.contains(&g) {
+            groups.push(g);
+        }
+    }
+    let means: Vec<(f64, f64)> = groups
+        .iter()
+        .map(|&g| {
+            let (n, sx, sy) = points
+                .iter()
+                .filter(|p| p.0 == g)
+                .fold((0.0, 0.0, 0.0), |(n, sx, sy), p| {
+                    (n + 1.0, sx + p.1, sy + p.2)
+                });
+            (sx / n, sy / n)
+        })
+        .collect();
+    let mean_of = |g: usize| means[groups.iter().position(|&h| h == g).expect("a group")];
+    let (mut sxx, mut sxy) = (0.0, 0.0);
+    for &(g, x, y) in points {
+        let (mx, my) = mean_of(g);
+        sxx += (x - mx) * (x - mx);
+        sxy += (x - mx) * (y - my);
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    let intercepts: Vec<(usize, f64)> = groups
+        .iter()
+        .zip(&means)
+        .map(|(&g, &(mx, my))| (g, my - slope * mx))
+        .collect();
+    let n = points.len() as f64;
+    let my = points.iter().map(|p| p.2).sum::<f64>() / n;
+    let ss_tot: f64 = points.iter().map(|p| (p.2 - my).powi(2)).sum();
+    let ss_res: f64 = points
+        .iter()
+        .map(|&(g, x, y)| {
+            let (mx, gy) = mean_of(g);
+            (y - (gy - slope * mx) - slope * x).powi(2)
+        })
+        .sum();
+    Some((
+        slope,
+        intercepts,
+        (ss_tot > 0.0).then(|| 1.0 - ss_res / ss_tot),
+    ))
+}
+
+/// The per-step points of the busy cases with `gamma_ns` taken off: (bytes per rank, bytes a
+/// step moves, time of a step).
+fn step_points(times: &[BusyTime], gamma_ns: f64) -> Vec<(usize, f64, f64)> {
+    times
         .iter()
         .filter(|t| t.median_ns.is_finite() && t.coeffs.alpha > 0.0)
         .map(|t| {
             let c = &t.coeffs;
             (
+                t.bytes,
                 c.beta / c.alpha,
                 (t.median_ns - c.gamma * gamma_ns) / c.alpha,
             )
         })
-        .collect();
-    let (alpha, beta) = match super::line(&pts) {
-        Some((a, b)) => (a, b),
-        // One block size only: all of it is start-up.
-        None => (pts.iter().map(|p| p.1).fold(f64::INFINITY, f64::min), 0.0),
+        .collect()
+}
+
+/// The fit of the module documentation: α and β from the busy cases with `gamma_ns` taken
+/// off, R² of the lines per size, and the samples. With a slope below 0 (noise), β is 0 and
+/// the intercepts are the sizes' mean times per step.
+pub fn fit(times: &[BusyTime], gamma_ns: f64) -> LevelCosts {
+    let pts = step_points(times, gamma_ns);
+    let (alpha, beta, r2) = match fit_lines(&pts) {
+        Some((slope, icpt, r2)) if slope >= 0.0 => {
+            let a = icpt.iter().map(|i| i.1).sum::<f64>() / icpt.len() as f64;
+            (a, slope, r2)
+        }
+        Some(_) => {
+            let flat: Vec<(usize, f64, f64)> = pts.iter().map(|&(g, _, y)| (g, 0.0, y)).collect();
+            let (_, icpt, r2) = fit_lines(&flat).expect("the same points");
+            let a = icpt.iter().map(|i| i.1).sum::<f64>() / icpt.len() as f64;
+            (a, 0.0, r2)
+        }
+        None => (f64::NAN, 0.0, None),
     };
-    let (alpha, beta) = (
-        if alpha.is_finite() {
-            alpha.max(1.0)
-        } else {
-            f64::NAN
-        },
-        beta.max(0.0),
-    );
-    let my = pts.iter().map(|p| p.1).sum::<f64>() / pts.len() as f64;
-    let ss_tot: f64 = pts.iter().map(|p| (p.1 - my).powi(2)).sum();
-    let ss_res: f64 = pts.iter().map(|p| (p.1 - alpha - beta * p.0).powi(2)).sum();
+    let alpha = if alpha.is_finite() {
+        alpha.max(1.0)
+    } else {
+        f64::NAN
+    };
     let mut c = LevelCosts::measured(alpha, beta);
-    c.r2 = (ss_tot > 0.0).then(|| 1.0 - ss_res / ss_tot);
+    c.r2 = r2;
     c.samples = times.iter().map(|t| t.samples).sum();
     c
+}
+
+/// Per vector size: its own line through its cases (intercept and slope, ns and ns/B), for the
+/// printout.
+fn own_lines(times: &[BusyTime], gamma_ns: f64) -> Vec<(usize, Option<(f64, f64)>)> {
+    let pts = step_points(times, gamma_ns);
+    BYTES
+        .iter()
+        .map(|&m| {
+            let mine: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| p.0 == m)
+                .map(|p| (p.1, p.2))
+                .collect();
+            (m, super::line(&mine))
+        })
+        .collect()
 }
 
 /// The team of the busy pipeline on `cores` (OS indices of the machine's cores): the cores
@@ -331,6 +421,16 @@ pub fn print_cases(times: &[BusyTime], fitted: &LevelCosts, gamma_ns: f64, p: us
             t.median_ns / t.coeffs.alpha / 1e3
         );
     }
+    for (m, l) in own_lines(times, gamma_ns) {
+        if let Some((a, b)) = l {
+            println!(
+                "{:>8} alone: α {:.1} µs, β {:.4} ns/B (its own line)",
+                fmt_bytes(m),
+                a / 1e3,
+                b
+            );
+        }
+    }
     println!();
 }
 
@@ -448,6 +548,52 @@ mod tests {
         let t = synthetic(8, 10_000.0, 0.05, 0.05);
         let c = fit(&t, 0.0);
         assert!(c.beta_ns.unwrap() > 0.06, "{c:?}");
+    }
+
+    /// A step that costs more on long vectors whatever its block (caches): one slope, an
+    /// intercept per size. The fit takes β from within each size, α as the intercepts' mean;
+    /// a single line through all cases would have taken the sizes' spread for a per-byte cost.
+    #[test]
+    fn the_fit_takes_beta_within_each_size() {
+        let alpha_of = |m: usize| match m {
+            m if m < 1 << 20 => 10_000.0,
+            m if m < 4 << 20 => 15_000.0,
+            _ => 50_000.0,
+        };
+        let (beta, gamma) = (0.07, 0.02);
+        let t: Vec<BusyTime> = synthetic(8, 0.0, beta, gamma)
+            .into_iter()
+            .map(|mut x| {
+                x.median_ns += x.coeffs.alpha * alpha_of(x.bytes);
+                x
+            })
+            .collect();
+        let c = fit(&t, gamma);
+        assert!((c.beta_ns.unwrap() - beta).abs() < 1e-9, "{c:?}");
+        assert!((c.alpha_ns.unwrap() - 25_000.0).abs() < 1e-6, "{c:?}");
+        assert!(c.r2.unwrap() > 1.0 - 1e-9);
+        let pts = step_points(&t, gamma);
+        let pooled: Vec<(f64, f64)> = pts.iter().map(|p| (p.1, p.2)).collect();
+        let (_, pooled_beta) = super::super::line(&pooled).unwrap();
+        assert!(pooled_beta > 1.5 * beta, "{pooled_beta}");
+    }
+
+    #[test]
+    fn lines_with_one_slope() {
+        let pts = [
+            (1, 0.0, 1.0),
+            (1, 1.0, 3.0),
+            (2, 0.0, 5.0),
+            (2, 2.0, 9.0),
+            (3, 7.0, 4.0),
+        ];
+        let (slope, icpt, r2) = fit_lines(&pts).unwrap();
+        assert_eq!(slope, 2.0);
+        assert_eq!(icpt, vec![(1, 1.0), (2, 5.0), (3, -10.0)]);
+        assert_eq!(r2, Some(1.0));
+        assert!(fit_lines(&[]).is_none());
+        let (slope, icpt, _) = fit_lines(&[(4, 1.0, 2.0), (4, 1.0, 4.0)]).unwrap();
+        assert_eq!((slope, icpt), (0.0, vec![(4, 3.0)]));
     }
 
     #[test]
