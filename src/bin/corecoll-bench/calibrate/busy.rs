@@ -180,11 +180,21 @@ pub fn coeffs(p: usize, n: usize, block: usize) -> Result<Coeffs, String> {
     Ok(c)
 }
 
-/// Least squares with a line per group and one slope for all: `points` are (group, x, y); the
-/// result is the common slope, each group's intercept (in order of first appearance) and the
-/// R² of the lines. A group whose x do not vary adds to its intercept only; with no x varying
-/// anywhere the slope is 0. `None` for no points.
-pub fn fit_lines(points: &[(usize, f64, f64)]) -> Option<(f64, Vec<(usize, f64)>, Option<f64>)> {
+/// Lines of one slope, one per group ([`fit_lines`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lines {
+    /// The common slope.
+    pub slope: f64,
+    /// Each group's intercept, in order of the groups' first points.
+    pub intercepts: Vec<(usize, f64)>,
+    /// R² of the lines over every point (`None` if the points do not vary).
+    pub r2: Option<f64>,
+}
+
+/// Least squares with a line per group and one slope for all: `points` are (group, x, y). A
+/// group whose x do not vary adds to its intercept only; with no x varying anywhere the slope
+/// is 0. `None` for no points.
+pub fn fit_lines(points: &[(usize, f64, f64)]) -> Option<Lines> {
     let mut groups: Vec<usize> = Vec::new();
     for &(g, _, _) in points {
         if !groups.contains(&g) {
@@ -229,11 +239,11 @@ pub fn fit_lines(points: &[(usize, f64, f64)]) -> Option<(f64, Vec<(usize, f64)>
             (y - (gy - slope * mx) - slope * x).powi(2)
         })
         .sum();
-    Some((
+    Some(Lines {
         slope,
         intercepts,
-        (ss_tot > 0.0).then(|| 1.0 - ss_res / ss_tot),
-    ))
+        r2: (ss_tot > 0.0).then(|| 1.0 - ss_res / ss_tot),
+    })
 }
 
 /// The per-step points of the busy cases with `gamma_ns` taken off: (bytes per rank, bytes a
@@ -258,16 +268,14 @@ fn step_points(times: &[BusyTime], gamma_ns: f64) -> Vec<(usize, f64, f64)> {
 /// the intercepts are the sizes' mean times per step.
 pub fn fit(times: &[BusyTime], gamma_ns: f64) -> LevelCosts {
     let pts = step_points(times, gamma_ns);
+    let mean =
+        |l: &Lines| l.intercepts.iter().map(|i| i.1).sum::<f64>() / l.intercepts.len() as f64;
     let (alpha, beta, r2) = match fit_lines(&pts) {
-        Some((slope, icpt, r2)) if slope >= 0.0 => {
-            let a = icpt.iter().map(|i| i.1).sum::<f64>() / icpt.len() as f64;
-            (a, slope, r2)
-        }
+        Some(l) if l.slope >= 0.0 => (mean(&l), l.slope, l.r2),
         Some(_) => {
             let flat: Vec<(usize, f64, f64)> = pts.iter().map(|&(g, _, y)| (g, 0.0, y)).collect();
-            let (_, icpt, r2) = fit_lines(&flat).expect("the same points");
-            let a = icpt.iter().map(|i| i.1).sum::<f64>() / icpt.len() as f64;
-            (a, 0.0, r2)
+            let l = fit_lines(&flat).expect("the same points");
+            (mean(&l), 0.0, l.r2)
         }
         None => (f64::NAN, 0.0, None),
     };
@@ -587,13 +595,13 @@ mod tests {
             (2, 2.0, 9.0),
             (3, 7.0, 4.0),
         ];
-        let (slope, icpt, r2) = fit_lines(&pts).unwrap();
-        assert_eq!(slope, 2.0);
-        assert_eq!(icpt, vec![(1, 1.0), (2, 5.0), (3, -10.0)]);
-        assert_eq!(r2, Some(1.0));
+        let l = fit_lines(&pts).unwrap();
+        assert_eq!(l.slope, 2.0);
+        assert_eq!(l.intercepts, vec![(1, 1.0), (2, 5.0), (3, -10.0)]);
+        assert_eq!(l.r2, Some(1.0));
         assert!(fit_lines(&[]).is_none());
-        let (slope, icpt, _) = fit_lines(&[(4, 1.0, 2.0), (4, 1.0, 4.0)]).unwrap();
-        assert_eq!((slope, icpt), (0.0, vec![(4, 3.0)]));
+        let l = fit_lines(&[(4, 1.0, 2.0), (4, 1.0, 4.0)]).unwrap();
+        assert_eq!((l.slope, l.intercepts), (0.0, vec![(4, 3.0)]));
     }
 
     #[test]
