@@ -4,8 +4,11 @@
 //!
 //! A [`Profile`] holds, per [`Level`] of the machine (two ranks in one L3 group, in one package
 //! across L3 groups, across packages, between MPI processes, and on shared cores), the
-//! start-up time α of a message in nanoseconds and the time β per byte, fitted to ping-pong
-//! times by `corecoll-bench --calibrate` (docs/calibration.md says how); the time γ per byte of
+//! start-up time α of a message in nanoseconds and the time β per byte, fitted by
+//! `corecoll-bench --calibrate` (docs/calibration.md says how) to ping-pong times, except for
+//! shared cores, where they come from a busy pipeline of several ranks per core (the step a
+//! pipelined schedule pays there; the ping-pong's numbers ride along in
+//! [`LevelCosts::pingpong`]); the time γ per byte of
 //! a reduction (an `op::Sum` fold over in-cache buffers, for `f64` and `u64`); where it was
 //! measured; and a format version. It is written and read as JSON ([`Profile::to_json`],
 //! [`Profile::from_json`], [`Profile::load`]).
@@ -164,6 +167,11 @@ pub struct LevelCosts {
     /// How it was measured (the cores used), or why it was not.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
+    /// For `oversubscribed`, measured from a busy pipeline: the two-rank ping-pong on one core
+    /// that the level used to be fitted to, kept for comparison (informative; never used for a
+    /// block). Absent in profiles written before the busy measurement, which still load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pingpong: Option<Box<LevelCosts>>,
 }
 
 impl LevelCosts {
@@ -492,6 +500,61 @@ mod tests {
         for l in Level::ALL {
             assert!(text.contains(&format!("\"{}\"", l.name())), "{text}");
         }
+    }
+
+    /// A profile as `--calibrate` wrote it before the oversubscribed level was measured from a
+    /// busy pipeline (no `pingpong` record) still loads, with the same constants; one with the
+    /// record round-trips, and the record never changes what the level resolves to.
+    #[test]
+    fn profiles_before_and_after_the_busy_pipeline_load() {
+        let old = r#"{
+  "version": 1,
+  "host": { "hostname": "vm", "cores": 2, "topology": "1 package, 1 L3 group, 2 cores (sysfs)" },
+  "levels": {
+    "l3": { "alpha_ns": 110.1, "beta_ns": 0.0287, "r2": 0.865, "samples": 114417,
+            "note": "cores 0 and 1" },
+    "package": { "alpha_ns": null, "beta_ns": null, "samples": 0,
+                 "note": "no package with two L3 groups on this machine" },
+    "machine": { "alpha_ns": null, "beta_ns": null, "samples": 0,
+                 "note": "one package on this machine" },
+    "mpi": { "alpha_ns": 389.5, "beta_ns": 1.31, "r2": 0.971, "samples": 97226,
+             "note": "2 processes, mpirun --bind-to none" },
+    "oversubscribed": { "alpha_ns": 1576.3, "beta_ns": 0.0213, "r2": 1.0, "samples": 139568,
+                        "note": "both ranks on core 0" }
+  },
+  "gamma": { "f64_sum_ns": 0.0213, "u64_sum_ns": 0.0213 }
+}"#;
+        let p = Profile::from_json(old).unwrap();
+        let o = p.level(Level::Oversubscribed).unwrap();
+        assert_eq!(o.pingpong, None);
+        assert_eq!(
+            p.costs(Level::Oversubscribed),
+            Costs {
+                alpha_ns: 1576.3,
+                beta_ns: 0.0213
+            }
+        );
+        // Written again, the old file has no `pingpong` either.
+        assert!(!p.to_json().contains("pingpong"));
+
+        let mut q = p.clone();
+        let mut busy = LevelCosts::measured(9500.0, 0.2);
+        busy.pingpong = Some(Box::new(o.clone()));
+        q.set_level(Level::Oversubscribed, busy);
+        let text = q.to_json();
+        assert!(text.contains("\"pingpong\""), "{text}");
+        let back = Profile::from_json(&text).unwrap();
+        assert_eq!(back, q);
+        assert_eq!(
+            back.costs(Level::Oversubscribed),
+            Costs {
+                alpha_ns: 9500.0,
+                beta_ns: 0.2
+            }
+        );
+        // A misspelt field inside the record is still an error.
+        let bad = text.replace("\"note\": \"both", "\"notes\": \"both");
+        assert!(Profile::from_json(&bad).is_err());
     }
 
     #[test]

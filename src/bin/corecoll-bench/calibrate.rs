@@ -4,9 +4,12 @@
 //! - **α and β per level.** A ping-pong between two ranks of a two-rank team, on a pair of
 //!   cores of that level: two cores of one L3 group (`l3`), of one package in different L3
 //!   groups (`package`), of different packages (`machine`); a level the machine lacks is
-//!   recorded as not measured, and says why. `oversubscribed` pins both ranks to one core
-//!   (passive waiting), so that every message waits for its peer to be scheduled. Messages go
-//!   through the crate's own `Comm::send` and `Comm::recv`, the calls the schedules make.
+//!   recorded as not measured, and says why. Messages go through the crate's own
+//!   `Comm::send` and `Comm::recv`, the calls the schedules make.
+//! - **`oversubscribed`** is not a ping-pong: a chain allreduce on four ranks per core, in
+//!   explicit blocks, fitted to the model's step counts ([`busy`] says how and why). The
+//!   ping-pong of two ranks pinned to one core (passive waiting) is still run and kept in the
+//!   level's `pingpong` record and in the tables, for comparison.
 //!   Sizes are [`SIZES`] (8 B to 4 MiB); per size, a few warm-up round trips, then as many as
 //!   fit in `--time` seconds (at least [`MIN_REPS`]), each timed alone; the size's time is the
 //!   median of the half round trips.
@@ -20,7 +23,10 @@
 //! - **γ**: `op::Sum` folds over in-cache 64 KiB buffers of `f64` and of `u64`, in batches; the
 //!   median batch time per byte.
 //!
-//! A full calibration takes a few seconds at the default `--time` of 0.1 s per size and level.
+//! A full calibration takes about 5 s at the default `--time` of 0.1 s per size and level (and
+//! per case of the busy pipeline).
+
+mod busy;
 
 use crate::cli::Args;
 use crate::stats::Summary;
@@ -269,6 +275,54 @@ where
     Some(median(&times))
 }
 
+/// What the `oversubscribed` level measured besides its constants.
+struct Oversubscribed {
+    /// The ping-pong of two ranks on one core, per size.
+    pingpong: Vec<SizeTime>,
+    /// The busy pipeline's cases.
+    busy: Vec<busy::BusyTime>,
+    /// The busy pipeline's ranks.
+    ranks: usize,
+}
+
+/// The `oversubscribed` level: the busy pipeline's fit ([`busy`]), with γ of `profile` taken
+/// off, carrying the ping-pong of two ranks on one core (passive waiting: every message waits
+/// for a context switch) as its `pingpong` record.
+fn oversubscribed(
+    topology: &Topology,
+    profile: &Profile,
+    budget: Duration,
+) -> Result<(LevelCosts, Oversubscribed), String> {
+    let core = topology.leaves()[0].os_index;
+    let pingpong = measure_pair([core, core], Wait::Passive, budget)?;
+    let mut pp = fit(&pingpong);
+    pp.note = format!("ping-pong, both ranks on core {core}");
+    let cores: Vec<usize> = topology.leaves().iter().map(|l| l.os_index).collect();
+    let (used, ranks) = busy::shape(&cores);
+    let gamma = profile.gamma_ns(true);
+    let times = busy::measure_busy(&cores, budget, |_| {})?;
+    let mut c = busy::fit(&times, gamma);
+    c.note = format!(
+        "busy pipeline: chain allreduce of f64 on {ranks} ranks over cores {} ({} per core, \
+         passive waits), {} cases (m, b), γ = {gamma:.4} ns/B taken off",
+        used.iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        busy::RANKS_PER_CORE,
+        times.len()
+    );
+    c.pingpong = Some(Box::new(pp));
+    Ok((
+        c,
+        Oversubscribed {
+            pingpong,
+            busy: times,
+            ranks,
+        },
+    ))
+}
+
 /// The path of `--profile-out`, or the default `target/corecoll-bench/profile.json`.
 fn out_path(args: &Args) -> PathBuf {
     args.profile_out
@@ -305,31 +359,32 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                 let times = measure_pair(cores, Wait::Active, budget)?;
                 let mut c = fit(&times);
                 c.note = format!("cores {} and {}", cores[0], cores[1]);
-                tables.push((level, times));
+                tables.push((level.name(), times));
                 c
             }
             Err(why) => LevelCosts::not_measured(why),
         };
         profile.set_level(level, costs);
     }
-    // Two ranks on one core, waiting passively: every message waits for a context switch.
-    let core = topology.leaves()[0].os_index;
-    let times = measure_pair([core, core], Wait::Passive, budget)?;
-    let mut c = fit(&times);
-    c.note = format!("both ranks on core {core}");
-    tables.push((Level::Oversubscribed, times));
-    profile.set_level(Level::Oversubscribed, c);
     let (mpi, mpi_times) = mpi_level(args);
     if let Some(t) = mpi_times {
-        tables.push((Level::Mpi, t));
+        tables.push(("mpi", t));
     }
     profile.set_level(Level::Mpi, mpi);
+    // γ before the busy pipeline, whose fit takes the folds off with it.
     profile.gamma = Gamma {
         f64_sum_ns: gamma(1.0f64, budget),
         u64_sum_ns: gamma(1u64, budget),
     };
+    let (costs, over) = oversubscribed(&topology, &profile, budget)?;
+    tables.push(("oversub. pp", over.pingpong));
+    profile.set_level(Level::Oversubscribed, costs.clone());
 
     print_table(&profile, &tables);
+    busy::print_cases(&over.busy, &costs, profile.gamma_ns(true), over.ranks);
+    if let Some(pp) = &costs.pingpong {
+        busy::print_auto_blocks(&over.busy, &costs, pp, over.ranks);
+    }
     let path = out_path(args);
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -345,7 +400,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
 }
 
 /// The summary: a row per level, the per-size medians of the measured ones, and γ.
-fn print_table(profile: &Profile, tables: &[(Level, Vec<SizeTime>)]) {
+fn print_table(profile: &Profile, tables: &[(&str, Vec<SizeTime>)]) {
     println!();
     println!(
         "{:<15} {:>10} {:>10} {:>8} {:>7} {:>8}  note",
@@ -355,27 +410,9 @@ fn print_table(profile: &Profile, tables: &[(Level, Vec<SizeTime>)]) {
         let Some(c) = profile.level(level) else {
             continue;
         };
-        match (c.alpha_ns, c.beta_ns) {
-            (Some(a), Some(b)) => println!(
-                "{:<15} {:>10.1} {:>10.4} {:>8.2} {:>7} {:>8}  {}",
-                level.name(),
-                a,
-                b,
-                if b > 0.0 { 1.0 / b } else { f64::INFINITY },
-                c.r2.map_or("-".into(), |r| format!("{r:.3}")),
-                c.samples,
-                c.note
-            ),
-            _ => println!(
-                "{:<15} {:>10} {:>10} {:>8} {:>7} {:>8}  not measured: {}",
-                level.name(),
-                "-",
-                "-",
-                "-",
-                "-",
-                "-",
-                c.note
-            ),
+        print_level(level.name(), c);
+        if let Some(pp) = &c.pingpong {
+            print_level("  ping-pong", pp);
         }
     }
     let g = |v: Option<f64>| v.map_or("-".into(), |g| format!("{g:.4} ns/B"));
@@ -394,9 +431,29 @@ fn print_table(profile: &Profile, tables: &[(Level, Vec<SizeTime>)]) {
             .iter()
             .map(|t| format!("{:.2}", t.median_ns / 1e3))
             .collect();
-        println!("{:<15} {}", level.name(), row(&cells));
+        println!("{:<15} {}", level, row(&cells));
     }
     println!();
+}
+
+/// A row of the summary: `name`'s α, β, bandwidth, R², samples and note.
+fn print_level(name: &str, c: &LevelCosts) {
+    match (c.alpha_ns, c.beta_ns) {
+        (Some(a), Some(b)) => println!(
+            "{:<15} {:>10.1} {:>10.4} {:>8.2} {:>7} {:>8}  {}",
+            name,
+            a,
+            b,
+            if b > 0.0 { 1.0 / b } else { f64::INFINITY },
+            c.r2.map_or("-".into(), |r| format!("{r:.3}")),
+            c.samples,
+            c.note
+        ),
+        _ => println!(
+            "{:<15} {:>10} {:>10} {:>8} {:>7} {:>8}  not measured: {}",
+            name, "-", "-", "-", "-", "-", c.note
+        ),
+    }
 }
 
 /// Cells right-aligned in columns of 8.
@@ -434,115 +491,7 @@ fn mpi_level(args: &Args) -> (LevelCosts, Option<Vec<SizeTime>>) {
 }
 
 #[cfg(feature = "mpi")]
-pub mod mpi {
-    //! The `mpi` level: the launcher (`mpirun -np 2` of this executable) and the worker.
-
-    use super::{ping, pong, Link, SizeTime, SIZES};
-    use crate::cli::Args;
-    use crate::mpi_baseline::{find_on_path, log_tail, running_as_root, wait, TempFiles};
-    use ::mpi::topology::SimpleCommunicator;
-    use ::mpi::traits::*;
-    use std::process::{Command, Stdio};
-    use std::time::Duration;
-
-    /// Runs the worker under `mpirun -np 2 --bind-to none` and reads rank 0's times back.
-    pub fn launch(args: &Args) -> Result<Vec<SizeTime>, String> {
-        let mpirun = find_on_path("mpirun").ok_or("mpirun not found on PATH")?;
-        let exe =
-            std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-        let files = TempFiles::new()?;
-        let log = std::fs::File::create(&files.log)
-            .map_err(|e| format!("{}: {e}", files.log.display()))?;
-        let log2 = log.try_clone().map_err(|e| e.to_string())?;
-        let mut cmd = Command::new(&mpirun);
-        cmd.args(["-np", "2", "--bind-to", "none"]);
-        if crate::placement::available_cores().len() < 2 {
-            cmd.arg("--oversubscribe");
-        }
-        cmd.arg(&exe).args([
-            "--calibrate-mpi-worker".to_string(),
-            "--mpi-out".into(),
-            files.out.display().to_string(),
-            "--time".into(),
-            args.time.to_string(),
-        ]);
-        if running_as_root() {
-            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-        }
-        cmd.stdin(Stdio::null()).stdout(log).stderr(log2);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", mpirun.display()))?;
-        // A minute to start, and per size five times the budget plus a second.
-        let limit = 60.0 + SIZES.len() as f64 * (1.0 + 5.0 * args.time);
-        let status = wait(&mut child, Some(Duration::from_secs_f64(limit)))
-            .map_err(|e| format!("{e}{}", log_tail(&files.log)))?;
-        if !status.success() {
-            return Err(format!(
-                "the MPI ping-pong failed ({status}){}",
-                log_tail(&files.log)
-            ));
-        }
-        let text = std::fs::read_to_string(&files.out)
-            .map_err(|e| format!("no times from the MPI job ({e})"))?;
-        serde_json::from_str(&text).map_err(|e| format!("the MPI job's times do not parse: {e}"))
-    }
-
-    /// One end of the ping-pong between MPI processes 0 and 1.
-    struct Peer<'a> {
-        world: &'a SimpleCommunicator,
-        other: i32,
-    }
-
-    impl Link for Peer<'_> {
-        fn send(&self, data: &[u8]) -> Result<(), String> {
-            self.world.process_at_rank(self.other).send(data);
-            Ok(())
-        }
-        fn recv(&self, buf: &mut [u8]) -> Result<(), String> {
-            self.world.process_at_rank(self.other).receive_into(buf);
-            Ok(())
-        }
-        fn send_count(&self, n: u64) -> Result<(), String> {
-            self.world.process_at_rank(self.other).send(&n);
-            Ok(())
-        }
-        fn recv_count(&self) -> Result<u64, String> {
-            Ok(self.world.process_at_rank(self.other).receive::<u64>().0)
-        }
-    }
-
-    /// `--calibrate-mpi-worker`: one of the two processes; rank 0 times and writes the times
-    /// (a JSON array of [`SizeTime`]) to `--mpi-out`.
-    pub fn worker(args: &Args) -> Result<(), String> {
-        let out = args
-            .mpi_out
-            .clone()
-            .ok_or("--calibrate-mpi-worker needs --mpi-out FILE")?;
-        let universe = ::mpi::initialize().ok_or("MPI was initialised already")?;
-        let world = universe.world();
-        if world.size() != 2 {
-            return Err(format!(
-                "the MPI ping-pong needs 2 processes, not {}",
-                world.size()
-            ));
-        }
-        let rank = world.rank();
-        let peer = Peer {
-            world: &world,
-            other: 1 - rank,
-        };
-        if rank == 0 {
-            let times = ping(&peer, Duration::from_secs_f64(args.time))?;
-            let text = serde_json::to_string(&times).map_err(|e| e.to_string())?;
-            std::fs::write(&out, text).map_err(|e| format!("{}: {e}", out.display()))?;
-        } else {
-            pong(&peer)?;
-        }
-        Ok(())
-    }
-}
+pub mod mpi;
 
 #[cfg(test)]
 mod tests {
