@@ -1,6 +1,7 @@
 //! Rules, tables and the order of the decision's sources.
 
 use super::*;
+use crate::error::Error;
 
 fn rules(c: Collective, text: &str) -> Rules {
     Rules::parse(c, text).unwrap_or_else(|e| panic!("{text}: {e}"))

@@ -1,0 +1,243 @@
+//! Pipeline blocks: [`Block`], the cost constants [`Costs`], the pipelining lemma
+//! ([`lemma_block`]) and each algorithm's `block_elements`, which feeds the lemma its step
+//! counts.
+//!
+//! Apart from the enums because it is the cost model's side of the selection: what
+//! `Block::Auto` means for every segmented algorithm, in one place next to the lemma.
+
+use super::{Algorithm, Broadcast, Reduce, Scan};
+
+impl Algorithm {
+    /// Whether the algorithm cuts the vector into pipeline blocks or pieces (and so uses
+    /// [`Algorithm::block_elements`]).
+    pub(crate) fn has_block(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Chain { .. }
+                | Algorithm::Ring { .. }
+                | Algorithm::PipelinedTree { .. }
+                | Algorithm::DualRoot { .. }
+                | Algorithm::TwoTree { .. }
+        )
+    }
+
+    /// Elements per pipeline block (or ring piece) for `n` elements of `elem_size` bytes on
+    /// `p` ranks: the user's `Block::Elements`, or for `Block::Auto` the pipelining lemma
+    /// ([`lemma_block`]) with this algorithm's step counts, and for the ring a whole chunk
+    /// (`ring_piece`). Algorithms without a pipeline get the cache cap ([`MAX_AUTO_BLOCK`])
+    /// as their segment size.
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        let (block, a, c) = match self {
+            // 2(2H + 2(b − 1)) = (4H − 4) + 4b steps on a tree of height H (Träff 2021's
+            // count, with h the tree's height; the simulator finds exactly this, `tests/sim.rs`).
+            Algorithm::PipelinedTree { block } => {
+                (block, (4 * tree_height(p)).saturating_sub(4), 4)
+            }
+            // 4H + 1 + 3(b − 1) = (4H − 2) + 3b steps on two trees of height H ≥ 1, as the
+            // simulator counts (`tests/sim.rs`): 4 fewer than Träff 2021's 4h − 3 + 3(b − 1) for
+            // p = 2^h − 2 (H = h − 2), whose 2(h − 1) steps from the leaves to a root count the
+            // leaves' level as if it had children. Two single-rank trees (p ≤ 3) gain nothing
+            // from pipelining.
+            Algorithm::DualRoot { block } => {
+                let h = tree_height(p.div_ceil(2));
+                (block, if h == 0 { 0 } else { 4 * h - 2 }, 3)
+            }
+            // Reduce then broadcast over both trees, each phase D + 2(b/2 − 1) + 1 steps for
+            // b blocks in all (b/2 per tree) with D = 2⌊log₂(p − 1)⌋: (2D − 2) + 2b steps.
+            Algorithm::TwoTree { block } => (block, (4 * tree_height(p - 1)).saturating_sub(2), 2),
+            // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps, as the
+            // simulator counts (`tests/sim.rs`).
+            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2),
+            Algorithm::Ring { block } => return ring_piece(block, p, n),
+            _ => (Block::Auto, 0, 1),
+        };
+        pipeline_block(block, a, c, n, elem_size, costs)
+    }
+}
+
+/// Elements per piece of the ring's chunk transfers: the user's `Block::Elements` (at least
+/// 1), or for `Block::Auto` a whole chunk, ⌈n/p⌉ elements: one piece per step.
+///
+/// The ring does not pipeline its pieces. Step s + 1 sends what step s received, but a rank
+/// exchanges piece i of a step with both neighbours before piece i + 1, and every rank does
+/// the same, so the ring moves in lockstep: k pieces per chunk of m = ⌈n/p⌉ elements make
+/// 2(p − 1)k steps of α + βm/k, that is 2(p − 1)(kα + βm) — the lemma's pipeline with nothing
+/// to fill (a = 0), which one piece per chunk minimises (the simulator counts exactly these
+/// steps, `tests/sim.rs`). Nor does the cache argue for the cap ([`MAX_AUTO_BLOCK`]) that the
+/// pipelines' blocks get: a step reads and combines every element of its chunk once, and
+/// the next step sends the whole chunk on, so smaller pieces bring no reuse, only messages.
+/// Measured (`corecoll-bench --algorithms ring:128KiB,ring:512KiB,ring:16MiB`, medians, on
+/// the 2-core development machine shared with other work): on 2 ranks one piece took
+/// 53–65 µs at 2 MiB per rank against 72–76 µs in 128 KiB pieces, and 278–292 µs at 8 MiB
+/// against 276–338 µs; on 8 oversubscribed ranks, where every piece waits for context
+/// switches, 7.7–11.5 ms at 8 MiB against 20–25 ms (and 43–58 ms in 16 KiB pieces).
+fn ring_piece(block: Block, p: usize, n: usize) -> usize {
+    match block {
+        Block::Elements(b) => b.max(1),
+        Block::Auto => n.div_ceil(p.max(1)).max(1),
+    }
+}
+
+/// Height ⌊log₂ n⌋ of a balanced binary tree of `n ≥ 1` ranks (0 for `n ≤ 1`).
+fn tree_height(n: usize) -> usize {
+    n.max(1).ilog2() as usize
+}
+
+/// Elements per block for a pipeline of `a + c·b` steps: the user's `Block::Elements` (at
+/// least 1), or for `Block::Auto` the pipelining lemma ([`lemma_block`]).
+fn pipeline_block(block: Block, a: usize, c: usize, n: usize, elem: usize, costs: Costs) -> usize {
+    match block {
+        Block::Elements(b) => b.max(1),
+        Block::Auto => lemma_block(a, c, n, elem, costs),
+    }
+}
+
+/// The largest block `Block::Auto` picks: 512 KiB. The lemma counts messages only; a cap keeps
+/// the block being combined (and the root's side buffer) inside the L2 cache (1 MiB per core
+/// on the machine measured), so long vectors are not streamed through memory twice. Measured
+/// (docs/tuning.md, the block sweeps): with 128 KiB `Block::Auto` lost up to 1.9× to blocks of
+/// 256 KiB – 1 MiB on 8 MiB vectors at p = 2 and p = 8.
+pub(crate) const MAX_AUTO_BLOCK: usize = 512 << 10;
+
+/// The cost constants of the pipelining lemma: start-up time per message (α) and time per
+/// byte (β) of a single-copy transfer.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Costs {
+    /// Nanoseconds per message.
+    pub alpha_ns: f64,
+    /// Nanoseconds per byte.
+    pub beta_ns: f64,
+}
+
+impl Costs {
+    /// A rank per core, measured on the development machine (docs/benchmarks.md): an 8-byte
+    /// message takes about 100 ns one way, a 1 MiB one 73 µs (0.07 ns per byte).
+    pub(crate) const DEDICATED: Costs = Costs {
+        alpha_ns: 100.0,
+        beta_ns: 0.07,
+    };
+    /// More ranks than cores: a pipeline step waits for the next rank to be scheduled among
+    /// the others sharing its core, so the start-up cost that matters is a hop of a busy
+    /// pipeline, not a ping-pong between two threads (1.6 µs on one core, docs/calibration.md).
+    /// 20 µs fits the block sweeps of docs/tuning.md at p = 8 on 2 cores, where the best fixed
+    /// block gave a pipeline of 1 to 2 blocks up to 1 MiB (the chain: (α = 15–30 µs by the
+    /// lemma's b* = √(aβm/(cα)))), and the cap decided at 8 MiB.
+    pub(crate) const OVERSUBSCRIBED: Costs = Costs {
+        alpha_ns: 20_000.0,
+        beta_ns: 0.07,
+    };
+    /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,
+    /// about 1 µs per message and 0.1 ns per byte (a copy through a shared segment or a
+    /// single-copy kernel transfer), larger than the mailboxes' [`Costs::DEDICATED`]; what a
+    /// profile without a measured `mpi` level gives (`profile::Level::Mpi`).
+    pub(crate) const MPI: Costs = Costs {
+        alpha_ns: 1000.0,
+        beta_ns: 0.1,
+    };
+}
+
+/// The pipelining lemma (Träff 2021, §1.2): a pipeline of `a + c·b` steps of α + βm/b each
+/// over b blocks of an m-byte vector takes (a + cb)(α + βm/b), least at b* = √(aβm / (cα)).
+/// Returns the block size in elements for b* blocks of `n` elements of `elem_size` bytes,
+/// capped at [`MAX_AUTO_BLOCK`] bytes and at least one element. With `a = 0` (nothing to fill)
+/// one block would do, so the cap decides.
+///
+/// The block never divides a non-empty `n` (one element more if it would): the schedules cut
+/// n elements into ⌊n/B⌋ + 1 blocks, the last one short and, when B divides n, empty
+/// ([`crate::algorithms::blocks::pipeline_blocks`]) — an empty block still costs a pipeline
+/// stage of α per step (3α for the dual root), which the simulator showed `Auto` paying on
+/// every vector short enough for one block.
+pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs: Costs) -> usize {
+    let elem = elem_size.max(1);
+    let cap = (MAX_AUTO_BLOCK / elem).max(1);
+    let m = (n * elem) as f64;
+    let blocks = (a as f64 * costs.beta_ns * m / (c.max(1) as f64 * costs.alpha_ns)).sqrt();
+    let block = if blocks < 1.0 {
+        n.clamp(1, cap)
+    } else {
+        ((n as f64 / blocks).ceil() as usize).clamp(1, cap)
+    };
+    if n > 0 && n.is_multiple_of(block) {
+        block + 1
+    } else {
+        block
+    }
+}
+
+/// Pipeline block size of the segmented algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Block {
+    /// Let the library choose.
+    #[default]
+    Auto,
+    /// Blocks of this many elements (at least 1).
+    Elements(usize),
+}
+
+impl Broadcast {
+    /// Elements per pipeline block of `n` elements of `elem_size` bytes on `p` ranks (0 for
+    /// the algorithms without one): the pipelined tree's broadcast half of
+    /// [`Algorithm::PipelinedTree`]'s steps, 2h + 2(b − 1).
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        match self {
+            Broadcast::PipelinedTree { block } => {
+                pipeline_block(block, 2 * tree_height(p), 2, n, elem_size, costs)
+            }
+            _ => 0,
+        }
+    }
+}
+
+impl Reduce {
+    /// Elements per pipeline block (0 for the algorithms without one): the reduce half of
+    /// [`Algorithm::PipelinedTree`]'s steps, 2h + 2(b − 1) at every root (the root is the top
+    /// of the schedule, h = ⌊log₂ p⌋ give or take one level; the acknowledgements back down
+    /// are empty messages, the same for every b, so they do not move the optimum).
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        match self {
+            Reduce::PipelinedTree { block } => {
+                pipeline_block(block, 2 * tree_height(p), 2, n, elem_size, costs)
+            }
+            _ => 0,
+        }
+    }
+}
+
+impl Scan {
+    /// Elements per pipeline block of `n` elements of `elem_size` bytes on `p` ranks (0 for
+    /// the algorithms without one). The pipelined tree runs its up phase and then its down
+    /// phase, each about 2h + 2(b − 1) steps on a tree of height h in b blocks (two children
+    /// per node), so the lemma gets a = 4h, c = 4.
+    pub(crate) fn block_elements(
+        self,
+        p: usize,
+        n: usize,
+        elem_size: usize,
+        costs: Costs,
+    ) -> usize {
+        match self {
+            Scan::PipelinedTree { block } => {
+                pipeline_block(block, 4 * tree_height(p), 4, n, elem_size, costs)
+            }
+            _ => 0,
+        }
+    }
+}

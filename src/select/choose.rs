@@ -1,0 +1,169 @@
+//! `Auto`'s fixed rules (`choose_*`, [`prefer_hierarchy`]): what runs where no decision
+//! table covers a call, and inside the hierarchical algorithms' stages.
+//!
+//! Apart from the enums because these are hand-made, measured fallbacks that the tuning
+//! work's tables (`crate::tuning`) override; they change with measurements, the enums do not.
+
+use super::{
+    Algorithm, Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan,
+    Scatter,
+};
+use crate::mailbox::EAGER_MAX;
+
+/// `Auto`'s choice for an allreduce of `bytes` bytes per rank on `p` ranks: recursive
+/// doubling while every message is an eager copy (⌈log₂ p⌉ exchanges, and at p = 2 no
+/// separate agreement round), the shared-memory direct algorithm above that (two
+/// synchronisations, every byte read and written once: the traffic lower bound). Both keep
+/// rank order, so commutativity does not matter. The switch point is measured
+/// (docs/benchmarks.md, `benches/allreduce.rs`).
+pub(crate) fn choose_allreduce(_p: usize, bytes: usize, _commutative: bool) -> Algorithm {
+    if bytes <= EAGER_MAX {
+        Algorithm::RecursiveDoubling
+    } else {
+        Algorithm::Direct
+    }
+}
+
+/// Whether `Auto`'s allreduce (and broadcast) of `bytes` per rank goes hierarchical on a communicator whose
+/// ranks span several L3 groups or packages (the caller checks that the plan has levels):
+/// on a team with a core per rank, above the eager limit, where the hierarchy saves what it
+/// is for, the bytes crossing between groups (the flat direct algorithm reads every other
+/// rank's slice wherever it lives; the hierarchy crosses once per group). Not on an
+/// oversubscribed team: there every synchronisation waits for a context switch, and on the
+/// 2-core development machine (synthetic 2 × 2, 4 ranks) the single-copy hierarchy
+/// (`HierarchicalDirect`, the one `Auto` picks) measured 1.14–1.20× the flat direct algorithm
+/// from 64 KiB to 8 MiB, the composition 1.6–2.3× (docs/hierarchy.md). Short vectors
+/// stay flat: three stages of latency against ⌈log₂ p⌉ rounds of recursive doubling. The
+/// dedicated-core case is not measured here (no machine with more than one L3 group): the
+/// rule follows HAN's design, and the tuning work's measured tables are to replace it.
+pub(crate) fn prefer_hierarchy(bytes: usize, oversubscribed: bool) -> bool {
+    !oversubscribed && bytes > EAGER_MAX
+}
+
+/// `Auto`'s broadcast: the binomial tree while messages are eager, `Direct` above
+/// (provisional: the decision tables of the tuning work replace it).
+pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Broadcast {
+    if bytes <= EAGER_MAX {
+        Broadcast::Binomial
+    } else {
+        Broadcast::Direct
+    }
+}
+
+/// `Auto`'s reduce, measured (docs/benchmarks.md, `benches/collectives.rs`): with a core per
+/// rank, the binomial tree while messages are eager (at p = 2 one message in the check's hop)
+/// and `Direct` above; with more ranks than cores, `Direct` at every size (its two board
+/// synchronisations cost less than the tree's rounds of waiting for descheduled ranks: 16 µs
+/// against 20 µs for 8 B at p = 8 on 2 cores).
+pub(crate) fn choose_reduce(_p: usize, bytes: usize, oversubscribed: bool) -> Reduce {
+    if bytes <= EAGER_MAX && !oversubscribed {
+        Reduce::Binomial
+    } else {
+        Reduce::Direct
+    }
+}
+
+/// `Auto`'s scan (and exclusive scan): recursive doubling at every size. Measured
+/// (docs/benchmarks.md) at p = 2 and at p = 8 on 2 cores, it beats the pipelined tree
+/// everywhere, by 2–11× from 2 KiB: ⌈log₂ p⌉ single-copy rounds against the tree's two
+/// phases of blocks. The pipelined tree stays selectable for machines with many cores, where
+/// its 2βm bandwidth term would show for long vectors (not measured here).
+pub(crate) fn choose_scan(_p: usize, _bytes: usize) -> Scan {
+    Scan::RecursiveDoubling
+}
+
+// --- Gather, scatter and allgather (`Comm::gather`, `scatter`, `allgather`): `Auto`'s choices.
+
+/// `Auto`'s gather: linear at every size. Measured (docs/benchmarks.md), linear and binomial
+/// are equal at p = 2, and at p = 8 on 2 cores linear is as fast or faster everywhere (14 µs
+/// against 21 µs for 8 B: one round of messages into the root instead of ⌈log₂ p⌉ rounds, each
+/// waiting for a descheduled rank; and each block copied once instead of up to ⌈log₂ p⌉
+/// times for long ones).
+pub(crate) fn choose_gather(_p: usize, _bytes: usize) -> Gather {
+    Gather::Linear
+}
+
+/// `Auto`'s scatter, measured (docs/benchmarks.md): linear, except for rendezvous-sized blocks
+/// up to 16 KiB with more ranks than cores, where the root's p − 1 rendezvous sends, each
+/// waiting for its receiver to be scheduled, cost more than the binomial tree's ⌈log₂ p⌉
+/// rounds (45 µs against 29 µs for 2 KiB at p = 8 on 2 cores). At p = 2 the two are one
+/// message.
+pub(crate) fn choose_scatter(_p: usize, bytes: usize, oversubscribed: bool) -> Scatter {
+    if oversubscribed && bytes > EAGER_MAX && bytes <= 16 << 10 {
+        Scatter::Binomial
+    } else {
+        Scatter::Linear
+    }
+}
+
+/// `Auto`'s allgather for blocks of `bytes` bytes per rank on `p` ranks (provisional): while
+/// the whole result (p blocks) is eager, recursive doubling on a power of two and Bruck
+/// otherwise (⌈log₂ p⌉ rounds, no fold); above, `Direct`, which moves each block once into
+/// each rank straight from its owner's buffer.
+pub(crate) fn choose_allgather(p: usize, bytes: usize) -> Allgather {
+    if bytes.saturating_mul(p) > EAGER_MAX {
+        Allgather::Direct
+    } else if p.is_power_of_two() {
+        Allgather::RecursiveDoubling
+    } else {
+        Allgather::Bruck
+    }
+}
+
+/// `Auto`'s all-to-all, measured (docs/benchmarks.md). With a core per rank: at p = 2 the
+/// pairwise exchange at every size (one exchange, no rotation copies; up to 1.6× faster than
+/// `Direct` from 2 to 32 KiB, equal above); for more ranks Bruck while the whole send buffer
+/// is eager (⌈log₂ p⌉ rounds), `Direct` above. With more ranks than cores:
+/// `Direct` for blocks below 256 KiB (one synchronisation instead of rounds of waiting for
+/// descheduled ranks: 16 µs against 17–30 µs for 8 B at p = 8 on 2 cores), the pairwise
+/// exchange from 256 KiB, where its steps stream one peer at a time (1.6 ms against 1.8 ms
+/// at 512 KiB).
+pub(crate) fn choose_alltoall(p: usize, bytes: usize, oversubscribed: bool) -> Alltoall {
+    if oversubscribed {
+        if bytes < 256 << 10 {
+            Alltoall::Direct
+        } else {
+            Alltoall::Pairwise
+        }
+    } else if p == 2 {
+        Alltoall::Pairwise
+    } else if bytes.saturating_mul(p) > EAGER_MAX {
+        Alltoall::Direct
+    } else {
+        Alltoall::Bruck
+    }
+}
+
+/// `Auto`'s reduce-scatter, measured (docs/benchmarks.md). With a core per rank, while the
+/// whole send buffer is eager: the ring at p = 2 (one exchange, no layout permutation) and
+/// recursive halving above (⌊log₂ p⌋ rounds); `Direct` for longer buffers, and at every size
+/// with more ranks than cores (16 µs against 28 µs for recursive halving for 8 B at p = 8 on
+/// 2 cores). Every choice keeps rank order, so commutativity does not matter.
+pub(crate) fn choose_reduce_scatter(
+    p: usize,
+    bytes: usize,
+    _commutative: bool,
+    oversubscribed: bool,
+) -> ReduceScatter {
+    if oversubscribed || bytes.saturating_mul(p) > EAGER_MAX {
+        ReduceScatter::Direct
+    } else if p == 2 {
+        ReduceScatter::Ring
+    } else {
+        ReduceScatter::RecursiveHalving
+    }
+}
+
+/// `Auto`'s barrier on `p` ranks: dissemination, whether or not the team is
+/// `oversubscribed`. The tree sends about 2.5p messages instead of p⌈log₂ p⌉, which was
+/// expected to pay where each message may cost a context switch; measured (the
+/// `barrier_p2`/`barrier_p8` groups of `benches/collectives.rs`, and p ∈ {3, 4, 6, 16, 33}
+/// the same way, on the shared 2-core development machine under heavy load, so rough), it
+/// does not: dissemination took 0.1 µs at p = 2 against the tree's 0.2 µs (one latency
+/// against two), and on 2 cores about 6 against 13 µs at p = 4, 20 against 40 µs at p = 8,
+/// 50 against 90 µs at p = 16 and 170 against 185 µs at p = 33. Every dissemination round
+/// advances all ranks at once, while the tree's 2⌈log₂ p⌉ dependent hops each wait for one
+/// rank to be scheduled. The parameters stay for the decision tables of the tuning work.
+pub(crate) fn choose_barrier(_p: usize, _oversubscribed: bool) -> Barrier {
+    Barrier::Dissemination
+}
