@@ -1,5 +1,5 @@
 //! Calibration profiles: the cost constants measured on a machine, which teams load so that
-//! `Block::Auto` (the pipelining lemma, `select::lemma_block`) works with this machine's
+//! `Block::Auto` (the pipelining lemma, `select::block::lemma_block`) works with this machine's
 //! numbers instead of the development machine's.
 //!
 //! A [`Profile`] holds, per [`Level`] of the machine (two ranks in one L3 group, in one package

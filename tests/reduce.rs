@@ -623,9 +623,8 @@ fn a_failing_op_on_two_ranks_fails_every_rank() {
             for n in [1usize, 100, 3000] {
                 let oks = std::sync::Mutex::new(Vec::new());
                 let res = team.run(|comm| {
-                    let bomb = op::non_commutative(|_: &u64, _: &u64| -> u64 {
-                        panic!("planned panic")
-                    });
+                    let bomb =
+                        op::non_commutative(|_: &u64, _: &u64| -> u64 { panic!("planned panic") });
                     let mut v = vec![comm.rank() as u64; n];
                     let e = comm.reduce_with(&mut v, bomb, root, alg);
                     oks.lock().unwrap().push((comm.rank(), e.is_ok()));

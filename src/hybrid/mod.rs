@@ -136,7 +136,7 @@ pub struct ProcessComm {
     /// (`transport::mpi::poll_politely`): set by a hybrid team whose node has more threads
     /// than cores.
     polite: Cell<bool>,
-    /// The pipelining lemma's constants between the processes (`select::lemma_block`): the
+    /// The pipelining lemma's constants between the processes (`select::block::lemma_block`): the
     /// `mpi` level of a profile ([`ProcessComm::set_profile`], or the hybrid team's), else the
     /// built-in estimate for Open MPI's shared-memory transport on one node (`Costs::MPI`:
     /// 1 µs per message, 0.1 ns per byte).
