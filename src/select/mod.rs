@@ -426,5 +426,26 @@ mod tests {
         for a in Algorithm::ALL {
             assert_eq!(Algorithm::from_id(a.id()), Some(a));
         }
+        // Every enum's ids round-trip, and an id nobody has is `None`.
+        macro_rules! round_trip {
+            ($($ty:ident),*) => {$(
+                for a in $ty::ALL {
+                    assert_eq!($ty::from_id(a.id()), Some(a), "{}", a.name());
+                }
+                assert_eq!($ty::from_id(0x7f), None);
+            )*};
+        }
+        round_trip!(
+            Algorithm,
+            Broadcast,
+            Reduce,
+            Scan,
+            Gather,
+            Scatter,
+            Allgather,
+            Alltoall,
+            ReduceScatter,
+            Barrier
+        );
     }
 }
