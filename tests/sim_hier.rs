@@ -628,7 +628,7 @@ fn bench_simulates_a_hierarchical_machine() {
     for label in [
         "h:rs-ring/rd/ag-ring",
         "h:rs-ring/two-tree/ag-ring",
-        "h:rs-rh/two-tree/ag-rd",
+        "h:rs-ring/rab/ag-ring",
     ] {
         assert!(text.contains(label), "{label} in {text}");
     }

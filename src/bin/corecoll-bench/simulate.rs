@@ -145,7 +145,7 @@ fn compositions(
             "pipelined-tree/two-tree/pipelined-tree",
             "pipelined-tree/ring/pipelined-tree:1MiB",
             "rs-ring/two-tree/ag-ring",
-            "rs-recursive-halving/two-tree/ag-recursive-doubling",
+            "rs-ring/rabenseifner/ag-ring",
         ],
         BenchCollective::Broadcast => &["binomial/binomial", "pipelined-tree/pipelined-tree"],
         _ => &[],
