@@ -3,7 +3,7 @@
 //! counts computed by hand here. Costs are distinct powers of two per level and per byte, so
 //! a sum of terms identifies which transfers were paid and how often.
 
-use corecoll::algorithm::{Alltoall, Broadcast, Reduce};
+use corecoll::algorithm::{Allgather, Alltoall, Broadcast, Reduce, ReduceScatter};
 use corecoll::sim::{
     self, Case, Collective, Composition, Grouping, HierCase, Link, Machine, Model, Ports,
 };
@@ -354,6 +354,156 @@ fn bad_shapes_are_errors() {
     assert!(matches!(e, Error::Unsupported { .. }), "{e}");
 }
 
+fn rs_ag(scatter: ReduceScatter, top: Algorithm, gather: Allgather) -> Composition {
+    Composition::ReduceScatterAllgather {
+        scatter,
+        top,
+        gather,
+    }
+}
+
+/// The reduce-scatter/allgather composition with recursive doubling on top and the ring in
+/// the groups: every stage an exchange between two ranks on 2 × 1 × 2 and 2 × 2 × 2, so the
+/// time is each stage by hand, summed (no rank starts a stage before its partner finished
+/// the one before). Each reduce-scatter ends with its closing barrier, one empty exchange.
+/// On top, the g ranks of a node each run an allreduce with their peer on the other node:
+/// g crossing exchanges that take ⌈g / lanes⌉ turns on the link.
+#[test]
+fn reduce_scatter_allgather_is_its_stages() {
+    let c = rs_ag(
+        ReduceScatter::Ring,
+        Algorithm::RecursiveDoubling,
+        Allgather::Ring,
+    );
+    let n = 64;
+    let red = |bytes: usize| GAMMA * bytes as f64;
+    // 2 nodes × 2 cores: piece q = n/2 at each rank; the same by sockets and by nodes.
+    let q = 4 * n / 2;
+    for grouping in [Grouping::Sockets, Grouping::Nodes] {
+        for (lanes, turns) in [(1, 2.0), (2, 1.0)] {
+            let case = HierCase {
+                grouping,
+                ..HierCase::new(c, n)
+            };
+            let out = sim::simulate_hierarchical(&case, &machine(2, 1, 2, lanes)).unwrap();
+            let rs = t(SOCKET, q) + red(q) + SOCKET.alpha_ns;
+            let top = turns * t(NET, q) + red(q);
+            let ag = t(SOCKET, q);
+            assert_eq!(out.time_ns, rs + top + ag, "{grouping:?} {lanes}");
+            // RS: (g − 1)/g · m, the allreduce on m/g, AG: (g − 1)/g · m, in bytes.
+            assert_eq!(out.max_bytes_sent, (q + q + q) as u64);
+            assert_eq!(out.max_bytes_reduced, (q + q) as u64);
+        }
+    }
+    // 2 × 2 × 2 by sockets: RS in each socket (pieces of n/2), RS between the two sockets'
+    // ranks of one core index (n/4), 4 concurrent exchanges across, then the allgathers back.
+    let (q1, q2) = (4 * n / 2, 4 * n / 4);
+    for (lanes, turns) in [(1, 4.0), (2, 2.0), (4, 1.0)] {
+        let out =
+            sim::simulate_hierarchical(&HierCase::new(c, n), &machine(2, 2, 2, lanes)).unwrap();
+        let rs = t(SOCKET, q1) + red(q1) + SOCKET.alpha_ns + t(NODE, q2) + red(q2) + NODE.alpha_ns;
+        let top = turns * t(NET, q2) + red(q2);
+        let ag = t(NODE, q2) + t(SOCKET, q1);
+        assert_eq!(out.time_ns, rs + top + ag, "{lanes} lanes");
+        // (g−1)/g·m per level on the way up and down, m/4 across: 7/4 m in all.
+        assert_eq!(out.max_bytes_sent, (7 * 4 * n / 4) as u64);
+        assert_eq!(out.max_bytes_received, (7 * 4 * n / 4) as u64);
+        // Every rank sends per level 1 piece and 1 barrier message up, 1 down, 1 across.
+        assert_eq!(out.messages, 8 * (2 + 2 + 1 + 2));
+    }
+}
+
+/// By nodes on 2 × 2 × 2 (groups of 4, the ring across both sockets): bytes per rank are the
+/// closed form (g − 1)/g · m + m/g + (g − 1)/g · m, and every rank sends the same; the time is
+/// at least the three stages' bandwidth terms and the link's 4 crossings in one lane.
+#[test]
+fn reduce_scatter_allgather_by_nodes_counts() {
+    let n = 64;
+    let q = 4 * n / 4;
+    for scatter in [ReduceScatter::Ring, ReduceScatter::RecursiveHalving] {
+        for gather in [
+            Allgather::Ring,
+            Allgather::RecursiveDoubling,
+            Allgather::Bruck,
+        ] {
+            let case = HierCase {
+                grouping: Grouping::Nodes,
+                ..HierCase::new(rs_ag(scatter, Algorithm::RecursiveDoubling, gather), n)
+            };
+            let out = sim::simulate_hierarchical(&case, &machine(2, 2, 2, 1)).unwrap();
+            assert_eq!(out.max_bytes_sent, (3 * q + q + 3 * q) as u64);
+            assert_eq!(out.total_bytes, 8 * (3 * q + q + 3 * q) as u64);
+            assert!(out.time_ns >= 4.0 * t(NET, q), "{}", out.time_ns);
+        }
+    }
+}
+
+/// Uneven vectors are padded to a multiple of the group size at each level; m < g and m = 0
+/// run (one-element or empty pieces); a segment is refused; a machine of one node, of one
+/// socket or of one rank per node runs the flat allreduce exactly.
+#[test]
+fn reduce_scatter_allgather_edges() {
+    let c = rs_ag(
+        ReduceScatter::RecursiveHalving,
+        Algorithm::RecursiveDoubling,
+        Allgather::Ring,
+    );
+    // 2 × 1 × 2: pieces of ⌈n/2⌉ elements.
+    for (n, piece) in [(7, 4), (1, 1), (0, 0)] {
+        let out = sim::simulate_hierarchical(&HierCase::new(c, n), &machine(2, 1, 2, 1)).unwrap();
+        assert_eq!(out.max_bytes_sent, 3 * 4 * piece, "{n}");
+    }
+    // Groups of 3 on 3 nodes (recursive halving's fold), 5 elements: pieces of 2.
+    let out = sim::simulate_hierarchical(&HierCase::new(c, 5), &machine(3, 1, 3, 1)).unwrap();
+    assert!(out.time_ns.is_finite());
+    assert_eq!(out.total_bytes % 8, 0);
+    // 2 × 2 × 2 by sockets, 5 elements: 3, then 2.
+    let out = sim::simulate_hierarchical(&HierCase::new(c, 5), &machine(2, 2, 2, 2)).unwrap();
+    assert_eq!(out.max_bytes_sent, 4 * (3 + 2 + 2 + 2 + 3));
+    let case = HierCase {
+        segment: Some(4),
+        ..HierCase::new(c, 16)
+    };
+    let e = sim::simulate_hierarchical(&case, &machine(2, 1, 2, 1)).unwrap_err();
+    assert!(matches!(e, Error::Simulation { .. }), "{e}");
+    // Degenerate machines: the top is the only level, the flat allreduce on it.
+    let top = Algorithm::TwoTree { block: Block::Auto };
+    let c = rs_ag(ReduceScatter::Ring, top, Allgather::Ring);
+    for (nodes, sockets, cores, grouping) in [
+        (1, 2, 2, Grouping::Nodes),
+        (1, 1, 4, Grouping::Sockets),
+        (4, 1, 1, Grouping::Sockets),
+        (4, 1, 1, Grouping::Nodes),
+    ] {
+        let mach = machine(nodes, sockets, cores, 1);
+        let case = HierCase {
+            grouping,
+            ..HierCase::new(c, 1000)
+        };
+        let flat = Case::new(Collective::Allreduce(top), 4, 1000);
+        assert_eq!(
+            sim::simulate_hierarchical(&case, &mach).unwrap(),
+            sim::simulate_on(&flat, &mach).unwrap(),
+            "{nodes} × {sockets} × {cores} by {grouping:?}"
+        );
+    }
+    // Stages the simulator cannot run, and the non-commutative ring on top.
+    let c = rs_ag(ReduceScatter::Direct, top, Allgather::Ring);
+    let e = sim::simulate_hierarchical(&HierCase::new(c, 8), &machine(2, 1, 2, 1)).unwrap_err();
+    assert!(matches!(e, Error::Simulation { .. }), "{e}");
+    let c = rs_ag(
+        ReduceScatter::Ring,
+        Algorithm::Ring { block: Block::Auto },
+        Allgather::Ring,
+    );
+    let case = HierCase {
+        commutative: false,
+        ..HierCase::new(c, 8)
+    };
+    let e = sim::simulate_hierarchical(&case, &machine(2, 1, 2, 1)).unwrap_err();
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+}
+
 /// Träff's 36 × 2 × 16 machine, one of each kind, to see that the sizes work together (the
 /// flat placement, the three-level composition): the times are finite and the hierarchy
 /// sends far fewer messages across nodes than the flat ring.
@@ -435,6 +585,55 @@ fn bench_simulates_a_hierarchical_machine() {
     // The composition of `hierarchical_allreduce_is_its_stages`, 400 bytes: in µs.
     let m = 400;
     let want = SOCKET.alpha_ns + 2.0 * t(SOCKET, m) + t(NET, m) + 2.0 * GAMMA * m as f64;
+    assert!(
+        text.contains(&format!("{:.2}", want / 1000.0)),
+        "{want} in {text}"
+    );
+    // The reduce-scatter/allgather composition of `reduce_scatter_allgather_is_its_stages`
+    // (pieces of 200 bytes), in the default set too.
+    let out = Command::new(bin)
+        .args([
+            "--nodes",
+            "2",
+            "--cores",
+            "2",
+            "--simulate",
+            "--type",
+            "i32",
+            "--sizes",
+            "400",
+            "--socket-alpha-ns",
+            "1",
+            "--socket-beta-ns",
+            "0.0625",
+            "--net-alpha-ns",
+            "256",
+            "--net-beta-ns",
+            "4",
+            "--gamma-ns",
+            "0.25",
+            "--algorithms",
+            "recursive-doubling",
+            "--compose",
+            "rs-ring/recursive-doubling/ag-ring,default",
+        ])
+        .arg("--csv")
+        .arg(&csv)
+        .arg("--plot")
+        .arg(&plot)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for label in [
+        "h:rs-ring/rd/ag-ring",
+        "h:rs-ring/two-tree/ag-ring",
+        "h:rs-ring/rab/ag-ring",
+    ] {
+        assert!(text.contains(label), "{label} in {text}");
+    }
+    let q = 200;
+    let want = 2.0 * t(SOCKET, q) + SOCKET.alpha_ns + 2.0 * t(NET, q) + 2.0 * GAMMA * q as f64;
     assert!(
         text.contains(&format!("{:.2}", want / 1000.0)),
         "{want} in {text}"

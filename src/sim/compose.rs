@@ -1,6 +1,7 @@
 //! Hierarchical collectives in the simulator: the compositions of `crate::hierarchy` (group
-//! stage, leaders' stage, group stage) traced from the crate's flat schedules on
-//! sub-communicators and replayed on a [`Machine`].
+//! stage, leaders' stage, group stage), and the reduce-scatter/allgather allreduce that the
+//! runtime does not have yet, traced from the crate's flat schedules on sub-communicators
+//! and replayed on a [`Machine`].
 //!
 //! **How.** The ranks are grouped level by level as they are placed ([`Grouping`]): with
 //! `Sockets`, the ranks of a socket, then the socket leaders of a node, then the node leaders
@@ -13,6 +14,29 @@
 //! groups overlap wherever their ranks are free, and a leader's stages follow one another
 //! without a barrier between them. Each stage's calls carry their own sequence number in their
 //! tags, so a composition whose stages went out of step would be a mismatch, not a wrong time.
+//!
+//! **Reduce-scatter / allgather** ([`Composition::ReduceScatterAllgather`], the "2D"
+//! allreduce of HAN, NCCL and Horovod). The leader compositions put the whole vector through
+//! every group's leader; this one leaves no rank special. Each group of the lowest level
+//! reduce-scatters the vector so that its rank i holds piece i; at each level above, the
+//! ranks that hold the same piece in the groups of one group of that level reduce-scatter
+//! that piece further (with `Sockets`: the socket's pieces of m/c, then the node's of m/(s·c)
+//! between the ranks of the same core index on its sockets); at the top, every rank takes
+//! part in one of the g concurrent allreduces among the ranks holding its piece in the other
+//! groups (g = the ranks of a top-level group, all of a node's ranks when the top is the
+//! nodes); then allgathers go back down the levels in reverse. So a node's link carries g
+//! concurrent inter-node allreduces of m/g instead of one of m: the lanes decide how many
+//! overlap. Each rank's stages follow one another in that order.
+//!
+//! **Uneven vectors.** The crate's reduce-scatter is `MPI_Reduce_scatter_block` (g equal
+//! blocks; it has no `v` form), so each level's vector of m elements is padded to
+//! g·⌈m/g⌉: every piece has ⌈m/g⌉ elements, the last groups' pieces partly padding. A
+//! runtime would fill the pad with copies of any element of the vector and drop the pad's
+//! results, which works for any op; the model charges the pad's < g elements per level as
+//! data (β and γ), a negligible excess once m ≫ g. For m < g every piece is one element, so
+//! the time is that of g one-element pieces: correct for what padding would do, and
+//! no better than the leader compositions, which should be used there. m = 0 is g empty
+//! pieces (the schedules still send their messages).
 //!
 //! **Blocks.** A stage's `Block::Auto` is chosen by the costs of the level its group spans;
 //! the leaders' stage by the network's.
@@ -28,7 +52,7 @@
 use super::machine::Machine;
 use super::{predict, record, Case, Collective, Prediction};
 use crate::error::{Error, Result};
-use crate::select::{Algorithm, Broadcast, Reduce};
+use crate::select::{Algorithm, Allgather, Broadcast, Reduce, ReduceScatter};
 use crate::transport::sim::Trace;
 
 /// How the ranks are grouped.
@@ -56,6 +80,22 @@ pub enum Composition {
         /// The groups' broadcast.
         broadcast: Broadcast,
     },
+    /// The allreduce for long vectors that no leader carries whole (HAN's, NCCL's and
+    /// Horovod's hierarchical allreduce): a reduce-scatter with `scatter` in every group of the
+    /// lowest level, leaving piece i of the vector at the group's rank i, then in every group
+    /// of the next level on those pieces (rank i of each group taking part with its piece),
+    /// and so up; `g` concurrent allreduces with `top` at the top, the i-th among the i-th
+    /// ranks of all top-level groups, each on its piece; then allgathers with `gather` back
+    /// down the levels. Each level pads its vector to a multiple of its group size (module
+    /// docs, "Uneven vectors").
+    ReduceScatterAllgather {
+        /// The groups' reduce-scatter.
+        scatter: ReduceScatter,
+        /// The concurrent allreduces across the top level.
+        top: Algorithm,
+        /// The groups' allgather.
+        gather: Allgather,
+    },
     /// Up the root's own groups (from the root, where it is not its group's leader), among
     /// the top leaders from the root's, then down every other group from its leader: the
     /// runtime's `Broadcast::Hierarchical`.
@@ -71,13 +111,16 @@ impl Composition {
     /// The collective's name, as the benchmark spells it.
     pub fn collective(&self) -> &'static str {
         match self {
-            Composition::Allreduce { .. } => "allreduce",
+            Composition::Allreduce { .. } | Composition::ReduceScatterAllgather { .. } => {
+                "allreduce"
+            }
             Composition::Broadcast { .. } => "broadcast",
         }
     }
 
     /// The stages' algorithms joined by `/`, bottom to top to bottom: `binomial/ring/binomial`
-    /// (reduce/top/broadcast) or `binomial/pipelined-tree` (groups/top).
+    /// (reduce/top/broadcast), `rs-ring/two-tree/ag-ring` (reduce-scatter/top/allgather, the
+    /// group stages marked `rs-` and `ag-`) or `binomial/pipelined-tree` (groups/top).
     pub fn stages(&self) -> String {
         match self {
             Composition::Allreduce {
@@ -85,6 +128,11 @@ impl Composition {
                 top,
                 broadcast,
             } => format!("{}/{}/{}", reduce.name(), top.name(), broadcast.name()),
+            Composition::ReduceScatterAllgather {
+                scatter,
+                top,
+                gather,
+            } => format!("rs-{}/{}/ag-{}", scatter.name(), top.name(), gather.name()),
             Composition::Broadcast { groups, top } => format!("{}/{}", groups.name(), top.name()),
         }
     }
@@ -94,6 +142,13 @@ impl Composition {
     pub fn parse(collective: &str, stages: &str) -> Option<Composition> {
         let parts: Vec<&str> = stages.split('/').map(str::trim).collect();
         match (collective, parts.as_slice()) {
+            ("allreduce", [r, t, b]) if r.starts_with("rs-") || b.starts_with("ag-") => {
+                Some(Composition::ReduceScatterAllgather {
+                    scatter: ReduceScatter::from_name(r.strip_prefix("rs-")?)?,
+                    top: Algorithm::from_name(t)?,
+                    gather: Allgather::from_name(b.strip_prefix("ag-")?)?,
+                })
+            }
             ("allreduce", [r, t, b]) => Some(Composition::Allreduce {
                 reduce: Reduce::from_name(r)?,
                 top: Algorithm::from_name(t)?,
@@ -223,13 +278,23 @@ fn bases(p: usize, (size, stride): (usize, usize)) -> impl Iterator<Item = usize
     (0..p).step_by(size * stride)
 }
 
+/// The first ranks of every group of a level (groups of `size` ranks `stride` apart) in which
+/// all ranks take part: at each offset 0..stride of each block of size·stride ranks, the
+/// reduce-scatter/allgather composition's stages above the lowest.
+fn all_bases(p: usize, (size, stride): (usize, usize)) -> impl Iterator<Item = usize> {
+    (0..p)
+        .step_by(size * stride)
+        .flat_map(move |b| (b..b + stride).filter(move |&r| r < p))
+}
+
 /// Simulates the hierarchical `case` on `machine` (module docs). `rounds` in the prediction
 /// counts steps on the same machine (shared links included); `block` is the leaders' stage's
 /// block (of the first segment).
 ///
-/// Errors: [`Error::Simulation`] for a machine with a zero count or a stage algorithm the
-/// simulator cannot run, [`Error::RankOutOfRange`] for a root outside the machine, and the
-/// errors of each stage's schedule ([`super::simulate`]).
+/// Errors: [`Error::Simulation`] for a machine with a zero count, a stage algorithm the
+/// simulator cannot run or a segment given to the reduce-scatter/allgather composition (it is
+/// not segmented), [`Error::RankOutOfRange`] for a root outside the machine, and the errors
+/// of each stage's schedule ([`super::simulate`]).
 pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Prediction> {
     machine.check()?;
     let p = machine.ranks();
@@ -278,6 +343,37 @@ pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Predi
                 }
             }
         }
+        Composition::ReduceScatterAllgather {
+            scatter,
+            top,
+            gather,
+        } => {
+            if case.segment.is_some() {
+                return Err(Error::Simulation {
+                    what: format!(
+                        "the composition {} is not segmented: give it no segment",
+                        case.composition.stages()
+                    ),
+                });
+            }
+            // Each level's piece: its vector divided by its group size, rounded up (padding).
+            let mut pieces = Vec::with_capacity(levels.groups.len());
+            let mut len = n;
+            for &(size, _) in &levels.groups {
+                len = len.div_ceil(size);
+                pieces.push(len);
+            }
+            let c = Collective::ReduceScatter(scatter);
+            for (&g, &piece) in levels.groups.iter().zip(&pieces) {
+                b.stage(c, g, all_bases(p, g), piece, 0, false)?;
+            }
+            let t = Collective::Allreduce(top);
+            b.stage(t, levels.top, all_bases(p, levels.top), len, 0, true)?;
+            let c = Collective::Allgather(gather);
+            for (&g, &piece) in levels.groups.iter().zip(&pieces).rev() {
+                b.stage(c, g, all_bases(p, g), piece, 0, false)?;
+            }
+        }
         Composition::Broadcast { groups, top } => {
             // The root's representative at each level: itself, then its groups' leaders.
             let mut reps = vec![case.root];
@@ -324,6 +420,17 @@ mod tests {
         m
     }
 
+    /// The reduce-scatter/allgather stages above the lowest take every offset of their
+    /// blocks: on 2 × 2 × 2, the node level's groups start at 0, 1, 4, 5 and the top's at
+    /// 0..4.
+    #[test]
+    fn all_bases_cover_every_offset() {
+        assert_eq!(all_bases(8, (2, 1)).collect::<Vec<_>>(), [0, 2, 4, 6]);
+        assert_eq!(all_bases(8, (2, 2)).collect::<Vec<_>>(), [0, 1, 4, 5]);
+        assert_eq!(all_bases(8, (2, 4)).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(all_bases(1, (1, 1)).collect::<Vec<_>>(), [0]);
+    }
+
     /// Levels of one rank per group collapse; the top is the last level kept.
     #[test]
     fn levels_collapse() {
@@ -351,6 +458,22 @@ mod tests {
         }
         let c = Composition::parse("broadcast", "binomial/pipelined-tree").unwrap();
         assert_eq!(c.stages(), "binomial/pipelined-tree");
+        for s in [
+            "rs-ring/two-tree/ag-ring",
+            "rs-recursive-halving/rabenseifner/ag-bruck",
+        ] {
+            let c = Composition::parse("allreduce", s).unwrap();
+            assert!(matches!(c, Composition::ReduceScatterAllgather { .. }));
+            assert_eq!((c.stages().as_str(), c.collective()), (s, "allreduce"));
+        }
+        for bad in [
+            "rs-ring/two-tree/ring",
+            "ring/two-tree/ag-ring",
+            "rs-nope/two-tree/ag-ring",
+            "rs-ring/two-tree/ag-binomial",
+        ] {
+            assert!(Composition::parse("allreduce", bad).is_none(), "{bad}");
+        }
         assert!(Composition::parse("allreduce", "binomial/ring").is_none());
         assert!(Composition::parse("broadcast", "binomial/nope").is_none());
     }

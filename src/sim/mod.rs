@@ -20,8 +20,9 @@
 //! **Hierarchy.** [`Machine`] places the ranks on `nodes × sockets × cores` with an α and β
 //! per level and a link per node that the node's inter-node messages share
 //! ([`simulate_on`] runs a flat schedule on it); [`simulate_hierarchical`] runs the
-//! compositions of `crate::hierarchy` (group stage, leaders' stage, group stage) on it, each
-//! stage the crate's flat schedule traced on its sub-communicator. `tests/sim_hier.rs` checks
+//! compositions of `crate::hierarchy` (group stage, leaders' stage, group stage) and the
+//! reduce-scatter/allgather allreduce on it, each stage the crate's flat schedule traced on
+//! its sub-communicator. `tests/sim_hier.rs` checks
 //! both against times computed by hand.
 //!
 //! ```

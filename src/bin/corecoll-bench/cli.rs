@@ -188,10 +188,12 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub nic_lanes: usize,
     /// `--simulate --nodes`: the hierarchical compositions to predict, each its stages'
-    /// algorithms joined by `/` — allreduce `REDUCE/TOP/BROADCAST`
-    /// (`pipelined-tree/two-tree/pipelined-tree`), broadcast `GROUPS/TOP`
-    /// (`binomial/pipelined-tree`) — with an optional segment in bytes for the allreduce
-    /// (`…:1MiB`); `default` for a standard set, `none` for none.
+    /// algorithms joined by `/` — allreduce through the leaders `REDUCE/TOP/BROADCAST`
+    /// (`pipelined-tree/two-tree/pipelined-tree`, with an optional segment in bytes:
+    /// `…:1MiB`), allreduce by reduce-scatter, concurrent allreduces and allgather
+    /// `rs-REDUCE_SCATTER/TOP/ag-ALLGATHER` (`rs-ring/two-tree/ag-ring`), broadcast
+    /// `GROUPS/TOP` (`binomial/pipelined-tree`); `default` for a standard set (also in a
+    /// list: `default,rs-ring/ring/ag-ring`), `none` for none.
     #[arg(long, default_value = "default")]
     pub compose: String,
     /// `--simulate --nodes`: how the compositions group the ranks: `sockets` (socket, node,

@@ -9,7 +9,9 @@
 //! With `--nodes N --sockets S --cores C` the ranks are placed on a hierarchical machine
 //! (`sim::Machine`: α and β per level, `--nic-lanes` transfers at a time on each node's link)
 //! and the table has, beside the flat algorithms placed on it, the hierarchical compositions of
-//! `--compose` (`sim::simulate_hierarchical`), labelled `h:` and their stages.
+//! `--compose` (`sim::simulate_hierarchical`), labelled `h:` and their stages: the leader
+//! compositions (`h:pt/two-tree/pt`) and the reduce-scatter/allgather one
+//! (`h:rs-ring/two-tree/ag-ring`).
 
 use crate::cli::{Args, Collective as BenchCollective};
 use crate::output;
@@ -134,21 +136,31 @@ fn compositions(
     bc: BenchCollective,
     elem: usize,
 ) -> Result<Vec<(String, Composition, Option<usize>)>, String> {
-    let words: Vec<&str> = match (args.compose.as_str(), bc) {
-        ("none", _) => Vec::new(),
-        ("default", BenchCollective::Allreduce) => vec![
+    let defaults: &[&str] = match bc {
+        BenchCollective::Allreduce => &[
             "binomial/recursive-doubling/binomial",
             "binomial/rabenseifner/binomial",
             "pipelined-tree/ring/pipelined-tree",
             "pipelined-tree/dual-root/pipelined-tree",
             "pipelined-tree/two-tree/pipelined-tree",
             "pipelined-tree/ring/pipelined-tree:1MiB",
+            "rs-ring/two-tree/ag-ring",
+            "rs-ring/rabenseifner/ag-ring",
         ],
-        ("default", BenchCollective::Broadcast) => {
-            vec!["binomial/binomial", "pipelined-tree/pipelined-tree"]
-        }
-        ("default", _) => Vec::new(),
-        (list, _) => list.split(',').map(str::trim).collect(),
+        BenchCollective::Broadcast => &["binomial/binomial", "pipelined-tree/pipelined-tree"],
+        _ => &[],
+    };
+    // `default` stands for the standard set, alone or in a list.
+    let words: Vec<&str> = match args.compose.as_str() {
+        "none" => Vec::new(),
+        list => list
+            .split(',')
+            .map(str::trim)
+            .flat_map(|w| match w {
+                "default" => defaults.to_vec(),
+                w => vec![w],
+            })
+            .collect(),
     };
     let mut out = Vec::new();
     for w in words {
@@ -177,7 +189,7 @@ fn compositions(
         if segment.is_some() && bc != BenchCollective::Allreduce {
             return Err(format!("--compose {w}: only the allreduce takes a segment"));
         }
-        let short: Vec<&str> = stages.split('/').map(|a| abbreviation(a.trim())).collect();
+        let short: Vec<String> = stages.split('/').map(|a| abbreviation(a.trim())).collect();
         let label = match w.split_once(':') {
             Some((_, seg)) => format!("h:{}:{seg}", short.join("/")),
             None => format!("h:{}", short.join("/")),
@@ -187,18 +199,25 @@ fn compositions(
     Ok(out)
 }
 
-/// The short name of a stage's algorithm in a composition's label (`h:pt/ring/pt`).
-fn abbreviation(name: &str) -> &str {
-    ABBREVIATIONS
+/// The short name of a stage's algorithm in a composition's label (`h:pt/ring/pt`,
+/// `h:rs-rh/two-tree/ag-rd`): the reduce-scatter/allgather stages keep their `rs-`/`ag-`.
+fn abbreviation(name: &str) -> String {
+    let (prefix, alg) = ["rs-", "ag-"]
+        .into_iter()
+        .find_map(|pre| Some((pre, name.strip_prefix(pre)?)))
+        .unwrap_or(("", name));
+    let short = ABBREVIATIONS
         .iter()
-        .find(|(long, _)| *long == name)
-        .map_or(name, |(_, short)| short)
+        .find(|(long, _)| *long == alg)
+        .map_or(alg, |(_, short)| short);
+    format!("{prefix}{short}")
 }
 
 /// Stage algorithms and their short names in labels, printed under the tables.
-const ABBREVIATIONS: [(&str, &str); 6] = [
+const ABBREVIATIONS: [(&str, &str); 7] = [
     ("binomial", "bin"),
     ("recursive-doubling", "rd"),
+    ("recursive-halving", "rh"),
     ("rabenseifner", "rab"),
     ("pipelined-tree", "pt"),
     ("dual-root", "dr"),
@@ -379,7 +398,8 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                 .map(|(long, short)| format!("{short} = {long}"))
                 .collect();
             println!(
-                "h: = hierarchical, grouped by {} (reduce/top/broadcast, or groups/top; \
+                "h: = hierarchical, grouped by {} (reduce/top/broadcast, rs-/top/ag- = \
+                 reduce-scatter/concurrent allreduces/allgather, or groups/top; \
                  :SIZE = segments); {}",
                 args.group_by,
                 legend.join(", ")
