@@ -298,14 +298,7 @@ fn all_bases(p: usize, (size, stride): (usize, usize)) -> impl Iterator<Item = u
 pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Prediction> {
     machine.check()?;
     let p = machine.ranks();
-    if case.root >= p {
-        return Err(Error::RankOutOfRange {
-            rank: 0,
-            op: "simulate",
-            peer: case.root,
-            size: p,
-        });
-    }
+    super::check_root(case.root, p)?;
     let levels = Levels::of(machine, case.grouping);
     let mut b = Builder {
         machine,

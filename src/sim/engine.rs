@@ -71,14 +71,20 @@ pub(crate) struct Hier {
 impl Hier {
     /// The level of a transfer from `s` to `d`: 0 within a socket, 1 within a node, 2 across.
     fn level(&self, s: usize, d: usize) -> usize {
-        let node = self.cores * self.sockets;
-        if s / node != d / node {
-            2
-        } else if s / self.cores != d / self.cores {
-            1
-        } else {
-            0
-        }
+        level_between(self.cores, self.sockets, s, d)
+    }
+}
+
+/// The level separating ranks `a` and `b` placed compactly, `cores` per socket and `sockets`
+/// per node: 0 within a socket, 1 within a node, 2 across nodes.
+pub(crate) fn level_between(cores: usize, sockets: usize, a: usize, b: usize) -> usize {
+    let node = cores * sockets;
+    if a / node != b / node {
+        2
+    } else if a / cores != b / cores {
+        1
+    } else {
+        0
     }
 }
 

@@ -132,14 +132,8 @@ impl Machine {
 
     /// The costs between ranks `a` and `b`: the level that separates them.
     pub fn link_between(&self, a: usize, b: usize) -> Link {
-        let node = self.cores * self.sockets;
-        if a / node != b / node {
-            self.network
-        } else if a / self.cores != b / self.cores {
-            self.node
-        } else {
-            self.socket
-        }
+        [self.socket, self.node, self.network]
+            [engine::level_between(self.cores, self.sockets, a, b)]
     }
 
     /// The costs of the widest level the machine's ranks span: what a flat schedule placed on

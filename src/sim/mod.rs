@@ -360,14 +360,7 @@ fn record(case: &Case, costs: Costs, seq: u64) -> Result<(Vec<Trace>, usize)> {
             what: format!("cannot simulate {}: {why}", case.collective.name()),
         });
     }
-    if case.root >= p {
-        return Err(Error::RankOutOfRange {
-            rank: 0,
-            op: "simulate",
-            peer: case.root,
-            size: p,
-        });
-    }
+    check_root(case.root, p)?;
     if !case.commutative
         && matches!(
             case.collective,
@@ -448,4 +441,17 @@ fn run_rank(t: &SimTransport, case: &Case, block: usize, seq: u64) -> Result<()>
         }
         Collective::Barrier(a) => barrier::run(t, a, tag(Kind::Barrier, a.id())),
     }
+}
+
+/// `Err` unless `root` is one of `p` ranks.
+pub(crate) fn check_root(root: usize, p: usize) -> Result<()> {
+    if root >= p {
+        return Err(Error::RankOutOfRange {
+            rank: 0,
+            op: "simulate",
+            peer: root,
+            size: p,
+        });
+    }
+    Ok(())
 }
