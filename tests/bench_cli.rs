@@ -176,6 +176,7 @@ fn bad_arguments_are_refused_with_a_message() {
         (&["--placement", "cores:999999"][..], "not available"),
         (&["--root", "7", "--ranks", "2", "--sizes", "8"][..], "root"),
         (&["--time", "0"][..], "--time"),
+        (&["--rounds", "0", "--sizes", "8"][..], "--rounds"),
     ] {
         let out = run(args);
         let stderr = text(&out.stderr);
@@ -540,4 +541,49 @@ fn simulate_predicts_a_sweep() {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("linear:64"));
+}
+
+/// `--rounds`: each row is measured in that many interleaved rounds, its iterations split
+/// between them (rounded up) and pooled, every check passing.
+#[test]
+fn interleaved_rounds_pool_each_rows_iterations() {
+    let dir = scratch("rounds");
+    let json = dir.join("r.json");
+    let out = run(&[
+        "--sizes",
+        "8,4KiB",
+        "--ranks",
+        "3",
+        "--algorithms",
+        "auto,ring,dual-root,limit",
+        "--iters",
+        "7",
+        "--warmup",
+        "1",
+        "--rounds",
+        "3",
+        "--quiet",
+        "--csv",
+        dir.join("r.csv").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        dir.join("r.svg").to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let records = v["records"].as_array().unwrap();
+    assert_eq!(records.len(), 8, "{records:?}");
+    for r in records {
+        // 7 iterations in 3 rounds: 3 in each.
+        assert_eq!(r["iters"], 9, "{r}");
+        assert!(
+            r["note"].as_str().unwrap().contains("3 interleaved rounds"),
+            "{r}"
+        );
+        assert_ne!(r["validation"], "fail", "{r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -54,6 +54,16 @@ pub struct Args {
     /// runs of consecutive cells, which repeating the passes, not the iterations, gets past.
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Measure each size's rows in this many interleaved rounds: round by round every row
+    /// runs for `--time`/ROUNDS (and `--iters`/ROUNDS iterations, rounded up), each round
+    /// starting one row later, and a row's statistics are over all its rounds' iterations.
+    /// A slow spell of the machine then falls on every row of the size alike instead of on
+    /// whichever rows it happened to meet, so that rows compared with each other (auto
+    /// against the best, Block::Auto against fixed blocks, the guidelines) are measured
+    /// under the same conditions. Each round builds the row's buffers anew and warms up
+    /// (`--warmup` per round).
+    #[arg(long, default_value_t = 1)]
+    pub rounds: usize,
     /// Seconds of timed iterations per cell when `--iters` is not given.
     #[arg(long, default_value_t = 0.1)]
     pub time: f64,

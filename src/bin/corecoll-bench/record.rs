@@ -158,15 +158,7 @@ impl Record {
             }
         };
         rec.auto_choice = m.auto_choice.unwrap_or_default().into();
-        if let Some(s) = Summary::of(&m.times) {
-            rec.iters = s.iters;
-            rec.min_us = s.min * 1e6;
-            rec.median_us = s.median * 1e6;
-            rec.p95_us = s.p95 * 1e6;
-            rec.mean_us = s.mean * 1e6;
-            rec.algbw_gbs = algbw_gbs(rec.bytes, s.median);
-            rec.busbw_gbs = rec.algbw_gbs * busbw_factor(&rec.collective, spec.p);
-        }
+        rec.set_times(&m.times);
         if m.outputs.is_empty() {
             rec.validation = Validation::Skipped;
         } else {
@@ -176,5 +168,19 @@ impl Record {
             rec.note = c.note;
         }
         rec
+    }
+
+    /// Sets the statistics and bandwidths from the per-iteration `times` (seconds); leaves
+    /// them as they are when there are none.
+    pub fn set_times(&mut self, times: &[f64]) {
+        if let Some(s) = Summary::of(times) {
+            self.iters = s.iters;
+            self.min_us = s.min * 1e6;
+            self.median_us = s.median * 1e6;
+            self.p95_us = s.p95 * 1e6;
+            self.mean_us = s.mean * 1e6;
+            self.algbw_gbs = algbw_gbs(self.bytes, s.median);
+            self.busbw_gbs = self.algbw_gbs * busbw_factor(&self.collective, self.ranks);
+        }
     }
 }

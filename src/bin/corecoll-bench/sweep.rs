@@ -375,10 +375,15 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             args.sizes.0.clone()
         }
     };
+    if args.rounds == 0 {
+        return Err("--rounds must be at least 1".into());
+    }
+    // One round's share of each cell's time (the warm-up is per round: each round builds
+    // its buffers anew).
     let timing = Timing {
         warmup: args.warmup,
-        iters: args.iters,
-        budget: Duration::from_secs_f64(args.time),
+        iters: args.iters.map(|i| i.div_ceil(args.rounds)),
+        budget: Duration::from_secs_f64(args.time / args.rounds as f64),
         ..Timing::default()
     };
     let scopes = scopes(args)?;
@@ -404,7 +409,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     if args.repeat == 0 {
         return Err("--repeat must be at least 1".into());
     }
-    bar.set_length(cells * args.repeat as u64);
+    bar.set_length(cells * (args.repeat * args.rounds) as u64);
     let mut records = Vec::new();
     for scope in scopes.iter().cycle().take(scopes.len() * args.repeat) {
         let mut builder = Team::builder()
@@ -436,28 +441,34 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                     args.root,
                     args.cold,
                 );
-                for entry in entries_of(c) {
-                    bar.set_message(format!(
-                        "{} {} {}",
-                        c.name(),
-                        fmt_bytes(spec.bytes()),
-                        entry.name()
-                    ));
-                    let rec = dispatch(
-                        args.dtype,
-                        args.op,
-                        Cell {
-                            team: &team,
-                            timing: &timing,
-                            spec,
-                            entry: &entry,
-                            scope,
-                        },
-                    )
-                    .expect("the op was checked against the type");
-                    records.push(rec);
-                    bar.inc(1);
+                let entries = entries_of(c);
+                let mut rounds: Vec<Vec<(Record, Vec<f64>)>> = vec![Vec::new(); entries.len()];
+                for round in 0..args.rounds {
+                    for i in round_order(entries.len(), round) {
+                        let entry = &entries[i];
+                        bar.set_message(format!(
+                            "{} {} {}",
+                            c.name(),
+                            fmt_bytes(spec.bytes()),
+                            entry.name()
+                        ));
+                        let measured = dispatch(
+                            args.dtype,
+                            args.op,
+                            Cell {
+                                team: &team,
+                                timing: &timing,
+                                spec,
+                                entry,
+                                scope,
+                            },
+                        )
+                        .expect("the op was checked against the type");
+                        rounds[i].push(measured);
+                        bar.inc(1);
+                    }
                 }
+                records.extend(rounds.into_iter().filter_map(merge_rounds));
             }
         }
         #[cfg(feature = "mpi")]
@@ -555,6 +566,47 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The order in which round `round` measures `n` rows: all of them, starting at row
+/// `round mod n`, so that no row always follows the same one (nor always comes first, after
+/// the previous size's last row).
+fn round_order(n: usize, round: usize) -> impl Iterator<Item = usize> {
+    let first = if n == 0 { 0 } else { round % n };
+    (0..n).map(move |k| (first + k) % n)
+}
+
+/// One row's record from its rounds (each a record and that round's per-iteration times):
+/// the statistics over every round's times together, the check's outcome of the first round
+/// that failed (or else of the first round), the largest error of any round. `None` for no
+/// rounds.
+fn merge_rounds(rounds: Vec<(Record, Vec<f64>)>) -> Option<Record> {
+    let n = rounds.len();
+    if n <= 1 {
+        return rounds.into_iter().next().map(|(r, _)| r);
+    }
+    let worst = rounds
+        .iter()
+        .position(|(r, _)| r.validation == Validation::Fail)
+        .unwrap_or(0);
+    let max_err = rounds
+        .iter()
+        .filter_map(|(r, _)| r.max_rel_error)
+        .reduce(f64::max);
+    let unmeasured = rounds.iter().any(|(r, t)| t.is_empty() && r.iters == 0);
+    let times: Vec<f64> = rounds.iter().flat_map(|(_, t)| t.iter().copied()).collect();
+    let mut rec = rounds.into_iter().nth(worst).map(|(r, _)| r)?;
+    rec.max_rel_error = max_err;
+    if !unmeasured {
+        rec.set_times(&times);
+    }
+    let note = format!("{n} interleaved rounds");
+    rec.note = if rec.note.is_empty() {
+        note
+    } else {
+        format!("{}; {note}", rec.note)
+    };
+    Some(rec)
+}
+
 /// The collectives of the guidelines' rules, in the order of their first use.
 fn guideline_collectives() -> Vec<Collective> {
     checks::guideline_collectives()
@@ -591,13 +643,14 @@ struct Cell<'a> {
 }
 
 impl Visit for Cell<'_> {
-    type Out = Record;
+    /// The cell's record and its per-iteration times (none if it failed to run).
+    type Out = (Record, Vec<f64>);
 
     fn visit<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
         self,
         _: crate::cli::OpName,
         op: O,
-    ) -> Record {
+    ) -> (Record, Vec<f64>) {
         let spec = self.spec;
         let (source, measured) = match self.entry.kind {
             Kind::Corecoll(alg) => (
@@ -612,10 +665,13 @@ impl Visit for Cell<'_> {
                 baselines::run::<T, O>(name, self.team, self.timing, &spec, op),
             ),
         };
+        let times = measured
+            .as_ref()
+            .map_or_else(|_| Vec::new(), |m| m.times.clone());
         let mut rec = Record::of_cell::<T, O>(&spec, self.entry.name(), source, &op, measured);
         rec.scope = self.scope.label.clone();
         rec.placement = self.scope.placement.clone();
-        rec
+        (rec, times)
     }
 }
 
@@ -669,6 +725,74 @@ mod tests {
         let one = best_of_passes(passes.clone(), 1);
         let bits = |v: &[Record]| -> Vec<u64> { v.iter().map(|r| r.median_us.to_bits()).collect() };
         assert_eq!(bits(&one), bits(&passes));
+    }
+
+    /// Every round measures every row once, each round starting one row later.
+    #[test]
+    fn rounds_rotate_through_every_row() {
+        let order = |n, r| round_order(n, r).collect::<Vec<_>>();
+        assert_eq!(order(3, 0), [0, 1, 2]);
+        assert_eq!(order(3, 1), [1, 2, 0]);
+        assert_eq!(order(3, 5), [2, 0, 1]);
+        assert_eq!(order(1, 7), [0]);
+        assert!(order(0, 3).is_empty());
+        for n in 1..6 {
+            for r in 0..2 * n {
+                let mut o = order(n, r);
+                assert_eq!(o[0], r % n);
+                o.sort_unstable();
+                assert_eq!(o, (0..n).collect::<Vec<_>>());
+            }
+        }
+    }
+
+    /// A row's rounds: statistics over all their times, a failure in any round kept (with
+    /// its note), the largest error of any round.
+    #[test]
+    fn merged_rounds_pool_their_times_and_keep_failures() {
+        use crate::output::tests::rec;
+        let round = |median: f64, times: &[f64]| (rec("ring", 8, median), times.to_vec());
+        assert!(merge_rounds(Vec::new()).is_none());
+        // One round: the record as it was.
+        let one = merge_rounds(vec![round(4.0, &[1e-6])]).unwrap();
+        assert_eq!(
+            (one.median_us, one.iters, one.note.as_str()),
+            (4.0, 100, "")
+        );
+        // Three rounds of 3, 1 and 2 iterations: the statistics of the 6 times.
+        let m = merge_rounds(vec![
+            round(2.0, &[2e-6, 2e-6, 9e-6]),
+            round(1.0, &[1e-6]),
+            round(3.0, &[3e-6, 3e-6]),
+        ])
+        .unwrap();
+        assert_eq!(m.iters, 6);
+        assert!((m.median_us - 2.5).abs() < 1e-9, "{}", m.median_us);
+        assert!((m.min_us - 1.0).abs() < 1e-9);
+        assert!((m.p95_us - 9.0).abs() < 1e-9);
+        assert!((m.mean_us - 20.0 / 6.0).abs() < 1e-9);
+        assert!(m.note.contains("3 interleaved rounds"), "{}", m.note);
+        // A failed check in the second round is the row's outcome, with its note and the
+        // largest error of the rounds.
+        let mut bad = round(1.0, &[1e-6]);
+        bad.0.validation = Validation::Fail;
+        bad.0.note = "rank 1 differs".into();
+        bad.0.max_rel_error = Some(1e-3);
+        let mut good = round(2.0, &[2e-6]);
+        good.0.max_rel_error = Some(1e-2);
+        let m = merge_rounds(vec![good, bad]).unwrap();
+        assert_eq!(m.validation, Validation::Fail);
+        assert!(m.note.starts_with("rank 1 differs"), "{}", m.note);
+        assert_eq!(m.max_rel_error, Some(1e-2));
+        assert_eq!(m.iters, 2);
+        // A round that could not run: the row is that round's error, unmeasured.
+        let mut err = rec("ring", 8, f64::NAN);
+        (err.iters, err.validation) = (0, Validation::Fail);
+        err.note = "rank 0: cannot start".into();
+        let m = merge_rounds(vec![round(2.0, &[2e-6]), (err, Vec::new())]).unwrap();
+        assert!(m.median_us.is_nan());
+        assert_eq!(m.validation, Validation::Fail);
+        assert!(m.note.starts_with("rank 0: cannot start"), "{}", m.note);
     }
 
     #[test]
