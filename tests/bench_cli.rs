@@ -569,6 +569,8 @@ fn interleaved_rounds_pool_each_rows_iterations() {
         json.to_str().unwrap(),
         "--plot",
         dir.join("r.svg").to_str().unwrap(),
+        "--samples",
+        dir.join("s.csv").to_str().unwrap(),
     ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
@@ -576,6 +578,40 @@ fn interleaved_rounds_pool_each_rows_iterations() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let records = v["records"].as_array().unwrap();
     assert_eq!(records.len(), 8, "{records:?}");
+    // --samples: every iteration of every row, by round; each row's median is theirs.
+    let samples = std::fs::read_to_string(dir.join("s.csv")).unwrap();
+    let mut lines = samples.lines();
+    assert_eq!(
+        lines.next(),
+        Some("scope,collective,algorithm,ranks,bytes,pass,round,iteration,seconds")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 8 * 9, "{samples}");
+    for r in records {
+        let name = r["algorithm"].as_str().unwrap();
+        let bytes = r["bytes"].to_string();
+        let mut mine: Vec<(usize, usize, f64)> = rows
+            .iter()
+            .filter(|s| s[2] == name && s[4] == bytes)
+            .map(|s| {
+                (
+                    s[6].parse().unwrap(),
+                    s[7].parse().unwrap(),
+                    s[8].parse().unwrap(),
+                )
+            })
+            .collect();
+        let order: Vec<(usize, usize)> = mine.iter().map(|&(r, i, _)| (r, i)).collect();
+        let want: Vec<(usize, usize)> = (0..3).flat_map(|r| (0..3).map(move |i| (r, i))).collect();
+        assert_eq!(order, want, "{name} {bytes}");
+        mine.sort_by(|a, b| a.2.total_cmp(&b.2));
+        let median_us = mine[4].2 * 1e6;
+        let got = r["median_us"].as_f64().unwrap();
+        assert!(
+            (median_us - got).abs() <= 1e-6 * got.max(1.0),
+            "{name}: {median_us} {got}"
+        );
+    }
     for r in records {
         // 7 iterations in 3 rounds: 3 in each.
         assert_eq!(r["iters"], 9, "{r}");

@@ -98,11 +98,12 @@ fn pipeline_block(block: Block, a: usize, c: usize, n: usize, elem: usize, costs
     }
 }
 
-/// The largest block `Block::Auto` picks: 512 KiB. The lemma counts messages only; a cap keeps
-/// the block being combined (and the root's side buffer) inside the L2 cache (1 MiB per core
-/// on the machine measured), so long vectors are not streamed through memory twice. Measured
-/// (docs/tuning.md, the block sweeps): with 128 KiB `Block::Auto` lost up to 1.9× to blocks of
-/// 256 KiB – 1 MiB on 8 MiB vectors at p = 2 and p = 8.
+/// The largest block `Block::Auto` picks where every rank has a core of its own: 512 KiB. The
+/// lemma counts messages only; a cap keeps the block being combined (and the root's side
+/// buffer) inside the L2 cache (1 MiB per core on the machine measured), so long vectors are
+/// not streamed through memory twice. Measured (docs/tuning.md, the block sweeps): with
+/// 128 KiB `Block::Auto` lost up to 1.9× to blocks of 256 KiB – 1 MiB on 8 MiB vectors at
+/// p = 2 and p = 8. Where ranks share cores there is no cap ([`Costs::OVERSUBSCRIBED`]).
 pub(crate) const MAX_AUTO_BLOCK: usize = 512 << 10;
 
 /// The cost constants of the pipelining lemma: start-up time per message (α) and time per
@@ -113,39 +114,55 @@ pub(crate) struct Costs {
     pub alpha_ns: f64,
     /// Nanoseconds per byte.
     pub beta_ns: f64,
+    /// The largest block the lemma may pick, bytes: [`MAX_AUTO_BLOCK`] (the cache cap), or
+    /// `usize::MAX` (none) where ranks share cores.
+    pub max_block: usize,
 }
 
 impl Costs {
+    /// α and β with the cache cap, [`MAX_AUTO_BLOCK`].
+    pub(crate) const fn new(alpha_ns: f64, beta_ns: f64) -> Costs {
+        Costs {
+            alpha_ns,
+            beta_ns,
+            max_block: MAX_AUTO_BLOCK,
+        }
+    }
+
+    /// These constants with the cap `max_block` (bytes) instead.
+    pub(crate) const fn with_max_block(self, max_block: usize) -> Costs {
+        Costs { max_block, ..self }
+    }
+
     /// A rank per core, measured on the development machine (docs/benchmarks.md): an 8-byte
     /// message takes about 100 ns one way, a 1 MiB one 73 µs (0.07 ns per byte).
-    pub(crate) const DEDICATED: Costs = Costs {
-        alpha_ns: 100.0,
-        beta_ns: 0.07,
-    };
+    pub(crate) const DEDICATED: Costs = Costs::new(100.0, 0.07);
     /// More ranks than cores: a pipeline step waits for the next rank to be scheduled among
     /// the others sharing its core, so the start-up cost that matters is a hop of a busy
     /// pipeline, not a ping-pong between two threads (1.6 µs on one core, docs/calibration.md).
     /// 20 µs fits the block sweeps of docs/tuning.md at p = 8 on 2 cores, where the best fixed
     /// block gave a pipeline of 1 to 2 blocks up to 1 MiB (the chain: (α = 15–30 µs by the
-    /// lemma's b* = √(aβm/(cα)))), and the cap decided at 8 MiB.
-    pub(crate) const OVERSUBSCRIBED: Costs = Costs {
-        alpha_ns: 20_000.0,
-        beta_ns: 0.07,
-    };
+    /// lemma's b* = √(aβm/(cα)))).
+    ///
+    /// No cap on the block: the cache cap's argument (a block combined while it is still in
+    /// the core's L2) does not hold when four ranks take turns on a core and each switch
+    /// brings another rank's blocks, while every block costs a step of 20 µs or more. Measured
+    /// in interleaved rounds (docs/tuning.md), with the 512 KiB cap the three tree pipelines
+    /// lost 1.3–1.5× at 8 MiB on 8 ranks over 2 cores to blocks of 1–4 MiB, about what the
+    /// uncapped lemma picks (b* ≈ 8 blocks for the pipelined tree).
+    pub(crate) const OVERSUBSCRIBED: Costs = Costs::new(20_000.0, 0.07).with_max_block(usize::MAX);
     /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,
     /// about 1 µs per message and 0.1 ns per byte (a copy through a shared segment or a
     /// single-copy kernel transfer), larger than the mailboxes' [`Costs::DEDICATED`]; what a
     /// profile without a measured `mpi` level gives (`profile::Level::Mpi`).
-    pub(crate) const MPI: Costs = Costs {
-        alpha_ns: 1000.0,
-        beta_ns: 0.1,
-    };
+    pub(crate) const MPI: Costs = Costs::new(1000.0, 0.1);
 }
 
 /// The pipelining lemma (Träff 2021, §1.2): a pipeline of `a + c·b` steps of α + βm/b each
 /// over b blocks of an m-byte vector takes (a + cb)(α + βm/b), least at b* = √(aβm / (cα)).
 /// Returns the block size in elements for b* blocks of `n` elements of `elem_size` bytes,
-/// capped at [`MAX_AUTO_BLOCK`] bytes and at least one element. With `a = 0` (nothing to fill)
+/// capped at `costs.max_block` bytes ([`MAX_AUTO_BLOCK`] unless ranks share cores) and at
+/// least one element. With `a = 0` (nothing to fill)
 /// one block would do, so the cap decides.
 ///
 /// The block never divides a non-empty `n` (one element more if it would): the schedules cut
@@ -155,7 +172,7 @@ impl Costs {
 /// every vector short enough for one block.
 pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs: Costs) -> usize {
     let elem = elem_size.max(1);
-    let cap = (MAX_AUTO_BLOCK / elem).max(1);
+    let cap = (costs.max_block / elem).max(1);
     let m = (n * elem) as f64;
     let blocks = (a as f64 * costs.beta_ns * m / (c.max(1) as f64 * costs.alpha_ns)).sqrt();
     let block = if blocks < 1.0 {

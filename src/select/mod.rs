@@ -372,8 +372,10 @@ mod tests {
         fn lemma_block_is_bounded_and_monotone(a in 0usize..200, c in 1usize..5, n in 0usize..1 << 26, e in 1usize..17) {
             for costs in [Costs::DEDICATED, Costs::OVERSUBSCRIBED] {
                 let b = lemma_block(a, c, n, e, costs);
-                // At most one element over the cap (to keep clear of dividing n).
-                prop_assert!(b >= 1 && (b - 1) * e <= MAX_AUTO_BLOCK.max(e));
+                // At most one element over the cap (to keep clear of dividing n), and never
+                // more than the vector and that element.
+                prop_assert!(b >= 1 && (b - 1) * e <= costs.max_block.max(e));
+                prop_assert!(b <= n + 1);
                 prop_assert!(lemma_block(a, c, 2 * n + 1, e, costs) + 1 >= b);
                 // No empty last block: ⌊n/B⌋ + 1 blocks are ⌈n/B⌉.
                 prop_assert!(n == 0 || crate::algorithms::blocks::pipeline_blocks(n, b) == n.div_ceil(b));
@@ -394,10 +396,7 @@ mod tests {
     /// The lemma's optimum: b* = √(aβm/(cα)) blocks.
     #[test]
     fn lemma_block_matches_the_formula() {
-        let costs = Costs {
-            alpha_ns: 100.0,
-            beta_ns: 0.1,
-        };
+        let costs = Costs::new(100.0, 0.1);
         // a = 10, c = 3, m = 3 MB: b* = √(10 · 0.1 · 3e6 / 300) = 100 blocks of 30 000 bytes,
         // one more so that the last block is not empty.
         assert_eq!(lemma_block(10, 3, 3_000_000, 1, costs), 30_001);
@@ -410,6 +409,22 @@ mod tests {
             MAX_AUTO_BLOCK / 8
         );
         assert_eq!(lemma_block(5, 2, 0, 8, costs), 1);
+        // Without a cap (ranks sharing cores) the lemma decides alone: one block when there
+        // is nothing to fill, b* blocks of a long vector however long they are.
+        let shared = costs.with_max_block(usize::MAX);
+        assert_eq!(lemma_block(0, 3, 1 << 20, 8, shared), (1 << 20) + 1);
+        assert_eq!(lemma_block(10, 3, 3_000_000, 1, shared), 30_001);
+        // β = 0.001, a = 1, c = 3, m = 3 MB: b* = √10 blocks of 948 684 bytes, over the cap.
+        let cheap = Costs::new(100.0, 0.001);
+        assert_eq!(
+            lemma_block(1, 3, 3_000_000, 1, cheap.with_max_block(usize::MAX)),
+            948_684
+        );
+        assert_eq!(lemma_block(1, 3, 3_000_000, 1, cheap), MAX_AUTO_BLOCK);
+        // The oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4) cuts
+        // 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks, of 1.04 MiB.
+        let b = lemma_block(8, 4, 1 << 20, 8, Costs::OVERSUBSCRIBED);
+        assert_eq!(crate::algorithms::blocks::pipeline_blocks(1 << 20, b), 8);
     }
 
     /// `Block::Elements` is taken as given; every id round-trips.

@@ -104,6 +104,11 @@ pub struct Args {
     /// JSON output (default: target/corecoll-bench/results.json).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Also write every timed iteration of every row as CSV (pass, round, iteration and its
+    /// time beside the row's scope, collective, algorithm, ranks and bytes): the
+    /// distributions behind the statistics, which on shared cores can have several modes.
+    #[arg(long)]
+    pub samples: Option<PathBuf>,
     /// SVG plot (default: `target/corecoll-bench/COLLECTIVE.svg` per collective).
     #[arg(long)]
     pub plot: Option<PathBuf>,

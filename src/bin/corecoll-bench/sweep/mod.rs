@@ -6,6 +6,7 @@
 
 mod combine;
 mod entries;
+mod samples;
 
 use crate::cell::{CellSpec, CorecollKernel};
 use crate::cli::{parse_collectives, Args, Collective, Placement};
@@ -21,6 +22,7 @@ use corecoll::op::Op;
 use corecoll::{Pinning, Team, Topology};
 use entries::{check_algorithms, entries, selected, Entry, Kind};
 use indicatif::{ProgressBar, ProgressStyle};
+use samples::{write_samples, Sample};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -203,7 +205,14 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     }
     bar.set_length(cells * (args.repeat * args.rounds) as u64);
     let mut records = Vec::new();
-    for scope in scopes.iter().cycle().take(scopes.len() * args.repeat) {
+    let mut samples: Vec<Sample> = Vec::new();
+    for (pass, scope) in scopes
+        .iter()
+        .cycle()
+        .take(scopes.len() * args.repeat)
+        .enumerate()
+    {
+        let pass = pass / scopes.len();
         let mut builder = Team::builder()
             .ranks(scope.ranks)
             .pinning(scope.pinning.clone());
@@ -260,6 +269,9 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                         bar.inc(1);
                     }
                 }
+                if args.samples.is_some() {
+                    samples.extend(Sample::of_rounds(pass, &rounds));
+                }
                 records.extend(rounds.into_iter().filter_map(merge_rounds));
             }
         }
@@ -306,6 +318,9 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         }
     }
     output::write_csv(&csv, &records)?;
+    if let Some(path) = &args.samples {
+        write_samples(path, &samples)?;
+    }
     output::write_json(&json, &info, &records, Some(&checks))?;
     let md = json.with_extension("md");
     let markdown = format!(
@@ -318,6 +333,9 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     println!("CSV:  {}", csv.display());
     println!("JSON: {}", json.display());
     println!("summary (markdown): {}", md.display());
+    if let Some(path) = &args.samples {
+        println!("samples: {} ({} iterations)", path.display(), samples.len());
+    }
     for &c in collectives {
         let path = match &args.plot {
             Some(p) if collectives.len() == 1 => p.clone(),
