@@ -3,7 +3,9 @@
 # algorithm (and `auto`) at p = 2 and p = 8, 8 B to 16 MiB, then `--tune` over both.
 #   scripts/tune.sh tune     # measure and derive target/tuning/tables.json
 #   scripts/tune.sh verify   # measure again (after building the tables in) for the cliffs
-# REPEAT=N (default 2) runs each sweep N times and keeps each cell's best pass (--repeat).
+# ROUNDS=R (default 5) measures each size's rows in R interleaved rounds (--rounds), TIME=S
+# (default 0.1) is the seconds per cell over all rounds, REPEAT=N (default 1) runs each sweep
+# N times and keeps each cell's best pass (--repeat).
 set -e
 cd "$(dirname "$0")/.."
 name=${1:-tune}
@@ -12,10 +14,10 @@ cargo build --release --bin corecoll-bench
 ALGS=auto,linear,chain,binomial,recursive-doubling,rabenseifner,ring,pipelined-tree,dual-root,two-tree,direct,scatter-allgather,bruck,pairwise,recursive-halving,dissemination,tree
 COLL=allreduce,broadcast,reduce,scan,gather,scatter,allgather,alltoall,reduce-scatter,barrier
 ./target/release/corecoll-bench --collective $COLL --ranks 2 --sizes 8..16MiB --algorithms $ALGS \
-  --time 0.03 --repeat ${REPEAT:-2} -q --json target/tuning/$name-p2.json --csv target/tuning/$name-p2.csv \
+  --time ${TIME:-0.1} --rounds ${ROUNDS:-5} --repeat ${REPEAT:-1} -q --json target/tuning/$name-p2.json --csv target/tuning/$name-p2.csv \
   > target/tuning/$name-p2.txt
 ./target/release/corecoll-bench --collective $COLL --ranks 8 --sizes 8..16MiB --algorithms $ALGS \
-  --time 0.03 --repeat ${REPEAT:-2} -q --json target/tuning/$name-p8.json --csv target/tuning/$name-p8.csv \
+  --time ${TIME:-0.1} --rounds ${ROUNDS:-5} --repeat ${REPEAT:-1} -q --json target/tuning/$name-p8.json --csv target/tuning/$name-p8.csv \
   > target/tuning/$name-p8.txt
 if [ "$name" = tune ]; then
   ./target/release/corecoll-bench --tune target/tuning/tune-p2.json,target/tuning/tune-p8.json \

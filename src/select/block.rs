@@ -33,11 +33,11 @@ impl Algorithm {
         elem_size: usize,
         costs: Costs,
     ) -> usize {
-        let (block, a, c) = match self {
+        let (block, a, c, per) = match self {
             // 2(2H + 2(b − 1)) = (4H − 4) + 4b steps on a tree of height H (Träff 2021's
             // count, with h the tree's height; the simulator finds exactly this, `tests/sim.rs`).
             Algorithm::PipelinedTree { block } => {
-                (block, (4 * tree_height(p)).saturating_sub(4), 4)
+                (block, (4 * tree_height(p)).saturating_sub(4), 4, 1)
             }
             // 4H + 1 + 3(b − 1) = (4H − 2) + 3b steps on two trees of height H ≥ 1, as the
             // simulator counts (`tests/sim.rs`): 4 fewer than Träff 2021's 4h − 3 + 3(b − 1) for
@@ -46,18 +46,24 @@ impl Algorithm {
             // from pipelining.
             Algorithm::DualRoot { block } => {
                 let h = tree_height(p.div_ceil(2));
-                (block, if h == 0 { 0 } else { 4 * h - 2 }, 3)
+                (block, if h == 0 { 0 } else { 4 * h - 2 }, 3, 1)
             }
             // Reduce then broadcast over both trees, each phase D + 2(b/2 − 1) + 1 steps for
-            // b blocks in all (b/2 per tree) with D = 2⌊log₂(p − 1)⌋: (2D − 2) + 2b steps.
-            Algorithm::TwoTree { block } => (block, (4 * tree_height(p - 1)).saturating_sub(2), 2),
+            // b blocks in all (b/2 per tree, so b is even) with D = 2⌊log₂(p − 1)⌋:
+            // (2D − 2) + 2b steps.
+            Algorithm::TwoTree { block } => {
+                (block, (4 * tree_height(p - 1)).saturating_sub(2), 2, 2)
+            }
             // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps, as the
             // simulator counts (`tests/sim.rs`).
-            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2),
+            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2, 1),
             Algorithm::Ring { block } => return ring_piece(block, p, n),
-            _ => (Block::Auto, 0, 1),
+            _ => (Block::Auto, 0, 1, 1),
         };
-        pipeline_block(block, a, c, n, elem_size, costs)
+        match block {
+            Block::Elements(b) => b.max(1),
+            Block::Auto => lemma_block_per(a, c, per, n, elem_size, costs),
+        }
     }
 }
 
@@ -160,26 +166,53 @@ impl Costs {
 
 /// The pipelining lemma (Träff 2021, §1.2): a pipeline of `a + c·b` steps of α + βm/b each
 /// over b blocks of an m-byte vector takes (a + cb)(α + βm/b), least at b* = √(aβm / (cα)).
-/// Returns the block size in elements for b* blocks of `n` elements of `elem_size` bytes,
+/// Returns the block size in elements for `n` elements of `elem_size` bytes cut into the
+/// whole number of blocks nearest b* that the model finds faster (see [`lemma_block_per`]),
 /// capped at `costs.max_block` bytes ([`MAX_AUTO_BLOCK`] unless ranks share cores) and at
-/// least one element. With `a = 0` (nothing to fill)
-/// one block would do, so the cap decides.
+/// least one element. With `a = 0` (nothing to fill) one block would do, so the cap decides.
+pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs: Costs) -> usize {
+    lemma_block_per(a, c, 1, n, elem_size, costs)
+}
+
+/// [`lemma_block`] for a schedule whose block count comes in multiples of `per` (the two-tree
+/// cuts each of its two halves into the same blocks: `per` = 2).
+///
+/// The count is whole: of the multiples of `per` just below and just above b* (at least
+/// `per`), the one with the smaller (a + cb)(α + βm/b); the vector is then cut into that many
+/// blocks of near-equal length. Until session 14 the block was n/b* rounded up, which makes
+/// ⌈b*⌉ blocks with a short last one: at b* = 1.2 two blocks, the second a fifth of the first,
+/// each costing a full pipeline stage. On 8 ranks over 2 cores the chain then lost 1.2× at
+/// 64 KiB against one block, and the two-tree 1.1× at 1 MiB against one block per half
+/// (docs/tuning.md).
 ///
 /// The block never divides a non-empty `n` (one element more if it would): the schedules cut
 /// n elements into ⌊n/B⌋ + 1 blocks, the last one short and, when B divides n, empty
 /// ([`crate::algorithms::blocks::pipeline_blocks`]) — an empty block still costs a pipeline
 /// stage of α per step (3α for the dual root), which the simulator showed `Auto` paying on
 /// every vector short enough for one block.
-pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs: Costs) -> usize {
+pub(crate) fn lemma_block_per(
+    a: usize,
+    c: usize,
+    per: usize,
+    n: usize,
+    elem_size: usize,
+    costs: Costs,
+) -> usize {
     let elem = elem_size.max(1);
     let cap = (costs.max_block / elem).max(1);
+    let per = per.max(1) as f64;
     let m = (n * elem) as f64;
-    let blocks = (a as f64 * costs.beta_ns * m / (c.max(1) as f64 * costs.alpha_ns)).sqrt();
-    let block = if blocks < 1.0 {
-        n.clamp(1, cap)
+    let (a, c) = (a as f64, c.max(1) as f64);
+    let time = |b: f64| (a + c * b) * (costs.alpha_ns + costs.beta_ns * m / b);
+    let best = (a * costs.beta_ns * m / (c * costs.alpha_ns)).sqrt();
+    let below = ((best / per).floor() * per).max(per);
+    let above = ((best / per).ceil() * per).max(per);
+    let blocks = if time(above) < time(below) {
+        above
     } else {
-        ((n as f64 / blocks).ceil() as usize).clamp(1, cap)
+        below
     };
+    let block = ((n as f64 / blocks).ceil() as usize).clamp(1, cap);
     if n > 0 && n.is_multiple_of(block) {
         block + 1
     } else {

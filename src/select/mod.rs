@@ -22,7 +22,7 @@ pub use block::Block;
 pub(crate) use block::Costs;
 // Only the tests use these outside `block` (here and in `algorithms::allreduce::ring`).
 #[cfg(test)]
-pub(crate) use block::{lemma_block, MAX_AUTO_BLOCK};
+pub(crate) use block::{lemma_block, lemma_block_per, MAX_AUTO_BLOCK};
 pub(crate) use choose::{
     choose_allgather, choose_allreduce, choose_alltoall, choose_barrier, choose_broadcast,
     choose_gather, choose_reduce, choose_reduce_scatter, choose_scan, choose_scatter,
@@ -414,17 +414,35 @@ mod tests {
         let shared = costs.with_max_block(usize::MAX);
         assert_eq!(lemma_block(0, 3, 1 << 20, 8, shared), (1 << 20) + 1);
         assert_eq!(lemma_block(10, 3, 3_000_000, 1, shared), 30_001);
-        // β = 0.001, a = 1, c = 3, m = 3 MB: b* = √10 blocks of 948 684 bytes, over the cap.
+        // β = 0.001, a = 1, c = 3, m = 3 MB: b* = √10 ≈ 3.16, and of 3 and 4 blocks the model
+        // takes 3 (11 000 against 11 050 ns): blocks of 1 MB (and one element), over the cap.
         let cheap = Costs::new(100.0, 0.001);
         assert_eq!(
             lemma_block(1, 3, 3_000_000, 1, cheap.with_max_block(usize::MAX)),
-            948_684
+            1_000_001
         );
         assert_eq!(lemma_block(1, 3, 3_000_000, 1, cheap), MAX_AUTO_BLOCK);
         // The oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4) cuts
         // 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks, of 1.04 MiB.
         let b = lemma_block(8, 4, 1 << 20, 8, Costs::OVERSUBSCRIBED);
         assert_eq!(crate::algorithms::blocks::pipeline_blocks(1 << 20, b), 8);
+        // A whole number of blocks: the chain on 8 ranks (a = 12, c = 2) has b* ≈ 1.17 for
+        // 64 KiB, and one block of the whole vector beats two, the second a sixth as long.
+        let n = 8 << 10;
+        let b = lemma_block(12, 2, n, 8, Costs::OVERSUBSCRIBED);
+        assert_eq!(
+            (b, crate::algorithms::blocks::pipeline_blocks(n, b)),
+            (n + 1, 1)
+        );
+        // Multiples of `per`: b* ≈ 3.3 for the two-tree on 8 ranks (a = 6, c = 2) at 1 MiB,
+        // 4 blocks in all by the model at α = 20 µs (2 per half), 2 (1 per half) at 40 µs.
+        let n = 1 << 17;
+        let per_half = |b: usize| crate::algorithms::blocks::pipeline_blocks(n / 2, b);
+        let b = lemma_block_per(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED);
+        assert_eq!(per_half(b), 2);
+        let slow = Costs::new(40_000.0, 0.07).with_max_block(usize::MAX);
+        assert_eq!(per_half(lemma_block_per(6, 2, 2, n, 8, slow)), 1);
+        assert_eq!(lemma_block_per(6, 2, 2, 0, 8, slow), 1);
     }
 
     /// `Block::Elements` is taken as given; every id round-trips.
