@@ -188,16 +188,25 @@ fn one_element_blocks(alg: Algorithm) -> bool {
     block_of(alg) == Some(Block::Elements(1))
 }
 
-/// `counts` without those too long for `alg` on `p` ranks: with one-element blocks, counts
-/// above [`MAX_COUNT_BLOCK_1`] run only on up to [`MAX_P_LONG_BLOCK_1`] ranks and only up to
-/// [`LONG`].
-fn feasible(alg: Algorithm, p: usize, counts: &[usize]) -> Vec<usize> {
+/// Whether the count `n` is not too long for `alg` on `p` ranks: with one-element blocks,
+/// counts above [`MAX_COUNT_BLOCK_1`] run only on up to [`MAX_P_LONG_BLOCK_1`] ranks and only
+/// up to [`LONG`].
+fn feasible_count(alg: Algorithm, p: usize, n: usize) -> bool {
     let max = match (one_element_blocks(alg), p <= MAX_P_LONG_BLOCK_1) {
         (false, _) => usize::MAX,
         (true, true) => LONG,
         (true, false) => MAX_COUNT_BLOCK_1,
     };
-    counts.iter().copied().filter(|&n| n <= max).collect()
+    n <= max
+}
+
+/// `counts` without those too long for `alg` on `p` ranks ([`feasible_count`]).
+fn feasible(alg: Algorithm, p: usize, counts: &[usize]) -> Vec<usize> {
+    counts
+        .iter()
+        .copied()
+        .filter(|&n| feasible_count(alg, p, n))
+        .collect()
 }
 
 /// Elements of a `u64` pipeline block (64 KiB).
@@ -259,36 +268,21 @@ fn same_vec<T: Same>(a: &[T], b: &[T]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same(y))
 }
 
-/// Runs one allreduce per count in `counts` (in a row, on one communicator) with `alg` and
-/// `op`, rank r's element i being `input(r, i)`; returns `[count][rank] → result`.
-fn run_counts<T: Same, O: Op<T>>(
-    team: &Team,
-    alg: Algorithm,
-    counts: &[usize],
-    input: &(dyn Fn(usize, usize) -> T + Sync),
-    op: &O,
-) -> Vec<Vec<Vec<T>>> {
-    let p = team.size();
-    let out = team
-        .run(|comm| -> Result<Vec<Vec<T>>, Error> {
-            let r = comm.rank();
-            counts
-                .iter()
-                .map(|&n| {
-                    let mut v: Vec<T> = (0..n).map(|i| input(r, i)).collect();
-                    comm.allreduce_with(&mut v, op, alg)?;
-                    Ok(v)
-                })
-                .collect()
-        })
-        .unwrap_or_else(|e| panic!("{alg:?} on {p} ranks: {e}"));
-    let per_rank: Vec<Vec<Vec<T>>> = out
-        .into_iter()
+/// Every rank's input of `n` elements: `[rank][i] → input(rank, i)`.
+fn rank_inputs<T>(p: usize, n: usize, input: &dyn Fn(usize, usize) -> T) -> Vec<Vec<T>> {
+    (0..p)
+        .map(|r| (0..n).map(|i| input(r, i)).collect())
+        .collect()
+}
+
+/// The sequential reference of the ranks' `inputs`: element-wise `x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}`,
+/// folded left to right.
+fn fold_ranks<T: Copy>(inputs: &[Vec<T>], f: &dyn Fn(T, T) -> T) -> Vec<T> {
+    let (first, rest) = inputs.split_first().expect("at least one rank");
+    first
+        .iter()
         .enumerate()
-        .map(|(r, res)| res.unwrap_or_else(|e| panic!("{alg:?} on {p} ranks, rank {r}: {e}")))
-        .collect();
-    (0..counts.len())
-        .map(|k| per_rank.iter().map(|v| v[k].clone()).collect())
+        .map(|(i, &x)| rest.iter().fold(x, |acc, v| f(acc, v[i])))
         .collect()
 }
 
@@ -299,16 +293,89 @@ fn reference<T: Copy>(
     input: &dyn Fn(usize, usize) -> T,
     f: &dyn Fn(T, T) -> T,
 ) -> Vec<T> {
-    (0..n)
-        .map(|i| (1..p).fold(input(0, i), |acc, r| f(acc, input(r, i))))
+    fold_ranks(&rank_inputs(p, n, input), f)
+}
+
+/// One count of a check: every rank's input and the sequential reference, made once per team
+/// and shared by all the algorithms run on it (in a debug build, making them again for each
+/// algorithm cost as much as a fifth of the suite's time).
+struct Case<T> {
+    /// The count.
+    n: usize,
+    /// `inputs[r]`: rank r's vector.
+    inputs: Vec<Vec<T>>,
+    /// The reference: the left-to-right fold of the inputs with the checked op.
+    want: Vec<T>,
+}
+
+/// The [`Case`]s of `counts` on `p` ranks that at least one of `algs` runs ([`feasible`]),
+/// rank r's element i being `input(r, i)` and the reference the fold with `f`.
+fn cases<T: Copy>(
+    p: usize,
+    algs: &[Algorithm],
+    counts: &[usize],
+    input: &dyn Fn(usize, usize) -> T,
+    f: &dyn Fn(T, T) -> T,
+) -> Vec<Case<T>> {
+    counts
+        .iter()
+        .copied()
+        .filter(|&n| algs.iter().any(|&a| feasible_count(a, p, n)))
+        .map(|n| {
+            let inputs = rank_inputs(p, n, input);
+            let want = fold_ranks(&inputs, f);
+            Case { n, inputs, want }
+        })
         .collect()
 }
 
-/// Checks `op` with `alg` on `team` against the sequential fold with `f` (`a ⊙ b = f(a, b)`),
-/// bit for bit on every rank, for every count in `counts` that is [`feasible`] for `alg`.
-fn check<T: Same, O: Op<T>>(
+/// Runs one allreduce per case of `cases` that is [`feasible`] for `alg` (in a row, on one
+/// communicator) with `alg` and `op`, each rank on a copy of its input; returns each case run
+/// with its results, `[rank] → result`.
+fn run_cases<'c, T: Same, O: Op<T>>(
     team: &Team,
     alg: Algorithm,
+    cases: &'c [Case<T>],
+    op: &O,
+) -> Vec<(&'c Case<T>, Vec<Vec<T>>)> {
+    let p = team.size();
+    let cases: Vec<&Case<T>> = cases
+        .iter()
+        .filter(|c| feasible_count(alg, p, c.n))
+        .collect();
+    let out = team
+        .run(|comm| -> Result<Vec<Vec<T>>, Error> {
+            let r = comm.rank();
+            cases
+                .iter()
+                .map(|c| {
+                    let mut v = c.inputs[r].clone();
+                    comm.allreduce_with(&mut v, op, alg)?;
+                    Ok(v)
+                })
+                .collect()
+        })
+        .unwrap_or_else(|e| panic!("{alg:?} on {p} ranks: {e}"));
+    let mut per_rank: Vec<Vec<Vec<T>>> = out
+        .into_iter()
+        .enumerate()
+        .map(|(r, res)| res.unwrap_or_else(|e| panic!("{alg:?} on {p} ranks, rank {r}: {e}")))
+        .collect();
+    let mut got: Vec<Vec<Vec<T>>> = vec![Vec::with_capacity(p); cases.len()];
+    for rank_results in &mut per_rank {
+        for (k, v) in rank_results.drain(..).enumerate() {
+            got[k].push(v);
+        }
+    }
+    cases.into_iter().zip(got).collect()
+}
+
+/// Checks `op` with each of `algs` on `team` against the sequential fold with `f`
+/// (`a ⊙ b = f(a, b)`), bit for bit on every rank, for every count in `counts` that is
+/// [`feasible`] for the algorithm.
+fn check<T: Same, O: Op<T>>(
+    team: &Team,
+    algs: &[Algorithm],
     counts: &[usize],
     input: &(dyn Fn(usize, usize) -> T + Sync),
     op: &O,
@@ -316,19 +383,20 @@ fn check<T: Same, O: Op<T>>(
     what: &str,
 ) {
     let p = team.size();
-    let counts = feasible(alg, p, counts);
-    let got = run_counts(team, alg, &counts, input, op);
-    for (&n, per_rank) in counts.iter().zip(&got) {
-        let want = reference(p, n, input, f);
-        for (r, v) in per_rank.iter().enumerate() {
-            if !same_vec(v, &want) {
-                let i = (0..n).find(|&i| v.get(i).is_none_or(|x| !x.same(&want[i])));
-                panic!(
-                    "{what}, {alg:?}, p = {p}, n = {n}, rank {r}: first difference at {i:?}: \
-                     got {:?}, want {:?}",
-                    i.and_then(|i| v.get(i)),
-                    i.map(|i| want[i]),
-                );
+    let cases = cases(p, algs, counts, input, f);
+    for &alg in algs {
+        for (case, per_rank) in run_cases(team, alg, &cases, op) {
+            let (n, want) = (case.n, &case.want);
+            for (r, v) in per_rank.iter().enumerate() {
+                if !same_vec(v, want) {
+                    let i = (0..n).find(|&i| v.get(i).is_none_or(|x| !x.same(&want[i])));
+                    panic!(
+                        "{what}, {alg:?}, p = {p}, n = {n}, rank {r}: first difference at \
+                         {i:?}: got {:?}, want {:?}",
+                        i.and_then(|i| v.get(i)),
+                        i.map(|i| want[i]),
+                    );
+                }
             }
         }
     }
@@ -368,20 +436,21 @@ fn check_refused<T: Same, O: Op<T>>(
     }
 }
 
-/// [`check`] for a non-commutative `op`: the left-to-right fold in rank order where `alg`
-/// [keeps the order](keeps_order), [`check_refused`] where it cannot.
+/// [`check`] for a non-commutative `op`: the left-to-right fold in rank order with those of
+/// `algs` that [keep the order](keeps_order), [`check_refused`] with the others.
 fn check_ordered<T: Same, O: Op<T>>(
     team: &Team,
-    alg: Algorithm,
+    algs: &[Algorithm],
     counts: &[usize],
     input: &(dyn Fn(usize, usize) -> T + Sync),
     op: &O,
     f: &dyn Fn(T, T) -> T,
     what: &str,
 ) {
-    if keeps_order(alg) {
-        check(team, alg, counts, input, op, f, what);
-    } else {
+    let (keep, refuse): (Vec<Algorithm>, Vec<Algorithm>) =
+        algs.iter().partition(|&&a| keeps_order(a));
+    check(team, &keep, counts, input, op, f, what);
+    for alg in refuse {
         check_refused(team, alg, counts, input, op, what);
     }
 }
@@ -427,20 +496,19 @@ fn matrix(r: usize, i: usize, salt: u64) -> [u32; 4] {
 /// The full matrix for `Sum` on `i64` (wrapping, so exact whatever the order) at the rank
 /// counts `ps`: every algorithm × every count of [`full_counts`].
 fn sum_i64_full_matrix(ps: &[usize]) {
+    let algs = algorithms();
     let input = |r: usize, i: usize| mix(r, i, 1) as i64;
     for team in teams(ps) {
         let c = full_counts(team.size());
-        for alg in algorithms() {
-            check(
-                &team,
-                alg,
-                &c,
-                &input,
-                &op::Sum,
-                &|a: i64, b| a.wrapping_add(b),
-                "sum i64",
-            );
-        }
+        check(
+            &team,
+            &algs,
+            &c,
+            &input,
+            &op::Sum,
+            &|a: i64, b| a.wrapping_add(b),
+            "sum i64",
+        );
     }
 }
 
@@ -463,12 +531,11 @@ fn sum_i64_full_matrix_p_31_to_33() {
 /// per element at the rank counts `ps`: every algorithm × every count of [`full_counts`],
 /// against the sequential product in rank order; the ring refuses on every rank.
 fn matrix_full_matrix(ps: &[usize]) {
+    let algs = algorithms();
     let input = |r: usize, i: usize| matrix(r, i, 23);
     for team in teams(ps) {
         let c = full_counts(team.size());
-        for alg in algorithms() {
-            check_ordered(&team, alg, &c, &input, &matrix_op(), &matmul, "matrices");
-        }
+        check_ordered(&team, &algs, &c, &input, &matrix_op(), &matmul, "matrices");
     }
 }
 
@@ -508,22 +575,36 @@ fn sum_u64_long_vectors() {
             2 * p * BLOCK_U64,
             p * BLOCK_U64 - 1,
         ];
-        for &alg in &auto_blocks {
-            check(&team, alg, &c, &input, &op::Sum, &f, "long sum u64");
-        }
+        check(
+            &team,
+            &auto_blocks,
+            &c,
+            &input,
+            &op::Sum,
+            &f,
+            "long sum u64",
+        );
     }
     let team = team(33);
-    for alg in [
+    let algs = [
         Algorithm::Auto,
         Algorithm::Chain { block: Block::Auto },
         Algorithm::Ring { block: Block::Auto },
-    ] {
-        check(&team, alg, &[100_003], &input, &op::Sum, &f, "long sum u64");
-    }
+    ];
+    check(
+        &team,
+        &algs,
+        &[100_003],
+        &input,
+        &op::Sum,
+        &f,
+        "long sum u64",
+    );
 }
 
 #[test]
 fn sum_i32_wraps() {
+    let algs = algorithms();
     // Values near the ends of i32, so that partial sums overflow in both directions.
     let input = |r: usize, i: usize| {
         let h = mix(r, i, 3);
@@ -536,32 +617,25 @@ fn sum_i32_wraps() {
     let f = |a: i32, b: i32| a.wrapping_add(b);
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in algorithms() {
-            check(&team, alg, &c, &input, &op::Sum, &f, "sum i32");
-        }
+        check(&team, &algs, &c, &input, &op::Sum, &f, "sum i32");
     }
     let team = team(7);
-    for alg in algorithms() {
-        check(&team, alg, &[LONG], &input, &op::Sum, &f, "long sum i32");
-    }
+    check(&team, &algs, &[LONG], &input, &op::Sum, &f, "long sum i32");
 }
 
 /// Small integers are exact in `f64` whatever the order of additions, so every algorithm must
 /// give the left-to-right fold bit for bit (on every rank).
 #[test]
 fn sum_f64_of_small_integers_is_exact() {
+    let algs = algorithms();
     let input = |r: usize, i: usize| (mix(r, i, 4) % 2001) as f64 - 1000.0;
     let f = |a: f64, b: f64| a + b;
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in algorithms() {
-            check(&team, alg, &c, &input, &op::Sum, &f, "sum f64 (integers)");
-        }
+        check(&team, &algs, &c, &input, &op::Sum, &f, "sum f64 (integers)");
     }
     let team = team(5);
-    for alg in algorithms() {
-        check(&team, alg, &[LONG], &input, &op::Sum, &f, "long sum f64");
-    }
+    check(&team, &algs, &[LONG], &input, &op::Sum, &f, "long sum f64");
 }
 
 /// Arbitrary floats: every rank gets the same bits; the linear algorithm (rank 0 folds in rank
@@ -572,11 +646,25 @@ fn sum_f64_bit_identical_on_all_ranks() {
     let input = |r: usize, i: usize| float(r, i, 5);
     for team in teams(&SOME_PS) {
         let p = team.size();
-        for alg in algorithms() {
-            let c = feasible(alg, p, &[1, p + 1, 1000, 3 * BLOCK_U64 + 7]);
-            let got = run_counts(&team, alg, &c, &input, &op::Sum);
-            for (&n, per_rank) in c.iter().zip(&got) {
-                let want = reference(p, n, &input, &|a, b| a + b);
+        let algs = algorithms();
+        let c = [1, p + 1, 1000, 3 * BLOCK_U64 + 7];
+        let cases = cases(p, &algs, &c, &input, &|a, b| a + b);
+        // Per case and element, the sum of the terms' magnitudes, for the rounding bound.
+        let scales: Vec<Vec<f64>> = cases
+            .iter()
+            .map(|case| {
+                (0..case.n)
+                    .map(|i| case.inputs.iter().map(|v| v[i].abs()).sum())
+                    .collect()
+            })
+            .collect();
+        for &alg in &algs {
+            for (case, per_rank) in run_cases(&team, alg, &cases, &op::Sum) {
+                let (n, want) = (case.n, &case.want);
+                let k = cases
+                    .iter()
+                    .position(|c| c.n == n)
+                    .expect("a case of its own");
                 for (r, v) in per_rank.iter().enumerate() {
                     assert!(
                         same_vec(v, &per_rank[0]),
@@ -584,11 +672,10 @@ fn sum_f64_bit_identical_on_all_ranks() {
                     );
                 }
                 if matches!(alg, Algorithm::Linear | Algorithm::Direct) {
-                    assert!(same_vec(&per_rank[0], &want), "{alg:?} is the left fold");
+                    assert!(same_vec(&per_rank[0], want), "{alg:?} is the left fold");
                 }
-                for (i, (&x, &w)) in per_rank[0].iter().zip(&want).enumerate() {
-                    let scale: f64 = (0..p).map(|r| input(r, i).abs()).sum();
-                    let bound = 2.0 * p as f64 * f64::EPSILON * scale;
+                for (i, (&x, &w)) in per_rank[0].iter().zip(want).enumerate() {
+                    let bound = 2.0 * p as f64 * f64::EPSILON * scales[k][i];
                     assert!(
                         (x - w).abs() <= bound,
                         "{alg:?} p = {p} n = {n} [{i}]: {x} vs {w}"
@@ -615,11 +702,10 @@ fn prod_integers_and_floats() {
     };
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in algorithms() {
-            check(&team, alg, &c, &iu, &op::Prod, &fu, "prod u64");
-            check(&team, alg, &c, &ii, &op::Prod, &fi, "prod i32");
-            check(&team, alg, &c, &iff, &op::Prod, &ff, "prod f64");
-        }
+        let algs = algorithms();
+        check(&team, &algs, &c, &iu, &op::Prod, &fu, "prod u64");
+        check(&team, &algs, &c, &ii, &op::Prod, &fi, "prod i32");
+        check(&team, &algs, &c, &iff, &op::Prod, &ff, "prod f64");
     }
 }
 
@@ -629,44 +715,43 @@ fn min_max_integers() {
     let ii = |r: usize, i: usize| mix(r, i, 10) as i32;
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in algorithms() {
-            check(
-                &team,
-                alg,
-                &c,
-                &iu,
-                &op::Min,
-                &|a: u64, b| a.min(b),
-                "min u64",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &iu,
-                &op::Max,
-                &|a: u64, b| a.max(b),
-                "max u64",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &ii,
-                &op::Min,
-                &|a: i32, b| a.min(b),
-                "min i32",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &ii,
-                &op::Max,
-                &|a: i32, b| a.max(b),
-                "max i32",
-            );
-        }
+        let algs = algorithms();
+        check(
+            &team,
+            &algs,
+            &c,
+            &iu,
+            &op::Min,
+            &|a: u64, b| a.min(b),
+            "min u64",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
+            &iu,
+            &op::Max,
+            &|a: u64, b| a.max(b),
+            "max u64",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
+            &ii,
+            &op::Min,
+            &|a: i32, b| a.min(b),
+            "min i32",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
+            &ii,
+            &op::Max,
+            &|a: i32, b| a.max(b),
+            "max i32",
+        );
     }
 }
 
@@ -700,22 +785,26 @@ fn min_max_f64_signed_zeros_and_nans() {
     let max = |a: f64, b: f64| if b.total_cmp(&a).is_gt() { b } else { a };
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in algorithms() {
-            check(&team, alg, &c, &input, &op::Min, &min, "min f64");
-            check(&team, alg, &c, &input, &op::Max, &max, "max f64");
-        }
+        let algs = algorithms();
+        check(&team, &algs, &c, &input, &op::Min, &min, "min f64");
+        check(&team, &algs, &c, &input, &op::Max, &max, "max f64");
     }
     let team5 = team(5);
-    for alg in algorithms() {
-        check(&team5, alg, &[LONG], &input, &op::Max, &max, "long max f64");
-    }
+    check(
+        &team5,
+        &algorithms(),
+        &[LONG],
+        &input,
+        &op::Max,
+        &max,
+        "long max f64",
+    );
     // Only zeros of both signs: the minimum is −0.0 exactly when some rank has −0.0.
     let zeros = |r: usize, i: usize| if (r + i) % 5 == 3 { -0.0 } else { 0.0 };
     let team = team(4);
-    for alg in algorithms() {
-        check(&team, alg, &[1, 3, 7], &zeros, &op::Min, &min, "min ±0");
-        check(&team, alg, &[1, 3, 7], &zeros, &op::Max, &max, "max ±0");
-    }
+    let algs = algorithms();
+    check(&team, &algs, &[1, 3, 7], &zeros, &op::Min, &min, "min ±0");
+    check(&team, &algs, &[1, 3, 7], &zeros, &op::Max, &max, "max ±0");
 }
 
 #[test]
@@ -729,106 +818,104 @@ fn bitwise_and_logical_ops() {
     let iw = |r: usize, i: usize| (mix(r, i, 22) % 4) as u8;
     for team in teams(&SOME_PS) {
         let c = counts(team.size());
-        for alg in algorithms() {
-            check(
-                &team,
-                alg,
-                &c,
-                &iu,
-                &op::BitXor,
-                &|a: u64, b| a ^ b,
-                "xor u64",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &dense,
-                &op::BitAnd,
-                &|a: u64, b| a & b,
-                "and u64",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &sparse,
-                &op::BitOr,
-                &|a: u64, b| a | b,
-                "or u64",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &ib,
-                &op::BitXor,
-                &|a: bool, b| a ^ b,
-                "xor bool",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &ib,
-                &op::BitAnd,
-                &|a: bool, b| a & b,
-                "and bool",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &ib_rare,
-                &op::BitOr,
-                &|a: bool, b| a | b,
-                "or bool",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &ib,
-                &op::LogicalAnd,
-                &|a: bool, b| a && b,
-                "land",
-            );
-            check(
-                &team,
-                alg,
-                &c,
-                &ib_rare,
-                &op::LogicalOr,
-                &|a: bool, b| a || b,
-                "lor",
-            );
-            let land = |a: u8, b: u8| u8::from(a != 0 && b != 0);
-            let lor = |a: u8, b: u8| u8::from(a != 0 || b != 0);
-            check(&team, alg, &c, &iw, &op::LogicalAnd, &land, "land u8");
-            check(&team, alg, &c, &iw, &op::LogicalOr, &lor, "lor u8");
-        }
-    }
-    let team = team(5);
-    for alg in algorithms() {
+        let algs = algorithms();
         check(
             &team,
-            alg,
-            &[LONG],
+            &algs,
+            &c,
             &iu,
             &op::BitXor,
             &|a: u64, b| a ^ b,
-            "long xor",
+            "xor u64",
         );
         check(
             &team,
-            alg,
-            &[LONG],
+            &algs,
+            &c,
+            &dense,
+            &op::BitAnd,
+            &|a: u64, b| a & b,
+            "and u64",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
+            &sparse,
+            &op::BitOr,
+            &|a: u64, b| a | b,
+            "or u64",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
+            &ib,
+            &op::BitXor,
+            &|a: bool, b| a ^ b,
+            "xor bool",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
+            &ib,
+            &op::BitAnd,
+            &|a: bool, b| a & b,
+            "and bool",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
+            &ib_rare,
+            &op::BitOr,
+            &|a: bool, b| a | b,
+            "or bool",
+        );
+        check(
+            &team,
+            &algs,
+            &c,
             &ib,
             &op::LogicalAnd,
             &|a: bool, b| a && b,
-            "long land",
+            "land",
         );
+        check(
+            &team,
+            &algs,
+            &c,
+            &ib_rare,
+            &op::LogicalOr,
+            &|a: bool, b| a || b,
+            "lor",
+        );
+        let land = |a: u8, b: u8| u8::from(a != 0 && b != 0);
+        let lor = |a: u8, b: u8| u8::from(a != 0 || b != 0);
+        check(&team, &algs, &c, &iw, &op::LogicalAnd, &land, "land u8");
+        check(&team, &algs, &c, &iw, &op::LogicalOr, &lor, "lor u8");
     }
+    let team = team(5);
+    let algs = algorithms();
+    check(
+        &team,
+        &algs,
+        &[LONG],
+        &iu,
+        &op::BitXor,
+        &|a: u64, b| a ^ b,
+        "long xor",
+    );
+    check(
+        &team,
+        &algs,
+        &[LONG],
+        &ib,
+        &op::LogicalAnd,
+        &|a: bool, b| a && b,
+        "long land",
+    );
 }
 
 /// Rank r contributes the span (r, r + 1) in every element; the op refuses spans that are not
@@ -839,14 +926,18 @@ fn non_commutative_spans_every_ordered_algorithm() {
     let f = |a: (u32, u32), b: (u32, u32)| (a.0, b.1);
     for team in teams(&all_ps()) {
         let c = counts(team.size());
-        for alg in ordered() {
-            check(&team, alg, &c, &input, &span_op(), &f, "spans");
-        }
+        check(&team, &ordered(), &c, &input, &span_op(), &f, "spans");
     }
     for team in teams(&[3, 8]) {
-        for alg in ordered() {
-            check(&team, alg, &[LONG], &input, &span_op(), &f, "long spans");
-        }
+        check(
+            &team,
+            &ordered(),
+            &[LONG],
+            &input,
+            &span_op(),
+            &f,
+            "long spans",
+        );
     }
 }
 
@@ -882,7 +973,7 @@ fn ring_refuses_non_commutative_ops_on_every_rank() {
     let input = |r: usize, _i: usize| (r as u32, r as u32 + 1);
     check(
         &team,
-        Algorithm::Auto,
+        &[Algorithm::Auto],
         &[100_003],
         &input,
         &span_op(),
@@ -1155,11 +1246,12 @@ fn deterministic_across_runs() {
                         | Algorithm::Direct
                 )
         });
-        for alg in algs {
-            let c = feasible(alg, p, &[1000, LONG]);
-            let first = run_counts(&team, alg, &c, &input, &op::Sum);
-            let second = run_counts(&team, alg, &c, &input, &op::Sum);
-            for (k, (a, b)) in first.iter().zip(&second).enumerate() {
+        let algs: Vec<Algorithm> = algs.collect();
+        let cases = cases(p, &algs, &[1000, LONG], &input, &|a, b| a + b);
+        for &alg in &algs {
+            let first = run_cases(&team, alg, &cases, &op::Sum);
+            let second = run_cases(&team, alg, &cases, &op::Sum);
+            for ((case, a), (_, b)) in first.iter().zip(&second) {
                 for r in 0..p {
                     assert!(
                         same_vec(&a[r], &a[0]),
@@ -1168,7 +1260,7 @@ fn deterministic_across_runs() {
                     assert!(
                         same_vec(&a[r], &b[r]),
                         "{alg:?} p = {p} n = {}: rank {r} differs between runs",
-                        c[k]
+                        case.n
                     );
                 }
             }

@@ -1,4 +1,4 @@
-//! The project's main job for now: measures point-to-point latency, barriers, a large
+//! The runtime's latency check: measures point-to-point latency, barriers, a large
 //! pairwise exchange and allreduce (8 B with `Auto`; 1 MiB with `Direct`, `DualRoot` and
 //! `Ring`) on this machine and prints them in a table beside the goals; then the 8-byte
 //! latency of every collective (`Auto`, one u64 per rank, root 0, `Sum` for the reductions)
@@ -6,7 +6,7 @@
 //! `benches/collectives.rs` measures the same against every algorithm and size.
 //!
 //! ```text
-//! cargo run --release --example latency
+//! cargo run --release --bin corecoll-latency
 //! ```
 //!
 //! Every row is 30 samples; a sample is one timed loop of N repetitions (N chosen so that a
