@@ -199,7 +199,10 @@ impl LevelCosts {
 
     /// The measured constants, if both are there.
     fn costs(&self) -> Option<Costs> {
-        Some(Costs::new(self.alpha_ns?, self.beta_ns?))
+        Some(Costs {
+            alpha_ns: self.alpha_ns?,
+            beta_ns: self.beta_ns?,
+        })
     }
 }
 
@@ -353,11 +356,13 @@ impl Profile {
             })
     }
 
-    /// [`Profile::resolve`] as the pipelining lemma takes it, with the level's cap on the
-    /// block (none on shared cores, `select::Costs::OVERSUBSCRIBED`), which is not measured.
+    /// [`Profile::resolve`] as the pipelining lemma takes it.
     pub(crate) fn costs(&self, level: Level) -> Costs {
         let r = self.resolve(level);
-        Costs::new(r.alpha_ns, r.beta_ns).with_max_block(level.default_costs().max_block)
+        Costs {
+            alpha_ns: r.alpha_ns,
+            beta_ns: r.beta_ns,
+        }
     }
 
     /// γ in nanoseconds per byte for floating-point (`float`) or integer elements: the class's
@@ -524,7 +529,10 @@ mod tests {
         assert_eq!(o.pingpong, None);
         assert_eq!(
             p.costs(Level::Oversubscribed),
-            Costs::new(1576.3, 0.0213).with_max_block(usize::MAX)
+            Costs {
+                alpha_ns: 1576.3,
+                beta_ns: 0.0213
+            }
         );
         // Written again, the old file has no `pingpong` either.
         assert!(!p.to_json().contains("pingpong"));
@@ -539,7 +547,10 @@ mod tests {
         assert_eq!(back, q);
         assert_eq!(
             back.costs(Level::Oversubscribed),
-            Costs::new(9500.0, 0.2).with_max_block(usize::MAX)
+            Costs {
+                alpha_ns: 9500.0,
+                beta_ns: 0.2
+            }
         );
         // A misspelt field inside the record is still an error.
         let bad = text.replace("\"note\": \"both", "\"notes\": \"both");
@@ -569,7 +580,10 @@ mod tests {
     #[test]
     fn fallback_order() {
         let p = measured();
-        let l3 = Costs::new(150.0, 0.05);
+        let l3 = Costs {
+            alpha_ns: 150.0,
+            beta_ns: 0.05,
+        };
         assert_eq!(p.costs(Level::L3), l3);
         // The wider levels take the only measured shared-memory level.
         assert_eq!(p.resolve(Level::Package).from, Some(Level::L3));

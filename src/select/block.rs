@@ -23,9 +23,9 @@ impl Algorithm {
 
     /// Elements per pipeline block (or ring piece) for `n` elements of `elem_size` bytes on
     /// `p` ranks: the user's `Block::Elements`, or for `Block::Auto` the pipelining lemma
-    /// ([`lemma_block`]) with this algorithm's step counts, and for the ring a whole chunk
-    /// (`ring_piece`). Algorithms without a pipeline get the cache cap ([`MAX_AUTO_BLOCK`])
-    /// as their segment size.
+    /// ([`lemma_block`]) with this algorithm's step counts, and for the ring a whole chunk up
+    /// to the cache cap (`ring_piece`). Algorithms without a pipeline get the cache cap
+    /// ([`MAX_AUTO_BLOCK`]) as their segment size.
     pub(crate) fn block_elements(
         self,
         p: usize,
@@ -57,7 +57,7 @@ impl Algorithm {
             // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps, as the
             // simulator counts (`tests/sim.rs`).
             Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2, 1),
-            Algorithm::Ring { block } => return ring_piece(block, p, n),
+            Algorithm::Ring { block } => return ring_piece(block, p, n, elem_size),
             _ => (Block::Auto, 0, 1, 1),
         };
         match block {
@@ -68,25 +68,30 @@ impl Algorithm {
 }
 
 /// Elements per piece of the ring's chunk transfers: the user's `Block::Elements` (at least
-/// 1), or for `Block::Auto` a whole chunk, ⌈n/p⌉ elements: one piece per step.
+/// 1), or for `Block::Auto` a whole chunk, ⌈n/p⌉ elements, up to the cap [`MAX_AUTO_BLOCK`]
+/// (`elem_size` bytes an element).
 ///
 /// The ring does not pipeline its pieces. Step s + 1 sends what step s received, but a rank
 /// exchanges piece i of a step with both neighbours before piece i + 1, and every rank does
 /// the same, so the ring moves in lockstep: k pieces per chunk of m = ⌈n/p⌉ elements make
 /// 2(p − 1)k steps of α + βm/k, that is 2(p − 1)(kα + βm) — the lemma's pipeline with nothing
-/// to fill (a = 0), which one piece per chunk minimises (the simulator counts exactly these
-/// steps, `tests/sim.rs`). Nor does the cache argue for the cap ([`MAX_AUTO_BLOCK`]) that the
-/// pipelines' blocks get: a step reads and combines every element of its chunk once, and
-/// the next step sends the whole chunk on, so smaller pieces bring no reuse, only messages.
-/// Measured (`corecoll-bench --algorithms ring:128KiB,ring:512KiB,ring:16MiB`, medians, on
-/// the 2-core development machine shared with other work): on 2 ranks one piece took
-/// 53–65 µs at 2 MiB per rank against 72–76 µs in 128 KiB pieces, and 278–292 µs at 8 MiB
-/// against 276–338 µs; on 8 oversubscribed ranks, where every piece waits for context
-/// switches, 7.7–11.5 ms at 8 MiB against 20–25 ms (and 43–58 ms in 16 KiB pieces).
-fn ring_piece(block: Block, p: usize, n: usize) -> usize {
+/// to fill (a = 0), which one piece per chunk minimises on messages alone (the simulator
+/// counts exactly these steps, `tests/sim.rs`). The cap is for the cache, as for the
+/// pipelines' blocks: a piece that the receiver combines while the sender's copy and its own
+/// are still in L2. Measured in interleaved rounds (session 14, `corecoll-bench --rounds 10
+/// --algorithms ring,ring:256KiB,ring:512KiB`), whole chunks against 512 KiB pieces: on 2
+/// ranks 243 against 173 µs at 2 MiB per rank, 1 027 against 721 µs at 8 MiB and 3 357
+/// against 3 128 µs at 32 MiB; on 8 ranks over 2 cores 4.80 against 3.93 ms at 8 MiB and
+/// 23.2 against 21.5 ms at 32 MiB, and the same at 2 MiB (one piece either way). (Session 12
+/// had measured the opposite, one piece 1.2–2.5× faster than 128 KiB pieces, in runs beside
+/// other work, one row after another; the pieces cost α each, 2(p − 1)·kα in all, which a
+/// loaded machine makes dear.)
+fn ring_piece(block: Block, p: usize, n: usize, elem_size: usize) -> usize {
     match block {
         Block::Elements(b) => b.max(1),
-        Block::Auto => n.div_ceil(p.max(1)).max(1),
+        Block::Auto => n
+            .div_ceil(p.max(1))
+            .clamp(1, (MAX_AUTO_BLOCK / elem_size.max(1)).max(1)),
     }
 }
 
@@ -104,12 +109,14 @@ fn pipeline_block(block: Block, a: usize, c: usize, n: usize, elem: usize, costs
     }
 }
 
-/// The largest block `Block::Auto` picks where every rank has a core of its own: 512 KiB. The
-/// lemma counts messages only; a cap keeps the block being combined (and the root's side
-/// buffer) inside the L2 cache (1 MiB per core on the machine measured), so long vectors are
-/// not streamed through memory twice. Measured (docs/tuning.md, the block sweeps): with
-/// 128 KiB `Block::Auto` lost up to 1.9× to blocks of 256 KiB – 1 MiB on 8 MiB vectors at
-/// p = 2 and p = 8. Where ranks share cores there is no cap ([`Costs::OVERSUBSCRIBED`]).
+/// The largest block `Block::Auto` picks: 512 KiB. The lemma counts messages only; a cap keeps
+/// the block being combined (and the root's side buffer) inside the L2 cache (1 MiB per core
+/// on the machine measured), so long vectors are not streamed through memory twice. Measured
+/// (docs/tuning.md, the block sweeps): with 128 KiB `Block::Auto` lost up to 1.9× to blocks of
+/// 256 KiB – 1 MiB on 8 MiB vectors at p = 2 and p = 8. It holds on shared cores too: on 8
+/// ranks over 2 cores, 8 MiB, in interleaved rounds on the quiet machine (session 14), blocks of
+/// 256–512 KiB beat 1 MiB ones by 1.05–1.25× in every pipeline (removing the cap there had
+/// looked right in runs beside a compiler, where every block cost more).
 pub(crate) const MAX_AUTO_BLOCK: usize = 512 << 10;
 
 /// The cost constants of the pipelining lemma: start-up time per message (α) and time per
@@ -120,24 +127,12 @@ pub(crate) struct Costs {
     pub alpha_ns: f64,
     /// Nanoseconds per byte.
     pub beta_ns: f64,
-    /// The largest block the lemma may pick, bytes: [`MAX_AUTO_BLOCK`] (the cache cap), or
-    /// `usize::MAX` (none) where ranks share cores.
-    pub max_block: usize,
 }
 
 impl Costs {
-    /// α and β with the cache cap, [`MAX_AUTO_BLOCK`].
+    /// The constants α (ns per message) and β (ns per byte).
     pub(crate) const fn new(alpha_ns: f64, beta_ns: f64) -> Costs {
-        Costs {
-            alpha_ns,
-            beta_ns,
-            max_block: MAX_AUTO_BLOCK,
-        }
-    }
-
-    /// These constants with the cap `max_block` (bytes) instead.
-    pub(crate) const fn with_max_block(self, max_block: usize) -> Costs {
-        Costs { max_block, ..self }
+        Costs { alpha_ns, beta_ns }
     }
 
     /// A rank per core, measured on the development machine (docs/benchmarks.md): an 8-byte
@@ -148,15 +143,8 @@ impl Costs {
     /// pipeline, not a ping-pong between two threads (1.6 µs on one core, docs/calibration.md).
     /// 20 µs fits the block sweeps of docs/tuning.md at p = 8 on 2 cores, where the best fixed
     /// block gave a pipeline of 1 to 2 blocks up to 1 MiB (the chain: (α = 15–30 µs by the
-    /// lemma's b* = √(aβm/(cα)))).
-    ///
-    /// No cap on the block: the cache cap's argument (a block combined while it is still in
-    /// the core's L2) does not hold when four ranks take turns on a core and each switch
-    /// brings another rank's blocks, while every block costs a step of 20 µs or more. Measured
-    /// in interleaved rounds (docs/tuning.md), with the 512 KiB cap the three tree pipelines
-    /// lost 1.3–1.5× at 8 MiB on 8 ranks over 2 cores to blocks of 1–4 MiB, about what the
-    /// uncapped lemma picks (b* ≈ 8 blocks for the pipelined tree).
-    pub(crate) const OVERSUBSCRIBED: Costs = Costs::new(20_000.0, 0.07).with_max_block(usize::MAX);
+    /// lemma's b* = √(aβm/(cα)))), and the cap decided at 8 MiB.
+    pub(crate) const OVERSUBSCRIBED: Costs = Costs::new(20_000.0, 0.07);
     /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,
     /// about 1 µs per message and 0.1 ns per byte (a copy through a shared segment or a
     /// single-copy kernel transfer), larger than the mailboxes' [`Costs::DEDICATED`]; what a
@@ -168,8 +156,8 @@ impl Costs {
 /// over b blocks of an m-byte vector takes (a + cb)(α + βm/b), least at b* = √(aβm / (cα)).
 /// Returns the block size in elements for `n` elements of `elem_size` bytes cut into the
 /// whole number of blocks nearest b* that the model finds faster (see [`lemma_block_per`]),
-/// capped at `costs.max_block` bytes ([`MAX_AUTO_BLOCK`] unless ranks share cores) and at
-/// least one element. With `a = 0` (nothing to fill) one block would do, so the cap decides.
+/// capped at [`MAX_AUTO_BLOCK`] bytes and at least one element. With `a = 0` (nothing to fill)
+/// one block would do, so the cap decides.
 pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs: Costs) -> usize {
     lemma_block_per(a, c, 1, n, elem_size, costs)
 }
@@ -199,7 +187,7 @@ pub(crate) fn lemma_block_per(
     costs: Costs,
 ) -> usize {
     let elem = elem_size.max(1);
-    let cap = (costs.max_block / elem).max(1);
+    let cap = (MAX_AUTO_BLOCK / elem).max(1);
     let per = per.max(1) as f64;
     let m = (n * elem) as f64;
     let (a, c) = (a as f64, c.max(1) as f64);

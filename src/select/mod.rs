@@ -374,7 +374,7 @@ mod tests {
                 let b = lemma_block(a, c, n, e, costs);
                 // At most one element over the cap (to keep clear of dividing n), and never
                 // more than the vector and that element.
-                prop_assert!(b >= 1 && (b - 1) * e <= costs.max_block.max(e));
+                prop_assert!(b >= 1 && (b - 1) * e <= MAX_AUTO_BLOCK.max(e));
                 prop_assert!(b <= n + 1);
                 prop_assert!(lemma_block(a, c, 2 * n + 1, e, costs) + 1 >= b);
                 // No empty last block: ⌊n/B⌋ + 1 blocks are ⌈n/B⌉.
@@ -409,23 +409,14 @@ mod tests {
             MAX_AUTO_BLOCK / 8
         );
         assert_eq!(lemma_block(5, 2, 0, 8, costs), 1);
-        // Without a cap (ranks sharing cores) the lemma decides alone: one block when there
-        // is nothing to fill, b* blocks of a long vector however long they are.
-        let shared = costs.with_max_block(usize::MAX);
-        assert_eq!(lemma_block(0, 3, 1 << 20, 8, shared), (1 << 20) + 1);
-        assert_eq!(lemma_block(10, 3, 3_000_000, 1, shared), 30_001);
         // β = 0.001, a = 1, c = 3, m = 3 MB: b* = √10 ≈ 3.16, and of 3 and 4 blocks the model
-        // takes 3 (11 000 against 11 050 ns): blocks of 1 MB (and one element), over the cap.
+        // takes 3 (11 000 against 11 050 ns): blocks of 1 MB, over the cap.
         let cheap = Costs::new(100.0, 0.001);
-        assert_eq!(
-            lemma_block(1, 3, 3_000_000, 1, cheap.with_max_block(usize::MAX)),
-            1_000_001
-        );
         assert_eq!(lemma_block(1, 3, 3_000_000, 1, cheap), MAX_AUTO_BLOCK);
-        // The oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4) cuts
-        // 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks, of 1.04 MiB.
+        // The oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4) would cut
+        // 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks; the cap makes 16.
         let b = lemma_block(8, 4, 1 << 20, 8, Costs::OVERSUBSCRIBED);
-        assert_eq!(crate::algorithms::blocks::pipeline_blocks(1 << 20, b), 8);
+        assert_eq!(crate::algorithms::blocks::pipeline_blocks(1 << 20, b), 16);
         // A whole number of blocks: the chain on 8 ranks (a = 12, c = 2) has b* ≈ 1.17 for
         // 64 KiB, and one block of the whole vector beats two, the second a sixth as long.
         let n = 8 << 10;
@@ -440,7 +431,7 @@ mod tests {
         let per_half = |b: usize| crate::algorithms::blocks::pipeline_blocks(n / 2, b);
         let b = lemma_block_per(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED);
         assert_eq!(per_half(b), 2);
-        let slow = Costs::new(40_000.0, 0.07).with_max_block(usize::MAX);
+        let slow = Costs::new(40_000.0, 0.07);
         assert_eq!(per_half(lemma_block_per(6, 2, 2, n, 8, slow)), 1);
         assert_eq!(lemma_block_per(6, 2, 2, 0, 8, slow), 1);
     }

@@ -256,7 +256,6 @@ impl Builder<'_> {
             elem_bytes: self.case.elem_bytes,
             root,
             commutative: self.case.commutative,
-            shared_cores: false,
         };
         let costs = self.machine.link_between(0, (size - 1) * stride).costs();
         let (local, block) = record(&case, costs, self.seq)?;

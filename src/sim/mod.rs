@@ -257,14 +257,10 @@ pub struct Case {
     pub root: usize,
     /// Whether the op is commutative.
     pub commutative: bool,
-    /// Whether the ranks share cores (an oversubscribed team): `Block::Auto` then picks its
-    /// blocks without the cache cap, as such a team does.
-    pub shared_cores: bool,
 }
 
 impl Case {
-    /// `collective` of `count` 4-byte elements on `ranks` ranks with a core each, root 0, a
-    /// commutative op.
+    /// `collective` of `count` 4-byte elements on `ranks` ranks, root 0, a commutative op.
     pub fn new(collective: Collective, ranks: usize, count: usize) -> Case {
         Case {
             collective,
@@ -273,7 +269,6 @@ impl Case {
             elem_bytes: 4,
             root: 0,
             commutative: true,
-            shared_cores: false,
         }
     }
 }
@@ -307,10 +302,10 @@ pub struct Prediction {
 /// [`Error::ZeroRanks`], and [`Error::Unsupported`] where the real call would refuse (the ring
 /// with a non-commutative op).
 pub fn simulate(case: &Case, model: &Model) -> Result<Prediction> {
-    let mut costs = Costs::new(model.alpha_ns, model.beta_ns);
-    if case.shared_cores {
-        costs = costs.with_max_block(Costs::OVERSUBSCRIBED.max_block);
-    }
+    let costs = Costs {
+        alpha_ns: model.alpha_ns,
+        beta_ns: model.beta_ns,
+    };
     let (traces, block) = record(case, costs, 1)?;
     let params = |m: &Model| engine::Params {
         alpha: m.alpha_ns,

@@ -56,7 +56,8 @@ pub struct Args {
     pub repeat: usize,
     /// Measure each size's rows in this many interleaved rounds: round by round every row
     /// runs for `--time`/ROUNDS (and `--iters`/ROUNDS iterations, rounded up), each round
-    /// starting one row later, and a row's statistics are over all its rounds' iterations.
+    /// starting one row later. A row's median is the median of its rounds' medians (each
+    /// round counts once); its min, p95 and mean are over all its rounds' iterations.
     /// A slow spell of the machine then falls on every row of the size alike instead of on
     /// whichever rows it happened to meet, so that rows compared with each other (auto
     /// against the best, Block::Auto against fixed blocks, the guidelines) are measured

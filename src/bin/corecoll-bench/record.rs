@@ -176,11 +176,16 @@ impl Record {
         if let Some(s) = Summary::of(times) {
             self.iters = s.iters;
             self.min_us = s.min * 1e6;
-            self.median_us = s.median * 1e6;
             self.p95_us = s.p95 * 1e6;
             self.mean_us = s.mean * 1e6;
-            self.algbw_gbs = algbw_gbs(self.bytes, s.median);
-            self.busbw_gbs = self.algbw_gbs * busbw_factor(&self.collective, self.ranks);
+            self.set_median(s.median);
         }
+    }
+
+    /// Sets the median to `seconds`, and the bandwidths, which are computed from it.
+    pub fn set_median(&mut self, seconds: f64) {
+        self.median_us = seconds * 1e6;
+        self.algbw_gbs = algbw_gbs(self.bytes, seconds);
+        self.busbw_gbs = self.algbw_gbs * busbw_factor(&self.collective, self.ranks);
     }
 }

@@ -14,8 +14,8 @@
 //! `Pinning::Compact` places a bench's oversubscribed team) with `Wait::Passive`, as a team with
 //! more ranks than cores waits. It runs the chain allreduce (`Algorithm::Chain`) of `f64` sums
 //! with an explicit block, for the [`cases`]: every vector size of [`BYTES`] and block count
-//! of [`BLOCKS`] (`Block::Auto` has no cap on the block where ranks share cores, so it can pick
-//! any of these): the pipeline whose step count the model gives exactly, 2(p − 2 + b) steps of
+//! of [`BLOCKS`] whose block is at most `Block::Auto`'s cap of 512 KiB (the blocks it can pick):
+//! the pipeline whose step count the model gives exactly, 2(p − 2 + b) steps of
 //! α + β·m/b (docs/model.md), plus the folds of the reduce half. Timing is the bench's own
 //! (`measure`: a barrier before each call, the slowest rank). The cases run in [`PASSES`]
 //! passes of `--time`/[`PASSES`] each, every pass through all cases (the odd ones in reverse
@@ -64,7 +64,7 @@ pub const RANKS_PER_CORE: usize = 4;
 pub const MAX_CORES: usize = 8;
 
 /// Vector sizes m of the busy pipeline, bytes per rank: from where `Block::Auto` starts to cut
-/// blocks on an oversubscribed team to where every rank's vector is well past the caches.
+/// blocks on an oversubscribed team to where its 512 KiB cap takes over.
 pub const BYTES: [usize; 3] = [128 << 10, 1 << 20, 4 << 20];
 
 /// Block counts b of the busy pipeline: around the lemma's b* = √(6βm/α) for the chain on 8
@@ -72,12 +72,16 @@ pub const BYTES: [usize; 3] = [128 << 10, 1 << 20, 4 << 20];
 /// α = 30 µs, β = 0.37 ns/B), and beyond on both sides.
 pub const BLOCKS: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
-/// The cases (m bytes, b blocks): [`BYTES`] × [`BLOCKS`]. Until session 14 only those with
-/// m/b at most 512 KiB, the cap `Block::Auto` then had on shared cores too.
+/// The largest block of a case, bytes: `Block::Auto`'s cap (`select::MAX_AUTO_BLOCK`), so the
+/// fit covers the blocks `Block::Auto` can choose and no others.
+pub const MAX_BLOCK: usize = 512 << 10;
+
+/// The cases (m bytes, b blocks): [`BYTES`] × [`BLOCKS`] with m/b at most [`MAX_BLOCK`].
 pub fn cases() -> Vec<(usize, usize)> {
     BYTES
         .iter()
         .flat_map(|&m| BLOCKS.iter().map(move |&b| (m, b)))
+        .filter(|&(m, b)| m / b <= MAX_BLOCK)
         .collect()
 }
 
@@ -450,7 +454,6 @@ pub fn auto_block(p: usize, bytes: usize, costs: &LevelCosts) -> Option<(usize, 
     };
     let case = Case {
         elem_bytes: ELEM,
-        shared_cores: true,
         ..Case::new(
             Collective::Allreduce(Algorithm::Chain { block: Block::Auto }),
             p,

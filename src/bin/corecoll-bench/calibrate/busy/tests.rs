@@ -82,9 +82,7 @@ fn the_fit_takes_beta_within_each_size() {
     let pts = step_points(&t, gamma);
     let pooled: Vec<(f64, f64)> = pts.iter().map(|p| (p.1, p.2)).collect();
     let (_, pooled_beta) = super::super::line(&pooled).unwrap();
-    // (1.14β on the whole grid; 1.5β and more on the session-13 grid, where the long vectors
-    // had only small blocks.)
-    assert!(pooled_beta > 1.1 * beta, "{pooled_beta}");
+    assert!(pooled_beta > 1.5 * beta, "{pooled_beta}");
 }
 
 #[test]
@@ -154,11 +152,12 @@ fn the_simulated_coefficients_are_the_chains_counts() {
 }
 
 #[test]
-fn cases_are_every_size_and_block_count() {
+fn cases_keep_to_the_blocks_auto_can_pick() {
     let c = cases();
+    assert!(c.iter().all(|&(m, b)| m / b <= MAX_BLOCK));
     assert!(c.contains(&(128 << 10, 1)) && c.contains(&(4 << 20, 32)));
-    assert!(c.contains(&(4 << 20, 1)));
-    assert_eq!(c.len(), BYTES.len() * BLOCKS.len());
+    assert!(!c.contains(&(4 << 20, 4)));
+    assert_eq!(c.len(), 14);
 }
 
 #[test]
