@@ -43,7 +43,7 @@ use corecoll::op::{self, Op};
 use corecoll::{Block, Comm, Error};
 
 /// Every algorithm the suite runs.
-const ALGORITHMS: [Reduce; 6] = [
+const ALGORITHMS: [Reduce; 7] = [
     Reduce::Auto,
     Reduce::Binomial,
     Reduce::PipelinedTree { block: Block::Auto },
@@ -54,6 +54,7 @@ const ALGORITHMS: [Reduce; 6] = [
         block: Block::Elements(7),
     },
     Reduce::Direct,
+    Reduce::Linear,
 ];
 
 /// Rank counts at which the matrix also runs the long count [`LONG`].
@@ -348,6 +349,12 @@ matrix_tests!(
     direct_p_31_to_33,
     ALGORITHMS[5]
 );
+matrix_tests!(
+    linear_p_1_to_9,
+    linear_p_10_to_17,
+    linear_p_31_to_33,
+    ALGORITHMS[6]
+);
 
 /// Asserts that every rank's result is an error whose root cause satisfies `cause`.
 fn all_failed(out: Vec<corecoll::Result<()>>, what: &str, cause: impl Fn(&Error) -> bool) {
@@ -580,9 +587,10 @@ fn f64_sums_are_deterministic_and_direct_is_the_left_fold() {
 }
 
 /// An op that panics on every rank but the root: the ranks that combine (there is one in every
-/// schedule at p = 5) fail the run, and every rank that does not panic — the root, the
-/// leaves — returns `Err`, promptly (the team's timeout is 30 s), for every algorithm and a
-/// root at either end or inside.
+/// schedule at p = 5 but the linear one) fail the run, and every rank that does not panic —
+/// the root, the leaves — returns `Err`, promptly (the team's timeout is 30 s), for every
+/// algorithm and a root at either end or inside. In the linear reduce only the root combines,
+/// so there the op panics on the root alone, and every other rank must return `Err`.
 #[test]
 fn a_panicking_op_fails_the_call_everywhere() {
     let p = 5;
@@ -592,8 +600,9 @@ fn a_panicking_op_fails_the_call_everywhere() {
             let errs = std::sync::Mutex::new(Vec::new());
             let res = team.run(|comm| {
                 let r = comm.rank();
+                let only_root_combines = alg == Reduce::Linear;
                 let bomb = op::non_commutative(move |a: &u64, b: &u64| {
-                    assert!(r == root, "planned panic");
+                    assert!((r == root) != only_root_combines, "planned panic");
                     a.wrapping_add(*b)
                 });
                 let mut v = vec![r as u64; 3000];
@@ -603,7 +612,11 @@ fn a_panicking_op_fails_the_call_everywhere() {
             let errs = errs.into_inner().unwrap();
             assert!(res.is_err(), "{alg:?}, root {root}: nobody panicked");
             assert!(errs.len() < p, "{alg:?}, root {root}: {errs:?}");
-            assert!(errs.iter().any(|&(r, _)| r == root), "{alg:?}, root {root}");
+            let root_returned = errs.iter().any(|&(r, _)| r == root);
+            assert!(
+                root_returned != (alg == Reduce::Linear),
+                "{alg:?}, root {root}"
+            );
             assert!(
                 errs.iter().all(|&(_, e)| e),
                 "{alg:?}, root {root}: {errs:?}"

@@ -538,7 +538,11 @@ impl ProcessComm {
             self.agree(&call)?;
         }
         if alg.needs_shared_memory() {
-            return Err(self.shared_memory_only(OP, alg.name(), "binomial or pipelined-tree"));
+            return Err(self.shared_memory_only(
+                OP,
+                alg.name(),
+                "binomial, linear or pipelined-tree",
+            ));
         }
         self.check_root(OP, root)?;
         if alg == Reduce::Native {

@@ -172,7 +172,7 @@ algorithm_ids!(
 
 algorithm_ids!(
     Reduce,
-    7,
+    8,
     (Reduce::Auto, Reduce::Auto, "auto", 0),
     (Reduce::Binomial, Reduce::Binomial, "binomial", 1),
     (
@@ -195,6 +195,7 @@ algorithm_ids!(
         5
     ),
     (Reduce::Native, Reduce::Native, "native", 6),
+    (Reduce::Linear, Reduce::Linear, "linear", 7),
 );
 
 algorithm_ids!(

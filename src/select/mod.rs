@@ -205,6 +205,9 @@ pub enum Reduce {
     /// [`Error::Unsupported`](crate::Error::Unsupported) there). Between threads, where there is
     /// no MPI, it runs `Auto`.
     Native,
+    /// Every rank sends its vector to the root, which combines them in rank order: one round
+    /// of p − 1 messages into one rank, for short vectors on shared cores.
+    Linear,
 }
 
 impl Reduce {

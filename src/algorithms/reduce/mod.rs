@@ -10,12 +10,15 @@
 //!
 //! * [`binomial`]: two binomial trees over the contiguous ranges below and from the root, the
 //!   lower one's result sent to the root last (p − 1 messages in all).
+//! * [`linear`]: every rank sends to the root, which combines in rank order (p − 1 messages,
+//!   one round).
 //! * [`pipelined_tree`]: Träff's post-order binary trees, pipelined in blocks, over the ranks
 //!   on either side of the root, whose tops send straight to the root.
 //! * [`direct`] (shm only): every rank reduces its slice of all inputs into the root's buffer.
 
 mod binomial;
 mod direct;
+mod linear;
 mod pipelined_tree;
 
 use crate::error::Result;
@@ -37,6 +40,7 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
 ) -> Result<()> {
     match alg {
         Reduce::Auto | Reduce::Binomial => binomial::binomial(t, buf, op, root, tag),
+        Reduce::Linear => linear::linear(t, buf, op, root, tag),
         Reduce::PipelinedTree { .. } => {
             pipelined_tree::pipelined_tree(t, buf, op, root, block, tag)
         }
