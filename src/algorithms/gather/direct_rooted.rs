@@ -80,6 +80,7 @@ fn rooted<T: Elem>(
     root: usize,
     tag: Tag,
 ) -> Result<()> {
+    debug_assert_ne!(shape, Rooted::Broadcast);
     let (scatter, op) = match shape {
         Rooted::Scatter => (true, "scatter"),
         _ => (false, "gather"),
