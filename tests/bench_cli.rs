@@ -129,6 +129,56 @@ fn every_collective_runs_with_integers() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `--algorithms direct` selects the shared-memory gather and scatter too, and their cells
+/// pass the check at every root-relative layout the sizes give.
+#[test]
+fn direct_gather_and_scatter_run_and_pass_their_check() {
+    let dir = scratch("direct-sg");
+    let json = dir.join("d.json");
+    let out = run(&[
+        "--collective",
+        "gather,scatter",
+        "--algorithms",
+        "direct",
+        "--sizes",
+        "0,24,4KiB",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+        "--quiet",
+        "--ranks",
+        "3",
+        "--root",
+        "1",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    assert!(!stdout.contains("FAIL"), "a cell failed:\n{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let records = v["records"].as_array().expect("a records array");
+    for c in ["gather", "scatter"] {
+        let direct: Vec<_> = records
+            .iter()
+            .filter(|r| r["collective"] == c && r["algorithm"] == "direct")
+            .collect();
+        assert_eq!(direct.len(), 3, "{c}: {records:?}");
+        assert!(
+            direct.iter().all(|r| r["validation"] == "pass"),
+            "{c}: {direct:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn cold_buffers_pass_their_check() {
     let dir = scratch("cold");

@@ -13,7 +13,11 @@
 //! **Bad input**: a root out of range; a buffer of the wrong length on one rank (the root's
 //! for gather and scatter, any rank's for allgather); different roots, block lengths and
 //! algorithms on different ranks. Each fails on every rank with the expected root cause,
-//! without a hang (every team times out after 30 s).
+//! without a hang (every team times out after 30 s). For the shared-memory `Direct` gather
+//! and scatter besides: `Direct` on some ranks against each message-passing choice, another
+//! element type on one rank (the root's buffers stay untouched), and a rank that panics
+//! instead of calling (every other rank returns an error caused by the panic, and the next
+//! direct calls on the same team succeed).
 //!
 //! **The `v` forms** (`v_forms_*`): gatherv, scatterv and allgatherv at p ∈ 1..=17 ∪
 //! {31, 32, 33} (roots as in the matrix) over the layouts of [`layouts`]: regular blocks,
@@ -32,13 +36,24 @@ use common::{
     bad_layouts, check_fails, invalid, mismatch, out_of_range, place, team, Layout, Pair, Value,
 };
 use corecoll::algorithm::{Allgather, Gather, Scatter};
-use corecoll::Comm;
+use corecoll::{Comm, Error};
+use std::sync::Mutex;
 
 /// Gather algorithms.
-const GATHERS: [Gather; 3] = [Gather::Auto, Gather::Linear, Gather::Binomial];
+const GATHERS: [Gather; 4] = [
+    Gather::Auto,
+    Gather::Linear,
+    Gather::Binomial,
+    Gather::Direct,
+];
 
 /// Scatter algorithms.
-const SCATTERS: [Scatter; 3] = [Scatter::Auto, Scatter::Linear, Scatter::Binomial];
+const SCATTERS: [Scatter; 4] = [
+    Scatter::Auto,
+    Scatter::Linear,
+    Scatter::Binomial,
+    Scatter::Direct,
+];
 
 /// Allgather algorithms.
 const ALLGATHERS: [Allgather; 5] = [
@@ -517,6 +532,144 @@ fn disagreements_fail_on_every_rank() {
                 },
                 mismatch,
             );
+        }
+    }
+}
+
+/// `Direct` against the other explicit choices and against another element type on one rank:
+/// a mismatch on every rank, and the root's receive buffer (gather) or every receive buffer
+/// (scatter) untouched.
+#[test]
+fn direct_disagreements_fail_on_every_rank() {
+    for p in [2, 3, 6] {
+        let team = team(p);
+        for odd in [0, p - 1] {
+            for root in [0, p - 1] {
+                for other in [Gather::Linear, Gather::Binomial] {
+                    check_fails(
+                        &team,
+                        &format!("gather to {root}, {other:?} on rank {odd}, Direct elsewhere"),
+                        &|comm| {
+                            let alg = if comm.rank() == odd {
+                                other
+                            } else {
+                                Gather::Direct
+                            };
+                            let mut recv = vec![0u64; 4 * p];
+                            let r = comm.gather_with(&[1u64; 4], &mut recv, root, alg);
+                            assert!(recv.iter().all(|&x| x == 0));
+                            r
+                        },
+                        mismatch,
+                    );
+                }
+                for other in [Scatter::Linear, Scatter::Binomial] {
+                    check_fails(
+                        &team,
+                        &format!("scatter from {root}, {other:?} on rank {odd}, Direct elsewhere"),
+                        &|comm| {
+                            let alg = if comm.rank() == odd {
+                                other
+                            } else {
+                                Scatter::Direct
+                            };
+                            let mut recv = [0u64; 4];
+                            let r = comm.scatter_with(&vec![1u64; 4 * p], &mut recv, root, alg);
+                            assert!(recv.iter().all(|&x| x == 0));
+                            r
+                        },
+                        mismatch,
+                    );
+                }
+                // The same size, another type: the type fingerprint differs.
+                check_fails(
+                    &team,
+                    &format!("gather Direct to {root}, f32 on rank {odd}, u32 elsewhere"),
+                    &|comm| {
+                        if comm.rank() == odd {
+                            comm.gather_with(
+                                &[1f32; 4],
+                                &mut vec![0f32; 4 * p],
+                                root,
+                                Gather::Direct,
+                            )
+                        } else {
+                            let mut recv = vec![0u32; 4 * p];
+                            let r = comm.gather_with(&[1u32; 4], &mut recv, root, Gather::Direct);
+                            assert!(recv.iter().all(|&x| x == 0));
+                            r
+                        }
+                    },
+                    mismatch,
+                );
+                check_fails(
+                    &team,
+                    &format!("scatter Direct from {root}, f32 on rank {odd}, u32 elsewhere"),
+                    &|comm| {
+                        if comm.rank() == odd {
+                            let send = vec![1f32; 4 * p];
+                            comm.scatter_with(&send, &mut [0f32; 4], root, Scatter::Direct)
+                        } else {
+                            let mut recv = [0u32; 4];
+                            let send = vec![1u32; 4 * p];
+                            let r = comm.scatter_with(&send, &mut recv, root, Scatter::Direct);
+                            assert!(recv.iter().all(|&x| x == 0));
+                            r
+                        }
+                    },
+                    mismatch,
+                );
+            }
+        }
+    }
+}
+
+/// A rank that panics instead of joining a direct gather or scatter: every other rank
+/// returns an error caused by the panic, without a hang, and the team's next direct calls
+/// succeed.
+#[test]
+fn a_panicking_rank_fails_the_direct_forms_on_every_rank() {
+    for p in [2, 3, 6] {
+        let team = team(p);
+        for odd in [0, p - 1] {
+            for gather in [true, false] {
+                let what = format!(
+                    "{} Direct, rank {odd} panics, p = {p}",
+                    if gather { "gather" } else { "scatter" }
+                );
+                let log = Mutex::new(Vec::new());
+                let res = team.run(|comm| {
+                    let me = comm.rank();
+                    if me == odd {
+                        panic!("rank {me} gives up");
+                    }
+                    let r = if gather {
+                        comm.gather_with(&[1u64; 4], &mut vec![0; 4 * p], 0, Gather::Direct)
+                    } else {
+                        comm.scatter_with(&vec![1u64; 4 * p], &mut [0; 4], 0, Scatter::Direct)
+                    };
+                    log.lock().unwrap().push((me, r));
+                });
+                let panicked =
+                    |e: &Error| matches!(e, Error::Panicked { rank, .. } if *rank == odd);
+                match res {
+                    Err(e) => assert!(panicked(&e), "{what}: {e}"),
+                    Ok(_) => panic!("{what}: the run succeeded"),
+                }
+                let log = log.into_inner().unwrap();
+                assert_eq!(log.len(), p - 1, "{what}: {log:?}");
+                for (r, res) in log {
+                    let e = res.expect_err(&format!("{what}, rank {r}: no error"));
+                    assert!(panicked(e.root_cause()), "{what}, rank {r}: {e}");
+                }
+            }
+        }
+        // The board is usable again.
+        let out = team
+            .run(|comm| sweep::<u64>(comm, &[p - 1], &[3]))
+            .unwrap_or_else(|e| panic!("p = {p}, after the panics: {e}"));
+        for res in out {
+            res.unwrap_or_else(|e| panic!("p = {p}, after the panics: {e}"));
         }
     }
 }

@@ -252,6 +252,8 @@ fn refusals() {
         Collective::Broadcast(Broadcast::Direct),
         Collective::Allgather(Allgather::Direct),
         Collective::Alltoall(Alltoall::Direct),
+        Collective::Gather(Gather::Direct),
+        Collective::Scatter(Scatter::Direct),
     ] {
         let e = sim::simulate(&Case::new(c, 4, 10), &model).unwrap_err();
         assert!(matches!(e, Error::Simulation { .. }), "{}: {e}", c.name());

@@ -5,7 +5,7 @@
 
 use crate::cases::{first_wrong, fold, hash, inputs, mix, reduction, Affine, Case};
 use crate::{vector, Outcome, RunFails, Suite};
-use corecoll::algorithm::{Broadcast, Reduce};
+use corecoll::algorithm::{Broadcast, Gather, Reduce, Scatter};
 use corecoll::{op, Algorithm, Comm, Error};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -78,6 +78,29 @@ pub fn check_all(s: &mut Suite<'_>) {
             |comm| {
                 let mut v = inputs::<u64>(comm.rank(), 5);
                 Outcome::Called(comm.allreduce_with(&mut v, op::Sum, Algorithm::Direct))
+            },
+        );
+        let n = 5;
+        s.check_fails(
+            "gather direct (shared memory only) is refused between processes",
+            RunFails::Either,
+            None,
+            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
+            |comm| {
+                let send = inputs::<u64>(comm.rank(), n);
+                let mut recv = vec![GAP; if comm.rank() == 0 { p * n } else { 0 }];
+                Outcome::Called(comm.gather_with(&send, &mut recv, 0, Gather::Direct))
+            },
+        );
+        s.check_fails(
+            "scatter direct (shared memory only) is refused between processes",
+            RunFails::Either,
+            None,
+            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
+            |comm| {
+                let send = inputs::<u64>(comm.rank(), if comm.rank() == 0 { p * n } else { 0 });
+                let mut recv = vec![GAP; n];
+                Outcome::Called(comm.scatter_with(&send, &mut recv, 0, Scatter::Direct))
             },
         );
     } else {

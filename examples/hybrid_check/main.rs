@@ -24,7 +24,8 @@
 //! few processes), each process prints its ranks' problems on stderr, and the exit code is
 //! non-zero on every process if any check failed on any process. What is checked:
 //! - results (`collectives`, the v-forms in `vector`): allreduce with every algorithm (and
-//!   `Direct` refused between processes, the ring refused for a non-commutative op),
+//!   `Direct` refused between processes, of gather and scatter too, the ring refused for a
+//!   non-commutative op),
 //!   allreduce_into, broadcast and reduce at every root, scan, exscan, gather, scatter,
 //!   allgather, alltoall, alltoallv, reduce_scatter_block, gatherv, scatterv, allgatherv,
 //!   barrier; `u64` sum (exact), `f64` sum (close to the sequential sum, and the same bits on

@@ -7,7 +7,9 @@
 //! block length, element type, root and algorithm: in its dissemination form for gather and
 //! scatter, whose root or leaves may otherwise finish without hearing of a disagreement; in
 //! its one-hop form for allgather, where no rank can finish without every rank's block, so no
-//! rank finishes if one fails.
+//! rank finishes if one fails. The shared-memory `Direct` forms run the check too (a rank
+//! that chose another algorithm would never come to the board), and then check block
+//! length, element type and root once more on the board (`algorithms::gather`).
 //!
 //! **The `v` forms** run one fixed algorithm each (linear gatherv and scatterv, ring
 //! allgatherv; `algorithms::gather::vector`). The counts and displacements are checked where
@@ -73,13 +75,17 @@ impl Comm {
         };
         let t = self.coll(OP);
         let call = Call::of::<T, _>(OP, alg, send.len()).at(root);
-        if self.size() == 2 {
+        // `Direct` sends no message to share the check's hop with (`comm::pair`).
+        if self.size() == 2 && alg != Gather::Direct {
             let data = tag.with_variant(alg.id());
             return self.gather_pair(&t, (tag, data), &call, (send, recv), root);
         }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
-        sched::run_gather(&t, send, recv, root, alg, tag)
+        match alg {
+            Gather::Direct => sched::direct_gather(self, send, recv, root, tag),
+            _ => sched::run_gather(&t, send, recv, root, alg, tag),
+        }
     }
 
     /// Hands block i of `send` on rank `root` to rank i's `recv` (`MPI_Scatter`). On the
@@ -127,13 +133,17 @@ impl Comm {
         };
         let t = self.coll(OP);
         let call = Call::of::<T, _>(OP, alg, recv.len()).at(root);
-        if self.size() == 2 {
+        // As in `gather_with`: `Direct` has no message to share the check's hop with.
+        if self.size() == 2 && alg != Scatter::Direct {
             let data = tag.with_variant(alg.id());
             return self.scatter_pair(&t, (tag, data), &call, (send, recv), root);
         }
         self.agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
-        sched::run_scatter(&t, send, recv, root, alg, tag)
+        match alg {
+            Scatter::Direct => sched::direct_scatter(self, send, recv, root, tag),
+            _ => sched::run_scatter(&t, send, recv, root, alg, tag),
+        }
     }
 
     /// Collects every rank's `send` into `recv` on every rank, block i from rank i

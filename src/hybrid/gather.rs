@@ -28,7 +28,9 @@
 //! fingerprints meet in the check between processes (as its `block` word, the total as its
 //! length), so that differing counts are an error on every rank instead of a wrong layout.
 //!
-//! **Algorithms.** The caller's choice (`Gather`, `Scatter`) runs within the process; between
+//! **Algorithms.** The caller's choice (`Gather`, `Scatter`) runs within the process (but
+//! `Direct`, which needs the ranks to share memory, is refused on every rank, as the
+//! allgather's and the other collectives' `Direct` are, before any stage runs it); between
 //! processes the process blocks have unequal lengths in general (the processes' thread counts
 //! may differ), so the linear gatherv and scatterv of `algorithms::gather` run there. For
 //! allgather, a layout whose processes all have the same number of threads runs the caller's
@@ -256,6 +258,19 @@ impl Bridge {
         Ok(all)
     }
 
+    /// The refusal of algorithm `name` of collective `op`, which needs the ranks to share
+    /// memory, on a team that spans MPI processes; `instead` lists what runs there.
+    fn shm_refused(&self, op: &'static str, name: &str, instead: &str) -> Error {
+        Error::Unsupported {
+            rank: self.rank(),
+            op,
+            what: format!(
+                "the {name} algorithm needs the ranks to share memory; on a team that spans \
+                 MPI processes use {instead}"
+            ),
+        }
+    }
+
     /// `Comm::gather_with` across processes (module docs).
     pub(crate) fn gather<T: Elem>(
         &self,
@@ -292,13 +307,23 @@ impl Bridge {
         let leader = self.is_leader();
         let local = &self.local;
         let mut own = staging(if leader { t * m } else { 0 });
-        let before = local.gather_with(send, &mut own, 0, algorithm);
+        // A shared-memory choice is refused between the processes, below; stage 1 does not
+        // run it first.
+        let refused = algorithm.needs_shared_memory();
+        let before = if refused {
+            Ok(())
+        } else {
+            local.gather_with(send, &mut own, 0, algorithm)
+        };
         let mut whole = staging(if leader && q == qr && lr != 0 {
             p * m
         } else {
             0
         });
         self.across(OP, call, before, |pc| {
+            if refused {
+                return Err(self.shm_refused(OP, algorithm.name(), "auto, linear or binomial"));
+            }
             let (counts, displs) = self.process_blocks(m);
             let dst: &mut [B] = match (q == qr, lr == 0) {
                 (false, _) => &mut [],
@@ -365,6 +390,9 @@ impl Bridge {
         };
         let mut own = staging(if leader { t * m } else { 0 });
         self.across(OP, call, before, |pc| {
+            if algorithm.needs_shared_memory() {
+                return Err(self.shm_refused(OP, algorithm.name(), "auto, linear or binomial"));
+            }
             let (counts, displs) = self.process_blocks(m);
             let src: &[B] = match (q == qr, lr == 0) {
                 (false, _) => &[],
@@ -414,14 +442,11 @@ impl Bridge {
             let uniform = (0..np).all(|q| l.threads(q) == t);
             let alg = match algorithm {
                 Allgather::Direct => {
-                    return Err(Error::Unsupported {
-                        rank: self.rank(),
-                        op: OP,
-                        what: "the direct algorithm needs the ranks to share memory; on a team \
-                               that spans MPI processes use auto, ring, recursive-doubling or \
-                               bruck"
-                            .to_string(),
-                    })
+                    return Err(self.shm_refused(
+                        OP,
+                        algorithm.name(),
+                        "auto, ring, recursive-doubling or bruck",
+                    ))
                 }
                 Allgather::Ring | Allgather::RecursiveDoubling | Allgather::Bruck => algorithm,
                 _ if bytes >= 80 << 10 => Allgather::Ring,

@@ -218,18 +218,20 @@ algorithm_ids!(
 
 algorithm_ids!(
     Gather,
-    3,
+    4,
     (Gather::Auto, Gather::Auto, "auto", 0),
     (Gather::Linear, Gather::Linear, "linear", 1),
     (Gather::Binomial, Gather::Binomial, "binomial", 2),
+    (Gather::Direct, Gather::Direct, "direct", 3),
 );
 
 algorithm_ids!(
     Scatter,
-    3,
+    4,
     (Scatter::Auto, Scatter::Auto, "auto", 0),
     (Scatter::Linear, Scatter::Linear, "linear", 1),
     (Scatter::Binomial, Scatter::Binomial, "binomial", 2),
+    (Scatter::Direct, Scatter::Direct, "direct", 3),
 );
 
 algorithm_ids!(

@@ -252,6 +252,17 @@ pub enum Gather {
     Linear,
     /// Binomial tree: ⌈log₂ p⌉ rounds, subtrees forward their collected blocks.
     Binomial,
+    /// Shared memory only: every rank writes its block straight into the root's published
+    /// receive buffer, all at once; two synchronisations.
+    Direct,
+}
+
+impl Gather {
+    /// Whether the algorithm needs the ranks to share one address space (`Direct`): refused
+    /// on a team that spans MPI processes (`hybrid`), and left out of the simulator.
+    pub fn needs_shared_memory(self) -> bool {
+        self == Gather::Direct
+    }
 }
 
 /// A scatter algorithm, for `Comm::scatter_with` (and the fixed choice of `scatterv`).
@@ -265,6 +276,17 @@ pub enum Scatter {
     Linear,
     /// Binomial tree: ⌈log₂ p⌉ rounds, each subtree receives its ranks' blocks at once.
     Binomial,
+    /// Shared memory only: every rank copies its block straight from the root's published
+    /// send buffer, all at once; two synchronisations.
+    Direct,
+}
+
+impl Scatter {
+    /// Whether the algorithm needs the ranks to share one address space (`Direct`): refused
+    /// on a team that spans MPI processes (`hybrid`), and left out of the simulator.
+    pub fn needs_shared_memory(self) -> bool {
+        self == Scatter::Direct
+    }
 }
 
 /// An allgather algorithm, for `Comm::allgather_with` (and the fixed choice of

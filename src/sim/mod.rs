@@ -232,7 +232,9 @@ impl Collective {
             Collective::Barrier(a) => {
                 matches!(a, Barrier::Hierarchical | Barrier::HierarchicalDirect)
             }
-            Collective::Scan(_) | Collective::Gather(_) | Collective::Scatter(_) => false,
+            Collective::Gather(a) => a.needs_shared_memory(),
+            Collective::Scatter(a) => a.needs_shared_memory(),
+            Collective::Scan(_) => false,
         };
         if on_comm {
             return Err("it reads other ranks' memory or runs on a hierarchy of \

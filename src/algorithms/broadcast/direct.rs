@@ -22,6 +22,10 @@
 //! by the ranks whose root does not match the board; they end the call failing, so every other
 //! rank's phase 2 fails too (with the mismatch as the root cause), though those may already
 //! have copied (the agreement of `Comm::broadcast_with` normally reports it before).
+//!
+//! The direct scatter and gather (`algorithms::gather`) share the root's buffer the same way,
+//! one block per rank: [`open_rooted`] publishes and checks the calls of all three
+//! ([`Rooted`]).
 
 use crate::comm::board::{Call, Session};
 use crate::error::{Error, Result};
@@ -81,58 +85,128 @@ pub(crate) unsafe fn open<'a, T: Elem>(
     tag: Tag,
     name: &'static str,
 ) -> Result<Session<'a>> {
-    let me = comm.rank();
-    let input: *const T = if me == root {
+    let input: *const T = if comm.rank() == root {
         out.cast_const()
     } else {
         ptr::null()
     };
+    // SAFETY: by the caller's promise `out` is valid for `n` elements until the session ends;
+    // the input is `out` itself on the root (the buffer `Rooted::Broadcast` shares), null
+    // elsewhere.
+    unsafe { open_rooted(comm, Rooted::Broadcast, (input, out), n, root, tag, name) }
+}
+
+/// The shape of a rooted single-copy collective, for [`open_rooted`]: which of the root's
+/// buffers the other ranks share, and what the published length counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rooted {
+    /// The broadcast: every rank reads the root's input, of `n` elements.
+    Broadcast,
+    /// The scatter: the root's input holds p blocks of `n` elements; rank i reads block i.
+    Scatter,
+    /// The gather: the root's output holds p blocks of `n` elements; rank i writes block i.
+    Gather,
+}
+
+impl Rooted {
+    /// The collective, for the board's error messages.
+    fn op(self) -> &'static str {
+        match self {
+            Rooted::Broadcast => "broadcast",
+            Rooted::Scatter => "scatter",
+            Rooted::Gather => "gather",
+        }
+    }
+
+    /// Whether `call` publishes the buffer that the root shares (the input of a broadcast or
+    /// scatter, the output of a gather): it must, exactly on the rank that takes itself for
+    /// the root.
+    fn shares(self, call: &Call) -> bool {
+        match self {
+            Rooted::Broadcast | Rooted::Scatter => !call.input.is_null(),
+            Rooted::Gather => !call.output.is_null(),
+        }
+    }
+
+    /// Describes a call of algorithm `name` for a mismatch error: `n` elements, or blocks of
+    /// `n` (of this rank's type if `same_type`), and whether the rank publishing it acts as the
+    /// root (`is_root`) for `root`.
+    fn describe(self, name: &str, root: usize, n: usize, same_type: bool, is_root: bool) -> String {
+        let ty = if same_type {
+            ""
+        } else {
+            " of another element type"
+        };
+        let role = if is_root {
+            "as the root"
+        } else {
+            "not as the root"
+        };
+        let (way, blocks) = match self {
+            Rooted::Broadcast => ("from", ""),
+            Rooted::Scatter => ("from", "blocks of "),
+            Rooted::Gather => ("to", "blocks of "),
+        };
+        format!("{name} {way} rank {root} of {blocks}{n} elements{ty}, {role}")
+    }
+}
+
+/// The start of a rooted shared-memory collective of shape `shape` (broadcast, scatter,
+/// gather): publishes `input` and `output` with length `n` (elements of the broadcast, block
+/// length of the others), arrives on the board, and checks that every rank published the same
+/// length and element type, and the buffer the root shares ([`Rooted`]) exactly at the rank
+/// it takes for the root (non-null there, null elsewhere); a mismatch fails every rank before
+/// any buffer is touched. `name` names the algorithm in errors.
+///
+/// # Safety
+///
+/// On the rank that is `root`, the shared buffer (`input` for a broadcast or scatter, `output`
+/// for a gather) must be non-null and valid for what `shape` lets the peers do with it: reads
+/// of `n` elements of `T` (broadcast), of p·n (scatter), writes of p·n (gather); on the other
+/// ranks it must be null. The other pointer, if non-null, must be valid for what this rank's
+/// own schedule does with it (reads of an input, reads and writes of an output, of the
+/// lengths above). None of them may be used by the caller except through the returned
+/// session's schedule until the session ends (finished, or dropped while unwinding, which
+/// waits as finishing does), and an input must not be written meanwhile; `root <
+/// comm.size()`.
+pub(crate) unsafe fn open_rooted<'a, T: Elem>(
+    comm: &'a Comm,
+    shape: Rooted,
+    (input, output): (*const T, *mut T),
+    n: usize,
+    root: usize,
+    tag: Tag,
+    name: &'static str,
+) -> Result<Session<'a>> {
     let typ = type_fingerprint::<T>();
     let call = Call {
         input: input.cast(),
-        output: out.cast(),
+        output: output.cast(),
         len: n,
         typ,
-        op: "broadcast",
+        op: shape.op(),
     };
     let board = &comm.shared().board;
-    // SAFETY: by the caller's promise `out` is valid for `n` elements until the session ends.
-    // The input is `out` itself on the root; elsewhere it is null, which no peer reads: a
-    // peer reads only the input of the rank it takes for the root after checking that it is
-    // non-null. `Comm` is not `Sync`, so this thread is the only one acting as this rank, and
-    // a previous call on the board ended before it returned.
+    // SAFETY: by the caller's promise the published pointers are valid as long as the session
+    // lasts for what the peers do with them; a null one is never dereferenced: a peer uses
+    // only the root's shared buffer, after checking below that it is non-null. `Comm` is not
+    // `Sync`, so this thread is the only one acting as this rank, and a previous call on the
+    // board ended before it returned.
     let session = unsafe { board.arrive(comm, tag.seq.wrapping_add(1), call)? };
-    let agrees = |i: usize, c: Call| c.len == n && c.typ == typ && c.input.is_null() != (i == root);
+    let agrees = |i: usize, c: Call| c.len == n && c.typ == typ && shape.shares(&c) == (i == root);
     if let Some(peer) = session.first_differing(|i, c| !agrees(i, c)) {
         let theirs = session.call(peer);
-        let expected = describe(name, root, n, true, peer == root);
-        let found = describe(
+        let expected = shape.describe(name, root, n, true, peer == root);
+        let found = shape.describe(
             name,
             root,
             theirs.len,
             theirs.typ == typ,
-            !theirs.input.is_null(),
+            shape.shares(&theirs),
         );
         return Err(session.reject(peer, expected, found));
     }
     Ok(session)
-}
-
-/// Describes a call of algorithm `name` for a mismatch error: `n` elements (of this rank's
-/// type if `same_type`), and whether the rank publishing it acts as the root (`is_root`) for
-/// `root`.
-fn describe(name: &str, root: usize, n: usize, same_type: bool, is_root: bool) -> String {
-    let ty = if same_type {
-        ""
-    } else {
-        " of another element type"
-    };
-    let role = if is_root {
-        "as the root"
-    } else {
-        "not as the root"
-    };
-    format!("{name} from rank {root} of {n} elements{ty}, {role}")
 }
 
 /// Copies the root's published input into `out`, chunk by chunk.

@@ -8,22 +8,28 @@
 //! * [`allgather`]: the ring, recursive doubling (with a fold for any p) and Bruck's
 //!   concatenation;
 //! * [`direct`] (shared memory only): every rank copies every block straight from its owner;
+//! * [`direct_rooted`] (shared memory only): the direct scatter, where every rank reads its
+//!   block straight from the root's send buffer, and the direct gather, where every rank
+//!   writes its block straight into the root's receive buffer (writing, so that the p copies
+//!   run at once instead of one after another on the root);
 //! * [`vector`]: the `v` forms, gatherv and scatterv linear and allgatherv on the ring, each
 //!   ending with a barrier so that a length error on one rank is an error on every rank.
 //!
-//! All but `Direct` are written against `Transport`. Every message of a schedule is sent even
+//! All but the `Direct` ones are written against `Transport`. Every message of a schedule is sent even
 //! when it is empty (a block count of 0), so that a rank whose block length differs from the
 //! others' meets a length mismatch on some edge instead of waiting for a message that never
 //! comes; `Comm`'s call check normally reports such a disagreement before the schedule runs.
 
 mod allgather;
 mod direct;
+mod direct_rooted;
 mod rooted;
 mod vector;
 
 pub(crate) use allgather::{bruck, recursive_doubling, ring};
 pub(crate) use direct::allgather as direct_allgather;
 pub(crate) use direct::blocks as direct_blocks;
+pub(crate) use direct_rooted::{gather as direct_gather, scatter as direct_scatter};
 pub(crate) use rooted::{gather_binomial, gather_linear, scatter_binomial, scatter_linear};
 pub(crate) use vector::{allgatherv, gatherv, scatterv};
 
@@ -33,7 +39,8 @@ use crate::transport::{Elem, Tag, Transport};
 use std::ops::Range;
 
 /// Runs gather `alg` of every rank's `send` into `recv` on `root` (`Auto` is taken as the
-/// binomial tree: `Comm` and the simulator resolve it before).
+/// binomial tree: `Comm` and the simulator resolve it before; `Direct`, which does not run on
+/// a transport and which `Comm` runs itself, as the linear one).
 pub(crate) fn run_gather<Tr: Transport, T: Elem>(
     t: &Tr,
     send: &[T],
@@ -43,13 +50,13 @@ pub(crate) fn run_gather<Tr: Transport, T: Elem>(
     tag: Tag,
 ) -> Result<()> {
     match alg {
-        Gather::Linear => gather_linear(t, send, recv, root, tag),
+        Gather::Linear | Gather::Direct => gather_linear(t, send, recv, root, tag),
         Gather::Binomial | Gather::Auto => gather_binomial(t, send, recv, root, tag),
     }
 }
 
 /// Runs scatter `alg` of `root`'s `send` into every rank's `recv` (`Auto` is taken as the
-/// binomial tree).
+/// binomial tree, `Direct`, which `Comm` runs itself, as the linear one).
 pub(crate) fn run_scatter<Tr: Transport, T: Elem>(
     t: &Tr,
     send: &[T],
@@ -59,7 +66,7 @@ pub(crate) fn run_scatter<Tr: Transport, T: Elem>(
     tag: Tag,
 ) -> Result<()> {
     match alg {
-        Scatter::Linear => scatter_linear(t, send, recv, root, tag),
+        Scatter::Linear | Scatter::Direct => scatter_linear(t, send, recv, root, tag),
         Scatter::Binomial | Scatter::Auto => scatter_binomial(t, send, recv, root, tag),
     }
 }
