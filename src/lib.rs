@@ -37,6 +37,7 @@
 
 mod algorithms;
 mod comm;
+mod copy;
 mod error;
 mod hierarchy;
 #[cfg(feature = "mpi")]

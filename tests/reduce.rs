@@ -590,17 +590,22 @@ fn f64_sums_are_deterministic_and_direct_is_the_left_fold() {
 /// schedule at p = 5 but the linear one) fail the run, and every rank that does not panic —
 /// the root, the leaves — returns `Err`, promptly (the team's timeout is 30 s), for every
 /// algorithm and a root at either end or inside. In the linear reduce only the root combines,
-/// so there the op panics on the root alone, and every other rank must return `Err`.
+/// so there the op panics on the root alone, and every other rank must return `Err` (for
+/// `Auto` too where the team's tables pick the linear reduce).
 #[test]
 fn a_panicking_op_fails_the_call_everywhere() {
     let p = 5;
     let team = team(p);
+    let bytes = 3000 * std::mem::size_of::<u64>();
+    let auto_is_linear = team
+        .decide(corecoll::tuning::Collective::Reduce, p, bytes, false)
+        .is_some_and(|d| d.algorithm == Reduce::Linear.name());
     for alg in ALGORITHMS {
+        let only_root_combines = alg == Reduce::Linear || (alg == Reduce::Auto && auto_is_linear);
         for root in [0, 3, 4] {
             let errs = std::sync::Mutex::new(Vec::new());
             let res = team.run(|comm| {
                 let r = comm.rank();
-                let only_root_combines = alg == Reduce::Linear;
                 let bomb = op::non_commutative(move |a: &u64, b: &u64| {
                     assert!((r == root) != only_root_combines, "planned panic");
                     a.wrapping_add(*b)
@@ -613,10 +618,7 @@ fn a_panicking_op_fails_the_call_everywhere() {
             assert!(res.is_err(), "{alg:?}, root {root}: nobody panicked");
             assert!(errs.len() < p, "{alg:?}, root {root}: {errs:?}");
             let root_returned = errs.iter().any(|&(r, _)| r == root);
-            assert!(
-                root_returned != (alg == Reduce::Linear),
-                "{alg:?}, root {root}"
-            );
+            assert!(root_returned != only_root_combines, "{alg:?}, root {root}");
             assert!(
                 errs.iter().all(|&(_, e)| e),
                 "{alg:?}, root {root}: {errs:?}"

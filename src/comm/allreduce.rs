@@ -131,7 +131,7 @@ impl Comm {
             // for a non-commutative op is the ordered one, whose group order is rank order).
             (Algorithm::HierarchicalDirect, send) if std::mem::size_of_val(buf) <= EAGER_MAX => {
                 if let Some(send) = send {
-                    buf.copy_from_slice(send);
+                    crate::copy::copy_slice(&mut *buf, send);
                 }
                 let (order, place) = self.hierarchy_plan(!op.is_commutative()).order();
                 let perm = Permuted::new(&t, order, place);
@@ -144,12 +144,12 @@ impl Comm {
             }
             (Algorithm::Hierarchical { .. }, send) => {
                 if let Some(send) = send {
-                    buf.copy_from_slice(send);
+                    crate::copy::copy_slice(&mut *buf, send);
                 }
                 self.hierarchical_allreduce(buf, &op, block)
             }
             (_, Some(send)) => {
-                buf.copy_from_slice(send);
+                crate::copy::copy_slice(&mut *buf, send);
                 algorithms::allreduce::run(&t, buf, &op, alg, block, tag)
             }
             (_, None) => algorithms::allreduce::run(&t, buf, &op, alg, block, tag),
@@ -178,7 +178,7 @@ impl Comm {
         // Across processes (where `rank`, `enter` and `fail` above are the world's rank and
         // the process's run): in place on a copy.
         crate::comm::across_processes!(self, |b| {
-            recv.copy_from_slice(send);
+            crate::copy::copy_slice(&mut *recv, send);
             b.allreduce(recv, &op, Algorithm::Auto)
         });
         self.allreduce_impl(Some(send), recv, op, Algorithm::Auto)

@@ -470,7 +470,7 @@ impl Session<'_> {
             std::slice::from_raw_parts(self.call(k).input.cast::<T>().add(at), len)
         };
         let from = if from == 0 {
-            acc.copy_from_slice(input(0));
+            crate::copy::copy_slice(&mut *acc, input(0));
             1
         } else {
             from
@@ -518,7 +518,7 @@ impl Session<'_> {
             // SAFETY: as just said; no other reference to these elements exists meanwhile.
             let a = unsafe { std::slice::from_raw_parts_mut(own, len) };
             let first = if out_of_place {
-                a.copy_from_slice(x(0));
+                crate::copy::copy_slice(&mut *a, x(0));
                 1
             } else if pos == 1 {
                 op.fold_left(x(0), a);
@@ -532,7 +532,7 @@ impl Session<'_> {
             own
         } else {
             scratch.clear();
-            scratch.extend_from_slice(x(0));
+            crate::copy::extend(scratch, x(0));
             for i in 1..ranks.len() {
                 op.fold_right(scratch, x(i));
             }

@@ -118,7 +118,7 @@ impl Comm {
             return self.agree_pair_sending(t, tag, call, Some((data, send)));
         }
         self.agree_pair(t, tag, call)?;
-        recv[me * n..(me + 1) * n].copy_from_slice(send);
+        crate::copy::copy_slice(&mut recv[me * n..(me + 1) * n], send);
         t.recv(peer, data, &mut recv[peer * n..(peer + 1) * n])
     }
 
@@ -138,7 +138,7 @@ impl Comm {
         }
         let block = &send[peer * n..(peer + 1) * n];
         self.agree_pair_sending(t, tag, call, Some((data, block)))?;
-        recv.copy_from_slice(&send[me * n..(me + 1) * n]);
+        crate::copy::copy_slice(&mut *recv, &send[me * n..(me + 1) * n]);
         Ok(())
     }
 }

@@ -66,7 +66,7 @@ impl Hierarchy {
         let (p, n) = (comm.size(), send.len());
         let packing = plan.packing(p);
         // The blocks this rank holds, packed (`packing[level][rank]`).
-        let mut mine: Vec<T> = send.to_vec();
+        let mut mine: Vec<T> = crate::copy::to_vec(send);
         for (l, level) in self.levels.iter().enumerate() {
             let members = plan.members(l, level.number);
             let (counts, displs) = layout(&members, &packing[l], n);
@@ -100,7 +100,10 @@ impl Hierarchy {
                 leaders.allgatherv(&mine, &mut all, &counts, &displs)?;
                 let order = top.iter().flat_map(|&r| packing[r].iter().copied());
                 for (k, r) in order.enumerate() {
-                    recv[r * n..(r + 1) * n].copy_from_slice(&all[k * n..(k + 1) * n]);
+                    crate::copy::copy_slice(
+                        &mut recv[r * n..(r + 1) * n],
+                        &all[k * n..(k + 1) * n],
+                    );
                 }
             }
             Top::None => {}

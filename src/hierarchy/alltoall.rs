@@ -196,7 +196,7 @@ impl Ctx<'_, '_> {
             let mut at = 0;
             for j in 0..p {
                 let block = &send[sl.block(j)];
-                buf[at..at + block.len()].copy_from_slice(block);
+                crate::copy::copy_slice(&mut buf[at..at + block.len()], block);
                 at += block.len();
             }
             self.t.send(leader, self.tag, &buf)?;
@@ -216,7 +216,10 @@ impl Ctx<'_, '_> {
                 self.t.recv(leader, self.tag, &mut scratch)?;
                 let mut at = 0;
                 for &x in src {
-                    recv[rl.block(x)].copy_from_slice(&scratch[at..at + rl.counts[x]]);
+                    crate::copy::copy_slice(
+                        &mut recv[rl.block(x)],
+                        &scratch[at..at + rl.counts[x]],
+                    );
                     at += rl.counts[x];
                 }
             }
@@ -248,8 +251,8 @@ impl Ctx<'_, '_> {
                 .collect();
             t.exchange_many::<usize>(&[], &mut recvs, tag)?;
             for c in both {
-                sc.push(c[..p].to_vec());
-                rc.push(c[p..].to_vec());
+                sc.push(crate::copy::to_vec(&c[..p]));
+                rc.push(crate::copy::to_vec(&c[p..]));
             }
         } else {
             sc.resize(nf, sl.counts.to_vec());
@@ -314,7 +317,7 @@ impl Ctx<'_, '_> {
             for &x in xs {
                 for a in 0..nf {
                     let b = block(a, x);
-                    stage[at..at + b.len()].copy_from_slice(b);
+                    crate::copy::copy_slice(&mut stage[at..at + b.len()], b);
                     at += b.len();
                 }
                 ends.push(at);
@@ -324,7 +327,7 @@ impl Ctx<'_, '_> {
         // Own group: rank b gets a → b for every a of the group, in rank order; the leader
         // copies its own straight from the blocks, and stages only its followers'.
         for (a, &x) in mine.iter().enumerate() {
-            recv[rl.block(x)].copy_from_slice(block(a, self.comm.rank()));
+            crate::copy::copy_slice(&mut recv[rl.block(x)], block(a, self.comm.rank()));
         }
         {
             let own: usize = sc.iter().map(|row| row[mine[0]]).sum();
@@ -405,7 +408,7 @@ impl Ctx<'_, '_> {
         for &(m, data, cuts) in parts {
             let mut at = cuts[0];
             for &x in &self.groups[m] {
-                recv[rl.block(x)].copy_from_slice(&data[at..at + rl.counts[x]]);
+                crate::copy::copy_slice(&mut recv[rl.block(x)], &data[at..at + rl.counts[x]]);
                 at += rl.counts[x];
             }
             for (b, &rank) in mine.iter().enumerate().skip(1) {

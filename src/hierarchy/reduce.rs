@@ -41,7 +41,7 @@ impl Hierarchy {
         let leads = self.levels.first().is_some_and(|l| l.group.rank() == 0);
         let mut scratch: Vec<T>;
         let work: &mut [T] = if leads && me != root {
-            scratch = buf.to_vec();
+            scratch = crate::copy::to_vec(buf);
             &mut scratch
         } else {
             &mut *buf

@@ -119,7 +119,7 @@ impl Bridge {
             for q in 0..np {
                 for i in 0..t {
                     let start = (i * p + l.offset(q)) * m;
-                    s.extend_from_slice(&all[start..start + l.threads(q) * m]);
+                    crate::copy::extend(&mut s, &all[start..start + l.threads(q) * m]);
                 }
             }
             let rc: Vec<usize> = (0..np).map(|q| l.threads(q) * t * m).collect();
@@ -136,7 +136,7 @@ impl Bridge {
                     for j in 0..t {
                         let from = start + (i * t + j) * m;
                         let to = (j * p + l.offset(q) + i) * m;
-                        back[to..to + m].copy_from_slice(&r[from..from + m]);
+                        crate::copy::copy_slice(&mut back[to..to + m], &r[from..from + m]);
                     }
                 }
             }
@@ -217,7 +217,7 @@ impl Bridge {
         let expects = |j: usize, r: usize| cm[j * 2 * p + p + r];
         let mut ps = Vec::with_capacity(sc.iter().sum());
         for j in 0..p {
-            ps.extend_from_slice(&send[sd[j]..sd[j] + sc[j]]);
+            crate::copy::extend(&mut ps, &send[sd[j]..sd[j] + sc[j]]);
         }
         let tc: Vec<usize> = if leader {
             (0..t)
@@ -324,7 +324,7 @@ impl Bridge {
                 for i in 0..t {
                     let n: usize = (first..end).map(|r| send_of(i, r)).sum();
                     let at = td[i] + starts[i][first];
-                    s.extend_from_slice(&own[at..at + n]);
+                    crate::copy::extend(&mut s, &own[at..at + n]);
                 }
                 scq.push(s.len() - mark);
             }
@@ -350,7 +350,7 @@ impl Bridge {
             for rank in 0..p {
                 for (j, c) in cursor.iter_mut().enumerate() {
                     let n = xc[rank * t + j];
-                    back[*c..*c + n].copy_from_slice(&r[at..at + n]);
+                    crate::copy::copy_slice(&mut back[*c..*c + n], &r[at..at + n]);
                     *c += n;
                     at += n;
                 }
@@ -364,7 +364,7 @@ impl Bridge {
         let mut got = staging(rsum);
         local.scatterv(&back, &rt, &bd, &mut got, 0)?;
         for r in 0..p {
-            recv[rd[r]..rd[r] + rc[r]].copy_from_slice(&got[pr[r]..pr[r] + rc[r]]);
+            crate::copy::copy_slice(&mut recv[rd[r]..rd[r] + rc[r]], &got[pr[r]..pr[r] + rc[r]]);
         }
         Ok(())
     }

@@ -151,7 +151,7 @@ impl Bridge {
             chosen => chosen,
         };
         // The leader reduces into a copy unless it is the root itself.
-        let mut copy = (self.is_leader() && self.rank() != root).then(|| buf.to_vec());
+        let mut copy = (self.is_leader() && self.rank() != root).then(|| crate::copy::to_vec(buf));
         {
             let part: &mut [T] = match copy.as_deref_mut() {
                 Some(c) => c,

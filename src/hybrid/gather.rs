@@ -531,7 +531,10 @@ impl Bridge {
         let place = |from: &[B], recv: &mut [B]| {
             let (pd, _) = packed(cnt);
             for i in 0..cnt.len() {
-                recv[displs[i]..displs[i] + cnt[i]].copy_from_slice(&from[pd[i]..pd[i] + cnt[i]]);
+                crate::copy::copy_slice(
+                    &mut recv[displs[i]..displs[i] + cnt[i]],
+                    &from[pd[i]..pd[i] + cnt[i]],
+                );
             }
         };
         if lr == 0 {
@@ -601,7 +604,7 @@ impl Bridge {
         if is_root {
             all.reserve(total);
             for i in 0..cnt.len() {
-                all.extend_from_slice(&send[displs[i]..displs[i] + cnt[i]]);
+                crate::copy::extend(&mut all, &send[displs[i]..displs[i] + cnt[i]]);
             }
         }
         // Stage 1 in every process goes through every thread, so that a thread's wrong
@@ -693,7 +696,10 @@ impl Bridge {
         local.broadcast(&mut all, 0)?;
         let (pd, _) = packed(counts);
         for i in 0..counts.len() {
-            recv[displs[i]..displs[i] + counts[i]].copy_from_slice(&all[pd[i]..pd[i] + counts[i]]);
+            crate::copy::copy_slice(
+                &mut recv[displs[i]..displs[i] + counts[i]],
+                &all[pd[i]..pd[i] + counts[i]],
+            );
         }
         Ok(())
     }

@@ -41,12 +41,12 @@ impl Bridge {
         self.check_whole(OP, "send", send.len(), m)?;
         let (_, o, t) = self.here();
         let local = &self.local;
-        let mut whole = send.to_vec();
+        let mut whole = crate::copy::to_vec(send);
         let before = local.reduce(&mut whole, op, 0);
         // The leader's part: its initial contents are overwritten by the stage between
         // processes.
         let mut part = if self.is_leader() {
-            whole[o * m..(o + t) * m].to_vec()
+            crate::copy::to_vec(&whole[o * m..(o + t) * m])
         } else {
             Vec::new()
         };
@@ -65,7 +65,7 @@ impl Bridge {
             }
             if (0..np).any(|q| l.threads(q) != t) {
                 pc.allreduce_call(&mut whole, op, Algorithm::Auto, false)?;
-                part.copy_from_slice(&whole[o * m..(o + t) * m]);
+                crate::copy::copy_slice(&mut part, &whole[o * m..(o + t) * m]);
                 return Ok(());
             }
             let alg = match algorithm {

@@ -60,7 +60,7 @@ impl Bridge {
         let local = &self.local;
         let me = local.rank();
         let last = me == t - 1;
-        let own = (exclusive && last).then(|| buf.to_vec());
+        let own = (exclusive && last).then(|| crate::copy::to_vec(buf));
         let before = if exclusive {
             local.exscan_with(buf, op, algorithm)
         } else {
@@ -70,12 +70,12 @@ impl Bridge {
         let total = |buf: &[T]| -> Vec<T> {
             match &own {
                 Some(x) if t > 1 => {
-                    let mut s = buf.to_vec();
+                    let mut s = crate::copy::to_vec(buf);
                     op.fold_right(&mut s, x);
                     s
                 }
                 Some(x) => x.clone(),
-                None => buf.to_vec(),
+                None => crate::copy::to_vec(buf),
             }
         };
         // `acc`: on the leader, the total and then the prefix (its initial contents, where it
@@ -112,11 +112,11 @@ impl Bridge {
             return local.barrier();
         }
         if !self.is_leader() {
-            acc = buf.to_vec();
+            acc = crate::copy::to_vec(buf);
         }
         local.broadcast(&mut acc, 0)?;
         if exclusive && me == 0 {
-            buf.copy_from_slice(&acc);
+            crate::copy::copy_slice(&mut *buf, &acc);
         } else {
             op.fold_left(&acc, buf);
         }

@@ -250,7 +250,7 @@ pub(crate) trait Transport {
         combine: &mut dyn FnMut(&mut [T], &[T]),
     ) -> Result<()> {
         scratch.clear();
-        scratch.extend_from_slice(buf);
+        crate::copy::extend(scratch, buf);
         self.sendrecv_reduce(peer, scratch, peer, buf, tag, combine)
     }
     /// [`Transport::sendrecv`] whose receive combines like [`Transport::recv_reduce`].

@@ -463,7 +463,7 @@ impl Transport for ShmTransport<'_> {
             return self.recv_with::<T>(peer, tag, n, |p| unsafe { reduce_in(p, buf, combine) });
         }
         scratch.clear();
-        scratch.extend_from_slice(buf);
+        crate::copy::extend(scratch, buf);
         self.sendrecv_reduce(peer, scratch, peer, buf, tag, combine)
     }
 

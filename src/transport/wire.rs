@@ -61,7 +61,7 @@ pub(super) unsafe fn copy_in<T: Elem>(p: *const u8, buf: &mut [T]) -> usize {
         if len <= INLINE {
             copy_small(p, dst, len)
         } else {
-            std::ptr::copy_nonoverlapping(p, dst, len)
+            crate::copy::copy_elems(p, dst, len)
         }
     };
     buf.len()

@@ -80,7 +80,7 @@ pub(crate) unsafe fn open<'a, T: Elem>(
     }
     if comm.size() == 1 {
         if let Some(s) = send {
-            buf.copy_from_slice(s);
+            crate::copy::copy_slice(&mut *buf, s);
         }
         return Ok(None);
     }

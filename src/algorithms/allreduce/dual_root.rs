@@ -126,7 +126,7 @@ pub(crate) fn dual_root<Tr: Transport, T: Elem, O: Op<T>>(
     // receive must not change until the exchange is over).
     // Sized once, as a copy of the first block (later blocks are never longer).
     let mut dual_block: Vec<T> = match me.parent {
-        None => buf[block_range(n, block, 0)].to_vec(),
+        None => crate::copy::to_vec(&buf[block_range(n, block, 0)]),
         Some(_) => Vec::new(),
     };
     let dual = if me.hi == p - 1 { me.lo - 1 } else { p - 1 };

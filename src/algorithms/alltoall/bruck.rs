@@ -57,24 +57,24 @@ pub(crate) fn bruck<Tr: Transport, T: Elem>(
     debug_assert_eq!(recv.len(), send.len());
     let mut tmp = Vec::with_capacity(p * n);
     for j in 0..p {
-        tmp.extend_from_slice(&send[span(rotated(p, r, j), n)]);
+        crate::copy::extend(&mut tmp, &send[span(rotated(p, r, j), n)]);
     }
     let mut pack = Vec::with_capacity(p / 2 * n);
     let mut d = 1;
     while d < p {
         pack.clear();
         for j in moved(p, d) {
-            pack.extend_from_slice(&tmp[span(j, n)]);
+            crate::copy::extend(&mut pack, &tmp[span(j, n)]);
         }
         let inc = &mut recv[..pack.len()];
         t.sendrecv((r + d) % p, &pack, (r + p - d) % p, inc, tag)?;
         for (k, j) in moved(p, d).enumerate() {
-            tmp[span(j, n)].copy_from_slice(&inc[span(k, n)]);
+            crate::copy::copy_slice(&mut tmp[span(j, n)], &inc[span(k, n)]);
         }
         d *= 2;
     }
     for i in 0..p {
-        recv[span(i, n)].copy_from_slice(&tmp[span(source(p, r, i), n)]);
+        crate::copy::copy_slice(&mut recv[span(i, n)], &tmp[span(source(p, r, i), n)]);
     }
     Ok(())
 }

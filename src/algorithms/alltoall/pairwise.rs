@@ -28,7 +28,7 @@ pub(crate) fn pairwise<Tr: Transport, T: Elem>(
     let (p, r) = (t.size(), t.rank());
     let n = send.len() / p;
     debug_assert_eq!(recv.len(), send.len());
-    recv[span(r, n)].copy_from_slice(&send[span(r, n)]);
+    crate::copy::copy_slice(&mut recv[span(r, n)], &send[span(r, n)]);
     for k in 1..p {
         let (dest, src) = ((r + k) % p, (r + p - k) % p);
         t.sendrecv(

@@ -45,8 +45,10 @@ pub(crate) fn alltoallv<Tr: Transport, T: Elem>(
     let (p, r) = (t.size(), t.rank());
     let (send, send_counts, send_displs) = send;
     let (recv, recv_counts, recv_displs) = recv;
-    recv[block(recv_counts, recv_displs, r)]
-        .copy_from_slice(&send[block(send_counts, send_displs, r)]);
+    crate::copy::copy_slice(
+        &mut recv[block(recv_counts, recv_displs, r)],
+        &send[block(send_counts, send_displs, r)],
+    );
     for k in 1..p {
         let (dest, src) = ((r + k) % p, (r + p - k) % p);
         t.sendrecv(

@@ -37,7 +37,7 @@ pub(crate) fn ring<Tr: Transport, T: Elem>(
     tag: Tag,
 ) -> Result<()> {
     let (p, r, n) = (t.size(), t.rank(), send.len());
-    recv[span(r..r + 1, n)].copy_from_slice(send);
+    crate::copy::copy_slice(&mut recv[span(r..r + 1, n)], send);
     let (right, left) = ((r + 1) % p, (r + p - 1) % p);
     for s in 0..p.saturating_sub(1) {
         let out = (r + p - s) % p;
@@ -59,7 +59,7 @@ pub(crate) fn recursive_doubling<Tr: Transport, T: Elem>(
     let (p, r, n) = (t.size(), t.rank(), send.len());
     let q = 1usize << (usize::BITS - 1 - p.leading_zeros());
     let e = p - q;
-    recv[span(r..r + 1, n)].copy_from_slice(send);
+    crate::copy::copy_slice(&mut recv[span(r..r + 1, n)], send);
     if r >= q {
         // Folded out: hand the block to partner r − q, get everything back from it.
         t.send(r - q, tag, send)?;
@@ -98,7 +98,7 @@ pub(crate) fn bruck<Tr: Transport, T: Elem>(
     let (p, r, n) = (t.size(), t.rank(), send.len());
     // Block j of `tmp` is rank (r + j) mod p's; the first `have` are in place.
     let mut tmp = Vec::with_capacity(p * n);
-    tmp.extend_from_slice(send);
+    crate::copy::extend(&mut tmp, send);
     if let Some(&x) = send.first() {
         tmp.resize(p * n, x);
     }
@@ -112,7 +112,7 @@ pub(crate) fn bruck<Tr: Transport, T: Elem>(
     }
     // Rotate: block j of `tmp` is block (r + j) mod p of the result.
     let head = (p - r) * n;
-    recv[r * n..].copy_from_slice(&tmp[..head]);
-    recv[..r * n].copy_from_slice(&tmp[head..]);
+    crate::copy::copy_slice(&mut recv[r * n..], &tmp[..head]);
+    crate::copy::copy_slice(&mut recv[..r * n], &tmp[head..]);
     Ok(())
 }

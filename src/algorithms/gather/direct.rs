@@ -21,7 +21,6 @@
 use crate::error::Result;
 use crate::transport::{Elem, Tag};
 use crate::Comm;
-use std::ptr;
 
 /// Direct allgather of every rank's `send` (n elements) into `recv` (p·n elements; checked by
 /// the caller).
@@ -49,7 +48,7 @@ pub(crate) fn blocks<T: Elem>(
     debug_assert_eq!(recv.len(), p * n);
     debug_assert_eq!(send.len(), if own_block { p * n } else { n });
     if p == 1 {
-        recv.copy_from_slice(send);
+        crate::copy::copy_slice(&mut *recv, send);
         return Ok(());
     }
     // From here until the session ends, `recv` is touched only through `out`, by this rank.
@@ -84,7 +83,7 @@ pub(crate) fn blocks<T: Elem>(
         // (i + 1)·n` lies within this rank's own p·n-element output, which no one else reads
         // or writes; the input is another borrow (or this rank's own `send`, a distinct borrow
         // from `recv`), so they do not overlap.
-        unsafe { ptr::copy_nonoverlapping(src.add(at), out.add(i * n), n) };
+        unsafe { crate::copy::copy_elems(src.add(at), out.add(i * n), n) };
     }
     session.finish(true)
 }

@@ -91,7 +91,7 @@ fn rooted<T: Elem>(
     debug_assert!(root < p);
     debug_assert!(me != root || (if scatter { send.len() } else { recv.len() }) == p * n);
     if p == 1 {
-        recv.copy_from_slice(send);
+        crate::copy::copy_slice(&mut *recv, send);
         return Ok(());
     }
     // The root's buffer that the others share, published by the root only; on the root, from
@@ -141,10 +141,10 @@ fn rooted<T: Elem>(
     unsafe {
         if scatter {
             let src = theirs.input.cast::<T>().add(me * n);
-            ptr::copy_nonoverlapping(src, output, n);
+            crate::copy::copy_elems(src, output, n);
         } else {
             let dst = theirs.output.cast::<T>().add(me * n);
-            ptr::copy_nonoverlapping(input, dst, n);
+            crate::copy::copy_elems(input, dst, n);
         }
     }
     session.finish(true)

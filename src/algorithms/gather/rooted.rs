@@ -36,7 +36,7 @@ pub(crate) fn gather_linear<Tr: Transport, T: Elem>(
     }
     for i in 0..p {
         if i == me {
-            recv[span(i..i + 1, n)].copy_from_slice(send);
+            crate::copy::copy_slice(&mut recv[span(i..i + 1, n)], send);
         } else {
             t.recv(i, tag, &mut recv[span(i..i + 1, n)])?;
         }
@@ -58,7 +58,7 @@ pub(crate) fn scatter_linear<Tr: Transport, T: Elem>(
     }
     for i in 0..p {
         if i == me {
-            recv.copy_from_slice(&send[span(i..i + 1, n)]);
+            crate::copy::copy_slice(&mut *recv, &send[span(i..i + 1, n)]);
         } else {
             t.send(i, tag, &send[span(i..i + 1, n)])?;
         }
@@ -69,8 +69,8 @@ pub(crate) fn scatter_linear<Tr: Transport, T: Elem>(
 /// Copies `rel`, p blocks of `n` in relative order from `root`, into `abs` in absolute order.
 fn rotate_out<T: Copy>(rel: &[T], abs: &mut [T], root: usize, p: usize, n: usize) {
     let head = (p - root) * n;
-    abs[root * n..].copy_from_slice(&rel[..head]);
-    abs[..root * n].copy_from_slice(&rel[head..]);
+    crate::copy::copy_slice(&mut abs[root * n..], &rel[..head]);
+    crate::copy::copy_slice(&mut abs[..root * n], &rel[head..]);
 }
 
 /// Binomial-tree gather of every rank's `send` into `recv` (p·n elements) on `root`.
@@ -90,7 +90,7 @@ pub(crate) fn gather_binomial<Tr: Transport, T: Elem>(
         return match parent {
             Some(q) => t.send(q, tag, send),
             None => {
-                recv.copy_from_slice(send);
+                crate::copy::copy_slice(&mut *recv, send);
                 Ok(())
             }
         };
@@ -98,7 +98,7 @@ pub(crate) fn gather_binomial<Tr: Transport, T: Elem>(
     // Blocks v..end in relative order, own block first (the rest is overwritten; it starts as
     // copies of the first element, if there is one).
     let mut tmp = Vec::with_capacity((end - v) * n);
-    tmp.extend_from_slice(send);
+    crate::copy::extend(&mut tmp, send);
     if let Some(&x) = send.first() {
         tmp.resize((end - v) * n, x);
     }
@@ -132,7 +132,7 @@ pub(crate) fn scatter_binomial<Tr: Transport, T: Elem>(
         return match parent {
             Some(q) => t.recv(q, tag, recv),
             None => {
-                recv.copy_from_slice(send);
+                crate::copy::copy_slice(&mut *recv, send);
                 Ok(())
             }
         };
@@ -141,8 +141,8 @@ pub(crate) fn scatter_binomial<Tr: Transport, T: Elem>(
     let tmp = match parent {
         None => {
             let mut tmp = Vec::with_capacity(p * n);
-            tmp.extend_from_slice(&send[root * n..]);
-            tmp.extend_from_slice(&send[..root * n]);
+            crate::copy::extend(&mut tmp, &send[root * n..]);
+            crate::copy::extend(&mut tmp, &send[..root * n]);
             tmp
         }
         Some(q) => {
@@ -158,6 +158,6 @@ pub(crate) fn scatter_binomial<Tr: Transport, T: Elem>(
         let sub = binomial::subtree_end(c, p);
         t.send(absolute(c, root, p), tag, &tmp[span(c - v..sub - v, n)])?;
     }
-    recv.copy_from_slice(&tmp[..n]);
+    crate::copy::copy_slice(&mut *recv, &tmp[..n]);
     Ok(())
 }

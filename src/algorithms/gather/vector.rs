@@ -47,7 +47,7 @@ pub(crate) fn gatherv<Tr: Transport, T: Elem>(
         for i in 0..p {
             let dst = &mut recv[block(counts, displs, i)];
             if i == me {
-                dst.copy_from_slice(send);
+                crate::copy::copy_slice(&mut *dst, send);
             } else {
                 t.recv(i, tag, dst)?;
             }
@@ -74,7 +74,7 @@ pub(crate) fn scatterv<Tr: Transport, T: Elem>(
         for i in 0..p {
             let src = &send[block(counts, displs, i)];
             if i == me {
-                recv.copy_from_slice(src);
+                crate::copy::copy_slice(&mut *recv, src);
             } else {
                 t.send(i, tag, src)?;
             }
@@ -96,7 +96,7 @@ pub(crate) fn allgatherv<Tr: Transport, T: Elem>(
     tag: Tag,
 ) -> Result<()> {
     let (p, r) = (t.size(), t.rank());
-    recv[block(counts, displs, r)].copy_from_slice(send);
+    crate::copy::copy_slice(&mut recv[block(counts, displs, r)], send);
     let (right, left) = ((r + 1) % p, (r + p - 1) % p);
     for s in 0..p.saturating_sub(1) {
         let out = (r + p - s) % p;

@@ -77,7 +77,7 @@ pub(super) fn binomial<Tr: Transport, T: Elem, O: Op<T>>(
     if kids.len() == 0 {
         t.send(dest, tag, buf)?;
     } else {
-        let mut acc = buf.to_vec();
+        let mut acc = crate::copy::to_vec(buf);
         for c in kids.clone() {
             t.recv_reduce(c, tag, &mut acc, &mut right)?;
         }

@@ -123,7 +123,7 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
                 session.fold_inputs(start, acc, root + 1, op);
             } else {
                 scratch.clear();
-                scratch.extend_from_slice(input(0, start, len));
+                crate::copy::extend(&mut scratch, input(0, start, len));
                 session.fold_inputs(start, &mut scratch, 1, op);
                 std::ptr::copy_nonoverlapping(scratch.as_ptr(), out.add(start), len);
             }

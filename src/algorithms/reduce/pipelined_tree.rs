@@ -125,7 +125,7 @@ pub(super) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
         // The root's `buf` is its output; a leaf never writes its `buf` (it only sends).
         reduce(t, buf, block, parent, first, second, tag, &mut fold)?;
     } else {
-        let mut scratch = buf.to_vec();
+        let mut scratch = crate::copy::to_vec(buf);
         reduce(
             t,
             &mut scratch,

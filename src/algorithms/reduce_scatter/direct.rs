@@ -43,7 +43,7 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
     let (p, me, n) = (comm.size(), comm.rank(), recv.len());
     debug_assert_eq!(send.len(), p * n);
     if p == 1 {
-        recv.copy_from_slice(send);
+        crate::copy::copy_slice(&mut *recv, send);
         return Ok(());
     }
     // From here until the session ends, `recv` is touched only through `out`, by this rank.

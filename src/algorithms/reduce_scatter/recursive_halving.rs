@@ -55,7 +55,7 @@ pub(crate) fn recursive_halving<Tr: Transport, T: Elem, O: Op<T>>(
     let (p, r, n) = (t.size(), t.rank(), recv.len());
     debug_assert_eq!(send.len(), p * n);
     if p == 1 {
-        recv.copy_from_slice(send);
+        crate::copy::copy_slice(&mut *recv, send);
         return Ok(());
     }
     let layout = Layout::new(p, n);
@@ -99,10 +99,10 @@ pub(crate) fn recursive_halving<Tr: Transport, T: Elem, O: Op<T>>(
     if folded {
         // The group is {r − 1, r}: the first block goes back to rank r − 1.
         let (first, second) = work[group].split_at(n);
-        recv.copy_from_slice(second);
+        crate::copy::copy_slice(&mut *recv, second);
         t.send(r - 1, tag, first)?;
     } else {
-        recv.copy_from_slice(&work[group]);
+        crate::copy::copy_slice(&mut *recv, &work[group]);
     }
     super::close(t, tag)
 }
@@ -185,7 +185,7 @@ impl Layout {
         let mut work = Vec::with_capacity(send.len());
         for s in 0..self.p2 {
             let g = self.group(rev(s, self.p2));
-            work.extend_from_slice(&send[g.start * self.n..g.end * self.n]);
+            crate::copy::extend(&mut work, &send[g.start * self.n..g.end * self.n]);
         }
         work
     }

@@ -46,7 +46,7 @@ pub(crate) fn ring<Tr: Transport, T: Elem, O: Op<T>>(
     let (p, r, n) = (t.size(), t.rank(), recv.len());
     debug_assert_eq!(send.len(), p * n);
     if p == 1 {
-        recv.copy_from_slice(send);
+        crate::copy::copy_slice(&mut *recv, send);
         return Ok(());
     }
     let ordered = !op.is_commutative();
@@ -57,7 +57,7 @@ pub(crate) fn ring<Tr: Transport, T: Elem, O: Op<T>>(
     // one being received (`nxt`). Their initial contents are never read (p ≥ 2, so `send`
     // has at least 2n elements).
     let width = if ordered { 2 * n } else { n };
-    let mut cur: Vec<T> = send[..width].to_vec();
+    let mut cur: Vec<T> = crate::copy::to_vec(&send[..width]);
     let mut nxt: Vec<T> = cur.clone();
     for s in 0..p - 1 {
         // Indices mod p without underflow (s ≤ p − 2).
@@ -72,7 +72,7 @@ pub(crate) fn ring<Tr: Transport, T: Elem, O: Op<T>>(
         let wide = len(b_in, left) == 2 * n;
         if s == p - 2 {
             // The last step: the incoming block is this rank's own, b_in == r.
-            recv.copy_from_slice(own(r));
+            crate::copy::copy_slice(&mut *recv, own(r));
             if !ordered {
                 t.sendrecv_reduce(right, out, left, recv, tag, &mut |acc, inc| {
                     op.fold_left(inc, acc)
@@ -98,7 +98,7 @@ pub(crate) fn ring<Tr: Transport, T: Elem, O: Op<T>>(
             }
             break;
         }
-        nxt[..n].copy_from_slice(own(b_in));
+        crate::copy::copy_slice(&mut nxt[..n], own(b_in));
         if !ordered || r > b_in {
             // A suffix (or the commutative partial) grows on the right: S ⊙ x_r.
             t.sendrecv_reduce(right, out, left, &mut nxt[..n], tag, &mut |acc, inc| {
@@ -114,7 +114,7 @@ pub(crate) fn ring<Tr: Transport, T: Elem, O: Op<T>>(
                 let (acc_prefix, acc_suffix) = acc.split_at_mut(n);
                 let (prefix, suffix) = inc.split_at(n);
                 op.fold_left(prefix, acc_prefix);
-                acc_suffix.copy_from_slice(suffix);
+                crate::copy::copy_slice(&mut *acc_suffix, suffix);
             })?;
         } else {
             // Block p − 1: a prefix alone, P ⊙ x_r.

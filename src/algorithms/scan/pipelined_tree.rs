@@ -71,7 +71,13 @@ pub(super) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
     // Whether a prefix comes from the parent: the subtree does not start at rank 0.
     let has_prefix = *tree::subtree(r, 0, top).start() > 0;
     // A vector of n elements where `needed` (its initial contents are overwritten).
-    let scratch = |needed: bool| if needed { buf.to_vec() } else { Vec::new() };
+    let scratch = |needed: bool| {
+        if needed {
+            crate::copy::to_vec(buf)
+        } else {
+            Vec::new()
+        }
+    };
     let mut l: Vec<T> = scratch(left.is_some());
     let mut lr: Vec<T> = scratch(right.is_some());
     let mut pre: Vec<T> = scratch(has_prefix);
@@ -165,7 +171,7 @@ pub(super) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
             };
             match (prefix, mid) {
                 (Some(pv), Some(m)) => {
-                    x.copy_from_slice(m);
+                    crate::copy::copy_slice(&mut *x, m);
                     op.fold_left(pv, x);
                 }
                 (Some(pv), None) => x.copy_from_slice(pv),

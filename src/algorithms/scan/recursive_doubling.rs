@@ -48,7 +48,7 @@ pub(super) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(
             match (dest, src) {
                 (Some(q), Some(s)) => {
                     sent.clear();
-                    sent.extend_from_slice(buf);
+                    crate::copy::extend(&mut sent, buf);
                     t.sendrecv_reduce(q, &sent, s, buf, tag, &mut combine)?;
                 }
                 (Some(q), None) => t.send(q, tag, buf)?,
@@ -60,8 +60,12 @@ pub(super) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(
         return Ok(());
     }
     // Exclusive: `partial` is this rank's window, `buf` the result once something came in.
-    let mine: Vec<T> = if r > 0 { buf.to_vec() } else { Vec::new() };
-    let mut partial: Vec<T> = buf.to_vec();
+    let mine: Vec<T> = if r > 0 {
+        crate::copy::to_vec(buf)
+    } else {
+        Vec::new()
+    };
+    let mut partial: Vec<T> = crate::copy::to_vec(buf);
     let mut d = 1;
     while d < p {
         let dest = (r + d < p).then_some(r + d);
@@ -77,7 +81,7 @@ pub(super) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(
         }
         if src.is_some() && r + 2 * d < p {
             // The partial is sent again in a later round (to r + 2d < p): refresh it.
-            partial.copy_from_slice(buf);
+            crate::copy::copy_slice(&mut partial, buf);
             op.fold_right(&mut partial, &mine);
         }
         d *= 2;

@@ -72,7 +72,6 @@ use crate::hierarchy::Plan;
 use crate::select::{self, Allgather};
 use crate::transport::{Elem, Permuted, Tag, Transport};
 use crate::Comm;
-use std::ptr;
 
 /// The stage a holder marks once the foreign blocks it holds are in its `recv`.
 const HELD: u64 = 1;
@@ -119,11 +118,11 @@ fn short<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], plan: &Plan, tag: Tag
     }
     let perm = Permuted::new(&t, order, place);
     // Block v of `tmp` is rank order[v]'s.
-    let mut tmp = recv.to_vec();
+    let mut tmp = crate::copy::to_vec(recv);
     flat(&perm, alg, send, &mut tmp, tag)?;
     if n > 0 {
         for (v, block) in tmp.chunks_exact(n).enumerate() {
-            recv[order[v] * n..(order[v] + 1) * n].copy_from_slice(block);
+            crate::copy::copy_slice(&mut recv[order[v] * n..(order[v] + 1) * n], block);
         }
     }
     Ok(())
@@ -204,7 +203,7 @@ pub(crate) fn single_copy<T: Elem>(
             session.touch_part(me, b);
         }
         // SAFETY: a published `send` into block b of `recv` (see above).
-        unsafe { ptr::copy_nonoverlapping(input(b), dst(b), n) };
+        unsafe { crate::copy::copy_elems(input(b), dst(b), n) };
     }
     session.mark(HELD);
 
@@ -218,7 +217,7 @@ pub(crate) fn single_copy<T: Elem>(
             }
         }
         // SAFETY: a published `send` into block x of `recv` (see above).
-        unsafe { ptr::copy_nonoverlapping(input(x), dst(x), n) };
+        unsafe { crate::copy::copy_elems(input(x), dst(x), n) };
     }
     // ... and the foreign ones from their holders' `recv`s, starting after this rank.
     let g = group.len();
@@ -242,7 +241,7 @@ pub(crate) fn single_copy<T: Elem>(
             }
             // SAFETY: block b of holder h's `recv`, after its mark, into block b of this
             // rank's (see above).
-            unsafe { ptr::copy_nonoverlapping(output(h).add(b * n), dst(b), n) };
+            unsafe { crate::copy::copy_elems(output(h).add(b * n), dst(b), n) };
         }
     }
     session.finish(ok)

@@ -249,7 +249,7 @@ impl Schedule<'_, '_> {
                         let x = |r: usize| {
                             std::slice::from_raw_parts(self.input::<T>(r).add(start), len)
                         };
-                        acc.copy_from_slice(x(group[0]));
+                        crate::copy::copy_slice(&mut *acc, x(group[0]));
                         for &r in &group[1..] {
                             op.fold_right(acc, x(r));
                         }
@@ -374,7 +374,7 @@ impl Schedule<'_, '_> {
                         let a = std::slice::from_raw_parts_mut(dest, len);
                         let first = match held {
                             None => {
-                                a.copy_from_slice(x(0));
+                                crate::copy::copy_slice(&mut *a, x(0));
                                 1
                             }
                             Some(0) => 1,
@@ -389,7 +389,7 @@ impl Schedule<'_, '_> {
                     }
                     Some(_) => {
                         acc.clear();
-                        acc.extend_from_slice(x(0));
+                        crate::copy::extend(&mut acc, x(0));
                         for i in 1..operands.len() {
                             op.fold_right(&mut acc, x(i));
                         }

@@ -56,7 +56,9 @@ pub(crate) fn holder(group: &[usize], p: usize, r: usize) -> usize {
 pub(crate) fn held(group: &[usize], p: usize, k: usize) -> Vec<usize> {
     let foreign = foreign(group, p);
     let g = group.len();
-    foreign[block_start(foreign.len(), g, k)..block_start(foreign.len(), g, k + 1)].to_vec()
+    crate::copy::to_vec(
+        &foreign[block_start(foreign.len(), g, k)..block_start(foreign.len(), g, k + 1)],
+    )
 }
 
 /// The group of `groups` that `me` is in, and `me`'s position in it.

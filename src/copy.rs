@@ -1,0 +1,129 @@
+//! Long copies in pieces: every copy of a message or block that can be long goes through
+//! [`copy_elems`] or [`copy_slice`], which call `memcpy` on at most [`PIECE_BYTES`] at a time.
+//!
+//! **Why.** One `memcpy` of a long buffer is not one fast loop on every machine. glibc's x86
+//! `memcpy` picks its method by size (tunables `x86_rep_movsb_threshold` and
+//! `x86_non_temporal_threshold`, and on AMD parts a stop threshold for `rep movsb` near the L2
+//! size). On the machine this crate is measured on (AMD EPYC VM, 1 MiB L2 per core, glibc 2.36)
+//! the method used above the L2 size is slow and erratic: an 8 MiB buffer copied in one call
+//! averaged 12–28 GB/s over a few hundred copies where the same bytes in 64 KiB calls averaged
+//! 57–63 GB/s (the best single calls were within 1.3× of each other). Every chunk from 16 KiB
+//! to 512 KiB averaged 55–66 GB/s; 64 KiB is in the middle of that plateau.
+//!
+//! What it did to the collectives: the two-rank allgather in message-passing form (ring,
+//! recursive doubling: one single-copy exchange) took 190 µs at 2 MiB and 770 µs at 8 MiB
+//! where the direct allgather, which copied in 16 KiB chunks, took 42 and 185 µs, in the same
+//! interleaved rounds; in copies of 64 KiB the same rows took 56 and 233 µs
+//! (`corecoll-bench --collective allgather --ranks 2 --sizes 1MiB,2MiB,8MiB,16MiB --algorithms
+//! auto,ring,direct,recursive-doubling,bruck --time 0.3 --rounds 10`). The ping-pong of
+//! `--calibrate`, whose long messages are one such copy, had measured β = 0.13–0.15 ns/B in
+//! some sessions and 0.018 in others, which docs/tuning.md had put down to two memory modes of
+//! the machine; with the copies in pieces three calibrations in a row gave 0.016–0.017.
+//!
+//! Pieces cost one call each (a few ns per 64 KiB, under 0.1% at 60 GB/s); short copies are one
+//! piece.
+
+use std::mem::size_of;
+use std::ptr;
+
+/// Bytes per `memcpy` call of a long copy: well below the 1 MiB L2 of the machine measured
+/// (and of most server cores), where the one-call copy stays fast.
+pub(crate) const PIECE_BYTES: usize = 64 << 10;
+
+/// Copies `n` elements of `T` from `src` to `dst` in pieces of at most [`PIECE_BYTES`].
+///
+/// # Safety
+/// As `ptr::copy_nonoverlapping(src, dst, n)`: `src` valid for reads and `dst` for writes of
+/// `n` elements, both aligned, the two ranges not overlapping.
+#[inline]
+pub(crate) unsafe fn copy_elems<T>(src: *const T, dst: *mut T, n: usize) {
+    if size_of::<T>() == 0 {
+        return;
+    }
+    let piece = (PIECE_BYTES / size_of::<T>()).max(1);
+    let mut at = 0;
+    while at < n {
+        let len = piece.min(n - at);
+        // SAFETY: `at + len <= n`, so both ranges lie within what the caller vouched for, and
+        // they do not overlap since the whole ranges do not.
+        unsafe { ptr::copy_nonoverlapping(src.add(at), dst.add(at), len) };
+        at += len;
+    }
+}
+
+/// `dst.copy_from_slice(src)` in pieces of at most [`PIECE_BYTES`].
+///
+/// # Panics
+/// If the lengths differ, as `copy_from_slice`.
+#[inline]
+pub(crate) fn copy_slice<T: Copy>(dst: &mut [T], src: &[T]) {
+    assert_eq!(dst.len(), src.len(), "copy_slice: lengths differ");
+    // SAFETY: both slices hold `src.len()` elements and a `&mut` slice cannot overlap a `&`.
+    unsafe { copy_elems(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
+}
+
+/// `v.extend_from_slice(src)` in pieces of at most [`PIECE_BYTES`].
+#[inline]
+pub(crate) fn extend<T: Copy>(v: &mut Vec<T>, src: &[T]) {
+    v.reserve(src.len());
+    let len = v.len();
+    // SAFETY: `reserve` made room for `src.len()` more elements after the `len` initialised
+    // ones, a fresh allocation or spare capacity that `src` (a shared borrow, while `v` is
+    // borrowed exclusively) cannot overlap; after the copy they are initialised `T`s.
+    unsafe {
+        copy_elems(src.as_ptr(), v.as_mut_ptr().add(len), src.len());
+        v.set_len(len + src.len());
+    }
+}
+
+/// `src.to_vec()` in pieces of at most [`PIECE_BYTES`].
+#[inline]
+pub(crate) fn to_vec<T: Copy>(src: &[T]) -> Vec<T> {
+    let mut v = Vec::new();
+    extend(&mut v, src);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copies_every_length_around_the_piece() {
+        let piece = PIECE_BYTES / 8;
+        for n in [0, 1, 7, piece - 1, piece, piece + 1, 3 * piece + 5] {
+            let src: Vec<u64> = (0..n as u64).map(|i| i * 2654435761).collect();
+            let mut dst = vec![0u64; n + 1];
+            copy_slice(&mut dst[..n], &src);
+            assert_eq!(&dst[..n], &src[..], "n = {n}");
+            assert_eq!(dst[n], 0, "n = {n}: wrote past the end");
+        }
+    }
+
+    #[test]
+    fn zero_sized_and_byte_elements() {
+        let mut units = [(); 5];
+        copy_slice(&mut units, &[(); 5]);
+        let src: Vec<u8> = (0..(PIECE_BYTES + 3)).map(|i| i as u8).collect();
+        let mut dst = vec![0u8; src.len()];
+        copy_slice(&mut dst, &src);
+        assert_eq!(dst, src);
+    }
+
+    #[test]
+    fn extend_and_to_vec_append_in_order() {
+        let src: Vec<u32> = (0..(PIECE_BYTES / 4 * 2 + 9) as u32).collect();
+        let mut v = vec![7u32, 8];
+        extend(&mut v, &src);
+        assert_eq!(&v[..2], &[7, 8]);
+        assert_eq!(&v[2..], &src[..]);
+        assert_eq!(to_vec(&src), src);
+        assert!(to_vec::<u8>(&[]).is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "lengths differ")]
+    fn different_lengths_panic() {
+        copy_slice(&mut [0u8; 3], &[1u8; 4]);
+    }
+}
