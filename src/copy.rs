@@ -6,9 +6,10 @@
 //! `x86_non_temporal_threshold`, and on AMD parts a stop threshold for `rep movsb` near the L2
 //! size). On the machine this crate is measured on (AMD EPYC VM, 1 MiB L2 per core, glibc 2.36)
 //! the method used above the L2 size is slow and erratic: an 8 MiB buffer copied in one call
-//! averaged 12–28 GB/s over a few hundred copies where the same bytes in 64 KiB calls averaged
-//! 57–63 GB/s (the best single calls were within 1.3× of each other). Every chunk from 16 KiB
-//! to 512 KiB averaged 55–66 GB/s; 64 KiB is in the middle of that plateau.
+//! averaged 12–38 GB/s over a few dozen copies, in five runs, where the same bytes in 64 KiB
+//! calls averaged 57–67 GB/s (the best single calls were within 1.4× of each other). Every
+//! piece from 16 KiB to 512 KiB averaged 54–67 GB/s; 64 KiB is in the middle of that plateau
+//! (`cargo run --release --example memcpy_pieces`).
 //!
 //! What it did to the collectives: the two-rank allgather in message-passing form (ring,
 //! recursive doubling: one single-copy exchange) took 190 µs at 2 MiB and 770 µs at 8 MiB
@@ -20,8 +21,8 @@
 //! some sessions and 0.018 in others, which docs/tuning.md had put down to two memory modes of
 //! the machine; with the copies in pieces three calibrations in a row gave 0.016–0.017.
 //!
-//! Pieces cost one call each (a few ns per 64 KiB, under 0.1% at 60 GB/s); short copies are one
-//! piece.
+//! Pieces cost one call each; in the runs above no piece size was slower on average than the
+//! one call, at any buffer size from 256 KiB. Short copies are one piece.
 
 use std::mem::size_of;
 use std::ptr;

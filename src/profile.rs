@@ -199,10 +199,7 @@ impl LevelCosts {
 
     /// The measured constants, if both are there.
     fn costs(&self) -> Option<Costs> {
-        Some(Costs {
-            alpha_ns: self.alpha_ns?,
-            beta_ns: self.beta_ns?,
-        })
+        Some(Costs::new(self.alpha_ns?, self.beta_ns?))
     }
 }
 
@@ -359,10 +356,7 @@ impl Profile {
     /// [`Profile::resolve`] as the pipelining lemma takes it.
     pub(crate) fn costs(&self, level: Level) -> Costs {
         let r = self.resolve(level);
-        Costs {
-            alpha_ns: r.alpha_ns,
-            beta_ns: r.beta_ns,
-        }
+        Costs::new(r.alpha_ns, r.beta_ns)
     }
 
     /// γ in nanoseconds per byte for floating-point (`float`) or integer elements: the class's
@@ -527,13 +521,7 @@ mod tests {
         let p = Profile::from_json(old).unwrap();
         let o = p.level(Level::Oversubscribed).unwrap();
         assert_eq!(o.pingpong, None);
-        assert_eq!(
-            p.costs(Level::Oversubscribed),
-            Costs {
-                alpha_ns: 1576.3,
-                beta_ns: 0.0213
-            }
-        );
+        assert_eq!(p.costs(Level::Oversubscribed), Costs::new(1576.3, 0.0213));
         // Written again, the old file has no `pingpong` either.
         assert!(!p.to_json().contains("pingpong"));
 
@@ -545,13 +533,7 @@ mod tests {
         assert!(text.contains("\"pingpong\""), "{text}");
         let back = Profile::from_json(&text).unwrap();
         assert_eq!(back, q);
-        assert_eq!(
-            back.costs(Level::Oversubscribed),
-            Costs {
-                alpha_ns: 9500.0,
-                beta_ns: 0.2
-            }
-        );
+        assert_eq!(back.costs(Level::Oversubscribed), Costs::new(9500.0, 0.2));
         // A misspelt field inside the record is still an error.
         let bad = text.replace("\"note\": \"both", "\"notes\": \"both");
         assert!(Profile::from_json(&bad).is_err());
@@ -580,10 +562,7 @@ mod tests {
     #[test]
     fn fallback_order() {
         let p = measured();
-        let l3 = Costs {
-            alpha_ns: 150.0,
-            beta_ns: 0.05,
-        };
+        let l3 = Costs::new(150.0, 0.05);
         assert_eq!(p.costs(Level::L3), l3);
         // The wider levels take the only measured shared-memory level.
         assert_eq!(p.resolve(Level::Package).from, Some(Level::L3));

@@ -28,11 +28,31 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Runs the bench, asserts that it exits successfully, and returns what it printed.
+fn run_ok(args: &[&str]) -> String {
+    let out = run(args);
+    let stdout = text(&out.stdout);
+    assert!(
+        out.status.success(),
+        "exit {:?}\n{stdout}\n{}",
+        out.status,
+        text(&out.stderr)
+    );
+    stdout
+}
+
+/// The records of a `--json` result file.
+fn records(json: &std::path::Path) -> Vec<serde_json::Value> {
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    v["records"].as_array().expect("a records array").clone()
+}
+
 #[test]
 fn a_tiny_allreduce_sweep_writes_its_outputs() {
     let dir = scratch("allreduce");
     let (csv, json, svg) = (dir.join("r.csv"), dir.join("r.json"), dir.join("r.svg"));
-    let out = run(&[
+    let stdout = run_ok(&[
         "--sizes",
         "8,1KiB,4KiB",
         "--time",
@@ -47,13 +67,6 @@ fn a_tiny_allreduce_sweep_writes_its_outputs() {
         "--plot",
         svg.to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     for name in ["auto", "direct", "dual-root", "two-tree", "ring"] {
         assert!(stdout.contains(name), "no `{name}` row:\n{stdout}");
     }
@@ -83,7 +96,7 @@ fn a_tiny_allreduce_sweep_writes_its_outputs() {
 #[test]
 fn every_collective_runs_with_integers() {
     let dir = scratch("all");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--collective",
         "all",
         "--sizes",
@@ -108,13 +121,6 @@ fn every_collective_runs_with_integers() {
         "--plot",
         dir.join("a.svg").to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     for c in [
         "allreduce",
         "reduce-scatter",
@@ -135,7 +141,7 @@ fn every_collective_runs_with_integers() {
 fn direct_gather_and_scatter_run_and_pass_their_check() {
     let dir = scratch("direct-sg");
     let json = dir.join("d.json");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--collective",
         "gather,scatter",
         "--algorithms",
@@ -154,17 +160,8 @@ fn direct_gather_and_scatter_run_and_pass_their_check() {
         "--json",
         json.to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     assert!(!stdout.contains("FAIL"), "a cell failed:\n{stdout}");
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let records = v["records"].as_array().expect("a records array");
+    let records = records(&json);
     for c in ["gather", "scatter"] {
         let direct: Vec<_> = records
             .iter()
@@ -182,7 +179,7 @@ fn direct_gather_and_scatter_run_and_pass_their_check() {
 #[test]
 fn cold_buffers_pass_their_check() {
     let dir = scratch("cold");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--collective",
         "alltoall,allreduce",
         "--sizes",
@@ -202,13 +199,6 @@ fn cold_buffers_pass_their_check() {
         "--plot",
         dir.join("c.svg").to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     assert!(
         stdout.contains("cold") && !stdout.contains("FAIL"),
         "{stdout}"
@@ -242,7 +232,7 @@ fn bad_arguments_are_refused_with_a_message() {
 fn a_described_machine_with_hierarchical_and_parameterised_rows() {
     let dir = scratch("machine");
     let json = dir.join("m.json");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--machine",
         "2x2",
         "--ranks",
@@ -263,13 +253,6 @@ fn a_described_machine_with_hierarchical_and_parameterised_rows() {
         "--plot",
         dir.join("m.svg").to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     assert!(
         stdout.starts_with("machine: 2x2 (synthetic: 2 packages"),
         "{stdout}"
@@ -299,7 +282,7 @@ fn a_described_machine_with_hierarchical_and_parameterised_rows() {
 #[test]
 fn a_described_machine_per_socket() {
     let dir = scratch("machine-sockets");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--machine",
         "2x2x2",
         "--per-socket",
@@ -321,13 +304,6 @@ fn a_described_machine_per_socket() {
         "--plot",
         dir.join("s.svg").to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     // Each socket of 4 cores, then the whole machine of 8, each with its hierarchy line.
     for heading in [
         "4 ranks · socket 0, socket:0",
@@ -380,20 +356,13 @@ fn bad_machines_and_parameters_are_refused_with_a_message() {
 fn calibrate_writes_a_profile_that_loads() {
     let dir = scratch("calibrate");
     let path = dir.join("profile.json");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--calibrate",
         "--time",
         "0.001",
         "--profile-out",
         path.to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     for word in ["level", "oversubscribed", "mpi", "γ", "wrote"] {
         assert!(stdout.contains(word), "no `{word}`:\n{stdout}");
     }
@@ -424,7 +393,7 @@ fn calibrate_writes_a_profile_that_loads() {
 fn guidelines_run_the_users_rows_and_print_the_rules() {
     let dir = scratch("guidelines");
     let json = dir.join("g.json");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--guidelines",
         "--ranks",
         "2",
@@ -440,13 +409,6 @@ fn guidelines_run_the_users_rows_and_print_the_rules() {
         "--plot",
         dir.join("g.svg").to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     assert!(
         stdout.contains("Self-consistent performance guidelines"),
         "{stdout}"
@@ -484,7 +446,7 @@ fn guidelines_run_the_users_rows_and_print_the_rules() {
 #[test]
 fn blocks_add_fixed_block_rows_and_their_table() {
     let dir = scratch("blocks");
-    let out = run(&[
+    let stdout = run_ok(&[
         "--collective",
         "allreduce,broadcast",
         "--algorithms",
@@ -505,13 +467,6 @@ fn blocks_add_fixed_block_rows_and_their_table() {
         "--plot",
         dir.join("b.svg").to_str().unwrap(),
     ]);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
     for row in ["dual-root:1KiB", "dual-root:4KiB", "pipelined-tree:4KiB"] {
         assert!(stdout.contains(row), "no `{row}` row:\n{stdout}");
     }
@@ -624,9 +579,7 @@ fn interleaved_rounds_pool_each_rows_iterations() {
     ]);
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let records = v["records"].as_array().unwrap();
+    let records = records(&json);
     assert_eq!(records.len(), 8, "{records:?}");
     // --samples: every iteration of every row, by round; each row's median is the median of
     // its rounds' medians.
@@ -638,7 +591,7 @@ fn interleaved_rounds_pool_each_rows_iterations() {
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 8 * 9, "{samples}");
-    for r in records {
+    for r in &records {
         let name = r["algorithm"].as_str().unwrap();
         let bytes = r["bytes"].to_string();
         let mine: Vec<(usize, usize, f64)> = rows

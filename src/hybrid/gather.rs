@@ -258,19 +258,6 @@ impl Bridge {
         Ok(all)
     }
 
-    /// The refusal of algorithm `name` of collective `op`, which needs the ranks to share
-    /// memory, on a team that spans MPI processes; `instead` lists what runs there.
-    fn shm_refused(&self, op: &'static str, name: &str, instead: &str) -> Error {
-        Error::Unsupported {
-            rank: self.rank(),
-            op,
-            what: format!(
-                "the {name} algorithm needs the ranks to share memory; on a team that spans \
-                 MPI processes use {instead}"
-            ),
-        }
-    }
-
     /// `Comm::gather_with` across processes (module docs).
     pub(crate) fn gather<T: Elem>(
         &self,
@@ -322,7 +309,12 @@ impl Bridge {
         });
         self.across(OP, call, before, |pc| {
             if refused {
-                return Err(self.shm_refused(OP, algorithm.name(), "auto, linear or binomial"));
+                return Err(super::shared_memory_only(
+                    self.rank(),
+                    OP,
+                    algorithm.name(),
+                    "auto, linear or binomial",
+                ));
             }
             let (counts, displs) = self.process_blocks(m);
             let dst: &mut [B] = match (q == qr, lr == 0) {
@@ -391,7 +383,12 @@ impl Bridge {
         let mut own = staging(if leader { t * m } else { 0 });
         self.across(OP, call, before, |pc| {
             if algorithm.needs_shared_memory() {
-                return Err(self.shm_refused(OP, algorithm.name(), "auto, linear or binomial"));
+                return Err(super::shared_memory_only(
+                    self.rank(),
+                    OP,
+                    algorithm.name(),
+                    "auto, linear or binomial",
+                ));
             }
             let (counts, displs) = self.process_blocks(m);
             let src: &[B] = match (q == qr, lr == 0) {
@@ -442,7 +439,8 @@ impl Bridge {
             let uniform = (0..np).all(|q| l.threads(q) == t);
             let alg = match algorithm {
                 Allgather::Direct => {
-                    return Err(self.shm_refused(
+                    return Err(super::shared_memory_only(
+                        self.rank(),
                         OP,
                         algorithm.name(),
                         "auto, ring, recursive-doubling or bruck",

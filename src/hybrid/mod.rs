@@ -116,6 +116,20 @@ fn auto_reduce(exact: bool) -> Reduce {
     }
 }
 
+/// The refusal, on rank `rank`, of algorithm `name` of collective `op`, which needs the ranks
+/// to share one address space, between MPI processes (a `ProcessComm`, or the stage between
+/// processes of a team that spans them); `instead` lists what runs there.
+fn shared_memory_only(rank: usize, op: &'static str, name: &str, instead: &str) -> Error {
+    Error::Unsupported {
+        rank,
+        op,
+        what: format!(
+            "the {name} algorithm needs the ranks to share memory; between MPI processes use \
+             {instead}"
+        ),
+    }
+}
+
 /// A communicator whose ranks are MPI processes, one calling thread each (see the module
 /// docs): the crate's collective schedules between processes, with MPI's semantics and the
 /// crate's checks.
@@ -271,14 +285,7 @@ impl ProcessComm {
 
     /// The refusal of an algorithm that needs the ranks' shared address space.
     fn shared_memory_only(&self, op: &'static str, name: &str, instead: &str) -> Error {
-        Error::Unsupported {
-            rank: self.rank,
-            op,
-            what: format!(
-                "the {name} algorithm needs the ranks to share memory; between processes use \
-                 {instead}"
-            ),
-        }
+        shared_memory_only(self.rank, op, name, instead)
     }
 
     /// Fails (on every process alike, after the check) if a vector of `bytes` bytes cannot go

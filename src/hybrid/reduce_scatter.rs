@@ -21,7 +21,7 @@
 use super::check::Call;
 use super::world::Bridge;
 use crate::algorithms::reduce_scatter as sched;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::op::Op;
 use crate::select::{Algorithm, ReduceScatter};
 use crate::transport::{Elem, Kind};
@@ -55,13 +55,12 @@ impl Bridge {
             let l = &self.layout;
             let np = l.processes();
             if algorithm == ReduceScatter::Direct {
-                return Err(Error::Unsupported {
-                    rank: self.rank(),
-                    op: OP,
-                    what: "the direct algorithm needs the ranks to share memory; on a team \
-                           that spans MPI processes use auto, ring or recursive-halving"
-                        .to_string(),
-                });
+                return Err(super::shared_memory_only(
+                    self.rank(),
+                    OP,
+                    algorithm.name(),
+                    "auto, ring or recursive-halving",
+                ));
             }
             if (0..np).any(|q| l.threads(q) != t) {
                 pc.allreduce_call(&mut whole, op, Algorithm::Auto, false)?;

@@ -60,10 +60,7 @@ impl Algorithm {
             Algorithm::Ring { block } => return ring_piece(block, p, n, elem_size),
             _ => (Block::Auto, 0, 1, 1),
         };
-        match block {
-            Block::Elements(b) => b.max(1),
-            Block::Auto => lemma_block_per(a, c, per, n, elem_size, costs),
-        }
+        pipeline_block(block, (a, c, per), n, elem_size, costs)
     }
 }
 
@@ -100,12 +97,19 @@ fn tree_height(n: usize) -> usize {
     n.max(1).ilog2() as usize
 }
 
-/// Elements per block for a pipeline of `a + c·b` steps: the user's `Block::Elements` (at
-/// least 1), or for `Block::Auto` the pipelining lemma ([`lemma_block`]).
-fn pipeline_block(block: Block, a: usize, c: usize, n: usize, elem: usize, costs: Costs) -> usize {
+/// Elements per block for a pipeline of `a + c·b` steps whose block count comes in multiples
+/// of `per`: the user's `Block::Elements` (at least 1), or for `Block::Auto` the pipelining
+/// lemma ([`lemma_block`]).
+fn pipeline_block(
+    block: Block,
+    (a, c, per): (usize, usize, usize),
+    n: usize,
+    elem: usize,
+    costs: Costs,
+) -> usize {
     match block {
         Block::Elements(b) => b.max(1),
-        Block::Auto => lemma_block(a, c, n, elem, costs),
+        Block::Auto => lemma_block(a, c, per, n, elem, costs),
     }
 }
 
@@ -117,7 +121,7 @@ fn pipeline_block(block: Block, a: usize, c: usize, n: usize, elem: usize, costs
 /// ranks over 2 cores, 8 MiB, in interleaved rounds on the quiet machine (session 14), blocks of
 /// 256–512 KiB beat 1 MiB ones by 1.05–1.25× in every pipeline (removing the cap there had
 /// looked right in runs beside a compiler, where every block cost more).
-pub(crate) const MAX_AUTO_BLOCK: usize = 512 << 10;
+pub const MAX_AUTO_BLOCK: usize = 512 << 10;
 
 /// The cost constants of the pipelining lemma: start-up time per message (α) and time per
 /// byte (β) of a single-copy transfer.
@@ -154,16 +158,10 @@ impl Costs {
 
 /// The pipelining lemma (Träff 2021, §1.2): a pipeline of `a + c·b` steps of α + βm/b each
 /// over b blocks of an m-byte vector takes (a + cb)(α + βm/b), least at b* = √(aβm / (cα)).
-/// Returns the block size in elements for `n` elements of `elem_size` bytes cut into the
-/// whole number of blocks nearest b* that the model finds faster (see [`lemma_block_per`]),
-/// capped at [`MAX_AUTO_BLOCK`] bytes and at least one element. With `a = 0` (nothing to fill)
-/// one block would do, so the cap decides.
-pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs: Costs) -> usize {
-    lemma_block_per(a, c, 1, n, elem_size, costs)
-}
-
-/// [`lemma_block`] for a schedule whose block count comes in multiples of `per` (the two-tree
-/// cuts each of its two halves into the same blocks: `per` = 2).
+/// Returns the block size in elements for `n` elements of `elem_size` bytes cut into a whole
+/// number of blocks near b*, a multiple of `per` (1, or 2 for the two-tree, which cuts each of
+/// its two halves into the same blocks), capped at [`MAX_AUTO_BLOCK`] bytes and at least one
+/// element. With `a = 0` (nothing to fill) one block would do, so the cap decides.
 ///
 /// The count is whole: of the multiples of `per` just below and just above b* (at least
 /// `per`), the one with the smaller (a + cb)(α + βm/b); the vector is then cut into that many
@@ -178,7 +176,7 @@ pub(crate) fn lemma_block(a: usize, c: usize, n: usize, elem_size: usize, costs:
 /// ([`crate::algorithms::blocks::pipeline_blocks`]) — an empty block still costs a pipeline
 /// stage of α per step (3α for the dual root), which the simulator showed `Auto` paying on
 /// every vector short enough for one block.
-pub(crate) fn lemma_block_per(
+pub(crate) fn lemma_block(
     a: usize,
     c: usize,
     per: usize,
@@ -231,7 +229,7 @@ impl Broadcast {
     ) -> usize {
         match self {
             Broadcast::PipelinedTree { block } => {
-                pipeline_block(block, 2 * tree_height(p), 2, n, elem_size, costs)
+                pipeline_block(block, (2 * tree_height(p), 2, 1), n, elem_size, costs)
             }
             _ => 0,
         }
@@ -252,7 +250,7 @@ impl Reduce {
     ) -> usize {
         match self {
             Reduce::PipelinedTree { block } => {
-                pipeline_block(block, 2 * tree_height(p), 2, n, elem_size, costs)
+                pipeline_block(block, (2 * tree_height(p), 2, 1), n, elem_size, costs)
             }
             _ => 0,
         }
@@ -273,7 +271,7 @@ impl Scan {
     ) -> usize {
         match self {
             Scan::PipelinedTree { block } => {
-                pipeline_block(block, 4 * tree_height(p), 4, n, elem_size, costs)
+                pipeline_block(block, (4 * tree_height(p), 4, 1), n, elem_size, costs)
             }
             _ => 0,
         }

@@ -22,7 +22,8 @@ pub use block::Block;
 pub(crate) use block::Costs;
 // Only the tests use these outside `block` (here and in `algorithms::allreduce::ring`).
 #[cfg(test)]
-pub(crate) use block::{lemma_block, lemma_block_per, MAX_AUTO_BLOCK};
+pub(crate) use block::lemma_block;
+pub use block::MAX_AUTO_BLOCK;
 pub(crate) use choose::{
     choose_allgather, choose_allreduce, choose_alltoall, choose_barrier, choose_broadcast,
     choose_gather, choose_reduce, choose_reduce_scatter, choose_scan, choose_scatter,
@@ -396,12 +397,12 @@ mod tests {
         #[test]
         fn lemma_block_is_bounded_and_monotone(a in 0usize..200, c in 1usize..5, n in 0usize..1 << 26, e in 1usize..17) {
             for costs in [Costs::DEDICATED, Costs::OVERSUBSCRIBED] {
-                let b = lemma_block(a, c, n, e, costs);
+                let b = lemma_block(a, c, 1, n, e, costs);
                 // At most one element over the cap (to keep clear of dividing n), and never
                 // more than the vector and that element.
                 prop_assert!(b >= 1 && (b - 1) * e <= MAX_AUTO_BLOCK.max(e));
                 prop_assert!(b <= n + 1);
-                prop_assert!(lemma_block(a, c, 2 * n + 1, e, costs) + 1 >= b);
+                prop_assert!(lemma_block(a, c, 1, 2 * n + 1, e, costs) + 1 >= b);
                 // No empty last block: ⌊n/B⌋ + 1 blocks are ⌈n/B⌉.
                 prop_assert!(n == 0 || crate::algorithms::blocks::pipeline_blocks(n, b) == n.div_ceil(b));
             }
@@ -424,28 +425,31 @@ mod tests {
         let costs = Costs::new(100.0, 0.1);
         // a = 10, c = 3, m = 3 MB: b* = √(10 · 0.1 · 3e6 / 300) = 100 blocks of 30 000 bytes,
         // one more so that the last block is not empty.
-        assert_eq!(lemma_block(10, 3, 3_000_000, 1, costs), 30_001);
-        assert_eq!(lemma_block(10, 3, 3_000_001, 1, costs), 30_001);
+        assert_eq!(lemma_block(10, 3, 1, 3_000_000, 1, costs), 30_001);
+        assert_eq!(lemma_block(10, 3, 1, 3_000_001, 1, costs), 30_001);
         // Nothing to fill: one block, up to the cap.
-        assert_eq!(lemma_block(0, 3, 1000, 8, costs), 1001);
-        assert_eq!(lemma_block(0, 3, 1 << 20, 8, costs), MAX_AUTO_BLOCK / 8 + 1);
+        assert_eq!(lemma_block(0, 3, 1, 1000, 8, costs), 1001);
         assert_eq!(
-            lemma_block(0, 3, (1 << 20) + 1, 8, costs),
+            lemma_block(0, 3, 1, 1 << 20, 8, costs),
+            MAX_AUTO_BLOCK / 8 + 1
+        );
+        assert_eq!(
+            lemma_block(0, 3, 1, (1 << 20) + 1, 8, costs),
             MAX_AUTO_BLOCK / 8
         );
-        assert_eq!(lemma_block(5, 2, 0, 8, costs), 1);
+        assert_eq!(lemma_block(5, 2, 1, 0, 8, costs), 1);
         // β = 0.001, a = 1, c = 3, m = 3 MB: b* = √10 ≈ 3.16, and of 3 and 4 blocks the model
         // takes 3 (11 000 against 11 050 ns): blocks of 1 MB, over the cap.
         let cheap = Costs::new(100.0, 0.001);
-        assert_eq!(lemma_block(1, 3, 3_000_000, 1, cheap), MAX_AUTO_BLOCK);
+        assert_eq!(lemma_block(1, 3, 1, 3_000_000, 1, cheap), MAX_AUTO_BLOCK);
         // The oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4) would cut
         // 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks; the cap makes 16.
-        let b = lemma_block(8, 4, 1 << 20, 8, Costs::OVERSUBSCRIBED);
+        let b = lemma_block(8, 4, 1, 1 << 20, 8, Costs::OVERSUBSCRIBED);
         assert_eq!(crate::algorithms::blocks::pipeline_blocks(1 << 20, b), 16);
         // A whole number of blocks: the chain on 8 ranks (a = 12, c = 2) has b* ≈ 1.17 for
         // 64 KiB, and one block of the whole vector beats two, the second a sixth as long.
         let n = 8 << 10;
-        let b = lemma_block(12, 2, n, 8, Costs::OVERSUBSCRIBED);
+        let b = lemma_block(12, 2, 1, n, 8, Costs::OVERSUBSCRIBED);
         assert_eq!(
             (b, crate::algorithms::blocks::pipeline_blocks(n, b)),
             (n + 1, 1)
@@ -454,11 +458,11 @@ mod tests {
         // 4 blocks in all by the model at α = 20 µs (2 per half), 2 (1 per half) at 40 µs.
         let n = 1 << 17;
         let per_half = |b: usize| crate::algorithms::blocks::pipeline_blocks(n / 2, b);
-        let b = lemma_block_per(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED);
+        let b = lemma_block(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED);
         assert_eq!(per_half(b), 2);
         let slow = Costs::new(40_000.0, 0.07);
-        assert_eq!(per_half(lemma_block_per(6, 2, 2, n, 8, slow)), 1);
-        assert_eq!(lemma_block_per(6, 2, 2, 0, 8, slow), 1);
+        assert_eq!(per_half(lemma_block(6, 2, 2, n, 8, slow)), 1);
+        assert_eq!(lemma_block(6, 2, 2, 0, 8, slow), 1);
     }
 
     /// `Block::Elements` is taken as given; every id round-trips.

@@ -41,10 +41,7 @@ pub struct Link {
 impl Link {
     /// The costs `Block::Auto` chooses blocks by.
     pub(crate) fn costs(self) -> Costs {
-        Costs {
-            alpha_ns: self.alpha_ns,
-            beta_ns: self.beta_ns,
-        }
+        Costs::new(self.alpha_ns, self.beta_ns)
     }
 }
 

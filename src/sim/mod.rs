@@ -304,10 +304,7 @@ pub struct Prediction {
 /// [`Error::ZeroRanks`], and [`Error::Unsupported`] where the real call would refuse (the ring
 /// with a non-commutative op).
 pub fn simulate(case: &Case, model: &Model) -> Result<Prediction> {
-    let costs = Costs {
-        alpha_ns: model.alpha_ns,
-        beta_ns: model.beta_ns,
-    };
+    let costs = Costs::new(model.alpha_ns, model.beta_ns);
     let (traces, block) = record(case, costs, 1)?;
     let params = |m: &Model| engine::Params {
         alpha: m.alpha_ns,

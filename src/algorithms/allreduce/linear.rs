@@ -16,10 +16,8 @@ pub(crate) fn linear<Tr: Transport, T: Elem, O: Op<T>>(
     let (p, r) = (t.size(), t.rank());
     if r == 0 {
         // acc = x₀ ⊙ x₁ ⊙ … in order: each incoming vector is the right operand, read where
-        // its sender published it.
-        for src in 1..p {
-            t.recv_reduce(src, tag, buf, &mut |acc, inc| op.fold_right(acc, inc))?;
-        }
+        // its sender published it (the linear reduce's root, at rank 0).
+        crate::algorithms::reduce::combine_at_root(t, buf, op, 0, tag)?;
         for dest in 1..p {
             t.send(dest, tag, buf)?;
         }

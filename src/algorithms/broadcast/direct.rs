@@ -110,7 +110,7 @@ pub(crate) enum Rooted {
 
 impl Rooted {
     /// The collective, for the board's error messages.
-    fn op(self) -> &'static str {
+    pub(crate) fn op(self) -> &'static str {
         match self {
             Rooted::Broadcast => "broadcast",
             Rooted::Scatter => "scatter",

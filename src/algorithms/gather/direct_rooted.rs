@@ -81,11 +81,13 @@ fn rooted<T: Elem>(
     tag: Tag,
 ) -> Result<()> {
     debug_assert_ne!(shape, Rooted::Broadcast);
-    let (scatter, op) = match shape {
-        Rooted::Scatter => (true, "scatter"),
-        _ => (false, "gather"),
+    let scatter = shape == Rooted::Scatter;
+    let name = if scatter {
+        "direct scatter"
+    } else {
+        "direct gather"
     };
-    comm.enter(op)?;
+    comm.enter(shape.op())?;
     let (p, me) = (comm.size(), comm.rank());
     let n = if scatter { recv.len() } else { send.len() };
     debug_assert!(root < p);
@@ -108,11 +110,6 @@ fn rooted<T: Elem>(
             ptr::null_mut()
         };
         (send.as_ptr(), output)
-    };
-    let name = if scatter {
-        "direct scatter"
-    } else {
-        "direct gather"
     };
     // SAFETY: on the root the shared buffer is `send` (scatter: p·n elements, valid for reads,
     // and nobody writes it: it is borrowed shared for this whole function) or `recv` (gather:

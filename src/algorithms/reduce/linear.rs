@@ -43,12 +43,27 @@ pub(super) fn linear<Tr: Transport, T: Elem, O: Op<T>>(
         t.send(root, tag, buf)?;
         return super::acknowledge(t, Some(root), std::iter::empty(), tag);
     }
+    combine_at_root(t, buf, op, root, tag)?;
+    // The acknowledgements go out in reverse of `sources`; any order serves.
+    super::acknowledge(t, None, (0..p).filter(|&s| s != root), tag)
+}
+
+/// The root's half of the star (`root` is this rank): receives every other rank's vector and
+/// folds it into `buf` (x_root) in rank order, the lower ranks on the left from root − 1 down
+/// to 0, the higher on the right from root + 1 up. Also the first half of the linear
+/// allreduce (`algorithms::allreduce::linear`, root 0).
+pub(crate) fn combine_at_root<Tr: Transport, T: Elem, O: Op<T>>(
+    t: &Tr,
+    buf: &mut [T],
+    op: &O,
+    root: usize,
+    tag: Tag,
+) -> Result<()> {
     for src in (0..root).rev() {
         t.recv_reduce(src, tag, buf, &mut |acc, inc| op.fold_left(inc, acc))?;
     }
-    for src in root + 1..p {
+    for src in root + 1..t.size() {
         t.recv_reduce(src, tag, buf, &mut |acc, inc| op.fold_right(acc, inc))?;
     }
-    // The acknowledgements go out in reverse of `sources`; any order serves.
-    super::acknowledge(t, None, (0..p).filter(|&s| s != root), tag)
+    Ok(())
 }

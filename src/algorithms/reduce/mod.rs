@@ -21,6 +21,8 @@ mod direct;
 mod linear;
 mod pipelined_tree;
 
+pub(crate) use linear::combine_at_root;
+
 use crate::error::Result;
 use crate::op::Op;
 use crate::select::Reduce;

@@ -49,7 +49,7 @@ use crate::sweep::fmt_bytes;
 use corecoll::op;
 use corecoll::profile::LevelCosts;
 use corecoll::sim::{self, Case, Collective, Model, Ports};
-use corecoll::{Algorithm, Block, Comm, Pinning, Profile, Team, Wait};
+use corecoll::{Algorithm, Block, Comm, Pinning, Profile, Team, Wait, MAX_AUTO_BLOCK};
 use std::time::Duration;
 
 /// Ranks per core of the busy pipeline. Four is the oversubscription the built-in decision
@@ -72,16 +72,13 @@ pub const BYTES: [usize; 3] = [128 << 10, 1 << 20, 4 << 20];
 /// α = 30 µs, β = 0.37 ns/B), and beyond on both sides.
 pub const BLOCKS: [usize; 6] = [1, 2, 4, 8, 16, 32];
 
-/// The largest block of a case, bytes: `Block::Auto`'s cap (`select::MAX_AUTO_BLOCK`), so the
-/// fit covers the blocks `Block::Auto` can choose and no others.
-pub const MAX_BLOCK: usize = 512 << 10;
-
-/// The cases (m bytes, b blocks): [`BYTES`] × [`BLOCKS`] with m/b at most [`MAX_BLOCK`].
+/// The cases (m bytes, b blocks): [`BYTES`] × [`BLOCKS`] with m/b at most `Block::Auto`'s cap
+/// ([`MAX_AUTO_BLOCK`]), so the fit covers the blocks `Block::Auto` can choose and no others.
 pub fn cases() -> Vec<(usize, usize)> {
     BYTES
         .iter()
         .flat_map(|&m| BLOCKS.iter().map(move |&b| (m, b)))
-        .filter(|&(m, b)| m / b <= MAX_BLOCK)
+        .filter(|&(m, b)| m / b <= MAX_AUTO_BLOCK)
         .collect()
 }
 

@@ -154,7 +154,7 @@ fn the_simulated_coefficients_are_the_chains_counts() {
 #[test]
 fn cases_keep_to_the_blocks_auto_can_pick() {
     let c = cases();
-    assert!(c.iter().all(|&(m, b)| m / b <= MAX_BLOCK));
+    assert!(c.iter().all(|&(m, b)| m / b <= MAX_AUTO_BLOCK));
     assert!(c.contains(&(128 << 10, 1)) && c.contains(&(4 << 20, 32)));
     assert!(!c.contains(&(4 << 20, 4)));
     assert_eq!(c.len(), 14);
