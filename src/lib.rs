@@ -59,7 +59,7 @@ pub use error::{Error, Result};
 pub use hybrid::ProcessComm;
 pub use mailbox::EAGER_MAX;
 pub use profile::Profile;
-pub use select::{Algorithm, Block, MAX_AUTO_BLOCK};
+pub use select::{Algorithm, Block, MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};
 
 /// The algorithms of the collectives other than allreduce (whose [`Algorithm`] is at the
 /// crate root), one enum per collective, for their `_with` variants.

@@ -33,11 +33,13 @@ impl Algorithm {
         elem_size: usize,
         costs: Costs,
     ) -> usize {
-        let (block, a, c, per) = match self {
+        // `side`: the schedule copies a received block into a side buffer before folding it
+        // (the dual root's roots), instead of folding it straight from the sender's buffer.
+        let (block, a, c, per, side) = match self {
             // 2(2H + 2(b − 1)) = (4H − 4) + 4b steps on a tree of height H (Träff 2021's
             // count, with h the tree's height; the simulator finds exactly this, `tests/sim.rs`).
             Algorithm::PipelinedTree { block } => {
-                (block, (4 * tree_height(p)).saturating_sub(4), 4, 1)
+                (block, (4 * tree_height(p)).saturating_sub(4), 4, 1, false)
             }
             // 4H + 1 + 3(b − 1) = (4H − 2) + 3b steps on two trees of height H ≥ 1, as the
             // simulator counts (`tests/sim.rs`): 4 fewer than Träff 2021's 4h − 3 + 3(b − 1) for
@@ -46,49 +48,58 @@ impl Algorithm {
             // from pipelining.
             Algorithm::DualRoot { block } => {
                 let h = tree_height(p.div_ceil(2));
-                (block, if h == 0 { 0 } else { 4 * h - 2 }, 3, 1)
+                (block, if h == 0 { 0 } else { 4 * h - 2 }, 3, 1, true)
             }
             // Reduce then broadcast over both trees, each phase D + 2(b/2 − 1) + 1 steps for
             // b blocks in all (b/2 per tree, so b is even) with D = 2⌊log₂(p − 1)⌋:
             // (2D − 2) + 2b steps.
-            Algorithm::TwoTree { block } => {
-                (block, (4 * tree_height(p - 1)).saturating_sub(2), 2, 2)
-            }
+            Algorithm::TwoTree { block } => (
+                block,
+                (4 * tree_height(p - 1)).saturating_sub(2),
+                2,
+                2,
+                false,
+            ),
             // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps, as the
             // simulator counts (`tests/sim.rs`).
-            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2, 1),
+            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2, 1, false),
             Algorithm::Ring { block } => return ring_piece(block, p, n, elem_size),
-            _ => (Block::Auto, 0, 1, 1),
+            _ => (Block::Auto, 0, 1, 1, false),
         };
-        pipeline_block(block, (a, c, per), n, elem_size, costs)
+        let cap = if a == 0 && !side {
+            MAX_AUTO_DIRECT_BLOCK
+        } else {
+            MAX_AUTO_BLOCK
+        };
+        pipeline_block(block, (a, c, per), n, elem_size, costs, cap)
     }
 }
 
 /// Elements per piece of the ring's chunk transfers: the user's `Block::Elements` (at least
-/// 1), or for `Block::Auto` a whole chunk, ⌈n/p⌉ elements, up to the cap [`MAX_AUTO_BLOCK`]
-/// (`elem_size` bytes an element).
+/// 1), or for `Block::Auto` a whole chunk, ⌈n/p⌉ elements, up to the cap
+/// [`MAX_AUTO_DIRECT_BLOCK`] (`elem_size` bytes an element).
 ///
 /// The ring does not pipeline its pieces. Step s + 1 sends what step s received, but a rank
 /// exchanges piece i of a step with both neighbours before piece i + 1, and every rank does
 /// the same, so the ring moves in lockstep: k pieces per chunk of m = ⌈n/p⌉ elements make
 /// 2(p − 1)k steps of α + βm/k, that is 2(p − 1)(kα + βm) — the lemma's pipeline with nothing
 /// to fill (a = 0), which one piece per chunk minimises on messages alone (the simulator
-/// counts exactly these steps, `tests/sim.rs`). The cap is for the cache, as for the
-/// pipelines' blocks: a piece that the receiver combines while the sender's copy and its own
-/// are still in L2. Measured in interleaved rounds (session 14, `corecoll-bench --rounds 10
-/// --algorithms ring,ring:256KiB,ring:512KiB`), whole chunks against 512 KiB pieces: on 2
-/// ranks 243 against 173 µs at 2 MiB per rank, 1 027 against 721 µs at 8 MiB and 3 357
-/// against 3 128 µs at 32 MiB; on 8 ranks over 2 cores 4.80 against 3.93 ms at 8 MiB and
-/// 23.2 against 21.5 ms at 32 MiB, and the same at 2 MiB (one piece either way). (Session 12
-/// had measured the opposite, one piece 1.2–2.5× faster than 128 KiB pieces, in runs beside
-/// other work, one row after another; the pieces cost α each, 2(p − 1)·kα in all, which a
-/// loaded machine makes dear.)
+/// counts exactly these steps, `tests/sim.rs`). Each piece is folded straight from the
+/// sender's buffer, so the cap is the one for such pipelines.
+///
+/// History: session 14 measured whole chunks *behind* 512 KiB pieces (on 2 ranks 243 against
+/// 173 µs at 2 MiB per rank, 1 027 against 721 µs at 8 MiB; on 8 ranks over 2 cores 4.80
+/// against 3.93 ms at 8 MiB) and capped the pieces at [`MAX_AUTO_BLOCK`]. That was before the
+/// long copies went in pieces (`crate::copy`): one `memcpy` of a chunk longer than the L2 was
+/// slow here. Session 16 measured whole chunks ahead again ([`MAX_AUTO_DIRECT_BLOCK`]).
+/// (Session 12 had measured one piece 1.2–2.5× faster than 128 KiB pieces, in runs beside
+/// other work.)
 fn ring_piece(block: Block, p: usize, n: usize, elem_size: usize) -> usize {
     match block {
         Block::Elements(b) => b.max(1),
         Block::Auto => n
             .div_ceil(p.max(1))
-            .clamp(1, (MAX_AUTO_BLOCK / elem_size.max(1)).max(1)),
+            .clamp(1, (MAX_AUTO_DIRECT_BLOCK / elem_size.max(1)).max(1)),
     }
 }
 
@@ -99,21 +110,36 @@ fn tree_height(n: usize) -> usize {
 
 /// Elements per block for a pipeline of `a + c·b` steps whose block count comes in multiples
 /// of `per`: the user's `Block::Elements` (at least 1), or for `Block::Auto` the pipelining
-/// lemma ([`lemma_block`]).
+/// lemma ([`lemma_block`]) with blocks of at most `cap` bytes.
 fn pipeline_block(
     block: Block,
     (a, c, per): (usize, usize, usize),
     n: usize,
     elem: usize,
     costs: Costs,
+    cap: usize,
 ) -> usize {
     match block {
         Block::Elements(b) => b.max(1),
-        Block::Auto => lemma_block(a, c, per, n, elem, costs),
+        Block::Auto => lemma_block(a, c, per, n, elem, costs, cap),
     }
 }
 
-/// The largest block `Block::Auto` picks: 512 KiB. The lemma counts messages only; a cap keeps
+/// [`pipeline_block`] for the pipelined trees of the rooted collectives and the scan, which
+/// always have something to fill on two ranks or more: capped at [`MAX_AUTO_BLOCK`].
+fn tree_block(
+    block: Block,
+    steps: (usize, usize, usize),
+    n: usize,
+    elem: usize,
+    costs: Costs,
+) -> usize {
+    pipeline_block(block, steps, n, elem, costs, MAX_AUTO_BLOCK)
+}
+
+/// The largest block `Block::Auto` picks for a pipeline with something to fill (the lemma's
+/// a > 0) and for the dual root's side buffer: 512 KiB ([`MAX_AUTO_DIRECT_BLOCK`] for the
+/// others). The lemma counts messages only; a cap keeps
 /// the block being combined (and the root's side buffer) inside the L2 cache (1 MiB per core
 /// on the machine measured), so long vectors are not streamed through memory twice. Measured
 /// (docs/tuning.md, the block sweeps): with 128 KiB `Block::Auto` lost up to 1.9× to blocks of
@@ -122,6 +148,24 @@ fn pipeline_block(
 /// 256–512 KiB beat 1 MiB ones by 1.05–1.25× in every pipeline (removing the cap there had
 /// looked right in runs beside a compiler, where every block cost more).
 pub const MAX_AUTO_BLOCK: usize = 512 << 10;
+
+/// The largest block `Block::Auto` picks where a pipeline has nothing to fill (the lemma's
+/// a = 0: the ring's pieces at every p, the chain, the pipelined tree and the two-tree on two
+/// ranks, the pipelined tree on three) and the receiver folds each block straight from the
+/// sender's buffer (not the dual root, whose roots copy the block into a side buffer first):
+/// 2 MiB. There the lemma wants one block of the whole vector (or chunk): blocks cost a
+/// handshake each and overlap nothing, and no side buffer has to stay in the L2.
+///
+/// Measured after the long copies went in pieces (`crate::copy`; session 16, interleaved
+/// rounds, the better of two passes, docs/tuning.md): on 2 ranks at 8 MiB the ring took
+/// 151–154 µs with 2–4 MiB pieces against 169 µs with 512 KiB ones, the two-tree 152–156
+/// against 172 µs; at 32 MiB, 2 MiB blocks were within 1.09× of the best block of each of
+/// these pipelines, where whole 16 MiB blocks lost up to 1.14× (the two-tree) and 4 MiB ones
+/// 1.16×. On 8 ranks over 2 cores the ring's whole 4 MiB chunks beat 512 KiB pieces by 1.07×
+/// at 32 MiB (at 8 MiB, with 1 MiB chunks, both within 3%). The dual root keeps
+/// [`MAX_AUTO_BLOCK`]: on 2 ranks at 8 MiB its 4 MiB blocks took 1.5× and one 8 MiB block
+/// 2.2× the time of 512 KiB ones.
+pub const MAX_AUTO_DIRECT_BLOCK: usize = 2 << 20;
 
 /// The cost constants of the pipelining lemma: start-up time per message (α) and time per
 /// byte (β) of a single-copy transfer.
@@ -160,8 +204,8 @@ impl Costs {
 /// over b blocks of an m-byte vector takes (a + cb)(α + βm/b), least at b* = √(aβm / (cα)).
 /// Returns the block size in elements for `n` elements of `elem_size` bytes cut into a whole
 /// number of blocks near b*, a multiple of `per` (1, or 2 for the two-tree, which cuts each of
-/// its two halves into the same blocks), capped at [`MAX_AUTO_BLOCK`] bytes and at least one
-/// element. With `a = 0` (nothing to fill) one block would do, so the cap decides.
+/// its two halves into the same blocks), capped at `cap` bytes ([`MAX_AUTO_BLOCK`] or
+/// [`MAX_AUTO_DIRECT_BLOCK`]) and at least one element. With `a = 0` (nothing to fill) one block would do, so the cap decides.
 ///
 /// The count is whole: of the multiples of `per` just below and just above b* (at least
 /// `per`), the one with the smaller (a + cb)(α + βm/b); the vector is then cut into that many
@@ -183,9 +227,10 @@ pub(crate) fn lemma_block(
     n: usize,
     elem_size: usize,
     costs: Costs,
+    cap: usize,
 ) -> usize {
     let elem = elem_size.max(1);
-    let cap = (MAX_AUTO_BLOCK / elem).max(1);
+    let cap = (cap / elem).max(1);
     let per = per.max(1) as f64;
     let m = (n * elem) as f64;
     let (a, c) = (a as f64, c.max(1) as f64);
@@ -229,7 +274,7 @@ impl Broadcast {
     ) -> usize {
         match self {
             Broadcast::PipelinedTree { block } => {
-                pipeline_block(block, (2 * tree_height(p), 2, 1), n, elem_size, costs)
+                tree_block(block, (2 * tree_height(p), 2, 1), n, elem_size, costs)
             }
             _ => 0,
         }
@@ -250,7 +295,7 @@ impl Reduce {
     ) -> usize {
         match self {
             Reduce::PipelinedTree { block } => {
-                pipeline_block(block, (2 * tree_height(p), 2, 1), n, elem_size, costs)
+                tree_block(block, (2 * tree_height(p), 2, 1), n, elem_size, costs)
             }
             _ => 0,
         }
@@ -271,7 +316,7 @@ impl Scan {
     ) -> usize {
         match self {
             Scan::PipelinedTree { block } => {
-                pipeline_block(block, (4 * tree_height(p), 4, 1), n, elem_size, costs)
+                tree_block(block, (4 * tree_height(p), 4, 1), n, elem_size, costs)
             }
             _ => 0,
         }

@@ -23,7 +23,7 @@ pub(crate) use block::Costs;
 // Only the tests use these outside `block` (here and in `algorithms::allreduce::ring`).
 #[cfg(test)]
 pub(crate) use block::lemma_block;
-pub use block::MAX_AUTO_BLOCK;
+pub use block::{MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};
 pub(crate) use choose::{
     choose_allgather, choose_allreduce, choose_alltoall, choose_barrier, choose_broadcast,
     choose_gather, choose_reduce, choose_reduce_scatter, choose_scan, choose_scatter,
@@ -396,13 +396,16 @@ mod tests {
         /// on the same pipeline.
         #[test]
         fn lemma_block_is_bounded_and_monotone(a in 0usize..200, c in 1usize..5, n in 0usize..1 << 26, e in 1usize..17) {
-            for costs in [Costs::DEDICATED, Costs::OVERSUBSCRIBED] {
-                let b = lemma_block(a, c, 1, n, e, costs);
+            for (costs, cap) in [Costs::DEDICATED, Costs::OVERSUBSCRIBED]
+                .into_iter()
+                .flat_map(|c| [(c, MAX_AUTO_BLOCK), (c, MAX_AUTO_DIRECT_BLOCK)])
+            {
+                let b = lemma_block(a, c, 1, n, e, costs, cap);
                 // At most one element over the cap (to keep clear of dividing n), and never
                 // more than the vector and that element.
-                prop_assert!(b >= 1 && (b - 1) * e <= MAX_AUTO_BLOCK.max(e));
+                prop_assert!(b >= 1 && (b - 1) * e <= cap.max(e));
                 prop_assert!(b <= n + 1);
-                prop_assert!(lemma_block(a, c, 1, 2 * n + 1, e, costs) + 1 >= b);
+                prop_assert!(lemma_block(a, c, 1, 2 * n + 1, e, costs, cap) + 1 >= b);
                 // No empty last block: ⌊n/B⌋ + 1 blocks are ⌈n/B⌉.
                 prop_assert!(n == 0 || crate::algorithms::blocks::pipeline_blocks(n, b) == n.div_ceil(b));
             }
@@ -425,31 +428,40 @@ mod tests {
         let costs = Costs::new(100.0, 0.1);
         // a = 10, c = 3, m = 3 MB: b* = √(10 · 0.1 · 3e6 / 300) = 100 blocks of 30 000 bytes,
         // one more so that the last block is not empty.
-        assert_eq!(lemma_block(10, 3, 1, 3_000_000, 1, costs), 30_001);
-        assert_eq!(lemma_block(10, 3, 1, 3_000_001, 1, costs), 30_001);
-        // Nothing to fill: one block, up to the cap.
-        assert_eq!(lemma_block(0, 3, 1, 1000, 8, costs), 1001);
         assert_eq!(
-            lemma_block(0, 3, 1, 1 << 20, 8, costs),
+            lemma_block(10, 3, 1, 3_000_000, 1, costs, MAX_AUTO_BLOCK),
+            30_001
+        );
+        assert_eq!(
+            lemma_block(10, 3, 1, 3_000_001, 1, costs, MAX_AUTO_BLOCK),
+            30_001
+        );
+        // Nothing to fill: one block, up to the cap.
+        assert_eq!(lemma_block(0, 3, 1, 1000, 8, costs, MAX_AUTO_BLOCK), 1001);
+        assert_eq!(
+            lemma_block(0, 3, 1, 1 << 20, 8, costs, MAX_AUTO_BLOCK),
             MAX_AUTO_BLOCK / 8 + 1
         );
         assert_eq!(
-            lemma_block(0, 3, 1, (1 << 20) + 1, 8, costs),
+            lemma_block(0, 3, 1, (1 << 20) + 1, 8, costs, MAX_AUTO_BLOCK),
             MAX_AUTO_BLOCK / 8
         );
-        assert_eq!(lemma_block(5, 2, 1, 0, 8, costs), 1);
+        assert_eq!(lemma_block(5, 2, 1, 0, 8, costs, MAX_AUTO_BLOCK), 1);
         // β = 0.001, a = 1, c = 3, m = 3 MB: b* = √10 ≈ 3.16, and of 3 and 4 blocks the model
         // takes 3 (11 000 against 11 050 ns): blocks of 1 MB, over the cap.
         let cheap = Costs::new(100.0, 0.001);
-        assert_eq!(lemma_block(1, 3, 1, 3_000_000, 1, cheap), MAX_AUTO_BLOCK);
+        assert_eq!(
+            lemma_block(1, 3, 1, 3_000_000, 1, cheap, MAX_AUTO_BLOCK),
+            MAX_AUTO_BLOCK
+        );
         // The oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4) would cut
         // 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks; the cap makes 16.
-        let b = lemma_block(8, 4, 1, 1 << 20, 8, Costs::OVERSUBSCRIBED);
+        let b = lemma_block(8, 4, 1, 1 << 20, 8, Costs::OVERSUBSCRIBED, MAX_AUTO_BLOCK);
         assert_eq!(crate::algorithms::blocks::pipeline_blocks(1 << 20, b), 16);
         // A whole number of blocks: the chain on 8 ranks (a = 12, c = 2) has b* ≈ 1.17 for
         // 64 KiB, and one block of the whole vector beats two, the second a sixth as long.
         let n = 8 << 10;
-        let b = lemma_block(12, 2, 1, n, 8, Costs::OVERSUBSCRIBED);
+        let b = lemma_block(12, 2, 1, n, 8, Costs::OVERSUBSCRIBED, MAX_AUTO_BLOCK);
         assert_eq!(
             (b, crate::algorithms::blocks::pipeline_blocks(n, b)),
             (n + 1, 1)
@@ -458,11 +470,48 @@ mod tests {
         // 4 blocks in all by the model at α = 20 µs (2 per half), 2 (1 per half) at 40 µs.
         let n = 1 << 17;
         let per_half = |b: usize| crate::algorithms::blocks::pipeline_blocks(n / 2, b);
-        let b = lemma_block(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED);
+        let b = lemma_block(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED, MAX_AUTO_BLOCK);
         assert_eq!(per_half(b), 2);
         let slow = Costs::new(40_000.0, 0.07);
-        assert_eq!(per_half(lemma_block(6, 2, 2, n, 8, slow)), 1);
-        assert_eq!(lemma_block(6, 2, 2, 0, 8, slow), 1);
+        assert_eq!(
+            per_half(lemma_block(6, 2, 2, n, 8, slow, MAX_AUTO_BLOCK)),
+            1
+        );
+        assert_eq!(lemma_block(6, 2, 2, 0, 8, slow, MAX_AUTO_BLOCK), 1);
+    }
+
+    /// Which cap `Block::Auto` meets: [`MAX_AUTO_DIRECT_BLOCK`] where the pipeline has nothing
+    /// to fill and folds straight from the sender (two ranks, and the ring everywhere),
+    /// [`MAX_AUTO_BLOCK`] for the dual root's side buffer and for every pipeline with a fill.
+    #[test]
+    fn auto_caps_by_fill_and_side_buffer() {
+        // 32 MiB of f64, and a start-up so dear that the lemma wants one block: over both
+        // caps in every pipeline.
+        let n = 4 << 20;
+        let dear = Costs::new(1e12, 0.07);
+        let auto = |alg: fn(Block) -> Algorithm, p: usize| {
+            alg(Block::Auto).block_elements(p, n, 8, dear) * 8
+        };
+        let chain = |block| Algorithm::Chain { block };
+        let tree = |block| Algorithm::PipelinedTree { block };
+        let two = |block| Algorithm::TwoTree { block };
+        let dual = |block| Algorithm::DualRoot { block };
+        let ring = |block| Algorithm::Ring { block };
+        // One element more than the cap where the cap divides the vector (`lemma_block`).
+        let near = |b: usize, cap: usize| b == cap || b == cap + 8;
+        for alg in [chain, tree, two, ring] {
+            assert!(near(auto(alg, 2), MAX_AUTO_DIRECT_BLOCK));
+        }
+        assert!(near(auto(tree, 3), MAX_AUTO_DIRECT_BLOCK));
+        assert!(near(auto(ring, 8), MAX_AUTO_DIRECT_BLOCK));
+        assert!(near(auto(dual, 2), MAX_AUTO_BLOCK));
+        for alg in [chain, tree, two, dual] {
+            assert!(
+                near(auto(alg, 8), MAX_AUTO_BLOCK),
+                "{}",
+                alg(Block::Auto).name()
+            );
+        }
     }
 
     /// `Block::Elements` is taken as given; every id round-trips.

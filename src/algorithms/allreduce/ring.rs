@@ -176,10 +176,10 @@ mod tests {
     /// and a longer one in pieces of the cap; an explicit block is taken as it is (at least 1).
     #[test]
     fn auto_sends_each_chunk_whole_up_to_the_cap() {
-        use crate::select::{Costs, MAX_AUTO_BLOCK};
+        use crate::select::{Costs, MAX_AUTO_DIRECT_BLOCK};
         let piece =
             |p, n, block| Algorithm::Ring { block }.block_elements(p, n, 8, Costs::DEDICATED);
-        let cap = MAX_AUTO_BLOCK / 8;
+        let cap = MAX_AUTO_DIRECT_BLOCK / 8;
         for p in [1usize, 2, 3, 8, 33] {
             for n in [
                 0usize,
@@ -189,7 +189,7 @@ mod tests {
                 7 * p - 1,
                 p * cap,
                 p * cap + 1,
-                100 * MAX_AUTO_BLOCK + 3,
+                100 * MAX_AUTO_DIRECT_BLOCK + 3,
             ] {
                 let b = piece(p, n, Block::Auto);
                 assert!(b >= 1 && b <= cap, "p={p} n={n}: {b}");
