@@ -188,6 +188,71 @@ pub fn allreduce_direct<T: Copy + Send + Sync + 'static, O: crate::op::Op<T>>(
     crate::algorithms::allreduce::direct::direct(comm, send, buf, &op, tag)
 }
 
+/// `Broadcast::Direct` of `buf` from `root` on `comm`, without the call check that
+/// `Comm::broadcast_with` makes first: the board protocol of `src/comm/board.rs` with the
+/// root's buffer lent to every reader (`src/algorithms/broadcast/direct.rs`). A root out of
+/// range is an error, as in the public call; a length that differs between ranks is caught on
+/// the board.
+pub fn broadcast_direct<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    buf: &mut [T],
+    root: usize,
+) -> crate::Result<()> {
+    comm.enter("broadcast")?;
+    let tag = comm.next_tag(Kind::Broadcast);
+    crate::algorithms::broadcast::direct(comm, buf, root, tag)
+}
+
+/// Panics unless `root` is a rank of `comm` and, on the root, `whole` holds `comm.size()`
+/// blocks of `block`: what `Comm::scatter_with` and `Comm::gather_with` check before the
+/// board (the schedules only `debug_assert!` it, and the loom profile has no debug
+/// assertions). A model that breaks it is wrong, not the protocol.
+fn check_rooted(comm: &Comm, whole: usize, block: usize, root: usize) {
+    assert!(root < comm.size(), "root {root} out of range");
+    if comm.rank() == root {
+        assert_eq!(
+            whole,
+            comm.size() * block,
+            "the root's buffer is not p blocks"
+        );
+    }
+}
+
+/// `Scatter::Direct` of `root`'s `send` (p blocks of `recv.len()`; unused elsewhere) into every
+/// rank's `recv` on `comm`, without the call check that `Comm::scatter_with` makes first: the
+/// board protocol with the root's send buffer lent to every reader of a block
+/// (`src/algorithms/gather/direct_rooted.rs`). Panics if `root` or the root's buffer is out of
+/// shape (see `check_rooted`); a block length that differs between ranks is caught on the
+/// board.
+pub fn scatter_direct<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    send: &[T],
+    recv: &mut [T],
+    root: usize,
+) -> crate::Result<()> {
+    check_rooted(comm, send.len(), recv.len(), root);
+    comm.enter("scatter")?;
+    let tag = comm.next_tag(Kind::Scatter);
+    crate::algorithms::gather::direct_scatter(comm, send, recv, root, tag)
+}
+
+/// `Gather::Direct` of every rank's `send` into `root`'s `recv` (p blocks of `send.len()`;
+/// unused elsewhere) on `comm`, without the call check that `Comm::gather_with` makes first:
+/// the board protocol with the root's receive buffer lent to every writer of a block
+/// (`src/algorithms/gather/direct_rooted.rs`). Panics as [`scatter_direct`] does; a block
+/// length that differs between ranks is caught on the board.
+pub fn gather_direct<T: Copy + Send + Sync + 'static>(
+    comm: &Comm,
+    send: &[T],
+    recv: &mut [T],
+    root: usize,
+) -> crate::Result<()> {
+    check_rooted(comm, recv.len(), send.len(), root);
+    comm.enter("gather")?;
+    let tag = comm.next_tag(Kind::Gather);
+    crate::algorithms::gather::direct_gather(comm, send, recv, root, tag)
+}
+
 /// `Algorithm::HierarchicalDirect` on `comm` over `groups` (each in rank order, together every
 /// rank once, at least two; intervals for a non-commutative op), without the call check: the
 /// board's own protocol with its middle stage, out of place if `send` is given.

@@ -24,7 +24,7 @@
 //!    nearest measured one of them, the wider on a tie: `L3` → `Package` → `Machine`;
 //!    `Package` → `Machine` → `L3`; `Machine` → `Package` → `L3`;
 //! 3. the built-in default (the crate's `select::Costs`): α = 100 ns and β = 0.07 ns/B
-//!    (`DEDICATED`) for those three, α = 20 µs and β = 0.07 ns/B (`OVERSUBSCRIBED`) for
+//!    (`DEDICATED`) for those three, α = 12 µs and β = 0.02 ns/B (`OVERSUBSCRIBED`) for
 //!    `Oversubscribed`, α = 1 µs and β = 0.1 ns/B (`MPI`) for `Mpi`.
 //!
 //! `Oversubscribed` and `Mpi` never borrow another level's numbers: a message that waits for

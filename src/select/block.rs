@@ -188,11 +188,15 @@ impl Costs {
     pub(crate) const DEDICATED: Costs = Costs::new(100.0, 0.07);
     /// More ranks than cores: a pipeline step waits for the next rank to be scheduled among
     /// the others sharing its core, so the start-up cost that matters is a hop of a busy
-    /// pipeline, not a ping-pong between two threads (1.6 µs on one core, docs/calibration.md).
-    /// 20 µs fits the block sweeps of docs/tuning.md at p = 8 on 2 cores, where the best fixed
-    /// block gave a pipeline of 1 to 2 blocks up to 1 MiB (the chain: (α = 15–30 µs by the
-    /// lemma's b* = √(aβm/(cα)))), and the cap decided at 8 MiB.
-    pub(crate) const OVERSUBSCRIBED: Costs = Costs::new(20_000.0, 0.07);
+    /// pipeline, not a ping-pong between two threads (1.3–1.6 µs on one core,
+    /// docs/calibration.md). α = 12 µs and β = 0.02 ns/B are what `corecoll-bench --calibrate`
+    /// fits to its busy pipeline (8 ranks on 2 cores) on the development machine since the
+    /// long copies went in pieces: 11.6–12.1 µs and 0.018–0.022 ns/B in four calibrations of
+    /// sessions 15–16. Until session 16 they were 20 µs and 0.07 ns/B, fitted by hand to block
+    /// sweeps when a long copy was one slow `memcpy`; on the current code those made
+    /// `Block::Auto` cut the 1 MiB two-tree and pipelined tree on 8 ranks into too many blocks
+    /// (1.13–1.15× the best fixed block, docs/tuning.md), the profile's constants did not.
+    pub(crate) const OVERSUBSCRIBED: Costs = Costs::new(12_000.0, 0.02);
     /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,
     /// about 1 µs per message and 0.1 ns per byte (a copy through a shared segment or a
     /// single-copy kernel transfer), larger than the mailboxes' [`Costs::DEDICATED`]; what a

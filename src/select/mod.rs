@@ -454,14 +454,16 @@ mod tests {
             lemma_block(1, 3, 1, 3_000_000, 1, cheap, MAX_AUTO_BLOCK),
             MAX_AUTO_BLOCK
         );
-        // The oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4) would cut
-        // 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks; the cap makes 16.
-        let b = lemma_block(8, 4, 1, 1 << 20, 8, Costs::OVERSUBSCRIBED, MAX_AUTO_BLOCK);
+        // Session 14's oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4)
+        // would cut 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks; the cap
+        // makes 16.
+        let busy = Costs::new(20_000.0, 0.07);
+        let b = lemma_block(8, 4, 1, 1 << 20, 8, busy, MAX_AUTO_BLOCK);
         assert_eq!(crate::algorithms::blocks::pipeline_blocks(1 << 20, b), 16);
         // A whole number of blocks: the chain on 8 ranks (a = 12, c = 2) has b* ≈ 1.17 for
         // 64 KiB, and one block of the whole vector beats two, the second a sixth as long.
         let n = 8 << 10;
-        let b = lemma_block(12, 2, 1, n, 8, Costs::OVERSUBSCRIBED, MAX_AUTO_BLOCK);
+        let b = lemma_block(12, 2, 1, n, 8, busy, MAX_AUTO_BLOCK);
         assert_eq!(
             (b, crate::algorithms::blocks::pipeline_blocks(n, b)),
             (n + 1, 1)
@@ -470,8 +472,12 @@ mod tests {
         // 4 blocks in all by the model at α = 20 µs (2 per half), 2 (1 per half) at 40 µs.
         let n = 1 << 17;
         let per_half = |b: usize| crate::algorithms::blocks::pipeline_blocks(n / 2, b);
-        let b = lemma_block(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED, MAX_AUTO_BLOCK);
+        let b = lemma_block(6, 2, 2, n, 8, busy, MAX_AUTO_BLOCK);
         assert_eq!(per_half(b), 2);
+        // The built-in constants (12 µs, 0.02 ns/B: α/β = 600 000, above the 393 000 at which
+        // the model takes one block per half) give the one per half measured fastest there.
+        let b = lemma_block(6, 2, 2, n, 8, Costs::OVERSUBSCRIBED, MAX_AUTO_BLOCK);
+        assert_eq!(per_half(b), 1);
         let slow = Costs::new(40_000.0, 0.07);
         assert_eq!(
             per_half(lemma_block(6, 2, 2, n, 8, slow, MAX_AUTO_BLOCK)),
