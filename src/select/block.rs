@@ -33,13 +33,11 @@ impl Algorithm {
         elem_size: usize,
         costs: Costs,
     ) -> usize {
-        // `side`: the schedule copies a received block into a side buffer before folding it
-        // (the dual root's roots), instead of folding it straight from the sender's buffer.
-        let (block, a, c, per, side) = match self {
+        let (block, a, c, per) = match self {
             // 2(2H + 2(b − 1)) = (4H − 4) + 4b steps on a tree of height H (Träff 2021's
             // count, with h the tree's height; the simulator finds exactly this, `tests/sim.rs`).
             Algorithm::PipelinedTree { block } => {
-                (block, (4 * tree_height(p)).saturating_sub(4), 4, 1, false)
+                (block, (4 * tree_height(p)).saturating_sub(4), 4, 1)
             }
             // 4H + 1 + 3(b − 1) = (4H − 2) + 3b steps on two trees of height H ≥ 1, as the
             // simulator counts (`tests/sim.rs`): 4 fewer than Träff 2021's 4h − 3 + 3(b − 1) for
@@ -48,24 +46,23 @@ impl Algorithm {
             // from pipelining.
             Algorithm::DualRoot { block } => {
                 let h = tree_height(p.div_ceil(2));
-                (block, if h == 0 { 0 } else { 4 * h - 2 }, 3, 1, true)
+                (block, if h == 0 { 0 } else { 4 * h - 2 }, 3, 1)
             }
             // Reduce then broadcast over both trees, each phase D + 2(b/2 − 1) + 1 steps for
             // b blocks in all (b/2 per tree, so b is even) with D = 2⌊log₂(p − 1)⌋:
             // (2D − 2) + 2b steps.
-            Algorithm::TwoTree { block } => (
-                block,
-                (4 * tree_height(p - 1)).saturating_sub(2),
-                2,
-                2,
-                false,
-            ),
+            Algorithm::TwoTree { block } => {
+                (block, (4 * tree_height(p - 1)).saturating_sub(2), 2, 2)
+            }
             // A path of p − 1 edges, reduce then broadcast: 2(p − 2 + b) steps, as the
             // simulator counts (`tests/sim.rs`).
-            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2, 1, false),
+            Algorithm::Chain { block } => (block, 2 * p.saturating_sub(2), 2, 1),
             Algorithm::Ring { block } => return ring_piece(block, p, n, elem_size),
-            _ => (Block::Auto, 0, 1, 1, false),
+            _ => (Block::Auto, 0, 1, 1),
         };
+        // The dual root's roots copy a received block into a side buffer before folding it;
+        // every other pipeline folds straight from the sender's buffer.
+        let side = matches!(self, Algorithm::DualRoot { .. });
         let cap = if a == 0 && !side {
             MAX_AUTO_DIRECT_BLOCK
         } else {
