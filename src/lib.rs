@@ -36,16 +36,19 @@
 //! `corecoll-bench --calibrate`), which teams load for the pipelining lemma's block sizes.
 
 mod algorithms;
+mod collective;
 mod comm;
 mod copy;
 mod error;
 mod hierarchy;
 #[cfg(feature = "mpi")]
 pub mod hybrid;
+mod local;
 mod mailbox;
 pub mod op;
 pub mod profile;
 mod select;
+mod shm;
 pub mod sim;
 mod sync;
 mod team;
@@ -53,6 +56,7 @@ mod topology;
 mod transport;
 pub mod tuning;
 
+pub use collective::Collective;
 pub use comm::Comm;
 pub use error::{Error, Result};
 #[cfg(feature = "mpi")]

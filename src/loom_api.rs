@@ -1,11 +1,13 @@
 //! Internals exposed to the loom models in `tests/loom_*.rs` (built only under `--cfg loom`;
 //! not part of the public API).
 
-use crate::comm::world::{CommShared, Context, Ranks, RunState};
-use crate::comm::Comm;
+use crate::collective::Collective;
+use crate::local::world::{CommShared, Context, Ranks, RunState};
+use crate::local::Comm;
+use crate::mailbox::{Kind, Tag};
 use crate::sync::park::WaitPolicy;
 use crate::transport::shm::ShmTransport;
-use crate::transport::{Kind, Tag, Transport};
+use crate::transport::Transport;
 use std::sync::Arc;
 
 pub use crate::mailbox::EAGER_MAX;
@@ -184,7 +186,7 @@ pub fn allreduce_direct<T: Copy + Send + Sync + 'static, O: crate::op::Op<T>>(
     op: O,
 ) -> crate::Result<()> {
     comm.enter("allreduce")?;
-    let tag = comm.next_tag(Kind::Allreduce);
+    let tag = comm.next_tag(Kind::Coll(Collective::Allreduce));
     crate::algorithms::allreduce::direct::direct(comm, send, buf, &op, tag)
 }
 
@@ -199,7 +201,7 @@ pub fn broadcast_direct<T: Copy + Send + Sync + 'static>(
     root: usize,
 ) -> crate::Result<()> {
     comm.enter("broadcast")?;
-    let tag = comm.next_tag(Kind::Broadcast);
+    let tag = comm.next_tag(Kind::Coll(Collective::Broadcast));
     crate::algorithms::broadcast::direct(comm, buf, root, tag)
 }
 
@@ -232,7 +234,7 @@ pub fn scatter_direct<T: Copy + Send + Sync + 'static>(
 ) -> crate::Result<()> {
     check_rooted(comm, send.len(), recv.len(), root);
     comm.enter("scatter")?;
-    let tag = comm.next_tag(Kind::Scatter);
+    let tag = comm.next_tag(Kind::Coll(Collective::Scatter));
     crate::algorithms::gather::direct_scatter(comm, send, recv, root, tag)
 }
 
@@ -249,7 +251,7 @@ pub fn gather_direct<T: Copy + Send + Sync + 'static>(
 ) -> crate::Result<()> {
     check_rooted(comm, recv.len(), send.len(), root);
     comm.enter("gather")?;
-    let tag = comm.next_tag(Kind::Gather);
+    let tag = comm.next_tag(Kind::Coll(Collective::Gather));
     crate::algorithms::gather::direct_gather(comm, send, recv, root, tag)
 }
 
@@ -264,7 +266,7 @@ pub fn allreduce_hierarchical_direct<T: Copy + Send + Sync + 'static, O: crate::
     groups: &[Vec<usize>],
 ) -> crate::Result<()> {
     comm.enter("allreduce")?;
-    let tag = comm.next_tag(Kind::Allreduce);
+    let tag = comm.next_tag(Kind::Coll(Collective::Allreduce));
     crate::hierarchy::direct::allreduce(comm, send, buf, &op, groups, tag)
 }
 
@@ -302,7 +304,7 @@ pub fn world_with_run(p: usize) -> (Vec<Comm>, RunHandle) {
 /// `hierarchy::direct::barrier` alone.
 pub fn barrier_hierarchical_direct(comm: &Comm, groups: &[Vec<usize>]) -> crate::Result<()> {
     comm.enter("barrier")?;
-    let tag = comm.next_tag(Kind::Barrier);
+    let tag = comm.next_tag(Kind::Coll(Collective::Barrier));
     crate::hierarchy::direct::barrier_over(comm, groups, tag, || Ok(()))
 }
 
@@ -316,7 +318,7 @@ pub fn allgather_hierarchical_direct<T: Copy + Send + Sync + 'static>(
     groups: &[Vec<usize>],
 ) -> crate::Result<()> {
     comm.enter("allgather")?;
-    let tag = comm.next_tag(Kind::Allgather);
+    let tag = comm.next_tag(Kind::Coll(Collective::Allgather));
     crate::hierarchy::direct::single_copy_allgather(comm, send, recv, groups, tag)
 }
 
@@ -330,7 +332,7 @@ pub fn broadcast_hierarchical_direct<T: Copy + Send + Sync + 'static>(
     groups: &[Vec<usize>],
 ) -> crate::Result<()> {
     comm.enter("broadcast")?;
-    let tag = comm.next_tag(Kind::Broadcast);
+    let tag = comm.next_tag(Kind::Coll(Collective::Broadcast));
     crate::hierarchy::direct::broadcast_single_copy(comm, buf, root, groups, tag)
 }
 
@@ -346,6 +348,6 @@ pub fn reduce_hierarchical_direct<T: Copy + Send + Sync + 'static, O: crate::op:
     groups: &[Vec<usize>],
 ) -> crate::Result<()> {
     comm.enter("reduce")?;
-    let tag = comm.next_tag(Kind::Reduce);
+    let tag = comm.next_tag(Kind::Coll(Collective::Reduce));
     crate::hierarchy::direct::reduce_groups(comm, buf, &op, root, groups, tag)
 }

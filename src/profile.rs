@@ -685,11 +685,17 @@ mod tests {
                 .build()
                 .unwrap();
             assert_eq!(team.profile(), &p);
-            let costs = team.run(|comm| comm.costs()).unwrap();
+            let costs = team.run(|comm| comm.local().costs()).unwrap();
             assert_eq!(costs, vec![p.costs(level); 2], "{level}");
             // A sub-communicator of one rank is within one L3 group.
             let solo = team
-                .run(|comm| comm.split(Some(comm.rank()), 0).unwrap().unwrap().costs())
+                .run(|comm| {
+                    comm.split(Some(comm.rank()), 0)
+                        .unwrap()
+                        .unwrap()
+                        .local()
+                        .costs()
+                })
                 .unwrap();
             assert_eq!(solo, vec![p.costs(Level::L3); 2]);
         }
@@ -700,7 +706,7 @@ mod tests {
             .profile(p.clone())
             .build()
             .unwrap();
-        let costs = team.run(|comm| comm.costs()).unwrap();
+        let costs = team.run(|comm| comm.local().costs()).unwrap();
         assert_eq!(costs, vec![p.costs(Level::Oversubscribed); 2]);
         // The block the lemma picks follows: DualRoot at p = 8 over 1 Mi f64 with the default
         // constants and with this profile's L3 ones.

@@ -42,8 +42,9 @@
 
 use crate::algorithms::binomial_tree::{children, parent};
 use crate::error::Result;
+use crate::mailbox::Tag;
 use crate::select::Barrier;
-use crate::transport::{Tag, Transport};
+use crate::transport::Transport;
 
 /// Runs barrier `alg`: the tree, or dissemination for the rest (`Auto`, and the hierarchical
 /// ones, which their caller runs itself).

@@ -8,10 +8,8 @@
 //! ([`Plan::packing`]); the top leaders unpack the allgathered blocks by the plan into rank
 //! order before the broadcast down.
 
-use super::{Hierarchy, Plan, Top};
-use crate::comm::Comm;
+use super::{Group, Hierarchy, Plan, Top};
 use crate::error::Result;
-use crate::select::Allgather;
 
 impl Plan {
     /// Per level `0..=levels.len()`, per rank, the ranks whose blocks that rank holds when it
@@ -55,10 +53,10 @@ fn layout(ranks: &[usize], packing: &[Vec<usize>], n: usize) -> (Vec<usize>, Vec
     (counts, displs)
 }
 
-impl Hierarchy {
+impl<G: Group> Hierarchy<G> {
     /// The hierarchical allgather of `send` into `recv` (block i from rank i) on `comm` (whose
     /// hierarchy this is), after the call check and the length check of `recv`.
-    pub(crate) fn allgather<T>(&self, comm: &Comm, send: &[T], recv: &mut [T]) -> Result<()>
+    pub(crate) fn allgather<T>(&self, comm: &G, send: &[T], recv: &mut [T]) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
     {
@@ -86,7 +84,7 @@ impl Hierarchy {
             }
         }
         match &self.top {
-            Top::Whole => comm.allgather_with(send, recv, Allgather::Auto)?,
+            Top::Whole => comm.allgather(send, recv)?,
             Top::Leaders(leaders) => {
                 let top = plan.alive(plan.levels.len());
                 let packing = &packing[plan.levels.len()];

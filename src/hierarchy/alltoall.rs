@@ -53,11 +53,12 @@
 //! needs, so every rank returns an error.
 
 use super::Plan;
-use crate::comm::Comm;
 use crate::error::{Error, Result};
+use crate::mailbox::{Elem, Tag};
 use crate::select::Fanout;
+use crate::shm::Member;
 use crate::transport::shm::ShmTransport;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 
@@ -72,13 +73,6 @@ pub(crate) fn exchanges(fanout: Fanout, leaders: usize) -> usize {
         Fanout::Auto => AUTO_FANOUT.min(most),
         Fanout::Exchanges(f) => f.clamp(1, most),
     }
-}
-
-/// The groups of RingLeaders on `comm`: per top leader, its ranks in rank order (one group,
-/// of everyone, if the plan has no levels).
-pub(crate) fn groups(comm: &Comm) -> &[Vec<usize>] {
-    let plan: &Plan = comm.hierarchy_plan(false);
-    plan.covered()
 }
 
 /// One rank's blocks: counts and displacements per peer rank.
@@ -109,7 +103,8 @@ fn uninit<T>(s: &[T]) -> &[MaybeUninit<T>] {
 /// The RingLeaders all-to-all(v) of `send` into `recv` on `comm` (layouts checked by the
 /// caller, the call check passed, at least two groups), with `f` exchanges in flight.
 pub(crate) fn ring_leaders<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
+    plan: &Plan,
     t: &ShmTransport<'_>,
     send: (&[T], Layout<'_>),
     recv: (&mut [T], Layout<'_>),
@@ -124,7 +119,7 @@ pub(crate) fn ring_leaders<T: Elem>(
     // uninitialised value, so `recv` holds valid `T`s whenever the view is dropped, on
     // every path.
     let recv = unsafe { &mut *(recv as *mut [T] as *mut [MaybeUninit<T>]) };
-    let groups = groups(comm);
+    let groups = plan.covered();
     let me = comm.rank();
     let gi = groups
         .iter()
@@ -151,7 +146,7 @@ type Part<'m, T> = (usize, &'m [MaybeUninit<T>], &'m [usize]);
 
 /// What both roles need.
 struct Ctx<'c, 'a> {
-    comm: &'c Comm,
+    comm: &'c Member,
     t: &'c ShmTransport<'a>,
     groups: &'c [Vec<usize>],
     /// This rank's group.

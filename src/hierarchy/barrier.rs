@@ -16,24 +16,22 @@
 //! meanwhile, since neither a hierarchical barrier nor a flat one completes without every
 //! rank taking part in it.
 
-use super::{Hierarchy, Top};
-use crate::comm::Comm;
+use super::{Group, Hierarchy, Top};
 use crate::error::Result;
-use crate::select::Barrier;
 
-impl Hierarchy {
+impl<G: Group> Hierarchy<G> {
     /// The hierarchical barrier on `comm` (whose hierarchy this is), after the call check.
-    pub(crate) fn barrier(&self, comm: &Comm) -> Result<()> {
+    pub(crate) fn barrier(&self, comm: &G) -> Result<()> {
         for level in &self.levels {
-            level.group.barrier_with(Barrier::Auto)?;
+            level.group.barrier()?;
         }
         match &self.top {
-            Top::Whole => comm.barrier_with(Barrier::Auto)?,
-            Top::Leaders(leaders) => leaders.barrier_with(Barrier::Auto)?,
+            Top::Whole => comm.barrier()?,
+            Top::Leaders(leaders) => leaders.barrier()?,
             Top::None => {}
         }
         for level in self.levels.iter().rev() {
-            level.group.barrier_with(Barrier::Auto)?;
+            level.group.barrier()?;
         }
         Ok(())
     }

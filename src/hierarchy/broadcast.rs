@@ -2,8 +2,7 @@
 //! top leaders, among the top leaders, then down every other group; each stage is the crate's
 //! flat broadcast on a cached sub-communicator (docs/hierarchy.md).
 
-use super::{Hierarchy, Plan, Top};
-use crate::comm::Comm;
+use super::{Group, Hierarchy, Plan, Top};
 use crate::error::Result;
 
 impl Plan {
@@ -42,7 +41,7 @@ impl Plan {
     }
 }
 
-impl Hierarchy {
+impl<G: Group> Hierarchy<G> {
     /// The hierarchical broadcast of `buf` from `root` on `comm` (whose hierarchy this is),
     /// after the call check. Every rank decides its stages from the plan and the root alone:
     ///
@@ -52,7 +51,7 @@ impl Hierarchy {
     /// 3. down: every group that did not broadcast on the way up broadcasts from its leader.
     ///
     /// Every stage is `Auto`'s flat broadcast on the group's communicator.
-    pub(crate) fn broadcast<T>(&self, comm: &Comm, buf: &mut [T], root: usize) -> Result<()>
+    pub(crate) fn broadcast<T>(&self, comm: &G, buf: &mut [T], root: usize) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
     {

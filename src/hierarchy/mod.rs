@@ -18,11 +18,52 @@ mod broadcast;
 pub(crate) mod direct;
 mod reduce;
 
-use crate::comm::Comm;
 use crate::error::Result;
+use crate::mailbox::Elem;
 use crate::op::Op;
 use crate::select::Block;
 use crate::topology::Location;
+
+/// What a hierarchy needs of the communicators it is made of — the whole one, its groups' and
+/// its leaders' — all of them communicators of threads of one process (`local::Local`
+/// implements it). The `stage_*` collectives run `Auto`'s flat algorithm without a call check
+/// of their own (the hierarchical collective checked its call on the whole communicator
+/// first); the others are full collectives with their own check.
+pub(crate) trait Group: Sized {
+    /// This rank's number in the communicator.
+    fn rank(&self) -> usize;
+    /// Number of ranks.
+    fn size(&self) -> usize;
+    /// `MPI_Comm_split`: every rank of the communicator calls it.
+    fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Self>>;
+    /// A flat reduce of `buf` to `root`, without a call check.
+    fn stage_reduce<T: Elem, O: Op<T>>(&self, buf: &mut [T], op: &O, root: usize) -> Result<()>;
+    /// A flat broadcast of `buf` from `root`, without a call check.
+    fn stage_broadcast<T: Elem>(&self, buf: &mut [T], root: usize) -> Result<()>;
+    /// A flat allreduce of `buf`, without a call check.
+    fn stage_allreduce<T: Elem, O: Op<T>>(&self, buf: &mut [T], op: &O) -> Result<()>;
+    /// The communicator's barrier (`Auto`).
+    fn barrier(&self) -> Result<()>;
+    /// The communicator's allgather (`Auto`).
+    fn allgather<T: Elem>(&self, send: &[T], recv: &mut [T]) -> Result<()>;
+    /// The communicator's gatherv to `root`.
+    fn gatherv<T: Elem>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+        root: usize,
+    ) -> Result<()>;
+    /// The communicator's allgatherv.
+    fn allgatherv<T: Elem>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        counts: &[usize],
+        displs: &[usize],
+    ) -> Result<()>;
+}
 
 /// A level of the hierarchy: which group of that level a location belongs to.
 type LevelKey = fn(&Location) -> usize;
@@ -237,9 +278,9 @@ fn intervals(locs: &[Location], key: LevelKey) -> bool {
 /// One level of a rank's hierarchy: its group there (for a rank that leads its groups on
 /// every level below).
 #[derive(Debug)]
-pub(crate) struct Level {
+pub(crate) struct Level<G> {
     /// The ranks of this rank's group, in rank order; its rank 0 is the group's leader.
-    pub group: Comm,
+    pub group: G,
     /// The number of this rank's group at this level ([`Plan::levels`]).
     #[allow(dead_code)]
     pub number: usize,
@@ -247,37 +288,36 @@ pub(crate) struct Level {
 
 /// Where the top of the hierarchy (the allreduce among the highest leaders) runs for a rank.
 #[derive(Debug)]
-pub(crate) enum Top {
+pub(crate) enum Top<G> {
     /// On the communicator itself (no level kept: the hierarchy is flat).
     Whole,
     /// On the communicator of the highest level's leaders, of which this rank is one.
-    Leaders(Comm),
+    Leaders(G),
     /// This rank leads no group at some level: it takes no part in the top.
     None,
 }
 
 /// One rank's cached hierarchy of a communicator.
 #[derive(Debug)]
-pub(crate) struct Hierarchy {
+pub(crate) struct Hierarchy<G> {
     /// The groups this rank is in, lowest level first, up to the first level where it is not
     /// the leader (every level, for a rank that leads everywhere).
-    pub levels: Vec<Level>,
+    pub levels: Vec<Level<G>>,
     /// Where the top runs for this rank.
-    pub top: Top,
+    pub top: Top<G>,
     /// The plan this hierarchy was built from (the same on every rank).
     pub plan: Plan,
 }
 
-impl Hierarchy {
-    /// Builds `comm`'s hierarchy: every rank of `comm` must call this at the same point (it
-    /// splits `comm`, and the leaders' communicators below it).
-    /// `ordered` selects the plan that keeps rank order ([`Plan::of`]).
-    pub(crate) fn build(comm: &Comm, ordered: bool) -> Result<Hierarchy> {
-        let plan = comm.hierarchy_plan(ordered).clone();
+impl<G: Group> Hierarchy<G> {
+    /// Builds `comm`'s hierarchy over `plan` (its plan, with levels): every rank of `comm`
+    /// must call this at the same point (it splits `comm`, and the leaders' communicators
+    /// below it).
+    pub(crate) fn build(comm: &G, plan: Plan) -> Result<Hierarchy<G>> {
         let mut levels = Vec::new();
         // The communicator being split at the current level (`None`: `comm` itself; then the
         // previous level's leaders), and the rank in `comm` of each of its members.
-        let mut current: Option<Comm> = None;
+        let mut current: Option<G> = None;
         let mut members: Vec<usize> = (0..comm.size()).collect();
         let mut leads_all = true;
         for groups in &plan.levels {
@@ -481,7 +521,8 @@ mod tests {
             .unwrap();
         let out = team
             .run(|comm| {
-                let h = Hierarchy::build(comm, false)?;
+                let local = comm.local();
+                let h = Hierarchy::build(local, local.hierarchy_plan(false).clone())?;
                 let sizes: Vec<_> = h.levels.iter().map(|l| l.group.size()).collect();
                 let top = match &h.top {
                     Top::Whole => Some(usize::MAX),

@@ -3,13 +3,13 @@
 //! differ; each stage is the crate's flat reduce on a cached sub-communicator
 //! (docs/hierarchy.md).
 
-use super::{Hierarchy, Top};
-use crate::comm::Comm;
+use super::{Group, Hierarchy, Top};
 use crate::error::Result;
+use crate::mailbox::Tag;
 use crate::op::Op;
-use crate::transport::{Tag, Transport};
+use crate::transport::Transport;
 
-impl Hierarchy {
+impl<G: Group> Hierarchy<G> {
     /// The hierarchical reduce of `buf` with `op` to `root` on `comm` (whose hierarchy this
     /// is), after the call check. `t` is `comm`'s collective transport and `tag` the call's
     /// own tag (with its variant), for the one message of the hand-off from the root's top
@@ -20,7 +20,7 @@ impl Hierarchy {
     /// not the root reduces into a scratch copy.
     pub(crate) fn reduce<T, O, Tr>(
         &self,
-        comm: &Comm,
+        comm: &G,
         t: &Tr,
         buf: &mut [T],
         op: &O,

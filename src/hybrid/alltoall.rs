@@ -32,9 +32,10 @@ use super::check::Call;
 use super::gather::{bytes, bytes_mut, packed, scaled, staging, B, V_FORM};
 use super::world::Bridge;
 use crate::algorithms::alltoall as sched;
+use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::select::Alltoall;
-use crate::transport::{Elem, Kind};
+use crate::mailbox::{Elem, Kind};
+use crate::select::{Alltoall, Gather, Scatter};
 use std::mem::size_of;
 
 impl Bridge {
@@ -77,7 +78,11 @@ impl Bridge {
                 ),
             ));
         }
-        let call = Call::of::<T>(Kind::Alltoall, algorithm.id(), send.len() / p);
+        let call = Call::of::<T>(
+            Kind::Coll(Collective::Alltoall),
+            algorithm.id(),
+            send.len() / p,
+        );
         // SAFETY: `recv` receives only blocks of the ranks' `send`.
         let recv = unsafe { bytes_mut(recv) };
         self.alltoall_bytes(bytes(send), recv, algorithm, call)
@@ -98,7 +103,7 @@ impl Bridge {
         let leader = self.is_leader();
         let local = &self.local;
         let mut all = staging(if leader { t * p * m } else { 0 });
-        let before = local.gather(send, &mut all, 0);
+        let before = local.gather_with(send, &mut all, 0, Gather::Auto);
         let mut back = staging(if leader { t * p * m } else { 0 });
         self.across(OP, call, before, |pc| {
             let l = &self.layout;
@@ -126,10 +131,16 @@ impl Bridge {
             let (rd, rtot) = packed(&rc);
             let mut r = staging(rtot);
             let bytes = self.most_threads() * p * m;
-            pc.agreed(OP, Kind::Alltoall, alg.id(), bytes, |tr, tag| match alg {
-                _ if !uniform => sched::alltoallv(tr, (&s, &sc, &sd), (&mut r, &rc, &rd), tag),
-                _ => sched::run(tr, &s, &mut r, alg, tag),
-            })?;
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Alltoall),
+                alg.id(),
+                bytes,
+                |tr, tag| match alg {
+                    _ if !uniform => sched::alltoallv(tr, (&s, &sc, &sd), (&mut r, &rc, &rd), tag),
+                    _ => sched::run(tr, &s, &mut r, alg, tag),
+                },
+            )?;
             // From Q: for each of its threads i', its blocks for this process's threads j.
             for (q, &start) in rd.iter().enumerate() {
                 for i in 0..l.threads(q) {
@@ -142,7 +153,7 @@ impl Bridge {
             }
             Ok(())
         })?;
-        local.scatter(&back, recv, 0)
+        local.scatter_with(&back, recv, 0, Scatter::Auto)
     }
 
     /// `Comm::alltoallv_with` across processes (module docs).
@@ -170,7 +181,7 @@ impl Bridge {
                 ),
             ));
         }
-        let call = Call::of::<T>(Kind::Alltoall, V_FORM | algorithm.id(), 0);
+        let call = Call::of::<T>(Kind::Coll(Collective::Alltoall), V_FORM | algorithm.id(), 0);
         let w = size_of::<T>();
         let (sc, sd, rc, rd) = (scaled(sc, w), scaled(sd, w), scaled(rc, w), scaled(rd, w));
         // SAFETY: `recv` receives only blocks of the ranks' `send`, at multiples of `w`.
@@ -212,7 +223,7 @@ impl Bridge {
         mine.extend_from_slice(sc);
         mine.extend_from_slice(rc);
         let mut cm = vec![0usize; if leader { 2 * p * t } else { 0 }];
-        let counted = local.gather(&mine, &mut cm, 0);
+        let counted = local.gather_with(&mine, &mut cm, 0, Gather::Auto);
         let send_of = |i: usize, r: usize| cm[i * 2 * p + r];
         let expects = |j: usize, r: usize| cm[j * 2 * p + p + r];
         let mut ps = Vec::with_capacity(sc.iter().sum());
@@ -248,9 +259,13 @@ impl Bridge {
             let rcnt: Vec<usize> = (0..np).map(|q| l.threads(q) * t).collect();
             let (rdd, _) = packed(&rcnt);
             let bytes = self.most_threads() * p * size_of::<usize>();
-            pc.agreed(OP, Kind::Alltoall, V_FORM, bytes, |tr, tag| {
-                sched::alltoallv(tr, (&s, &cnt, &cd), (&mut xc, &rcnt, &rdd), tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Alltoall),
+                V_FORM,
+                bytes,
+                |tr, tag| sched::alltoallv(tr, (&s, &cnt, &cd), (&mut xc, &rcnt, &rdd), tag),
+            )
         })?;
 
         // Every leader's verdict on its threads' counts, and on MPI's message limit.
@@ -340,9 +355,13 @@ impl Bridge {
             let (rdq, rtot) = packed(&rcq);
             let mut r = staging(rtot);
             // Every message was checked against the limit in the verdict.
-            pc.agreed(OP, Kind::Alltoall, V_FORM, 0, |tr, tag| {
-                sched::alltoallv(tr, (&s, &scq, &sdq), (&mut r, &rcq, &rdq), tag)
-            })?;
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Alltoall),
+                V_FORM,
+                0,
+                |tr, tag| sched::alltoallv(tr, (&s, &scq, &sdq), (&mut r, &rcq, &rdq), tag),
+            )?;
             // Ranks arrive in increasing order (process by process, thread by thread), so
             // each of this process's threads fills its part of `back` from the front.
             let mut cursor = bd.clone();

@@ -27,12 +27,13 @@
 
 use super::gather::V_FORM;
 use super::ProcessComm;
+use crate::collective::Collective;
 use crate::error::{Error, Result};
+use crate::mailbox::{fingerprint_size, type_fingerprint, Kind};
 use crate::op::{Builtin, Op};
 use crate::select::{
     Algorithm, Allgather, Alltoall, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
 };
-use crate::transport::{fingerprint_size, type_fingerprint, Kind};
 use ::mpi::collective::SystemOperation;
 use ::mpi::ffi;
 use ::mpi::traits::*;
@@ -95,7 +96,7 @@ impl Call {
     pub(crate) fn barrier() -> Call {
         Call {
             elem: 0,
-            ..Call::of::<()>(Kind::Barrier, 0, 0)
+            ..Call::of::<()>(Kind::Coll(Collective::Barrier), 0, 0)
         }
     }
 
@@ -125,7 +126,7 @@ impl Call {
     /// The words compared.
     fn words(&self) -> [u64; WORDS] {
         [
-            self.kind as u64,
+            u64::from(self.kind.code()),
             u64::from(self.alg),
             self.block as u64,
             self.len as u64,
@@ -154,32 +155,40 @@ fn describe(w: &[u64]) -> String {
     if w.get(WORDS) == Some(&(Arrival::Finished as u64)) {
         return "the end of its run (every thread returned from the team's closure)".to_string();
     }
-    let kind = u8::try_from(w[0]).ok().and_then(Kind::from_u8);
+    let kind = u8::try_from(w[0]).ok().and_then(Kind::from_code);
     let Some(kind) = kind else {
         return format!("an unknown collective {:#x}", w[0]);
     };
-    if kind == Kind::Barrier {
+    if kind == Kind::Coll(Collective::Barrier) {
         return "barrier".to_string();
     }
     let id = u8::try_from(w[1]).unwrap_or(u8::MAX);
     // The hybrid world's `v` forms (and exscan) set the top bit of the algorithm id.
     let (v, id) = (id & V_FORM != 0, id & !V_FORM);
     let alg = match kind {
-        Kind::Allreduce => Algorithm::from_id(id).map(Algorithm::name),
-        Kind::Broadcast => Broadcast::from_id(id).map(Broadcast::name),
-        Kind::Reduce => Reduce::from_id(id).map(Reduce::name),
-        Kind::Gather => Gather::from_id(id).map(Gather::name),
-        Kind::Scatter => Scatter::from_id(id).map(Scatter::name),
-        Kind::Allgather => Allgather::from_id(id).map(Allgather::name),
-        Kind::Alltoall => Alltoall::from_id(id).map(Alltoall::name),
-        Kind::Scan => Scan::from_id(id).map(Scan::name),
-        Kind::ReduceScatter => ReduceScatter::from_id(id).map(ReduceScatter::name),
-        Kind::P2p | Kind::Barrier | Kind::Split => None,
+        Kind::Coll(Collective::Allreduce) => Algorithm::from_id(id).map(Algorithm::name),
+        Kind::Coll(Collective::Broadcast) => Broadcast::from_id(id).map(Broadcast::name),
+        Kind::Coll(Collective::Reduce) => Reduce::from_id(id).map(Reduce::name),
+        Kind::Coll(Collective::Gather) => Gather::from_id(id).map(Gather::name),
+        Kind::Coll(Collective::Scatter) => Scatter::from_id(id).map(Scatter::name),
+        Kind::Coll(Collective::Allgather) => Allgather::from_id(id).map(Allgather::name),
+        Kind::Coll(Collective::Alltoall) => Alltoall::from_id(id).map(Alltoall::name),
+        Kind::Coll(Collective::Scan) => Scan::from_id(id).map(Scan::name),
+        Kind::Coll(Collective::ReduceScatter) => {
+            ReduceScatter::from_id(id).map(ReduceScatter::name)
+        }
+        Kind::P2p | Kind::Coll(Collective::Barrier) | Kind::Split => None,
     }
     .unwrap_or("?");
     let name = match (kind, v) {
-        (Kind::Scan, true) => "exscan".to_string(),
-        (Kind::Gather | Kind::Scatter | Kind::Allgather | Kind::Alltoall, true) => {
+        (Kind::Coll(Collective::Scan), true) => "exscan".to_string(),
+        (
+            Kind::Coll(Collective::Gather)
+            | Kind::Coll(Collective::Scatter)
+            | Kind::Coll(Collective::Allgather)
+            | Kind::Coll(Collective::Alltoall),
+            true,
+        ) => {
             format!("{}v", kind.name())
         }
         _ => kind.name().to_string(),
@@ -192,7 +201,9 @@ fn describe(w: &[u64]) -> String {
     );
     match (kind, v, w[2]) {
         (_, _, 0) => {}
-        (Kind::Allgather, true, fp) => d += &format!(" with counts of fingerprint {fp:#x}"),
+        (Kind::Coll(Collective::Allgather), true, fp) => {
+            d += &format!(" with counts of fingerprint {fp:#x}")
+        }
         (_, _, block) => d += &format!(" in blocks of {block}"),
     }
     if w[5] != u64::MAX {
@@ -337,7 +348,7 @@ mod tests {
     #[test]
     fn descriptions_name_every_field() {
         let call = Call::of::<u64>(
-            Kind::Allreduce,
+            Kind::Coll(Collective::Allreduce),
             Algorithm::Chain {
                 block: crate::select::Block::Auto,
             }
@@ -354,15 +365,20 @@ mod tests {
                 type_fingerprint::<u64>() >> 32
             )
         );
-        let b = Call::of::<u8>(Kind::Broadcast, Broadcast::Binomial.id(), 0).at(2);
+        let b = Call::of::<u8>(
+            Kind::Coll(Collective::Broadcast),
+            Broadcast::Binomial.id(),
+            0,
+        )
+        .at(2);
         assert!(describe(&b.words()).ends_with("with the binomial algorithm at root 2"));
         assert_eq!(describe(&Call::barrier().words()), "barrier");
-        let m = Call::of::<i32>(Kind::Reduce, Reduce::Native.id(), 5)
+        let m = Call::of::<i32>(Kind::Coll(Collective::Reduce), Reduce::Native.id(), 5)
             .with_op::<i32, _>(&crate::op::Max);
         assert!(
             describe(&m.words()).ends_with("with the native algorithm with the built-in op max")
         );
-        let s = Call::of::<i32>(Kind::Reduce, Reduce::Native.id(), 5)
+        let s = Call::of::<i32>(Kind::Coll(Collective::Reduce), Reduce::Native.id(), 5)
             .with_op::<i32, _>(&crate::op::Sum);
         assert_ne!(m.words(), s.words());
     }

@@ -20,10 +20,11 @@
 use super::check::Call;
 use super::pipeline;
 use super::world::Bridge;
+use crate::collective::Collective;
 use crate::error::{Error, Result};
+use crate::mailbox::Kind;
 use crate::op::Op;
-use crate::select::{Algorithm, Broadcast, Reduce};
-use crate::transport::Kind;
+use crate::select::{Algorithm, Barrier, Broadcast, Reduce};
 use std::mem::size_of;
 
 /// The algorithm between processes for a caller's allreduce choice.
@@ -69,7 +70,8 @@ impl Bridge {
         T: Copy + Send + Sync + 'static,
     {
         const OP: &str = "allreduce";
-        let call = Call::of::<T>(Kind::Allreduce, algorithm.id(), buf.len()).with_op(op);
+        let call =
+            Call::of::<T>(Kind::Coll(Collective::Allreduce), algorithm.id(), buf.len()).with_op(op);
         let between = between_allreduce(algorithm);
         // Longer than one segment: the stages pipeline (`hybrid::pipeline`); the segment is
         // the call's block, so that processes that would cut differently fail the check.
@@ -78,11 +80,11 @@ impl Bridge {
             return self.allreduce_pipelined(buf, op, seg, call.in_blocks(seg), between);
         }
         let local = &self.local;
-        let before = local.reduce(buf, op, 0);
+        let before = local.reduce_with(buf, op, 0, Reduce::Auto);
         self.across(OP, call, before, |pc| {
             pc.allreduce_call(buf, op, between, false)
         })?;
-        local.broadcast(buf, 0)
+        local.broadcast_with(buf, 0, Broadcast::Auto)
     }
 
     /// `Comm::broadcast_with` across processes: the root's process first brings the data to
@@ -102,10 +104,11 @@ impl Bridge {
         self.check_root(OP, root)?;
         let (q, l) = self.layout.locate(root);
         let home = q == self.layout.process();
-        let call = Call::of::<T>(Kind::Broadcast, algorithm.id(), buf.len()).at(root);
+        let call =
+            Call::of::<T>(Kind::Coll(Collective::Broadcast), algorithm.id(), buf.len()).at(root);
         let local = &self.local;
         let before = if home && l != 0 {
-            local.broadcast(buf, l)
+            local.broadcast_with(buf, l, Broadcast::Auto)
         } else {
             Ok(())
         };
@@ -117,9 +120,9 @@ impl Bridge {
             pc.broadcast_call(buf, q, between, false)
         })?;
         if home && l != 0 {
-            local.barrier()
+            local.barrier_with(Barrier::Auto)
         } else {
-            local.broadcast(buf, 0)
+            local.broadcast_with(buf, 0, Broadcast::Auto)
         }
     }
 
@@ -142,7 +145,7 @@ impl Bridge {
         self.check_root(OP, root)?;
         let (q, l) = self.layout.locate(root);
         let home = q == self.layout.process();
-        let call = Call::of::<T>(Kind::Reduce, algorithm.id(), buf.len())
+        let call = Call::of::<T>(Kind::Coll(Collective::Reduce), algorithm.id(), buf.len())
             .at(root)
             .with_op(op);
         let local = &self.local;
@@ -157,13 +160,13 @@ impl Bridge {
                 Some(c) => c,
                 None => &mut *buf,
             };
-            let before = local.reduce(part, op, 0);
+            let before = local.reduce_with(part, op, 0, Reduce::Auto);
             self.across(OP, call, before, |pc| {
                 pc.reduce_call(part, op, q, between, false)
             })?;
         }
         if !(home && l != 0) {
-            return local.barrier();
+            return local.barrier_with(Barrier::Auto);
         }
         let t = self.layout.threads(q);
         let mut counts = vec![0; t];
@@ -183,9 +186,9 @@ impl Bridge {
     /// barrier within each process again.
     pub(crate) fn barrier(&self) -> Result<()> {
         let local = &self.local;
-        let before = local.barrier();
+        let before = local.barrier_with(Barrier::Auto);
         self.across("barrier", Call::barrier(), before, |_| Ok(()))?;
-        local.barrier()
+        local.barrier_with(Barrier::Auto)
     }
 
     /// Where `peer` (a rank of the world) is, for point-to-point `op`: its thread in this

@@ -55,11 +55,12 @@ use super::check::Call;
 use super::world::Bridge;
 use super::ProcessComm;
 use crate::algorithms::gather as sched;
-use crate::comm::gather::{layout_problem, own_problem, whole_problem};
+use crate::collective::Collective;
+use crate::comm::validate::{layout_problem, own_problem, whole_problem};
 use crate::error::{Error, Result};
-use crate::select::{Allgather, Broadcast, Gather, Scatter};
+use crate::mailbox::{Elem, Kind, Tag};
+use crate::select::{Allgather, Barrier, Broadcast, Gather, Scatter};
 use crate::transport::mpi::MpiTransport;
-use crate::transport::{Elem, Kind, Tag};
 use std::mem::{size_of, size_of_val, MaybeUninit};
 
 /// A byte of a staging buffer (module docs).
@@ -271,7 +272,8 @@ impl Bridge {
         if self.rank() == root {
             self.check_whole(OP, "recv", recv.len(), send.len())?;
         }
-        let call = Call::of::<T>(Kind::Gather, algorithm.id(), send.len()).at(root);
+        let call =
+            Call::of::<T>(Kind::Coll(Collective::Gather), algorithm.id(), send.len()).at(root);
         // SAFETY: `recv` receives only blocks gathered from the ranks' `send`.
         let recv = unsafe { bytes_mut(recv) };
         self.gather_bytes(bytes(send), recv, root, algorithm, call)
@@ -322,15 +324,19 @@ impl Bridge {
                 (true, true) => &mut *recv,
                 (true, false) => &mut whole,
             };
-            pc.agreed(OP, Kind::Gather, V_FORM, p * m, |tr, tag| {
-                sched::gatherv(tr, &own, dst, &counts, &displs, qr, tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Gather),
+                V_FORM,
+                p * m,
+                |tr, tag| sched::gatherv(tr, &own, dst, &counts, &displs, qr, tag),
+            )
         })?;
         if q == qr && lr != 0 {
             let into: &mut [B] = if is_root { recv } else { &mut [] };
             self.leader_to(lr, &whole, into)
         } else {
-            local.barrier()
+            local.barrier_with(Barrier::Auto)
         }
     }
 
@@ -347,7 +353,8 @@ impl Bridge {
         if self.rank() == root {
             self.check_whole(OP, "send", send.len(), recv.len())?;
         }
-        let call = Call::of::<T>(Kind::Scatter, algorithm.id(), recv.len()).at(root);
+        let call =
+            Call::of::<T>(Kind::Coll(Collective::Scatter), algorithm.id(), recv.len()).at(root);
         // SAFETY: `recv` receives only a block of the root's `send`.
         let recv = unsafe { bytes_mut(recv) };
         self.scatter_bytes(bytes(send), recv, root, algorithm, call)
@@ -396,9 +403,13 @@ impl Bridge {
                 (true, true) => send,
                 (true, false) => &whole,
             };
-            pc.agreed(OP, Kind::Scatter, V_FORM, p * m, |tr, tag| {
-                sched::scatterv(tr, src, &counts, &displs, &mut own, qr, tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Scatter),
+                V_FORM,
+                p * m,
+                |tr, tag| sched::scatterv(tr, src, &counts, &displs, &mut own, qr, tag),
+            )
         })?;
         local.scatter_with(&own, recv, 0, algorithm)
     }
@@ -411,7 +422,11 @@ impl Bridge {
         algorithm: Allgather,
     ) -> Result<()> {
         self.check_whole("allgather", "recv", recv.len(), send.len())?;
-        let call = Call::of::<T>(Kind::Allgather, algorithm.id(), send.len());
+        let call = Call::of::<T>(
+            Kind::Coll(Collective::Allgather),
+            algorithm.id(),
+            send.len(),
+        );
         // SAFETY: `recv` receives only blocks of the ranks' `send`.
         let recv = unsafe { bytes_mut(recv) };
         self.allgather_bytes(bytes(send), recv, algorithm, call)
@@ -431,7 +446,7 @@ impl Bridge {
         let leader = self.is_leader();
         let local = &self.local;
         let mut own = staging(if leader { t * m } else { 0 });
-        let before = local.gather(send, &mut own, 0);
+        let before = local.gather_with(send, &mut own, 0, Gather::Auto);
         self.across(OP, call, before, |pc| {
             let l = &self.layout;
             let np = l.processes();
@@ -453,15 +468,23 @@ impl Bridge {
             };
             if !uniform {
                 let (counts, displs) = self.process_blocks(m);
-                return pc.agreed(OP, Kind::Allgather, V_FORM, bytes, |tr, tag| {
-                    sched::allgatherv(tr, &own, recv, &counts, &displs, tag)
-                });
+                return pc.agreed(
+                    OP,
+                    Kind::Coll(Collective::Allgather),
+                    V_FORM,
+                    bytes,
+                    |tr, tag| sched::allgatherv(tr, &own, recv, &counts, &displs, tag),
+                );
             }
-            pc.agreed(OP, Kind::Allgather, alg.id(), bytes, |tr, tag| {
-                sched::run_allgather(tr, &own, recv, alg, tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Allgather),
+                alg.id(),
+                bytes,
+                |tr, tag| sched::run_allgather(tr, &own, recv, alg, tag),
+            )
         })?;
-        local.broadcast(recv, 0)
+        local.broadcast_with(recv, 0, Broadcast::Auto)
     }
 
     /// `Comm::gatherv` across processes (module docs).
@@ -481,7 +504,12 @@ impl Bridge {
         }
         let cnt = self.root_counts(counts, root)?;
         self.check_own(OP, "send", send.len(), cnt[self.rank()])?;
-        let call = Call::of::<T>(Kind::Gather, V_FORM | Gather::Linear.id(), 0).at(root);
+        let call = Call::of::<T>(
+            Kind::Coll(Collective::Gather),
+            V_FORM | Gather::Linear.id(),
+            0,
+        )
+        .at(root);
         let w = size_of::<T>();
         let displs = if is_root {
             scaled(displs, w)
@@ -518,12 +546,16 @@ impl Bridge {
         let (sd, total) = packed(&sums);
         let mut all = staging(if leader && q == qr { total } else { 0 });
         self.across(OP, call, before, |pc| {
-            pc.agreed(OP, Kind::Gather, V_FORM, total, |tr, tag| {
-                sched::gatherv(tr, &own, &mut all, &sums, &sd, qr, tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Gather),
+                V_FORM,
+                total,
+                |tr, tag| sched::gatherv(tr, &own, &mut all, &sums, &sd, qr, tag),
+            )
         })?;
         if q != qr {
-            return local.barrier();
+            return local.barrier_with(Barrier::Auto);
         }
         // The packed blocks, in rank order, to the root, which places them.
         let place = |from: &[B], recv: &mut [B]| {
@@ -539,7 +571,7 @@ impl Bridge {
             if is_root {
                 place(&all, recv);
             }
-            return local.barrier();
+            return local.barrier_with(Barrier::Auto);
         }
         let mut mine = staging(if is_root { total } else { 0 });
         self.leader_to(lr, &all, &mut mine)?;
@@ -566,7 +598,12 @@ impl Bridge {
         }
         let cnt = self.root_counts(counts, root)?;
         self.check_own(OP, "recv", recv.len(), cnt[self.rank()])?;
-        let call = Call::of::<T>(Kind::Scatter, V_FORM | Scatter::Linear.id(), 0).at(root);
+        let call = Call::of::<T>(
+            Kind::Coll(Collective::Scatter),
+            V_FORM | Scatter::Linear.id(),
+            0,
+        )
+        .at(root);
         let w = size_of::<T>();
         let displs = if is_root {
             scaled(displs, w)
@@ -615,16 +652,20 @@ impl Bridge {
             }
             r
         } else {
-            local.barrier()
+            local.barrier_with(Barrier::Auto)
         };
         let lc = &cnt[o..o + t];
         let (ld, lsum) = packed(lc);
         let mut own = staging(if leader { lsum } else { 0 });
         self.across(OP, call, before, |pc| {
             let src: &[B] = if q == qr { &all } else { &[] };
-            pc.agreed(OP, Kind::Scatter, V_FORM, total, |tr, tag| {
-                sched::scatterv(tr, src, &sums, &sd, &mut own, qr, tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Scatter),
+                V_FORM,
+                total,
+                |tr, tag| sched::scatterv(tr, src, &sums, &sd, &mut own, qr, tag),
+            )
         })?;
         local.scatterv(&own, lc, &ld, recv, 0)
     }
@@ -642,8 +683,12 @@ impl Bridge {
         self.check_own(OP, "send", send.len(), counts[self.rank()])?;
         let fp = fingerprint(counts);
         let total: usize = counts.iter().sum();
-        let call = Call::of::<T>(Kind::Allgather, V_FORM | Allgather::Ring.id(), total)
-            .in_blocks(fp as usize);
+        let call = Call::of::<T>(
+            Kind::Coll(Collective::Allgather),
+            V_FORM | Allgather::Ring.id(),
+            total,
+        )
+        .in_blocks(fp as usize);
         let w = size_of::<T>();
         // SAFETY: `recv` receives only blocks of the ranks' `send`, at multiples of `w`.
         let recv = unsafe { bytes_mut(recv) };
@@ -670,28 +715,34 @@ impl Bridge {
         let lc = &counts[o..o + t];
         let (ld, lsum) = packed(lc);
         let mut own = staging(if leader { lsum } else { 0 });
-        let before = local.gather(&[fp], &mut fps, 0).and_then(|()| {
-            if let Some(i) = fps.iter().position(|&f| f != fp) {
-                return Err(self.invalid(
-                    OP,
-                    format!(
-                        "rank {} passes other counts than rank {o} (counts must be the same \
+        let before = local
+            .gather_with(&[fp], &mut fps, 0, Gather::Auto)
+            .and_then(|()| {
+                if let Some(i) = fps.iter().position(|&f| f != fp) {
+                    return Err(self.invalid(
+                        OP,
+                        format!(
+                            "rank {} passes other counts than rank {o} (counts must be the same \
                          on every rank)",
-                        o + i
-                    ),
-                ));
-            }
-            local.gatherv(send, &mut own, lc, &ld, 0)
-        });
+                            o + i
+                        ),
+                    ));
+                }
+                local.gatherv(send, &mut own, lc, &ld, 0)
+            });
         let sums = self.process_sums(counts);
         let (sd, total) = packed(&sums);
         let mut all = staging(total);
         self.across(OP, call, before, |pc| {
-            pc.agreed(OP, Kind::Allgather, V_FORM, total, |tr, tag| {
-                sched::allgatherv(tr, &own, &mut all, &sums, &sd, tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::Allgather),
+                V_FORM,
+                total,
+                |tr, tag| sched::allgatherv(tr, &own, &mut all, &sums, &sd, tag),
+            )
         })?;
-        local.broadcast(&mut all, 0)?;
+        local.broadcast_with(&mut all, 0, Broadcast::Auto)?;
         let (pd, _) = packed(counts);
         for i in 0..counts.len() {
             crate::copy::copy_slice(

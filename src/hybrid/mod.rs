@@ -63,12 +63,15 @@ mod selftest;
 mod split;
 pub(crate) mod world;
 
+pub(crate) use world::Bridge;
+
 use crate::algorithms;
+use crate::collective::Collective;
 use crate::error::{Error, Result};
+use crate::mailbox::{Kind, Tag};
 use crate::op::Op;
 use crate::select::{Algorithm, Broadcast, Costs, Reduce};
 use crate::transport::mpi::{MpiTransport, Scratch, TagCodec};
-use crate::transport::{Kind, Tag};
 use ::mpi::ffi;
 use ::mpi::topology::{Communicator, SimpleCommunicator};
 use ::mpi::traits::AsRaw;
@@ -321,7 +324,7 @@ impl ProcessComm {
     /// on every process if some process makes another collective call. It is the call check
     /// alone: its `MPI_Allreduce` completes on no process before every process has entered it.
     pub fn barrier(&self) -> Result<()> {
-        self.next_tag(Kind::Barrier);
+        self.next_tag(Kind::Coll(Collective::Barrier));
         self.agree(&Call::barrier())
     }
 
@@ -370,7 +373,7 @@ impl ProcessComm {
         O: Op<T>,
     {
         const OP: &str = "allreduce";
-        let tag = self.next_tag(Kind::Allreduce);
+        let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
             Algorithm::Auto => auto_allreduce(bytes, native::exact::<T, O>(&op)),
@@ -382,7 +385,7 @@ impl ProcessComm {
             0
         };
         if check {
-            let call = Call::of::<T>(Kind::Allreduce, alg.id(), n)
+            let call = Call::of::<T>(Kind::Coll(Collective::Allreduce), alg.id(), n)
                 .in_blocks(block)
                 .with_op(&op);
             self.agree(&call)?;
@@ -451,7 +454,7 @@ impl ProcessComm {
         T: Copy + Send + Sync + 'static,
     {
         const OP: &str = "broadcast";
-        let tag = self.next_tag(Kind::Broadcast);
+        let tag = self.next_tag(Kind::Coll(Collective::Broadcast));
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
             Broadcast::Auto => auto_broadcast(p, bytes),
@@ -459,7 +462,7 @@ impl ProcessComm {
         };
         let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
         if check {
-            let call = Call::of::<T>(Kind::Broadcast, alg.id(), n)
+            let call = Call::of::<T>(Kind::Coll(Collective::Broadcast), alg.id(), n)
                 .in_blocks(block)
                 .at(root);
             self.agree(&call)?;
@@ -530,7 +533,7 @@ impl ProcessComm {
         O: Op<T>,
     {
         const OP: &str = "reduce";
-        let tag = self.next_tag(Kind::Reduce);
+        let tag = self.next_tag(Kind::Coll(Collective::Reduce));
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
             Reduce::Auto => auto_reduce(native::exact::<T, O>(&op)),
@@ -538,7 +541,7 @@ impl ProcessComm {
         };
         let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
         if check {
-            let call = Call::of::<T>(Kind::Reduce, alg.id(), n)
+            let call = Call::of::<T>(Kind::Coll(Collective::Reduce), alg.id(), n)
                 .in_blocks(block)
                 .at(root)
                 .with_op(&op);

@@ -56,7 +56,7 @@ use crate::algorithms::blocks::block_range;
 use crate::error::{Error, Result};
 use crate::hierarchy;
 use crate::op::Op;
-use crate::select::{Algorithm, Block};
+use crate::select::{Algorithm, Block, Broadcast, Reduce};
 use std::any::Any;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
@@ -138,7 +138,7 @@ impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Immediate<'b, '_, T> 
 /// The leader's record of its local stages after the check: the first failure, and a caught
 /// panic to resume once the processes are told.
 #[derive(Default)]
-struct Local {
+struct Stages {
     /// The first local error (after which the leader skips its local stages).
     failed: Option<Error>,
     /// The payload of a panic caught in a local stage.
@@ -165,7 +165,7 @@ impl Bridge {
         let s = n.div_ceil(seg);
         debug_assert!(s > 1);
         let local = &self.local;
-        let before = local.reduce(&mut buf[block_range(n, seg, 0)], op, 0);
+        let before = local.reduce_with(&mut buf[block_range(n, seg, 0)], op, 0, Reduce::Auto);
         let mut panic = None;
         let led = self.across(OP, call, before, |pc| {
             self.lead(pc, buf, op, seg, &call, between, &mut panic)
@@ -177,7 +177,7 @@ impl Bridge {
         }
         led?;
         if self.is_leader() {
-            return local.broadcast(&mut buf[block_range(n, seg, s - 1)], 0);
+            return local.broadcast_with(&mut buf[block_range(n, seg, s - 1)], 0, Broadcast::Auto);
         }
         // The other threads: the same local calls as the leader's loop, stopping at the first
         // failure (after failing the local run, so that none of the process's threads waits
@@ -186,11 +186,11 @@ impl Bridge {
         for k in 0..s {
             if k + 1 < s {
                 local
-                    .reduce(&mut buf[block_range(n, seg, k + 1)], op, 0)
+                    .reduce_with(&mut buf[block_range(n, seg, k + 1)], op, 0, Reduce::Auto)
                     .map_err(fail)?;
             }
             local
-                .broadcast(&mut buf[block_range(n, seg, k)], 0)
+                .broadcast_with(&mut buf[block_range(n, seg, k)], 0, Broadcast::Auto)
                 .map_err(fail)?;
         }
         Ok(())
@@ -216,7 +216,7 @@ impl Bridge {
         const OP: &str = "allreduce";
         let n = buf.len();
         let s = n.div_ceil(seg);
-        let mut state = Local::default();
+        let mut state = Stages::default();
         let (mut blocking, mut immediate);
         let stage: &mut dyn Stage<'_, T> = if between == Algorithm::Native {
             immediate = Immediate {
@@ -242,7 +242,9 @@ impl Bridge {
                 return Err(state.failed.unwrap_or(e));
             }
             if let Some(Some(next)) = segs.get_mut(k + 1) {
-                self.guarded(&mut state, |local| local.reduce(next, op, 0));
+                self.guarded(&mut state, |local| {
+                    local.reduce_with(next, op, 0, Reduce::Auto)
+                });
             }
             let this = match stage.finish(pc) {
                 Ok(this) => this,
@@ -252,7 +254,9 @@ impl Bridge {
                 }
             };
             if k + 1 < s {
-                self.guarded(&mut state, |local| local.broadcast(this, 0));
+                self.guarded(&mut state, |local| {
+                    local.broadcast_with(this, 0, Broadcast::Auto)
+                });
             }
         }
         let arrival = if state.failed.is_none() {
@@ -270,7 +274,7 @@ impl Bridge {
 
     /// Runs a local stage of the leader's loop, unless one failed already: an `Err` fails the
     /// local run and is kept, a panic too (its payload kept for later).
-    fn guarded(&self, state: &mut Local, f: impl FnOnce(&crate::comm::Comm) -> Result<()>) {
+    fn guarded(&self, state: &mut Stages, f: impl FnOnce(&crate::local::Local) -> Result<()>) {
         if state.failed.is_some() {
             return;
         }

@@ -21,10 +21,11 @@
 use super::check::Call;
 use super::world::Bridge;
 use crate::algorithms::reduce_scatter as sched;
+use crate::collective::Collective;
 use crate::error::Result;
+use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
-use crate::select::{Algorithm, ReduceScatter};
-use crate::transport::{Elem, Kind};
+use crate::select::{Algorithm, Reduce, ReduceScatter, Scatter};
 use std::mem::size_of;
 
 impl Bridge {
@@ -42,7 +43,7 @@ impl Bridge {
         let (_, o, t) = self.here();
         let local = &self.local;
         let mut whole = crate::copy::to_vec(send);
-        let before = local.reduce(&mut whole, op, 0);
+        let before = local.reduce_with(&mut whole, op, 0, Reduce::Auto);
         // The leader's part: its initial contents are overwritten by the stage between
         // processes.
         let mut part = if self.is_leader() {
@@ -50,7 +51,8 @@ impl Bridge {
         } else {
             Vec::new()
         };
-        let call = Call::of::<T>(Kind::ReduceScatter, algorithm.id(), m).with_op(op);
+        let call =
+            Call::of::<T>(Kind::Coll(Collective::ReduceScatter), algorithm.id(), m).with_op(op);
         self.across(OP, call, before, |pc| {
             let l = &self.layout;
             let np = l.processes();
@@ -72,10 +74,14 @@ impl Bridge {
                 _ => ReduceScatter::RecursiveHalving,
             };
             let bytes = p * m * size_of::<T>();
-            pc.agreed(OP, Kind::ReduceScatter, alg.id(), bytes, |tr, tag| {
-                sched::run(tr, &whole, &mut part, &op, alg, tag)
-            })
+            pc.agreed(
+                OP,
+                Kind::Coll(Collective::ReduceScatter),
+                alg.id(),
+                bytes,
+                |tr, tag| sched::run(tr, &whole, &mut part, &op, alg, tag),
+            )
         })?;
-        local.scatter(&part, recv, 0)
+        local.scatter_with(&part, recv, 0, Scatter::Auto)
     }
 }

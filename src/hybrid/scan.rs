@@ -20,10 +20,11 @@ use super::check::Call;
 use super::gather::V_FORM;
 use super::world::Bridge;
 use crate::algorithms::scan as sched;
+use crate::collective::Collective;
 use crate::error::Result;
+use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
-use crate::select::Scan;
-use crate::transport::{Elem, Kind};
+use crate::select::{Barrier, Broadcast, Scan};
 use std::mem::{size_of, size_of_val};
 
 impl Bridge {
@@ -95,7 +96,7 @@ impl Bridge {
             }
         });
         let word = algorithm.id() | if exclusive { V_FORM } else { 0 };
-        let call = Call::of::<T>(Kind::Scan, word, buf.len()).with_op(op);
+        let call = Call::of::<T>(Kind::Coll(Collective::Scan), word, buf.len()).with_op(op);
         self.across(name, call, before, |pc| {
             let np = self.layout.processes();
             let alg = match algorithm {
@@ -104,17 +105,21 @@ impl Bridge {
             };
             let block = alg.block_elements(np, acc.len(), size_of::<T>(), pc.costs());
             let bytes = size_of_val(&acc[..]);
-            pc.agreed(name, Kind::Scan, word, bytes, |tr, tag| {
-                sched::run(tr, &mut acc, &op, alg, block, true, tag)
-            })
+            pc.agreed(
+                name,
+                Kind::Coll(Collective::Scan),
+                word,
+                bytes,
+                |tr, tag| sched::run(tr, &mut acc, &op, alg, block, true, tag),
+            )
         })?;
         if q == 0 {
-            return local.barrier();
+            return local.barrier_with(Barrier::Auto);
         }
         if !self.is_leader() {
             acc = crate::copy::to_vec(buf);
         }
-        local.broadcast(&mut acc, 0)?;
+        local.broadcast_with(&mut acc, 0, Broadcast::Auto)?;
         if exclusive && me == 0 {
             crate::copy::copy_slice(&mut *buf, &acc);
         } else {

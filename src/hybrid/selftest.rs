@@ -3,8 +3,10 @@
 //! under mpirun through the hidden [`ProcessComm::transport_checks`]. Not part of the API.
 
 use super::ProcessComm;
+use crate::collective::Collective;
 use crate::error::Error;
-use crate::transport::{Kind, Tag, Transport};
+use crate::mailbox::{Kind, Tag};
+use crate::transport::Transport;
 
 /// Process `r`'s element `i` of message `m`: distinct for every (r, m, i).
 fn val(r: usize, m: usize, i: usize) -> u64 {
@@ -14,7 +16,7 @@ fn val(r: usize, m: usize, i: usize) -> u64 {
 /// A tag of call `seq`.
 fn tag(seq: u64) -> Tag {
     Tag {
-        kind: Kind::Allreduce,
+        kind: Kind::Coll(Collective::Allreduce),
         variant: 3,
         seq,
     }

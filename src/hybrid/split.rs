@@ -12,13 +12,13 @@
 //! by rank, as `Comm::split` orders them (a process's ranks are in thread order).
 
 use super::world::Bridge;
-use crate::comm::Comm;
 use crate::error::{Error, Result};
+use crate::local::Local;
 use crate::select::Allgather;
 
 impl Bridge {
     /// `Comm::split` across processes (module docs).
-    pub(crate) fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Comm>> {
+    pub(crate) fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Local>> {
         const OP: &str = "split";
         let p = self.size();
         let mine = [usize::from(color.is_some()), color.unwrap_or(0), key];

@@ -39,8 +39,8 @@
 
 use super::check::{Arrival, Call};
 use super::ProcessComm;
-use crate::comm::Comm;
 use crate::error::{Error, Result};
+use crate::local::Local;
 use ::mpi::environment::Threading;
 use ::mpi::ffi;
 use ::mpi::topology::Communicator;
@@ -327,7 +327,7 @@ impl Process {
 pub(crate) struct Bridge {
     /// The communicator of this process's threads (thread i is its rank i), on which the
     /// stages within the process run.
-    pub(crate) local: Comm,
+    pub(crate) local: Local,
     /// Which ranks each process holds.
     pub(crate) layout: Arc<Layout>,
     /// The process part, on the process's rank 0 (the leader) only.
@@ -346,7 +346,7 @@ impl std::fmt::Debug for Bridge {
 impl Bridge {
     /// The link of the rank whose own process's communicator is `local`; `process` must be
     /// given to the local rank 0, and only to it.
-    pub(crate) fn new(local: Comm, layout: Arc<Layout>, process: Option<Arc<Process>>) -> Self {
+    pub(crate) fn new(local: Local, layout: Arc<Layout>, process: Option<Arc<Process>>) -> Self {
         debug_assert_eq!(process.is_some(), local.rank() == 0);
         Bridge {
             local,

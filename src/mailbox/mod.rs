@@ -30,11 +30,14 @@
 //! `docs/protocol.md` and model-checked in `tests/loom_mailbox.rs`.
 
 mod arena;
+mod tag;
 
 use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering, UnsafeCell};
 pub(crate) use arena::copy_small;
 use arena::Arena;
 use std::mem::MaybeUninit;
+pub use tag::Elem;
+pub(crate) use tag::{fingerprint_size, type_fingerprint, Kind, Tag};
 
 /// Largest payload in bytes sent by the eager protocol; larger messages use rendezvous.
 ///

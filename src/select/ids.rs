@@ -10,6 +10,8 @@ use super::{
     Algorithm, Allgather, Alltoall, Barrier, Block, Broadcast, Fanout, Gather, Reduce,
     ReduceScatter, Scan, Scatter,
 };
+use crate::algorithms::check::Call;
+use crate::mailbox::type_fingerprint;
 
 /// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
 /// `from_id`, from a list of (variant pattern, value with blocks `Auto`, name, id).
@@ -63,7 +65,23 @@ macro_rules! algorithm_ids {
     };
 }
 
-/// What the call check (`comm::agree`) needs of any collective's algorithm enum.
+impl Call {
+    /// A call of collective `op` with algorithm `alg` on `len` elements of `T` per rank, with
+    /// no root and no pipeline block (see [`Call::at`], [`Call::in_blocks`]).
+    pub(crate) fn of<T: 'static, A: Choice>(op: &'static str, alg: A, len: usize) -> Call {
+        Call {
+            op,
+            alg: alg.id(),
+            name_of: A::name_of,
+            len,
+            root: None,
+            block: 0,
+            elem: type_fingerprint::<T>(),
+        }
+    }
+}
+
+/// What the call check (`algorithms::check`) needs of any collective's algorithm enum.
 pub(crate) trait Choice: Copy {
     /// The algorithm's id (tag variant, compared between ranks).
     fn id(self) -> u8;

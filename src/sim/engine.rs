@@ -30,8 +30,8 @@
 //! for a message nobody sends: an `Err` naming the rank and the edge.
 
 use crate::error::{Error, Result};
+use crate::mailbox::Tag;
 use crate::transport::sim::{Msg, Step, Trace};
-use crate::transport::Tag;
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 
@@ -379,8 +379,9 @@ fn earliest(lanes: &[f64], node: usize, per: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mailbox::Kind;
     use crate::transport::sim::{SimTransport, Unit};
-    use crate::transport::{Kind, Transport};
+    use crate::transport::Transport;
 
     const TAG: Tag = Tag {
         kind: Kind::P2p,

@@ -47,13 +47,13 @@ pub use machine::{simulate_on, Link, Machine};
 
 use crate::algorithms;
 use crate::error::{Error, Result};
+use crate::mailbox::{Kind, Tag};
 use crate::profile::{Level, Profile};
 use crate::select::{
     Algorithm, Allgather, Alltoall, Barrier, Broadcast, Costs, Gather, Reduce, ReduceScatter, Scan,
     Scatter,
 };
 use crate::transport::sim::{SimOp, SimTransport, Trace, Unit};
-use crate::transport::{Kind, Tag};
 
 /// Whether a rank can send and receive at the same time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -398,47 +398,48 @@ fn run_rank(t: &SimTransport, case: &Case, block: usize, seq: u64) -> Result<()>
         commutative: case.commutative,
     };
     let (p, n, root) = (case.ranks, case.count, case.root);
-    let tag = |kind: Kind, variant: u8| Tag { kind, variant, seq };
+    let kind = Kind::Coll(case.collective.kind());
+    let tag = |variant: u8| Tag { kind, variant, seq };
     let one = || vec![Unit; n];
     let all = || vec![Unit; p.saturating_mul(n)];
     match case.collective {
         Collective::Allreduce(a) => {
-            let tag = tag(Kind::Allreduce, a.id());
+            let tag = tag(a.id());
             algorithms::allreduce::run(t, &mut one(), &op, a, block, tag)
         }
         Collective::Broadcast(a) => {
-            let tag = tag(Kind::Broadcast, a.id());
+            let tag = tag(a.id());
             algorithms::broadcast::run(t, &mut one(), root, a, block, tag)
         }
         Collective::Reduce(a) => {
-            let tag = tag(Kind::Reduce, a.id());
+            let tag = tag(a.id());
             algorithms::reduce::run(t, &mut one(), &op, root, a, block, tag)
         }
         Collective::Scan(a) => {
-            let tag = tag(Kind::Scan, a.id());
+            let tag = tag(a.id());
             algorithms::scan::run(t, &mut one(), &op, a, block, false, tag)
         }
         Collective::Gather(a) => {
-            let tag = tag(Kind::Gather, a.id());
+            let tag = tag(a.id());
             gather::run_gather(t, &one(), &mut all(), root, a, tag)
         }
         Collective::Scatter(a) => {
-            let tag = tag(Kind::Scatter, a.id());
+            let tag = tag(a.id());
             gather::run_scatter(t, &all(), &mut one(), root, a, tag)
         }
         Collective::Allgather(a) => {
-            let tag = tag(Kind::Allgather, a.id());
+            let tag = tag(a.id());
             gather::run_allgather(t, &one(), &mut all(), a, tag)
         }
         Collective::Alltoall(a) => {
-            let tag = tag(Kind::Alltoall, a.id());
+            let tag = tag(a.id());
             alltoall::run(t, &all(), &mut all(), a, tag)
         }
         Collective::ReduceScatter(a) => {
-            let tag = tag(Kind::ReduceScatter, a.id());
+            let tag = tag(a.id());
             reduce_scatter::run(t, &all(), &mut one(), &op, a, tag)
         }
-        Collective::Barrier(a) => barrier::run(t, a, tag(Kind::Barrier, a.id())),
+        Collective::Barrier(a) => barrier::run(t, a, tag(a.id())),
     }
 }
 

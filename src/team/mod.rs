@@ -11,10 +11,11 @@ mod affinity;
 
 pub use crate::topology::Pinning;
 
-use crate::comm::world::{CommShared, Ranks, RunState};
 use crate::comm::Comm;
 use crate::error::{Error, Result};
+use crate::local::{Local, Settings};
 use crate::profile::Profile;
+use crate::shm::{CommShared, Member, Ranks, RunState};
 use crate::sync::park::{wait_until, WaitPolicy};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering};
 use crate::topology::{available_cores, Location, Topology};
@@ -31,6 +32,8 @@ type Job = &'static (dyn Fn(usize) + Sync);
 struct Shared {
     /// Parkers and waiting policy, shared with every run.
     ranks: Arc<Ranks>,
+    /// The cost constants and decision tables of every communicator of the team's runs.
+    settings: Arc<Settings>,
     /// Bumped by the caller after `job` is set (to start a run) or after `shutdown` is set.
     /// Read by the workers.
     epoch: CachePadded<AtomicU64>,
@@ -241,7 +244,7 @@ impl TeamBuilder {
         let mut team = self.build_for(Some(node.total))?;
         // Where the node's threads share cores, the leaders' MPI waits give theirs up too.
         process.set_polite(team.shared.ranks.policy.oversubscribed);
-        process.set_profile(&team.shared.ranks.profile);
+        process.set_profile(&team.shared.settings.profile);
         team.process = Some(Arc::new(process));
         Ok(team)
     }
@@ -266,12 +269,8 @@ impl TeamBuilder {
             .wait
             .resolve(load.unwrap_or(ranks).max(ranks), available_cores().len());
         let shared = Arc::new(Shared {
-            ranks: Arc::new(
-                Ranks::new(ranks, policy, self.timeout)
-                    .placed(topology, locations)
-                    .with_profile(profile)
-                    .with_tuning(tuning),
-            ),
+            ranks: Arc::new(Ranks::new(ranks, policy, self.timeout).placed(topology, locations)),
+            settings: Arc::new(Settings { profile, tuning }),
             epoch: CachePadded::new(AtomicU64::new(0)),
             job: Mutex::new(None),
             remaining: CachePadded::new(AtomicUsize::new(0)),
@@ -383,19 +382,14 @@ impl Team {
         bytes: usize,
         commutative: bool,
     ) -> Option<crate::tuning::Decision> {
-        let ranks = &self.shared.ranks;
-        ranks.tuning.decide(
-            collective,
-            p,
-            ranks.policy.oversubscribed,
-            bytes,
-            commutative,
-        )
+        let oversubscribed = self.shared.ranks.policy.oversubscribed;
+        let tuning = &self.shared.settings.tuning;
+        tuning.decide(collective, p, oversubscribed, bytes, commutative)
     }
 
     /// The cost constants the team's communicators use ([`TeamBuilder::profile`]).
     pub fn profile(&self) -> &Profile {
-        &self.shared.ranks.profile
+        &self.shared.settings.profile
     }
 
     /// Runs `f` on every rank (SPMD) and returns the results in rank order. Rank 0 runs on the
@@ -480,14 +474,15 @@ impl Team {
     /// The `Comm` of team rank `rank` in a run: over the run's `world`, and on a hybrid team
     /// bridged to the other processes (rank 0 holding the process part).
     fn comm(&self, rank: usize, world: &Arc<CommShared>, run: &Arc<RunState>) -> Comm {
+        let member = Member::new(rank, world.clone(), run.clone());
+        let local = Local::new(member, self.shared.settings.clone());
         #[cfg(feature = "mpi")]
         if let Some(p) = &self.process {
-            let local = Comm::new(rank, world.clone(), run.clone());
             let process = (rank == 0).then(|| p.clone());
-            let bridge = crate::hybrid::world::Bridge::new(local, p.layout.clone(), process);
-            return Comm::bridged(rank, world.clone(), run.clone(), bridge);
+            let bridge = crate::hybrid::Bridge::new(local, p.layout.clone(), process);
+            return Comm::processes(bridge);
         }
-        Comm::new(rank, world.clone(), run.clone())
+        Comm::threads(local)
     }
 }
 

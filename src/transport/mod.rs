@@ -15,164 +15,8 @@ mod wire;
 
 pub(crate) use permuted::Permuted;
 
-use crate::error::Result;
-use std::any::TypeId;
-use std::hash::{Hash, Hasher};
-
-/// Element types that can travel between ranks: plain `Copy` data with no borrowed parts.
-pub trait Elem: Copy + Send + Sync + 'static {}
-impl<T: Copy + Send + Sync + 'static> Elem for T {}
-
-/// What kind of operation a message belongs to; with the call's sequence number it forms the
-/// [`Tag`] a receiver checks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Kind {
-    /// User point-to-point (`send`, `recv`, `sendrecv`).
-    P2p = 1,
-    /// `barrier`.
-    Barrier = 2,
-    /// `split`.
-    Split = 3,
-    /// `allreduce` and its variants.
-    Allreduce = 4,
-    /// `broadcast`.
-    Broadcast = 5,
-    /// `reduce`.
-    Reduce = 6,
-    /// `scan` and `exscan`.
-    Scan = 7,
-    /// `gather` and `gatherv`.
-    Gather = 8,
-    /// `scatter` and `scatterv`.
-    Scatter = 9,
-    /// `allgather` and `allgatherv`.
-    Allgather = 10,
-    /// `alltoall` and `alltoallv`.
-    Alltoall = 11,
-    /// `reduce_scatter_block`.
-    ReduceScatter = 12,
-}
-
-impl Kind {
-    /// The kind whose discriminant is `v`, if there is one.
-    pub(crate) fn from_u8(v: u8) -> Option<Kind> {
-        Some(match v {
-            1 => Kind::P2p,
-            2 => Kind::Barrier,
-            3 => Kind::Split,
-            4 => Kind::Allreduce,
-            5 => Kind::Broadcast,
-            6 => Kind::Reduce,
-            7 => Kind::Scan,
-            8 => Kind::Gather,
-            9 => Kind::Scatter,
-            10 => Kind::Allgather,
-            11 => Kind::Alltoall,
-            12 => Kind::ReduceScatter,
-            _ => return None,
-        })
-    }
-
-    /// The user-facing name.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Kind::P2p => "point-to-point",
-            Kind::Barrier => "barrier",
-            Kind::Split => "split",
-            Kind::Allreduce => "allreduce",
-            Kind::Broadcast => "broadcast",
-            Kind::Reduce => "reduce",
-            Kind::Scan => "scan",
-            Kind::Gather => "gather",
-            Kind::Scatter => "scatter",
-            Kind::Allgather => "allgather",
-            Kind::Alltoall => "alltoall",
-            Kind::ReduceScatter => "reduce_scatter_block",
-        }
-    }
-}
-
-/// Operation kind, variant and call sequence number: every message carries one, and a receiver
-/// that finds another than it expects reports a mismatch instead of reading it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Tag {
-    /// The operation kind.
-    pub kind: Kind,
-    /// Which variant of the operation (the algorithm of a collective; 0 if there is one).
-    pub variant: u8,
-    /// Which collective call of the communicator (0 for point-to-point).
-    pub seq: u64,
-}
-
-impl Tag {
-    /// A point-to-point tag.
-    pub(crate) const P2P: Tag = Tag {
-        kind: Kind::P2p,
-        variant: 0,
-        seq: 0,
-    };
-
-    /// The same tag with variant `v`.
-    pub(crate) fn with_variant(self, v: u8) -> Tag {
-        Tag { variant: v, ..self }
-    }
-
-    /// Packs the tag into a header word: the kind in the low byte, the variant in the next,
-    /// the sequence number above.
-    pub(crate) fn encode(self) -> u64 {
-        (self.seq << 16) | (u64::from(self.variant) << 8) | self.kind as u64
-    }
-
-    /// Describes a packed tag for an error message.
-    pub(crate) fn describe(word: u64) -> String {
-        let (variant, seq) = ((word >> 8) & 0xff, word >> 16);
-        match Kind::from_u8((word & 0xff) as u8) {
-            Some(Kind::P2p) => "point-to-point".to_string(),
-            Some(k) if variant != 0 => {
-                format!("{} (collective call #{seq}, variant {variant})", k.name())
-            }
-            Some(k) => format!("{} (collective call #{seq})", k.name()),
-            None => format!("an unknown kind {:#x}", word & 0xff),
-        }
-    }
-}
-
-/// A hasher that folds what it is given; enough to turn a `TypeId` (already a hash) into a
-/// word at no cost.
-struct Fold(u64);
-
-impl Hasher for Fold {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut w = [0u8; 8];
-            w[..chunk.len()].copy_from_slice(chunk);
-            self.write_u64(u64::from_le_bytes(w));
-        }
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(17) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    }
-}
-
-/// A word identifying the element type `T`: a 32-bit fingerprint of its `TypeId` above its
-/// size in bytes (saturated at `u32::MAX`), so that an error can say how large the other
-/// side's elements were.
-#[inline]
-pub(crate) fn type_fingerprint<T: 'static>() -> u64 {
-    let mut h = Fold(0);
-    TypeId::of::<T>().hash(&mut h);
-    let size = u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX);
-    (h.finish() & 0xffff_ffff_0000_0000) | u64::from(size)
-}
-
-/// The element size recorded in a fingerprint.
-pub(crate) fn fingerprint_size(fp: u64) -> usize {
-    (fp & 0xffff_ffff) as usize
-}
+use crate::error::{Error, Result};
+use crate::mailbox::{Elem, Tag};
 
 /// Point-to-point between the ranks of one communicator, in the terms schedules need.
 ///
@@ -184,6 +28,10 @@ pub(crate) trait Transport {
     fn rank(&self) -> usize;
     /// Number of ranks.
     fn size(&self) -> usize;
+    /// Records `e` as a failure of the ranks this transport connects, so that none of them
+    /// waits for this one any more (the shared-memory transport fails the run; between
+    /// processes and in the simulator there is nothing to record), and returns it.
+    fn fail(&self, e: Error) -> Error;
     /// Sends `data` to `dest`.
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()>;
     /// Receives exactly `buf.len()` elements from `src`.

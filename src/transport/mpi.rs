@@ -45,8 +45,9 @@
 //! `request.rs`, `attribute.rs`) and the MPI 3.1 standard, sections cited where used.
 
 use super::wire::{payload, reduce_in, wire_len};
-use super::{Elem, Kind, Tag, Transport};
+use super::Transport;
 use crate::error::{Error, Result};
+use crate::mailbox::{Elem, Kind, Tag};
 use ::mpi::ffi;
 use ::mpi::topology::SimpleCommunicator;
 use ::mpi::traits::AsRaw;
@@ -146,7 +147,7 @@ impl TagCodec {
         );
         let code = u64::from((v & 0xf) | ((v & VARIANT_FLAG) >> 3));
         let seq = tag.seq & ((1u64 << self.seq_bits) - 1);
-        ((seq << 9) | (code << 4) | (tag.kind as u64 & 0xf)) as c_int
+        ((seq << 9) | (code << 4) | (u64::from(tag.kind.code()) & 0xf)) as c_int
     }
 
     /// Describes an MPI tag and a byte count for an error message, through the mailboxes'
@@ -159,7 +160,7 @@ impl TagCodec {
             v => v,
         };
         let what = Tag::describe((seq << 16) | (variant << 8) | kind);
-        if kind == Kind::P2p as u64 {
+        if kind == u64::from(Kind::P2p.code()) {
             format!("{what}, {bytes} bytes")
         } else {
             let bits = self.seq_bits;
@@ -530,6 +531,10 @@ impl Transport for MpiTransport<'_> {
         self.size
     }
 
+    fn fail(&self, e: Error) -> Error {
+        e
+    }
+
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {
         self.check_rank(dest)?;
         self.check_not_self(dest)?;
@@ -690,21 +695,18 @@ mod tests {
             let ub = (1i64 << (codec.seq_bits() + 9)) - 1;
             for seq in [0u64, 1, 127, 128, 1 << 40, u64::MAX] {
                 let tag = Tag {
-                    kind: Kind::ReduceScatter,
+                    kind: Kind::Coll(crate::Collective::ReduceScatter),
                     variant: 12,
                     seq,
                 };
                 let t = codec.encode(tag);
                 assert!(t >= 0 && i64::from(t) <= ub, "{t} above {ub}");
                 let d = codec.describe(t, 24);
-                assert!(
-                    d.starts_with("reduce_scatter_block (collective call #"),
-                    "{d}"
-                );
+                assert!(d.starts_with("reduce-scatter (collective call #"), "{d}");
                 assert!(d.contains("variant 12") && d.ends_with("24 bytes"), "{d}");
             }
             let a = Tag {
-                kind: Kind::Allreduce,
+                kind: Kind::Coll(crate::Collective::Allreduce),
                 variant: 8,
                 seq: 5,
             };

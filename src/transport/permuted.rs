@@ -2,8 +2,9 @@
 //! schedule can run over a communicator's ranks rearranged (the hierarchical collectives run
 //! their short-vector schedules over the ranks in group order: `hierarchy::Plan::order`).
 
-use super::{Elem, Tag, Transport};
-use crate::error::Result;
+use super::Transport;
+use crate::error::{Error, Result};
+use crate::mailbox::{Elem, Tag};
 
 /// `inner`'s ranks renumbered: rank v of this transport is rank `order[v]` of `inner`.
 pub(crate) struct Permuted<'a, Tr> {
@@ -34,6 +35,10 @@ impl<Tr: Transport> Transport for Permuted<'_, Tr> {
 
     fn size(&self) -> usize {
         self.inner.size()
+    }
+
+    fn fail(&self, e: Error) -> Error {
+        self.inner.fail(e)
     }
 
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {

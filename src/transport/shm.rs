@@ -17,11 +17,11 @@
 //! it is the first failure) fails the run, which wakes every other rank's waits.
 
 use super::wire::{copy_in, header_of, outgoing, reduce_in};
-use super::{fingerprint_size, Elem, Tag, Transport};
-use crate::comm::world::Context;
-use crate::comm::Comm;
+use super::Transport;
 use crate::error::{Error, Result};
+use crate::mailbox::{fingerprint_size, Elem, Tag};
 use crate::mailbox::{Header, Mailbox, EAGER_MAX};
+use crate::shm::{Context, Member};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use std::mem::{size_of, size_of_val};
 
@@ -30,7 +30,7 @@ mod many;
 /// The transport of one rank of one communicator, in one context (user point-to-point or
 /// collectives), for one named operation (used in error messages).
 pub(crate) struct ShmTransport<'a> {
-    comm: &'a Comm,
+    member: &'a Member,
     ctx: Context,
     op: &'static str,
 }
@@ -87,33 +87,36 @@ impl Drop for WakeOnDrop<'_, '_> {
 }
 
 impl<'a> ShmTransport<'a> {
-    /// The transport of `comm` in `ctx` for operation `op`.
-    pub(crate) fn new(comm: &'a Comm, ctx: Context, op: &'static str) -> Self {
-        ShmTransport { comm, ctx, op }
+    /// The transport of `member`'s rank in `ctx` for operation `op`.
+    pub(crate) fn new(member: &'a Member, ctx: Context, op: &'static str) -> Self {
+        ShmTransport { member, ctx, op }
+    }
+
+    /// The transport of the collectives' context ([`Context::Coll`]).
+    pub(crate) fn coll(member: &'a Member, op: &'static str) -> Self {
+        Self::new(member, Context::Coll, op)
+    }
+
+    /// The transport of user point-to-point ([`Context::P2p`]).
+    pub(crate) fn p2p(member: &'a Member, op: &'static str) -> Self {
+        Self::new(member, Context::P2p, op)
     }
 
     #[inline]
     fn mailbox(&self, src: usize, dst: usize) -> &'a Mailbox {
-        self.comm.shared().mailbox(self.ctx, src, dst)
+        self.member.shared().mailbox(self.ctx, src, dst)
     }
 
     #[inline]
     fn unpark(&self, peer: usize) {
-        let team_rank = self.comm.shared().members[peer];
-        self.comm.run().ranks.parkers[team_rank].unpark();
-    }
-
-    /// Fails the run with `e` (if it is the first failure) and returns it.
-    fn fail(&self, e: Error) -> Error {
-        self.comm.run().abort(e.clone());
-        e
+        self.member.unpark(peer);
     }
 
     fn check_rank(&self, peer: usize) -> Result<()> {
-        let size = self.comm.size();
+        let size = self.member.size();
         if peer >= size {
             return Err(self.fail(Error::RankOutOfRange {
-                rank: self.comm.rank(),
+                rank: self.member.rank(),
                 op: self.op,
                 peer,
                 size,
@@ -124,21 +127,21 @@ impl<'a> ShmTransport<'a> {
 
     fn aborted(&self) -> Error {
         Error::Aborted {
-            rank: self.comm.rank(),
+            rank: self.member.rank(),
             op: self.op,
-            cause: Box::new(self.comm.run().cause()),
+            cause: Box::new(self.member.run().cause()),
         }
     }
 
     /// Waits until `ready()`, the run fails, one of `peers` returns from the run, or the
-    /// timeout passes; `Ok` only in the first case (`Comm::wait_for`, naming a peer that
+    /// timeout passes; `Ok` only in the first case (`Member::wait_for`, naming a peer that
     /// returned if there is one, else the first of `peers`).
     fn wait(&self, peers: &[usize], mut ready: impl FnMut() -> bool) -> Result<()> {
-        let run = self.comm.run();
-        let members = &self.comm.shared().members;
-        let me = self.comm.rank();
-        let started = self.comm.wait_start();
-        self.comm.wait_for(self.op, started, || {
+        let run = self.member.run();
+        let members = &self.member.shared().members;
+        let me = self.member.rank();
+        let started = self.member.wait_start();
+        self.member.wait_for(self.op, started, || {
             if ready() {
                 return None;
             }
@@ -181,7 +184,7 @@ impl<'a> ShmTransport<'a> {
             found_s.push_str(" of another element type");
         }
         self.fail(Error::Mismatch {
-            rank: self.comm.rank(),
+            rank: self.member.rank(),
             peer: src,
             op: self.op,
             expected: describe(expect, Some(std::any::type_name::<T>())),
@@ -197,11 +200,11 @@ impl<'a> ShmTransport<'a> {
         recv: Option<Incoming<F>>,
         mismatch: fn(&Self, usize, &Header, &Header) -> Error,
     ) -> Result<Option<R>> {
-        let run = self.comm.run();
+        let run = self.member.run();
         if run.is_aborted() {
             return Err(self.aborted());
         }
-        let me = self.comm.rank();
+        let me = self.member.rank();
         if let Some(o) = &send {
             self.check_rank(o.dest)?;
         }
@@ -213,7 +216,7 @@ impl<'a> ShmTransport<'a> {
             .as_ref()
             .map(|i| (i.src, i.expect, self.mailbox(i.src, me)));
         let mut read = recv.map(|i| i.read);
-        let parker = &run.ranks.parkers[self.comm.shared().members[me]];
+        let parker = &run.ranks.parkers[self.member.shared().members[me]];
         let policy = &run.ranks.policy;
         // Not yet posted (no cell or arena room so far)?
         let mut pending = send.is_some();
@@ -314,8 +317,9 @@ impl ShmTransport<'_> {
     /// and both ranks exist (otherwise the general path reports why).
     #[inline]
     fn fast_mailbox(&self, src: usize, dst: usize) -> Option<&Mailbox> {
-        let size = self.comm.size();
-        (src < size && dst < size && !self.comm.run().is_aborted()).then(|| self.mailbox(src, dst))
+        let size = self.member.size();
+        (src < size && dst < size && !self.member.run().is_aborted())
+            .then(|| self.mailbox(src, dst))
     }
 
     /// Sends `send` (if any) and receives `n` elements through `read` (if any); checks the
@@ -349,7 +353,7 @@ impl ShmTransport<'_> {
         if size_of::<T>() == 0 || size_of_val(data) > EAGER_MAX {
             return false;
         }
-        let Some(mb) = self.fast_mailbox(self.comm.rank(), dest) else {
+        let Some(mb) = self.fast_mailbox(self.member.rank(), dest) else {
             return false;
         };
         let header = header_of::<T>(tag, data.len());
@@ -374,7 +378,7 @@ impl ShmTransport<'_> {
         n: usize,
         read: impl FnOnce(*const u8) -> usize,
     ) -> Result<()> {
-        let me = self.comm.rank();
+        let me = self.member.rank();
         if size_of::<T>() != 0 {
             if let Some(mb) = self.fast_mailbox(src, me) {
                 let expect = header_of::<T>(tag, n);
@@ -394,11 +398,15 @@ impl ShmTransport<'_> {
 
 impl Transport for ShmTransport<'_> {
     fn rank(&self) -> usize {
-        self.comm.rank()
+        self.member.rank()
     }
 
     fn size(&self) -> usize {
-        self.comm.size()
+        self.member.size()
+    }
+
+    fn fail(&self, e: Error) -> Error {
+        self.member.fail(e)
     }
 
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {
@@ -516,7 +524,7 @@ mod tests {
         for n in [0usize, 1, 2, 3, EAGER_MAX / 8, EAGER_MAX / 8 + 1, 100_000] {
             for p in [1usize, 2, 3, 5] {
                 let out = crate::run(p, |comm| {
-                    let t = comm.coll("test");
+                    let t = ShmTransport::coll(comm.local().member(), "test");
                     let r = comm.rank() as u32;
                     // Chain: rank r receives the span [0, r) from r − 1, appends its own
                     // [r, r + 1), and passes [0, r + 1) on.
@@ -573,7 +581,7 @@ mod tests {
             |s: usize, d: usize, k: usize, i: usize| (s * 1_000_003 + d * 1009 + k * 7 + i) as u64;
         for p in [1usize, 2, 3, 5] {
             let out = crate::run(p, |comm| {
-                let t = comm.coll("test");
+                let t = ShmTransport::coll(comm.local().member(), "test");
                 let r = comm.rank();
                 let data: Vec<Vec<u64>> = (0..2 * p)
                     .map(|j| {
@@ -615,7 +623,7 @@ mod tests {
             }
         }
         let out = crate::run(3, |comm| {
-            let t = comm.coll("test");
+            let t = ShmTransport::coll(comm.local().member(), "test");
             let r = comm.rank();
             let big = vec![1u32; 10_000];
             let n = if r == 1 { 9_999 } else { 10_000 };

@@ -19,8 +19,9 @@
 //! record the reduction instead of calling the schedule's combine closure (there is nothing to
 //! combine). Local copies are not recorded: the model has no term for them.
 
-use super::{Elem, Tag, Transport};
-use crate::error::Result;
+use super::Transport;
+use crate::error::{Error, Result};
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
 use parking_lot::Mutex;
 
@@ -171,6 +172,10 @@ impl Transport for SimTransport {
         self.size
     }
 
+    fn fail(&self, e: Error) -> Error {
+        e
+    }
+
     fn send<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> Result<()> {
         self.record(&[(dest, data.len())], &[], tag);
         Ok(())
@@ -272,7 +277,7 @@ impl Op<Unit> for SimOp<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::Kind;
+    use crate::mailbox::Kind;
 
     /// A call is recorded as one step with its sends before its receives; a reduction as one
     /// step, an empty one not at all.
@@ -280,7 +285,7 @@ mod tests {
     fn records_calls_and_reductions() {
         let t = SimTransport::new(1, 4);
         let tag = Tag {
-            kind: Kind::Allreduce,
+            kind: Kind::Coll(crate::Collective::Allreduce),
             variant: 8,
             seq: 3,
         };
@@ -332,7 +337,7 @@ mod tests {
     #[test]
     fn appends_renamed() {
         let tag = Tag {
-            kind: Kind::Broadcast,
+            kind: Kind::Coll(crate::Collective::Broadcast),
             variant: 1,
             seq: 1,
         };

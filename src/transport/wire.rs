@@ -2,8 +2,8 @@
 //! as their count, and reading a received payload into a buffer or combining it with one.
 
 use super::shm::Outgoing;
-use super::{type_fingerprint, Elem, Tag};
 use crate::mailbox::{copy_small, Header, INLINE};
+use crate::mailbox::{type_fingerprint, Elem, Tag};
 use std::mem::{size_of, size_of_val};
 
 /// Bytes on the wire for `n` elements of `T`. Zero-sized elements travel as their count (one

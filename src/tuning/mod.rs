@@ -43,9 +43,6 @@
 //! serialised tables and the built-in ones ([`Table`], [`builtin`]), `decide` the decision
 //! procedure ([`Tuning`]); [`Collective`] and the link to the algorithm enums are here.
 
-use serde::{Deserialize, Serialize};
-use std::fmt;
-
 mod decide;
 mod rules;
 mod table;
@@ -54,92 +51,9 @@ pub use decide::{Decision, Source, Tuning};
 pub use rules::{parse_size, Rule, Rules};
 pub use table::{builtin, Table};
 
-/// A collective whose `Auto` the tables decide.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-#[non_exhaustive]
-pub enum Collective {
-    /// `Comm::allreduce`.
-    Allreduce,
-    /// `Comm::broadcast`.
-    Broadcast,
-    /// `Comm::reduce`.
-    Reduce,
-    /// `Comm::scan` and `Comm::exscan`.
-    Scan,
-    /// `Comm::gather`.
-    Gather,
-    /// `Comm::scatter`.
-    Scatter,
-    /// `Comm::allgather`.
-    Allgather,
-    /// `Comm::alltoall`.
-    Alltoall,
-    /// `Comm::reduce_scatter_block`.
-    ReduceScatter,
-    /// `Comm::barrier`.
-    Barrier,
-}
+pub use crate::collective::Collective;
 
 impl Collective {
-    /// Every collective, in the order of the enum.
-    pub const ALL: [Collective; 10] = [
-        Collective::Allreduce,
-        Collective::Broadcast,
-        Collective::Reduce,
-        Collective::Scan,
-        Collective::Gather,
-        Collective::Scatter,
-        Collective::Allgather,
-        Collective::Alltoall,
-        Collective::ReduceScatter,
-        Collective::Barrier,
-    ];
-
-    /// The name, as the benchmark's `--collective` and the tables spell it: `allreduce`, …,
-    /// `reduce-scatter`, `barrier`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::Allreduce => "allreduce",
-            Collective::Broadcast => "broadcast",
-            Collective::Reduce => "reduce",
-            Collective::Scan => "scan",
-            Collective::Gather => "gather",
-            Collective::Scatter => "scatter",
-            Collective::Allgather => "allgather",
-            Collective::Alltoall => "alltoall",
-            Collective::ReduceScatter => "reduce-scatter",
-            Collective::Barrier => "barrier",
-        }
-    }
-
-    /// The collective's place in [`Collective::ALL`].
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The collective called `name` ([`Collective::name`]'s spelling).
-    pub fn from_name(name: &str) -> Option<Collective> {
-        Collective::ALL.into_iter().find(|c| c.name() == name)
-    }
-
-    /// The environment variable that overrides this collective's tables:
-    /// `CORECOLL_ALLREDUCE`, …, `CORECOLL_REDUCE_SCATTER`, `CORECOLL_BARRIER`.
-    pub fn env_var(self) -> &'static str {
-        match self {
-            Collective::Allreduce => "CORECOLL_ALLREDUCE",
-            Collective::Broadcast => "CORECOLL_BROADCAST",
-            Collective::Reduce => "CORECOLL_REDUCE",
-            Collective::Scan => "CORECOLL_SCAN",
-            Collective::Gather => "CORECOLL_GATHER",
-            Collective::Scatter => "CORECOLL_SCATTER",
-            Collective::Allgather => "CORECOLL_ALLGATHER",
-            Collective::Alltoall => "CORECOLL_ALLTOALL",
-            Collective::ReduceScatter => "CORECOLL_REDUCE_SCATTER",
-            Collective::Barrier => "CORECOLL_BARRIER",
-        }
-    }
-
     /// The algorithms a rule may name for this collective: the flat ones (module docs).
     pub fn algorithms(self) -> Vec<&'static str> {
         use crate::select::*;
@@ -170,12 +84,6 @@ impl Collective {
     /// the allreduce's ring keeps rank order.
     pub fn admits(self, algorithm: &str, commutative: bool) -> bool {
         commutative || !(self == Collective::Allreduce && algorithm == "ring")
-    }
-}
-
-impl fmt::Display for Collective {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

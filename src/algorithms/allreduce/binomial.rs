@@ -28,8 +28,9 @@
 
 use crate::algorithms::binomial_tree::{children, parent};
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Binomial-tree allreduce of `buf` under `op` (any op: combination is in rank order).
 pub(crate) fn binomial<Tr: Transport, T: Elem, O: Op<T>>(
@@ -57,9 +58,9 @@ pub(crate) fn binomial<Tr: Transport, T: Elem, O: Op<T>>(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::{binomial, children};
+    use crate::mailbox::Tag;
     use crate::op::{non_commutative, Sum};
     use crate::select::Algorithm;
-    use crate::transport::Tag;
 
     const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
 
@@ -105,7 +106,7 @@ mod tests {
                     let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
                     comm.allreduce_with(&mut u, Sum, Algorithm::Binomial)?;
                     let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    binomial(&comm.coll("test"), &mut f, &Sum, Tag::P2P)?;
+                    binomial(&comm.local().coll("test"), &mut f, &Sum, Tag::P2P)?;
                     crate::Result::Ok((u, f))
                 })
                 .unwrap();
@@ -126,7 +127,7 @@ mod tests {
                 let out = crate::run(p, |comm| {
                     let len = if comm.rank() == odd { m } else { n };
                     let mut v = vec![1u64; len];
-                    binomial(&comm.coll("test"), &mut v, &Sum, Tag::P2P)
+                    binomial(&comm.local().coll("test"), &mut v, &Sum, Tag::P2P)
                 })
                 .unwrap();
                 assert!(out.iter().all(|r| r.is_err()), "p={p}: {out:?}");

@@ -24,8 +24,9 @@
 
 use super::pipeline::{broadcast, reduce};
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Chain allreduce of `buf` under `op` (any op: the chain combines in rank order), in
 /// pipelined blocks of `block` elements (at least 1 is used).
@@ -80,7 +81,8 @@ mod tests {
                     let out = crate::run(p, |comm| {
                         let r = comm.rank() as u32;
                         let mut v = vec![(r, r + 1); n];
-                        chain(&comm.coll("test"), &mut v, &span, block, Tag::P2P).map(|()| v)
+                        chain(&comm.local().coll("test"), &mut v, &span, block, Tag::P2P)
+                            .map(|()| v)
                     })
                     .unwrap();
                     for v in out {
@@ -112,7 +114,7 @@ mod tests {
                     let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
                     comm.allreduce_with(&mut f, Sum, Algorithm::Chain { block: Block::Auto })?;
                     let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    chain(&comm.coll("test"), &mut g, &Sum, 7, Tag::P2P)?;
+                    chain(&comm.local().coll("test"), &mut g, &Sum, 7, Tag::P2P)?;
                     crate::Result::Ok((u, f, g))
                 })
                 .unwrap();
@@ -175,7 +177,7 @@ mod tests {
                 let out = crate::run(p, |comm| {
                     let len = if comm.rank() == odd { m } else { n };
                     let mut v = vec![1u64; len];
-                    chain(&comm.coll("test"), &mut v, &Sum, 8, Tag::P2P)
+                    chain(&comm.local().coll("test"), &mut v, &Sum, 8, Tag::P2P)
                 })
                 .unwrap();
                 assert!(out.iter().all(|r| r.is_err()), "p={p} n={n} m={m}: {out:?}");

@@ -20,17 +20,17 @@
 //! all of them then return `Error::Mismatch` without touching any buffer.
 
 use super::block_start;
-use crate::comm::board::{fold_chunk, Session};
 use crate::error::{Error, Result};
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag};
-use crate::Comm;
+use crate::shm::Member;
+use crate::shm::{fold_chunk, Session};
 use std::ptr;
 
 /// Direct allreduce: the result of every rank's input (`send` if given, else `buf`) lands in
 /// `buf` on every rank.
 pub(crate) fn direct<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     send: Option<&[T]>,
     buf: &mut [T],
     op: &O,
@@ -61,7 +61,7 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
 /// prescribes, not through the references. `Comm` is not `Sync`, so the caller is the only
 /// thread acting as this rank.
 pub(crate) unsafe fn open<'a, T: Elem>(
-    comm: &'a Comm,
+    comm: &'a Member,
     send: Option<&[T]>,
     buf: &mut [T],
     tag: Tag,
@@ -156,8 +156,8 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::direct;
+    use crate::mailbox::Kind;
     use crate::op::{self, Op};
-    use crate::transport::Kind;
     use crate::{Algorithm, Comm, Error, Team};
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
@@ -179,9 +179,11 @@ mod tests {
         buf: &mut [T],
         op: impl Op<T>,
     ) -> crate::Result<()> {
-        comm.enter("allreduce")?;
-        let tag = comm.next_tag(Kind::Allreduce);
-        direct(comm, send, buf, &op, tag)
+        comm.local().enter("allreduce")?;
+        let tag = comm
+            .local()
+            .next_tag(Kind::Coll(crate::Collective::Allreduce));
+        direct(comm.local().member(), send, buf, &op, tag)
     }
 
     /// splitmix64 of `(rank, index, salt)`.

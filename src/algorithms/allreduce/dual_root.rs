@@ -53,8 +53,9 @@
 use super::{block_range, pipeline_blocks};
 use crate::algorithms::tree;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// Where this rank sits in the two trees.

@@ -3,8 +3,9 @@
 //! the baseline of the course report's five algorithms, and the obviously correct one.
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Linear allreduce of `buf` under `op` (any op: rank 0 combines in rank order).
 pub(crate) fn linear<Tr: Transport, T: Elem, O: Op<T>>(

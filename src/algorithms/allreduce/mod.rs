@@ -22,9 +22,10 @@ mod testkit;
 mod two_tree;
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
 use crate::select::Algorithm;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 pub(super) use crate::algorithms::blocks::{block_range, block_start, elements, pipeline_blocks};
 pub(crate) use rabenseifner::halving_step;

@@ -34,7 +34,8 @@
 
 use crate::algorithms::blocks::{block_range, pipeline_blocks};
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// Folds a child's block into the accumulator: `(child's rank, accumulator, child's block)`.
 pub(crate) type ChildFold<'a, T> = dyn FnMut(usize, &mut [T], &[T]) + 'a;

@@ -30,8 +30,9 @@
 use super::pipeline::{broadcast, reduce};
 use crate::algorithms::tree;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Pipelined binary-tree allreduce of `buf` under `op` (any associative op: the tree combines
 /// in rank order), in blocks of `block` elements (at least 1 is used).

@@ -30,8 +30,9 @@
 use super::elements;
 use super::recursive_doubling::{combine, Fold};
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// Rabenseifner allreduce of `buf` under `op` (any op, any p; rank order kept).

@@ -30,8 +30,9 @@
 //! Rabenseifner schedule.
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Recursive-doubling allreduce of `buf` under `op` (any op, any p; rank order kept).
 pub(crate) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(

@@ -32,8 +32,9 @@
 use super::elements;
 use crate::algorithms::blocks::split_pair;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// Ring allreduce of `buf` under the commutative `op`, chunk transfers cut into pieces of at

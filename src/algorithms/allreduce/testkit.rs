@@ -2,10 +2,10 @@
 //! must pass, written once: rank order for a non-commutative op at every block size,
 //! bit-identical float sums on every rank, and a length mismatch failing everywhere.
 
-use crate::comm::Comm;
 use crate::error::Result;
 use crate::op::{non_commutative, Op, Sum};
 use crate::select::{Algorithm, Block};
+use crate::Comm;
 
 /// Rank counts of the checks: 1 to 17 and the oversubscribed 31, 32, 33.
 pub(super) const PS: [usize; 20] = [
@@ -50,47 +50,47 @@ macro_rules! schedule {
         impl $crate::algorithms::allreduce::testkit::Schedule for $name {
             fn spans(
                 &self,
-                comm: &$crate::comm::Comm,
+                comm: &$crate::Comm,
                 buf: &mut [(u32, u32)],
                 block: usize,
             ) -> $crate::error::Result<()> {
                 let op = $crate::algorithms::allreduce::testkit::span_op();
                 $f(
-                    &comm.coll("test"),
+                    &comm.local().coll("test"),
                     buf,
                     &op,
                     block,
-                    $crate::transport::Tag::P2P,
+                    $crate::mailbox::Tag::P2P,
                 )
             }
             fn f64_sum(
                 &self,
-                comm: &$crate::comm::Comm,
+                comm: &$crate::Comm,
                 buf: &mut [f64],
                 block: usize,
             ) -> $crate::error::Result<()> {
                 let op = $crate::op::Sum;
                 $f(
-                    &comm.coll("test"),
+                    &comm.local().coll("test"),
                     buf,
                     &op,
                     block,
-                    $crate::transport::Tag::P2P,
+                    $crate::mailbox::Tag::P2P,
                 )
             }
             fn u64_sum(
                 &self,
-                comm: &$crate::comm::Comm,
+                comm: &$crate::Comm,
                 buf: &mut [u64],
                 block: usize,
             ) -> $crate::error::Result<()> {
                 let op = $crate::op::Sum;
                 $f(
-                    &comm.coll("test"),
+                    &comm.local().coll("test"),
                     buf,
                     &op,
                     block,
-                    $crate::transport::Tag::P2P,
+                    $crate::mailbox::Tag::P2P,
                 )
             }
         }

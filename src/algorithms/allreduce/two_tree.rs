@@ -75,8 +75,9 @@ use super::{block_range, pipeline_blocks};
 use crate::algorithms::blocks::split_pair;
 use crate::algorithms::inorder::{children_in, parent_in, TwoTrees};
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// One edge of this rank in one of the trees.
@@ -290,7 +291,7 @@ mod tests {
         let n = 4000;
         let out = crate::run(p, |comm| {
             let mut v = vec![comm.rank() as u64; n];
-            two_tree(&comm.coll("test"), &mut v, &Sum, 16, Tag::P2P).map(|()| v)
+            two_tree(&comm.local().coll("test"), &mut v, &Sum, 16, Tag::P2P).map(|()| v)
         })
         .unwrap();
         let want = (0..p as u64).sum::<u64>();

@@ -26,7 +26,8 @@
 
 use super::span;
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// The send block that lands at index `j` of rank `r`'s scratch buffer after the rotation.
 fn rotated(p: usize, r: usize, j: usize) -> usize {

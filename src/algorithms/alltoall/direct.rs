@@ -19,13 +19,13 @@
 
 use crate::algorithms::gather::direct_blocks as blocks;
 use crate::error::Result;
-use crate::transport::{Elem, Tag};
-use crate::Comm;
+use crate::mailbox::{Elem, Tag};
+use crate::shm::Member;
 
 /// Direct all-to-all of every rank's `send` (p blocks of n elements) into `recv` (p·n;
 /// checked by the caller): the allgather's single-copy exchange, each rank reading its own
 /// block of every input.
-pub(crate) fn alltoall<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: Tag) -> Result<()> {
+pub(crate) fn alltoall<T: Elem>(comm: &Member, send: &[T], recv: &mut [T], tag: Tag) -> Result<()> {
     blocks(
         comm,
         "alltoall",

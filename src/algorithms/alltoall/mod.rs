@@ -26,8 +26,9 @@ pub(crate) use pairwise::pairwise;
 pub(crate) use vector::alltoallv;
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::select::Alltoall;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// Runs all-to-all `alg` (`Pairwise`, or Bruck's for the rest: `Auto`, and `Direct` and

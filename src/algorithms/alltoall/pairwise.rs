@@ -15,7 +15,8 @@
 
 use super::span;
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// Pairwise all-to-all of `send` (p blocks of n elements) into `recv` (p·n; checked by the
 /// caller).

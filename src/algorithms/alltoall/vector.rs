@@ -21,7 +21,8 @@
 
 use crate::algorithms::barrier;
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// The tag variant of the closing barrier (the schedule's variant is 0x80 | an algorithm id,

@@ -13,7 +13,8 @@
 
 use crate::algorithms::binomial_tree::{absolute, children, parent, relative};
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// Binomial-tree broadcast of `buf` from `root`.
 pub(super) fn binomial<Tr: Transport, T: Elem>(

@@ -27,10 +27,10 @@
 //! one block per rank: [`open_rooted`] publishes and checks the calls of all three
 //! ([`Rooted`]).
 
-use crate::comm::board::{Call, Session};
 use crate::error::{Error, Result};
-use crate::transport::{type_fingerprint, Elem, Tag};
-use crate::Comm;
+use crate::mailbox::{type_fingerprint, Elem, Tag};
+use crate::shm::Member;
+use crate::shm::{Call, Session};
 use std::mem::size_of;
 use std::ptr;
 
@@ -39,7 +39,7 @@ use std::ptr;
 const CHUNK_BYTES: usize = 16 << 10;
 
 /// Direct broadcast of `buf` from `root`.
-pub(super) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag) -> Result<()> {
+pub(super) fn direct<T: Elem>(comm: &Member, buf: &mut [T], root: usize, tag: Tag) -> Result<()> {
     comm.enter("broadcast")?;
     let (p, me, n) = (comm.size(), comm.rank(), buf.len());
     if root >= p {
@@ -78,7 +78,7 @@ pub(super) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag)
 /// caller except through the returned session's schedule until the session ends (finished,
 /// or dropped while unwinding, which waits as finishing does); `root < comm.size()`.
 pub(crate) unsafe fn open<'a, T: Elem>(
-    comm: &'a Comm,
+    comm: &'a Member,
     out: *mut T,
     n: usize,
     root: usize,
@@ -170,7 +170,7 @@ impl Rooted {
 /// waits as finishing does), and an input must not be written meanwhile; `root <
 /// comm.size()`.
 pub(crate) unsafe fn open_rooted<'a, T: Elem>(
-    comm: &'a Comm,
+    comm: &'a Member,
     shape: Rooted,
     (input, output): (*const T, *mut T),
     n: usize,

@@ -22,9 +22,10 @@ mod pipelined_tree;
 mod scatter_allgather;
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::select::Broadcast;
-use crate::transport::{Elem, Tag, Transport};
-use crate::Comm;
+use crate::shm::Member;
+use crate::transport::Transport;
 
 /// Runs broadcast `alg` (not `Auto`, not `Direct`) of `buf` from `root`, in pipeline blocks of
 /// `block` elements where the algorithm has them.
@@ -50,7 +51,7 @@ pub(crate) fn run<Tr: Transport, T: Elem>(
 }
 
 /// The shared-memory direct broadcast of `buf` from `root`.
-pub(crate) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag) -> Result<()> {
+pub(crate) fn direct<T: Elem>(comm: &Member, buf: &mut [T], root: usize, tag: Tag) -> Result<()> {
     direct::direct(comm, buf, root, tag)
 }
 
@@ -59,8 +60,8 @@ pub(crate) fn direct<T: Elem>(comm: &Comm, buf: &mut [T], root: usize, tag: Tag)
 #[cfg(all(test, not(loom)))]
 mod runs {
     use super::{direct, run};
+    use crate::mailbox::Tag;
     use crate::select::Broadcast;
-    use crate::transport::Tag;
     use crate::{Error, Team};
     use std::time::Duration;
 
@@ -111,7 +112,14 @@ mod runs {
                             .run(|comm| {
                                 let len = if comm.rank() == odd { m } else { n };
                                 let mut v = vec![comm.rank() as u64; len];
-                                run(&comm.coll("test"), &mut v, root, alg, block, Tag::P2P)
+                                run(
+                                    &comm.local().coll("test"),
+                                    &mut v,
+                                    root,
+                                    alg,
+                                    block,
+                                    Tag::P2P,
+                                )
                             })
                             .unwrap();
                         let what = format!("{alg:?}/{block} p={p} n={n} m={m} odd={odd}");
@@ -142,12 +150,12 @@ mod runs {
                             if comm.rank() == odd && n == 5 {
                                 // Another element type, of the same length.
                                 let mut v = vec![r as u32; n];
-                                let e = direct(comm, &mut v, 0, Tag::P2P);
+                                let e = direct(comm.local().member(), &mut v, 0, Tag::P2P);
                                 (e, v.iter().all(|&x| x == r as u32))
                             } else {
                                 let len = if comm.rank() == odd { m } else { n };
                                 let mut v = vec![r; len];
-                                let e = direct(comm, &mut v, 0, Tag::P2P);
+                                let e = direct(comm.local().member(), &mut v, 0, Tag::P2P);
                                 (e, v.iter().all(|&x| x == r))
                             }
                         })
@@ -184,7 +192,12 @@ mod runs {
                 let out = team
                     .run(|comm| {
                         let mut v = vec![comm.rank() as u64; 9];
-                        direct(comm, &mut v, root(comm.rank(), p), Tag::P2P)
+                        direct(
+                            comm.local().member(),
+                            &mut v,
+                            root(comm.rank(), p),
+                            Tag::P2P,
+                        )
                     })
                     .unwrap();
                 for (r, res) in out.into_iter().enumerate() {
@@ -204,8 +217,8 @@ mod runs {
         let out = team(1)
             .run(|comm| {
                 let mut v = vec![4u64; 3];
-                direct(comm, &mut v, 0, Tag::P2P)?;
-                direct(comm, &mut v[..0], 0, Tag::P2P)?;
+                direct(comm.local().member(), &mut v, 0, Tag::P2P)?;
+                direct(comm.local().member(), &mut v[..0], 0, Tag::P2P)?;
                 Ok::<_, Error>(v)
             })
             .unwrap();
@@ -213,8 +226,8 @@ mod runs {
         let out = team(3)
             .run(|comm| {
                 let mut v: Vec<u64> = Vec::new();
-                direct(comm, &mut v, 2, Tag::P2P)?;
-                direct(comm, &mut v, 3, Tag::P2P)
+                direct(comm.local().member(), &mut v, 2, Tag::P2P)?;
+                direct(comm.local().member(), &mut v, 3, Tag::P2P)
             })
             .unwrap();
         for res in out {

@@ -22,7 +22,8 @@ use crate::algorithms::allreduce::pipeline;
 use crate::algorithms::binomial_tree::absolute;
 use crate::algorithms::tree;
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// Pipelined binary-tree broadcast of `buf` from `root` in blocks of `block` elements (at
 /// least 1 is used).

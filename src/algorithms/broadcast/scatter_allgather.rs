@@ -29,7 +29,8 @@
 use crate::algorithms::binomial_tree::{absolute, children, parent, relative, subtree_end};
 use crate::algorithms::blocks::{block_start as piece_start, split_pair};
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// Scatter–allgather broadcast of `buf` from `root`.
 pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(

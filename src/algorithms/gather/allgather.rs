@@ -27,7 +27,8 @@
 use super::span;
 use crate::algorithms::blocks::split_pair;
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// Ring allgather of every rank's `send` (n elements) into `recv` (p·n).
 pub(crate) fn ring<Tr: Transport, T: Elem>(

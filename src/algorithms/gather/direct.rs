@@ -19,12 +19,17 @@
 //! only inputs, which no one writes during the call.
 
 use crate::error::Result;
-use crate::transport::{Elem, Tag};
-use crate::Comm;
+use crate::mailbox::{Elem, Tag};
+use crate::shm::Member;
 
 /// Direct allgather of every rank's `send` (n elements) into `recv` (p·n elements; checked by
 /// the caller).
-pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: Tag) -> Result<()> {
+pub(crate) fn allgather<T: Elem>(
+    comm: &Member,
+    send: &[T],
+    recv: &mut [T],
+    tag: Tag,
+) -> Result<()> {
     blocks(comm, "allgather", send, recv, send.len(), false, tag)
 }
 
@@ -34,7 +39,7 @@ pub(crate) fn allgather<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], tag: T
 /// whole of `send` (n elements) for the allgather, or block r of p (`send` holds p·n) when
 /// `own_block` is set, the all-to-all's block for this rank r.
 pub(crate) fn blocks<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     op: &'static str,
     send: &[T],
     recv: &mut [T],

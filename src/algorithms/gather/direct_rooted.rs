@@ -42,14 +42,14 @@
 
 use crate::algorithms::broadcast::direct::{open_rooted, Rooted};
 use crate::error::Result;
-use crate::transport::{Elem, Tag};
-use crate::Comm;
+use crate::mailbox::{Elem, Tag};
+use crate::shm::Member;
 use std::ptr;
 
 /// Direct scatter of `root`'s `send` (p blocks of n, checked by the caller on the root;
 /// unused elsewhere) into every rank's `recv` (n elements).
 pub(crate) fn scatter<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     send: &[T],
     recv: &mut [T],
     root: usize,
@@ -61,7 +61,7 @@ pub(crate) fn scatter<T: Elem>(
 /// Direct gather of every rank's `send` (n elements) into `root`'s `recv` (p blocks of n,
 /// checked by the caller on the root; unused elsewhere).
 pub(crate) fn gather<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     send: &[T],
     recv: &mut [T],
     root: usize,
@@ -73,7 +73,7 @@ pub(crate) fn gather<T: Elem>(
 /// The direct scatter or gather (`shape`): every rank r copies block r between the root's
 /// shared buffer and its own one (module docs).
 fn rooted<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     shape: Rooted,
     send: &[T],
     recv: &mut [T],
@@ -154,7 +154,7 @@ mod tests {
 
     use super::{gather, scatter};
     use crate::error::{Error, Result};
-    use crate::transport::Kind;
+    use crate::mailbox::Kind;
     use crate::Comm;
 
     /// Runs `call` on `p` ranks (each with a fresh tag) and asserts that every rank fails
@@ -179,41 +179,59 @@ mod tests {
             fails_everywhere(p, "gather, another block length", |comm| {
                 let (me, k) = (comm.rank(), n(comm.rank()));
                 let mut recv = vec![0u64; if me == 0 { k * p } else { 0 }];
-                let tag = comm.next_tag(Kind::Gather);
-                let res = gather(comm, &vec![1u64; k], &mut recv, 0, tag);
+                let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Gather));
+                let res = gather(comm.local().member(), &vec![1u64; k], &mut recv, 0, tag);
                 (res, recv.iter().all(|&x| x == 0))
             });
             fails_everywhere(p, "scatter, another block length", |comm| {
                 let (me, k) = (comm.rank(), n(comm.rank()));
                 let mut recv = vec![0u64; k];
-                let tag = comm.next_tag(Kind::Scatter);
+                let tag = comm
+                    .local()
+                    .next_tag(Kind::Coll(crate::Collective::Scatter));
                 let send = vec![1u64; if me == 0 { k * p } else { 0 }];
-                let res = scatter(comm, &send, &mut recv, 0, tag);
+                let res = scatter(comm.local().member(), &send, &mut recv, 0, tag);
                 (res, recv.iter().all(|&x| x == 0))
             });
             // Every rank its own root: every rank publishes the shared buffer.
             fails_everywhere(p, "gather, every rank its own root", |comm| {
                 let mut recv = vec![0u64; 2 * p];
-                let tag = comm.next_tag(Kind::Gather);
-                let res = gather(comm, &[1u64; 2], &mut recv, comm.rank(), tag);
+                let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Gather));
+                let res = gather(
+                    comm.local().member(),
+                    &[1u64; 2],
+                    &mut recv,
+                    comm.rank(),
+                    tag,
+                );
                 (res, recv.iter().all(|&x| x == 0))
             });
             fails_everywhere(p, "scatter, every rank its own root", |comm| {
                 let mut recv = [0u64; 2];
-                let tag = comm.next_tag(Kind::Scatter);
-                let res = scatter(comm, &vec![1u64; 2 * p], &mut recv, comm.rank(), tag);
+                let tag = comm
+                    .local()
+                    .next_tag(Kind::Coll(crate::Collective::Scatter));
+                let res = scatter(
+                    comm.local().member(),
+                    &vec![1u64; 2 * p],
+                    &mut recv,
+                    comm.rank(),
+                    tag,
+                );
                 (res, recv.iter().all(|&x| x == 0))
             });
             // Another element type of the same size on rank 0 (the root).
             fails_everywhere(p, "scatter, another element type", |comm| {
-                let tag = comm.next_tag(Kind::Scatter);
+                let tag = comm
+                    .local()
+                    .next_tag(Kind::Coll(crate::Collective::Scatter));
                 if comm.rank() == 0 {
                     let mut recv = [0f32; 2];
-                    let res = scatter(comm, &vec![1f32; 2 * p], &mut recv, 0, tag);
+                    let res = scatter(comm.local().member(), &vec![1f32; 2 * p], &mut recv, 0, tag);
                     (res, recv.iter().all(|&x| x == 0.0))
                 } else {
                     let mut recv = [0u32; 2];
-                    let res = scatter(comm, &[], &mut recv, 0, tag);
+                    let res = scatter(comm.local().member(), &[], &mut recv, 0, tag);
                     (res, recv.iter().all(|&x| x == 0))
                 }
             });
@@ -228,8 +246,8 @@ mod tests {
             let out = crate::run(p, |comm| {
                 let root = usize::from(comm.rank() == p - 1);
                 let mut recv = vec![0u64; 2 * p];
-                let tag = comm.next_tag(Kind::Gather);
-                gather(comm, &[7u64; 2], &mut recv, root, tag)
+                let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Gather));
+                gather(comm.local().member(), &[7u64; 2], &mut recv, root, tag)
             })
             .unwrap();
             for (r, res) in out.into_iter().enumerate() {

@@ -34,8 +34,9 @@ pub(crate) use rooted::{gather_binomial, gather_linear, scatter_binomial, scatte
 pub(crate) use vector::{allgatherv, gatherv, scatterv};
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::select::{Allgather, Gather, Scatter};
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// Runs gather `alg` of every rank's `send` into `recv` on `root` (`Auto` is taken as the

@@ -19,7 +19,8 @@
 use super::span;
 use crate::algorithms::binomial_tree::{self as binomial, absolute, relative};
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 
 /// Linear gather of every rank's `send` into `recv` (p·n elements) on `root`; `recv` is not
 /// used elsewhere.

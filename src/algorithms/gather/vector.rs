@@ -19,7 +19,8 @@
 use crate::algorithms::barrier;
 use crate::algorithms::blocks::split_pair;
 use crate::error::Result;
-use crate::transport::{Elem, Tag, Transport};
+use crate::mailbox::{Elem, Tag};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// The tag variant of the closing barrier (the schedules' variants are algorithm ids, far

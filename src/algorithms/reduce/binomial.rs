@@ -40,8 +40,9 @@
 
 use crate::algorithms::binomial_tree::{children, parent};
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Binomial-tree reduce of `buf` under `op` to `root` (any associative op: combination is in
 /// rank order).

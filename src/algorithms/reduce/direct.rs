@@ -24,16 +24,16 @@
 //! all of them then return `Error::Mismatch` without touching any buffer.
 
 use crate::algorithms::blocks::block_start as slice_start;
-use crate::comm::board::{fold_chunk, Session};
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag};
-use crate::Comm;
+use crate::shm::Member;
+use crate::shm::{fold_chunk, Session};
 
 /// Direct reduce: the rank-order reduction of every rank's `buf` lands in `buf` on `root`;
 /// the other ranks' `buf` is only read.
 pub(super) fn direct_reduce<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     buf: &mut [T],
     op: &O,
     root: usize,

@@ -23,8 +23,9 @@
 //! so that no rank returns `Ok` from a call that failed elsewhere (`super::acknowledge`).
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Linear reduce of `buf` under `op` to `root` (any associative op: combination is in rank
 /// order).

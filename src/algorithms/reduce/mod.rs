@@ -24,10 +24,11 @@ mod pipelined_tree;
 pub(crate) use linear::combine_at_root;
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
 use crate::select::Reduce;
-use crate::transport::{Elem, Tag, Transport};
-use crate::Comm;
+use crate::shm::Member;
+use crate::transport::Transport;
 
 /// Runs reduce `alg` (not `Auto`, not `Direct`): the rank-order reduction of every rank's
 /// `buf` under `op` lands in `buf` on `root`; the other ranks' `buf` is left unchanged.
@@ -55,7 +56,7 @@ pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
 /// The shared-memory direct reduce: each rank reduces its slice of all p buffers into the
 /// root's `buf`.
 pub(crate) fn direct<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     buf: &mut [T],
     op: &O,
     root: usize,

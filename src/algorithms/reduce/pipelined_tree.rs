@@ -92,8 +92,9 @@
 use crate::algorithms::allreduce::pipeline::reduce;
 use crate::algorithms::tree;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Pipelined binary-tree reduce of `buf` under `op` to `root` (any associative op), in
 /// blocks of `block` elements (at least 1 is used).

@@ -23,16 +23,16 @@
 //! unwinding can free its input, waits until every peer has finished reading it; every peer's
 //! phase 2 then sees the failed rank and returns `Err`.
 
-use crate::comm::board::fold_chunk;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag};
-use crate::Comm;
+use crate::shm::fold_chunk;
+use crate::shm::Member;
 
 /// Direct reduce-scatter: block `comm.rank()` of the rank-order reduction of every rank's
 /// `send` (p blocks of `recv.len()` elements; checked by the caller) lands in `recv`.
 pub(crate) fn direct<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     send: &[T],
     recv: &mut [T],
     op: &O,

@@ -36,9 +36,10 @@ pub(crate) use ring::ring;
 
 use crate::algorithms::barrier;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
 use crate::select::ReduceScatter;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Runs reduce-scatter `alg`: the ring, or recursive halving for the rest (`Auto`, and
 /// `Direct`, which its caller runs itself).

@@ -39,8 +39,9 @@
 use crate::algorithms::allreduce::halving_step;
 use crate::algorithms::blocks::split_pair;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 use std::ops::Range;
 
 /// Recursive-halving reduce-scatter of every rank's `send` (p blocks of `recv.len()`

@@ -31,8 +31,9 @@
 //! identical between ranks. The schedule ends with the closing barrier (`super::close`).
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Ring reduce-scatter of every rank's `send` (p blocks of `recv.len()` elements) under
 /// `op`: block `t.rank()` of the rank-order reduction lands in `recv`.

@@ -17,9 +17,10 @@ mod pipelined_tree;
 mod recursive_doubling;
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
 use crate::select::Scan;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Runs scan `alg` (`Auto` is taken as recursive doubling) of `buf` under `op`, exclusive if
 /// `exclusive`, in pipeline blocks of `block` elements where the algorithm has them.

@@ -45,8 +45,9 @@
 use crate::algorithms::blocks::{block_range, pipeline_blocks};
 use crate::algorithms::tree;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Pipelined tree scan of `buf` under `op` (inclusive, or exclusive if `exclusive`), in
 /// blocks of `block` elements (at least 1 is used).

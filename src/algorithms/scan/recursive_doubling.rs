@@ -25,8 +25,9 @@
 //! every round completes. Every message is sent even when the vector is empty.
 
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag, Transport};
+use crate::transport::Transport;
 
 /// Recursive-doubling scan of `buf` under `op`: inclusive, or exclusive if `exclusive`.
 pub(super) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(

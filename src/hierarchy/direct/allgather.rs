@@ -69,9 +69,11 @@
 use super::{group_of, held};
 use crate::error::Result;
 use crate::hierarchy::Plan;
+use crate::mailbox::{Elem, Tag};
 use crate::select::{self, Allgather};
-use crate::transport::{Elem, Permuted, Tag, Transport};
-use crate::Comm;
+use crate::shm::Member;
+use crate::transport::shm::ShmTransport;
+use crate::transport::{Permuted, Transport};
 
 /// The stage a holder marks once the foreign blocks it holds are in its `recv`.
 const HELD: u64 = 1;
@@ -93,7 +95,7 @@ pub(crate) const SINGLE_COPY_MIN: usize = 32 << 10;
 /// i; `recv` holds p blocks, checked by the caller) over `plan` (with levels), after the call
 /// check; `tag` carries the algorithm's variant.
 pub(crate) fn allgather<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     send: &[T],
     recv: &mut [T],
     plan: &Plan,
@@ -108,8 +110,8 @@ pub(crate) fn allgather<T: Elem>(
 
 /// The short-block path: `select::choose_allgather`'s flat schedule over the ranks in group
 /// order, into `recv` directly if that order is rank order, else through a temporary.
-fn short<T: Elem>(comm: &Comm, send: &[T], recv: &mut [T], plan: &Plan, tag: Tag) -> Result<()> {
-    let t = comm.coll("allgather");
+fn short<T: Elem>(comm: &Member, send: &[T], recv: &mut [T], plan: &Plan, tag: Tag) -> Result<()> {
+    let t = ShmTransport::coll(comm, "allgather");
     let (order, place) = plan.order();
     let n = send.len();
     let alg = select::choose_allgather(comm.size(), std::mem::size_of_val(send));
@@ -150,7 +152,7 @@ fn flat<Tr: Transport, T: Elem>(
 /// its group's blocks and the held ones (module docs). `recv` holds p blocks of
 /// `send.len()` elements (checked by the caller).
 pub(crate) fn single_copy<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     send: &[T],
     recv: &mut [T],
     groups: &[Vec<usize>],
@@ -251,7 +253,7 @@ pub(crate) fn single_copy<T: Elem>(
 mod tests {
     use super::super::testing::team_placed as team;
     use super::{allgather, single_copy, SINGLE_COPY_MIN};
-    use crate::transport::Kind;
+    use crate::mailbox::Kind;
     use crate::{Comm, Pinning, Team};
     use std::time::Duration;
 
@@ -263,17 +265,19 @@ mod tests {
     /// The single-copy path over the plan's groups (`direct`), or the whole algorithm as
     /// `Comm::allgather_with` runs it after the call check (short path below the threshold).
     fn call(comm: &Comm, send: &[u64], recv: &mut [u64], direct: bool) -> crate::Result<()> {
-        comm.enter("allgather")?;
-        let tag = comm.next_tag(Kind::Allgather);
-        let plan = comm.hierarchy_plan(false);
+        comm.local().enter("allgather")?;
+        let tag = comm
+            .local()
+            .next_tag(Kind::Coll(crate::Collective::Allgather));
+        let plan = comm.local().hierarchy_plan(false);
         assert!(
             plan.covered().len() >= 2,
             "the test machines have several groups"
         );
         if direct {
-            single_copy(comm, send, recv, plan.covered(), tag)
+            single_copy(comm.local().member(), send, recv, plan.covered(), tag)
         } else {
-            allgather(comm, send, recv, plan, tag)
+            allgather(comm.local().member(), send, recv, plan, tag)
         }
     }
 
@@ -331,11 +335,13 @@ mod tests {
             .build()
             .unwrap()
             .run(|comm| {
-                comm.enter("allgather")?;
-                let tag = comm.next_tag(Kind::Allgather);
+                comm.local().enter("allgather")?;
+                let tag = comm
+                    .local()
+                    .next_tag(Kind::Coll(crate::Collective::Allgather));
                 let send: Vec<u64> = (0..n).map(|i| value(comm.rank(), i)).collect();
                 let mut recv = vec![0; p * n];
-                single_copy(comm, &send, &mut recv, &groups, tag)?;
+                single_copy(comm.local().member(), &send, &mut recv, &groups, tag)?;
                 Ok::<_, crate::Error>(recv)
             })
             .unwrap();

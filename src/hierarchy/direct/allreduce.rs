@@ -58,11 +58,11 @@
 use super::{group_of, held, holder};
 use crate::algorithms::allreduce::direct::open;
 use crate::algorithms::blocks::block_start;
-use crate::comm::board::{fold_chunk, Session};
-use crate::comm::Comm;
 use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::transport::{Elem, Tag};
+use crate::shm::Member;
+use crate::shm::{fold_chunk, Session};
 use std::ptr;
 
 /// The stage a rank marks once its partial results are written.
@@ -72,7 +72,7 @@ const PARTIALS: u64 = 1;
 /// (the plan's top-level groups, at least two, every rank in one, each in rank order and, for
 /// a non-commutative op, an interval), after the call check.
 pub(crate) fn allreduce<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     send: Option<&[T]>,
     buf: &mut [T],
     op: &O,
@@ -414,8 +414,8 @@ impl Schedule<'_, '_> {
 mod tests {
     use super::super::testing::{matmul, matrix, team};
     use super::allreduce;
+    use crate::mailbox::Kind;
     use crate::op::{self, Op};
-    use crate::transport::Kind;
     use crate::Comm;
     use std::sync::Mutex;
 
@@ -427,11 +427,13 @@ mod tests {
         buf: &mut [T],
         op: impl Op<T>,
     ) -> crate::Result<()> {
-        comm.enter("allreduce")?;
-        let tag = comm.next_tag(Kind::Allreduce);
-        let groups = comm.hierarchy_plan(true).covered();
+        comm.local().enter("allreduce")?;
+        let tag = comm
+            .local()
+            .next_tag(Kind::Coll(crate::Collective::Allreduce));
+        let groups = comm.local().hierarchy_plan(true).covered();
         assert!(groups.len() >= 2, "the test machines have several groups");
-        allreduce(comm, send, buf, &op, groups, tag)
+        allreduce(comm.local().member(), send, buf, &op, groups, tag)
     }
 
     /// Out of place and in place, on uneven groups, for counts below, at and above p: the

@@ -68,12 +68,14 @@
 use super::group_of;
 use crate::algorithms::blocks::block_start;
 use crate::algorithms::broadcast::direct::open;
-use crate::comm::board::Session;
 use crate::error::Result;
 use crate::hierarchy::Plan;
+use crate::mailbox::{Elem, Tag};
 use crate::select::Broadcast;
-use crate::transport::{Elem, Permuted, Tag};
-use crate::Comm;
+use crate::shm::Member;
+use crate::shm::Session;
+use crate::transport::shm::ShmTransport;
+use crate::transport::Permuted;
 use std::mem::size_of;
 use std::ptr;
 
@@ -102,14 +104,14 @@ const PART: u64 = 1;
 /// tree over the ranks in group order, longer ones by [`single_copy`] over the plan's
 /// top-level groups.
 pub(crate) fn broadcast<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     buf: &mut [T],
     root: usize,
     plan: &Plan,
     tag: Tag,
 ) -> Result<()> {
     if std::mem::size_of_val(buf) < SINGLE_COPY_MIN {
-        let t = comm.coll("broadcast");
+        let t = ShmTransport::coll(comm, "broadcast");
         let (order, place) = plan.order();
         let perm = Permuted::new(&t, order, place);
         return crate::algorithms::broadcast::run(
@@ -128,7 +130,7 @@ pub(crate) fn broadcast<T: Elem>(
 /// exactly one, each in rank order), after the call check (`root` is a rank of `comm`). It
 /// checks the published calls itself, so a mismatch of length, type or root fails every rank.
 pub(crate) fn single_copy<T: Elem>(
-    comm: &Comm,
+    comm: &Member,
     buf: &mut [T],
     root: usize,
     groups: &[Vec<usize>],
@@ -257,24 +259,26 @@ unsafe fn copy<T>(src: *const T, dst: *mut T, lo: usize, hi: usize) {
 mod tests {
     use super::super::testing::team;
     use super::{broadcast, single_copy};
-    use crate::transport::Kind;
+    use crate::mailbox::Kind;
     use crate::Comm;
 
     /// The single-copy schedule as `Comm::broadcast_with` would run it after the call check,
     /// over the plain plan's groups, whatever the length (`through_plan`: the plan-taking
     /// entry instead, with its switch to the tree).
     fn call(comm: &Comm, buf: &mut [u64], root: usize, through_plan: bool) -> crate::Result<()> {
-        comm.enter("broadcast")?;
-        let tag = comm.next_tag(Kind::Broadcast);
-        let plan = comm.hierarchy_plan(false);
+        comm.local().enter("broadcast")?;
+        let tag = comm
+            .local()
+            .next_tag(Kind::Coll(crate::Collective::Broadcast));
+        let plan = comm.local().hierarchy_plan(false);
         assert!(
             plan.covered().len() >= 2,
             "the test machines have several groups"
         );
         if through_plan {
-            broadcast(comm, buf, root, plan, tag)
+            broadcast(comm.local().member(), buf, root, plan, tag)
         } else {
-            single_copy(comm, buf, root, plan.covered(), tag)
+            single_copy(comm.local().member(), buf, root, plan.covered(), tag)
         }
     }
 
@@ -322,7 +326,7 @@ mod tests {
     #[test]
     fn the_wrapped_placement_has_groups_that_are_not_intervals() {
         let groups = team(&[2, 3], 8)
-            .run(|comm| comm.hierarchy_plan(false).covered().to_vec())
+            .run(|comm| comm.local().hierarchy_plan(false).covered().to_vec())
             .unwrap();
         assert_eq!(groups[0], vec![vec![0, 1, 2, 6, 7], vec![3, 4, 5]]);
     }

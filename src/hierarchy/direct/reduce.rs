@@ -72,10 +72,12 @@ use super::allreduce::{Outputs, Schedule};
 use super::group_of;
 use crate::error::Result;
 use crate::hierarchy::Plan;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
 use crate::select::Reduce;
-use crate::transport::{Elem, Permuted, Tag};
-use crate::Comm;
+use crate::shm::Member;
+use crate::transport::shm::ShmTransport;
+use crate::transport::Permuted;
 
 /// Bytes per rank up to which the reduce goes by the binomial tree in group order when every
 /// rank has a core of its own; longer vectors, and every vector when the ranks outnumber the
@@ -104,7 +106,7 @@ fn single_copy(bytes: usize, oversubscribed: bool) -> bool {
 /// ordered plan for a non-commutative op, whose group order is rank order), after the call
 /// check; `tag` carries the algorithm's variant.
 pub(crate) fn reduce<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     buf: &mut [T],
     op: &O,
     root: usize,
@@ -123,14 +125,14 @@ pub(crate) fn reduce<T: Elem, O: Op<T>>(
 
 /// The short-vector path: a binomial tree over the ranks in group order.
 fn reduce_tree<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     buf: &mut [T],
     op: &O,
     root: usize,
     plan: &Plan,
     tag: Tag,
 ) -> Result<()> {
-    let t = comm.coll("reduce");
+    let t = ShmTransport::coll(comm, "reduce");
     let (order, place) = plan.order();
     let perm = Permuted::new(&t, order, place);
     crate::algorithms::reduce::run(&perm, buf, op, place[root], Reduce::Binomial, 0, tag)
@@ -141,7 +143,7 @@ fn reduce_tree<T: Elem, O: Op<T>>(
 /// call check (which makes every rank pass the same `root`, length and element type: a rank
 /// that disagrees never arrives on the board, so nobody passes phase 1).
 pub(crate) fn reduce_groups<T: Elem, O: Op<T>>(
-    comm: &Comm,
+    comm: &Member,
     buf: &mut [T],
     op: &O,
     root: usize,
@@ -206,9 +208,9 @@ pub(crate) fn reduce_groups<T: Elem, O: Op<T>>(
 mod tests {
     use super::super::testing::{matmul, matrix, team};
     use super::{reduce_groups, reduce_tree};
+    use crate::mailbox::Kind;
     use crate::op::{self, Op};
     use crate::topology::Topology;
-    use crate::transport::Kind;
     use crate::{Comm, Pinning, Team};
     use std::sync::Mutex;
     use std::time::Duration;
@@ -221,11 +223,11 @@ mod tests {
         op: impl Op<T>,
         root: usize,
     ) -> crate::Result<()> {
-        comm.enter("reduce")?;
-        let tag = comm.next_tag(Kind::Reduce);
-        let groups = comm.hierarchy_plan(true).covered();
+        comm.local().enter("reduce")?;
+        let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Reduce));
+        let groups = comm.local().hierarchy_plan(true).covered();
         assert!(groups.len() >= 2, "the test machines have several groups");
-        reduce_groups(comm, buf, &op, root, groups, tag)
+        reduce_groups(comm.local().member(), buf, &op, root, groups, tag)
     }
 
     /// Every root, on uneven groups (`[3, 5]` with 11 ranks: 5 | 5 | 1; `[2, 3]` with 8 ranks
@@ -289,19 +291,26 @@ mod tests {
                 let m = op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b));
                 let mut results = Vec::new();
                 for root in 0..p {
-                    comm.enter("reduce")?;
-                    let tag = comm.next_tag(Kind::Reduce);
+                    comm.local().enter("reduce")?;
+                    let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Reduce));
                     let mut v = mine.clone();
-                    reduce_tree(comm, &mut v, &m, root, comm.hierarchy_plan(true), tag)?;
-                    comm.enter("reduce")?;
-                    let tag = comm.next_tag(Kind::Reduce);
+                    reduce_tree(
+                        comm.local().member(),
+                        &mut v,
+                        &m,
+                        root,
+                        comm.local().hierarchy_plan(true),
+                        tag,
+                    )?;
+                    comm.local().enter("reduce")?;
+                    let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Reduce));
                     let mut s: Vec<u64> = vec![r as u64 + 1; 5];
                     reduce_tree(
-                        comm,
+                        comm.local().member(),
                         &mut s,
                         &op::Sum,
                         root,
-                        comm.hierarchy_plan(false),
+                        comm.local().hierarchy_plan(false),
                         tag,
                     )?;
                     results.push((root, v, s));

@@ -19,7 +19,7 @@
 use super::{copy_in, header_of, outgoing, Lent, ShmTransport};
 use crate::error::{Error, Result};
 use crate::mailbox::Header;
-use crate::transport::{Elem, Tag};
+use crate::mailbox::{Elem, Tag};
 
 impl ShmTransport<'_> {
     /// Sends every `(dest, data)` of `sends` and receives every `(src, buf)` of `recvs`
@@ -34,7 +34,7 @@ impl ShmTransport<'_> {
         recvs: &mut [(usize, &mut [T])],
         tag: Tag,
     ) -> Result<()> {
-        let run = self.comm.run();
+        let run = self.member.run();
         if run.is_aborted() {
             return Err(self.aborted());
         }
@@ -44,7 +44,7 @@ impl ShmTransport<'_> {
         for (src, _) in recvs.iter() {
             self.check_rank(*src)?;
         }
-        let me = self.comm.rank();
+        let me = self.member.rank();
         // The payloads of zero-sized elements (their counts); allocated once, before any
         // pointer into it is taken.
         let counts: Vec<u64> = sends.iter().map(|(_, d)| d.len() as u64).collect();
@@ -61,7 +61,7 @@ impl ShmTransport<'_> {
             .iter()
             .map(|(_, buf)| header_of::<T>(tag, buf.len()))
             .collect();
-        let parker = &run.ranks.parkers[self.comm.shared().members[me]];
+        let parker = &run.ranks.parkers[self.member.shared().members[me]];
         let policy = &run.ranks.policy;
         let mut pending: Vec<bool> = vec![true; outs.len()];
         let mut received: Vec<bool> = vec![false; recvs.len()];
@@ -168,7 +168,7 @@ impl ShmTransport<'_> {
                     "the message is not received within the same call (only an exchange with \
                      itself completes a large or buffer-filling self-message)"
                 };
-                break Err(self.fail(Error::SelfDeadlock {
+                break Err(self.member.fail(Error::SelfDeadlock {
                     rank: me,
                     op: self.op,
                     why,

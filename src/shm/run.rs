@@ -1,17 +1,12 @@
-//! State shared by the ranks: per team (parkers), per run (failure, who has returned) and per
-//! communicator (members and mailboxes).
+//! What lives as long as a team ([`Ranks`]: parkers, the waiting policy, the timeout, where
+//! the ranks run) and as long as one run ([`RunState`]: its first failure and who has
+//! returned).
 
-use super::board::Board;
 use crate::error::Error;
-use crate::hierarchy::direct::Flags;
-use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
-use crate::profile::Profile;
 use crate::sync::park::{Parker, WaitPolicy};
 use crate::sync::{AtomicBool, CachePadded, Mutex, Ordering};
 use crate::topology::{Location, Topology};
-use crate::tuning::Tuning;
-use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What lives as long as a team: one parker per rank thread and how ranks wait.
@@ -28,11 +23,6 @@ pub(crate) struct Ranks {
     pub topology: Option<Arc<Topology>>,
     /// Where each team rank runs, by team rank (`None`: not pinned).
     pub locations: Box<[Option<Location>]>,
-    /// The team's cost constants, from which each communicator takes those of the level its
-    /// ranks span (`Comm::costs`).
-    pub profile: Arc<Profile>,
-    /// How `Auto` picks algorithms on the team's communicators (`Comm::tuned`).
-    pub tuning: Arc<Tuning>,
 }
 
 impl Ranks {
@@ -44,21 +34,7 @@ impl Ranks {
             timeout,
             topology: None,
             locations: vec![None; n].into_boxed_slice(),
-            profile: Arc::new(Profile::default()),
-            tuning: Arc::new(Tuning::default()),
         }
-    }
-
-    /// The same ranks with the cost constants of `profile`.
-    pub(crate) fn with_profile(mut self, profile: Profile) -> Self {
-        self.profile = Arc::new(profile);
-        self
-    }
-
-    /// The same ranks with the algorithm choices of `tuning`.
-    pub(crate) fn with_tuning(mut self, tuning: Tuning) -> Self {
-        self.tuning = Arc::new(tuning);
-        self
     }
 
     /// The same ranks placed on `topology` at `locations` (one per rank).
@@ -159,71 +135,5 @@ impl RunState {
         for p in self.ranks.parkers.iter() {
             p.unpark();
         }
-    }
-}
-
-/// Which message stream of a communicator: user point-to-point and the crate's collectives
-/// never see each other's messages (as MPI keeps them in separate contexts).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Context {
-    /// `send`, `recv`, `sendrecv`.
-    P2p = 0,
-    /// Collectives, barrier and split.
-    Coll = 1,
-}
-
-/// One split call's meeting point: every rank's (color, key), and the communicators made.
-#[derive(Debug, Default)]
-pub(crate) struct SplitRound {
-    /// Per parent rank: (color, key) once posted.
-    pub votes: Vec<Option<(Option<usize>, usize)>>,
-    /// The new communicator of each color, made by the first member to look.
-    pub made: HashMap<usize, Arc<CommShared>>,
-    /// Ranks that have not yet picked up their result.
-    pub remaining: usize,
-}
-
-/// What the ranks of one communicator share.
-#[derive(Debug)]
-pub(crate) struct CommShared {
-    /// Team rank of each communicator rank.
-    pub members: Box<[usize]>,
-    /// Mailbox of each (context, source, destination), made on first use so that a team of
-    /// 64 ranks pays only for the edges its algorithms use.
-    boxes: Box<[OnceLock<Box<Mailbox>>]>,
-    /// Split rounds in progress, by the parent's collective call number.
-    pub splits: Mutex<HashMap<u64, SplitRound>>,
-    /// Where the shared-memory direct collectives publish their buffers and meet; each slot
-    /// written by its rank only (see `board`).
-    pub board: Board,
-    /// The flags of the hierarchical direct barrier; each rank's written by that rank only
-    /// (see `hierarchy::direct::barrier`).
-    pub barrier: Flags,
-}
-
-impl CommShared {
-    /// A communicator over the given team ranks (in communicator-rank order).
-    pub(crate) fn new(members: Vec<usize>) -> Self {
-        let p = members.len();
-        CommShared {
-            members: members.into_boxed_slice(),
-            boxes: (0..2 * p * p).map(|_| OnceLock::new()).collect(),
-            splits: Mutex::new(HashMap::new()),
-            board: Board::new(p),
-            barrier: Flags::new(p),
-        }
-    }
-
-    /// Number of ranks.
-    pub(crate) fn size(&self) -> usize {
-        self.members.len()
-    }
-
-    /// The mailbox from `src` to `dst` in `ctx`, made on first use.
-    #[inline]
-    pub(crate) fn mailbox(&self, ctx: Context, src: usize, dst: usize) -> &Mailbox {
-        let p = self.members.len();
-        self.boxes[(ctx as usize * p + src) * p + dst]
-            .get_or_init(|| Box::new(Mailbox::new(DEFAULT_SLOTS)))
     }
 }

@@ -1,41 +1,31 @@
 //! `Comm::allreduce` and its variants: validation and dispatch; the schedules are in
 //! `algorithms::allreduce`.
 
-use super::agree::Call;
-use super::Comm;
+use super::Local;
 use crate::algorithms;
+use crate::algorithms::check::{self, Call};
 use crate::error::{Error, Result};
+use crate::mailbox::Kind;
 use crate::op::Op;
 use crate::select::{self, Algorithm};
-use crate::transport::{Kind, Permuted};
+use crate::transport::Permuted;
 use crate::tuning::Collective;
 use crate::EAGER_MAX;
 
-impl Comm {
-    /// Combines every rank's `buf` element-wise with `op`, in rank order
-    /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and leaves the result in `buf` on every rank (in place, as
-    /// `MPI_Allreduce` with `MPI_IN_PLACE`). Every rank must pass the same length and op: a
-    /// different length or element type is an error on every rank; a different op is not
-    /// detected (its result is unspecified, though memory-safe). All
-    /// ranks get bit-identical results, and the same algorithm, rank count and inputs give the
-    /// same bits run after run.
-    pub fn allreduce<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.allreduce_with(buf, op, Algorithm::Auto)
-    }
-
+impl Local {
     /// [`Comm::allreduce`] with a chosen algorithm (every rank must choose the same). An
     /// algorithm that cannot keep a non-commutative op's rank order (`Ring`) returns
     /// [`Error::Unsupported`] instead of a wrong answer.
-    pub fn allreduce_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Algorithm) -> Result<()>
+    pub(crate) fn allreduce_with<T, O>(
+        &self,
+        buf: &mut [T],
+        op: O,
+        algorithm: Algorithm,
+    ) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        crate::comm::across_processes!(self, |b| b.allreduce(buf, &op, algorithm));
         self.allreduce_impl(None, buf, op, algorithm)
     }
 
@@ -52,7 +42,7 @@ impl Comm {
         O: Op<T>,
     {
         self.enter_call("allreduce")?;
-        let tag = self.next_tag(Kind::Allreduce);
+        let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
         let auto = || {
             let (bytes, commutative) = (std::mem::size_of_val(buf), op.is_commutative());
             self.tuned(Collective::Allreduce, bytes, commutative, || {
@@ -114,7 +104,7 @@ impl Comm {
         // meets the other's first message and a disagreement is an error on both; the check
         // would only double the latency of the shortest allreduce.
         if !(self.size() == 2 && alg == Algorithm::RecursiveDoubling) {
-            self.agree(
+            check::agree(
                 &t,
                 tag,
                 &Call::of::<T, _>("allreduce", alg, buf.len()).in_blocks(block),
@@ -124,7 +114,7 @@ impl Comm {
         let tag = tag.with_variant(alg.id());
         match (alg, send) {
             (Algorithm::Direct, _) => {
-                algorithms::allreduce::direct::direct(self, send, buf, &op, tag)
+                algorithms::allreduce::direct::direct(self.member(), send, buf, &op, tag)
             }
             // Short vectors: recursive doubling over the ranks in group order, whose first
             // rounds pair ranks of one group and whose last cross between groups (the plan
@@ -140,7 +130,7 @@ impl Comm {
             }
             (Algorithm::HierarchicalDirect, _) => {
                 let groups = self.hierarchy_plan(!op.is_commutative()).covered();
-                crate::hierarchy::direct::allreduce(self, send, buf, &op, groups, tag)
+                crate::hierarchy::direct::allreduce(self.member(), send, buf, &op, groups, tag)
             }
             (Algorithm::Hierarchical { .. }, send) => {
                 if let Some(send) = send {
@@ -158,34 +148,16 @@ impl Comm {
 
     /// [`Comm::allreduce`] out of place: `send` is left untouched and the result goes to
     /// `recv`, which must have the same length.
-    pub fn allreduce_into<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>
+    pub(crate) fn allreduce_into<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        if send.len() != recv.len() {
-            self.enter_call("allreduce")?;
-            return Err(self.fail(Error::InvalidArgument {
-                rank: self.rank(),
-                op: "allreduce",
-                what: format!(
-                    "send has {} elements but recv has {}",
-                    send.len(),
-                    recv.len()
-                ),
-            }));
-        }
-        // Across processes (where `rank`, `enter` and `fail` above are the world's rank and
-        // the process's run): in place on a copy.
-        crate::comm::across_processes!(self, |b| {
-            crate::copy::copy_slice(&mut *recv, send);
-            b.allreduce(recv, &op, Algorithm::Auto)
-        });
         self.allreduce_impl(Some(send), recv, op, Algorithm::Auto)
     }
 }
 
-impl Comm {
+impl Local {
     /// `Algorithm::Hierarchical` after the call check, through the cached hierarchy (whose
     /// plan has levels, and keeps rank order if the op is not commutative: `allreduce_impl`
     /// sent the other cases to `Auto`), in segments of `segment` elements.

@@ -20,35 +20,19 @@
 //! A different op on one rank is not detected (its result is unspecified, though
 //! memory-safe: every receive takes exactly the length its rank expects).
 
-use super::agree::Call;
-use super::Comm;
+use super::Local;
+use crate::algorithms::check::{self, Call};
 use crate::algorithms::reduce_scatter as sched;
 use crate::error::Result;
+use crate::mailbox::Kind;
 use crate::op::Op;
 use crate::select::{self, ReduceScatter};
-use crate::transport::Kind;
 use crate::tuning::Collective;
 
-impl Comm {
-    /// Reduces every rank's `send` element-wise with `op`, in rank order
-    /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and leaves block i of the result (elements i·n .. (i + 1)·n,
-    /// n = `recv.len()`) in rank i's `recv` (`MPI_Reduce_scatter_block`). `send.len()` must be
-    /// `size() · recv.len()`, and every rank must pass the same n and element type; anything
-    /// else is an error on every rank. An op that panics on one rank makes the call an error
-    /// on every other rank (the panic itself propagates from `Team::run`). A different op on
-    /// one rank is not detected (its result is unspecified, though memory-safe).
-    /// Non-commutative ops are computed exactly in rank order by every algorithm.
-    pub fn reduce_scatter_block<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.reduce_scatter_block_with(send, recv, op, ReduceScatter::Auto)
-    }
-
+impl Local {
     /// [`Comm::reduce_scatter_block`] with a chosen algorithm (every rank must choose the
     /// same).
-    pub fn reduce_scatter_block_with<T, O>(
+    pub(crate) fn reduce_scatter_block_with<T, O>(
         &self,
         send: &[T],
         recv: &mut [T],
@@ -59,12 +43,9 @@ impl Comm {
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        crate::comm::across_processes!(self, |b| b
-            .reduce_scatter_block(send, recv, &op, algorithm));
         const OP: &str = "reduce_scatter_block";
         self.enter_call(OP)?;
-        let tag = self.next_tag(Kind::ReduceScatter);
-        self.check_whole(OP, "send", send.len(), recv.len())?;
+        let tag = self.next_tag(Kind::Coll(Collective::ReduceScatter));
         let alg = match algorithm {
             ReduceScatter::Auto => self.tuned(
                 Collective::ReduceScatter,
@@ -88,11 +69,11 @@ impl Comm {
         // exchange: either rank's first receive meets the other's first message, so a
         // disagreement fails both without the check's extra hop (`comm::pair`).
         if self.size() != 2 || alg == ReduceScatter::Direct {
-            self.agree(&t, tag, &Call::of::<T, _>(OP, alg, recv.len()), false)?;
+            check::agree(&t, tag, &Call::of::<T, _>(OP, alg, recv.len()), false)?;
         }
         let tag = tag.with_variant(alg.id());
         match alg {
-            ReduceScatter::Direct => sched::direct(self, send, recv, &op, tag),
+            ReduceScatter::Direct => sched::direct(self.member(), send, recv, &op, tag),
             _ => sched::run(&t, send, recv, &op, alg, tag),
         }
     }

@@ -107,13 +107,11 @@
 //! members; 2 + (L − 1) line transfers per leader, one SeqCst fence per store. The dispatch's
 //! one-hop call check (`Comm::barrier_with`) comes before and is not counted here.
 
-use super::group_of;
-use crate::comm::board::reached;
-use crate::comm::Comm;
+use super::groups::group_of;
 use crate::error::Result;
-use crate::hierarchy::Plan;
+use crate::mailbox::Tag;
+use crate::shm::{reached, Flag, Member};
 use crate::sync::{AtomicU64, CachePadded, Ordering};
-use crate::transport::Tag;
 use std::time::{Duration, Instant};
 
 /// The operation's name in errors.
@@ -124,65 +122,11 @@ const OP: &str = "barrier";
 /// hand-off less on the critical path (module docs, "Shortcut").
 const POLL_LEADERS: usize = 4;
 
-/// One rank's words (module docs, "Flags"). Every word is written by the owning rank only,
-/// with release, and read by its pollers with acquire.
-struct Flag {
-    /// A member's last call arrived at.
-    arrived: AtomicU64,
-    /// A leader's last call whose group had all arrived.
-    gathered: AtomicU64,
-    /// A leader's last call released to its group.
-    released: AtomicU64,
-}
-
-/// The barrier flags of a communicator of p ranks: one cache-padded [`Flag`] per rank.
-pub(crate) struct Flags {
-    /// The flags, by communicator rank.
-    flags: Box<[CachePadded<Flag>]>,
-}
-
-impl Flags {
-    /// Flags for `p` ranks, at call 0 (every call is numbered 1 or above, wrapping aside).
-    pub(crate) fn new(p: usize) -> Self {
-        Flags {
-            flags: (0..p)
-                .map(|_| {
-                    CachePadded::new(Flag {
-                        arrived: AtomicU64::new(0),
-                        gathered: AtomicU64::new(0),
-                        released: AtomicU64::new(0),
-                    })
-                })
-                .collect(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Flags {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Flags")
-            .field("ranks", &self.flags.len())
-            .finish_non_exhaustive()
-    }
-}
-
-/// The hierarchical direct barrier on `comm` over `plan` (with levels); `tag` carries the
-/// call's sequence number. `check` is the second half of the call check, whose first half the
-/// caller has posted (module docs, "The call check").
-pub(crate) fn barrier(
-    comm: &Comm,
-    plan: &Plan,
-    tag: Tag,
-    check: impl FnOnce() -> Result<()>,
-) -> Result<()> {
-    barrier_over(comm, plan.covered(), tag, check)
-}
-
 /// The barrier over `groups` (each in rank order, together every rank once; leader = first
 /// rank of each), as call `tag.seq + 1` of `comm`'s flags (module docs, "Protocol"), running
 /// `check` once this rank has arrived and before it waits for anyone.
-pub(crate) fn barrier_over(
-    comm: &Comm,
+pub(crate) fn barrier(
+    comm: &Member,
     groups: &[Vec<usize>],
     tag: Tag,
     check: impl FnOnce() -> Result<()>,
@@ -190,7 +134,7 @@ pub(crate) fn barrier_over(
     let me = comm.rank();
     let call = Call {
         comm,
-        flags: &comm.shared().barrier.flags,
+        flags: comm.shared().barrier.all(),
         epoch: tag.seq.wrapping_add(1),
         started: comm.wait_start(),
     };
@@ -230,7 +174,7 @@ pub(crate) fn barrier_over(
 
 /// One rank's view of one call.
 struct Call<'a> {
-    comm: &'a Comm,
+    comm: &'a Member,
     flags: &'a [CachePadded<Flag>],
     /// The call's epoch, `tag.seq + 1`.
     epoch: u64,
@@ -418,8 +362,13 @@ mod tests {
                     std::thread::sleep(Duration::from_millis(600));
                     return Ok(());
                 }
-                let tag = comm.next_tag(crate::transport::Kind::Barrier);
-                super::barrier_over(comm, &[vec![0, 1], vec![2, 3]], tag, || Ok(()))
+                let tag = comm.local().member().next_tag(crate::Collective::Barrier);
+                super::barrier(
+                    comm.local().member(),
+                    &[vec![0, 1], vec![2, 3]],
+                    tag,
+                    || Ok(()),
+                )
             })
             .unwrap();
         assert!(out[0].is_ok());

@@ -5,21 +5,20 @@
 //! mismatch) guarantees every vote is in; then each rank reads the votes, and the first member
 //! of each color to look makes the new communicator's shared state, which the others pick up.
 
-use super::world::{CommShared, SplitRound};
-use super::Comm;
+use super::Local;
 use crate::algorithms;
 use crate::error::{Error, Result};
-use crate::transport::Kind;
+use crate::mailbox::Kind;
+use crate::shm::{CommShared, Member, SplitRound};
 use std::sync::Arc;
 
-impl Comm {
+impl Local {
     /// Splits the communicator as `MPI_Comm_split`: ranks that pass the same `color` form a
     /// new communicator, ordered by `key` and then by rank in this one; a rank that passes
     /// `None` takes part in the call but gets `Ok(None)`. Every rank of this communicator must
     /// call it. The new communicators are full communicators (point-to-point, barrier,
     /// collectives, further splits).
-    pub fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Comm>> {
-        crate::comm::across_processes!(self, |b| b.split(color, key));
+    pub(crate) fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Local>> {
         self.enter_call("split")?;
         let tag = self.next_tag(Kind::Split);
         let p = self.size();
@@ -74,6 +73,9 @@ impl Comm {
             rounds.remove(&tag.seq);
         }
         drop(rounds);
-        Ok(made.map(|(rank, shared)| Comm::new(rank, shared, self.run.clone())))
+        Ok(made.map(|(rank, shared)| {
+            let member = Member::new(rank, shared, self.member().run_arc().clone());
+            Local::new(member, self.settings.clone())
+        }))
     }
 }

@@ -80,11 +80,11 @@
 //! wait for is followed by a `SeqCst` fence and an `unpark` of every peer, the event-count
 //! protocol of `docs/protocol.md`, so no wake-up is lost.
 
-use super::Comm;
+use super::Member;
 use crate::error::{Error, Result};
+use crate::mailbox::{type_fingerprint, Tag};
 use crate::sync::park::wait_until;
 use crate::sync::{fence, AtomicU64, CachePadded, Ordering, UnsafeCell};
-use crate::transport::{type_fingerprint, Tag};
 
 /// What a rank publishes about one call: where its data is and what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,7 +209,7 @@ impl Board {
     /// thread using this board as `comm`'s rank, and its previous call on this board ended.
     pub(crate) unsafe fn arrive<'a>(
         &'a self,
-        comm: &'a Comm,
+        comm: &'a Member,
         epoch: u64,
         call: Call,
     ) -> Result<Session<'a>> {
@@ -281,7 +281,7 @@ impl Board {
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn open<'a, T: 'static>(
         &'a self,
-        comm: &'a Comm,
+        comm: &'a Member,
         tag: Tag,
         input: *const T,
         output: *mut T,
@@ -329,7 +329,7 @@ impl Board {
 
     /// Fences (ordering this rank's last store before whatever it reads next) and wakes every
     /// peer of `comm`'s rank.
-    fn wake_peers(&self, comm: &Comm) {
+    fn wake_peers(&self, comm: &Member) {
         fence(Ordering::SeqCst);
         let me = comm.rank();
         let parkers = &comm.run().ranks.parkers;
@@ -352,7 +352,7 @@ pub(crate) fn fold_chunk<T>() -> usize {
 /// peer touches this rank's buffers.
 pub(crate) struct Session<'a> {
     board: &'a Board,
-    comm: &'a Comm,
+    comm: &'a Member,
     /// `2e` for call `e`.
     target: u64,
     /// Not yet finished or withdrawn.

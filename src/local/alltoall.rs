@@ -25,52 +25,34 @@
 //! barrier so that it fails every rank. Its messages carry tag variant 0x80 | the algorithm's
 //! id, so that a rank calling `alltoall` against an `alltoallv` fails too.
 
-use super::agree::Call;
-use super::Comm;
+use super::Local;
 use crate::algorithms::alltoall as sched;
+use crate::algorithms::check::{self, Call};
 use crate::error::{Error, Result};
 use crate::hierarchy::alltoall as ring;
+use crate::mailbox::Kind;
 use crate::select::{self, Alltoall};
-use crate::transport::Kind;
 use crate::tuning::Collective;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` form's messages.
 const V_FORM: u8 = 0x80;
 
-impl Comm {
-    /// Sends block j of `send` to rank j, where it lands in block i of `recv` for the sender
-    /// rank i (`MPI_Alltoall`). Blocks are `send.len() / size()` elements long: `send.len()`
-    /// must be a multiple of `size()` and `recv.len()` must equal `send.len()`. Every rank must
-    /// pass the same block length and element type; anything else is an error on every rank.
-    pub fn alltoall<T>(&self, send: &[T], recv: &mut [T]) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-    {
-        self.alltoall_with(send, recv, Alltoall::Auto)
-    }
-
+impl Local {
     /// [`Comm::alltoall`] with a chosen algorithm (every rank must choose the same).
-    pub fn alltoall_with<T>(&self, send: &[T], recv: &mut [T], algorithm: Alltoall) -> Result<()>
+    pub(crate) fn alltoall_with<T>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        algorithm: Alltoall,
+    ) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
     {
-        crate::comm::across_processes!(self, |b| b.alltoall(send, recv, algorithm));
         const OP: &str = "alltoall";
         self.enter_call(OP)?;
-        let tag = self.next_tag(Kind::Alltoall);
+        let tag = self.next_tag(Kind::Coll(Collective::Alltoall));
         let p = self.size();
-        if !send.len().is_multiple_of(p) {
-            return Err(self.fail(Error::InvalidArgument {
-                rank: self.rank(),
-                op: OP,
-                what: format!(
-                    "send holds {} elements, not a multiple of the {p} ranks",
-                    send.len()
-                ),
-            }));
-        }
         let n = send.len() / p;
-        self.check_whole(OP, "recv", recv.len(), n)?;
         let auto = || {
             self.tuned(
                 Collective::Alltoall,
@@ -88,7 +70,7 @@ impl Comm {
         // RingLeaders on one group (no levels) is `Auto`'s flat choice, decided here, before
         // the check, from the plan every rank derives alike.
         let leaders = match algorithm {
-            Alltoall::RingLeaders { .. } => ring::groups(self).len(),
+            Alltoall::RingLeaders { .. } => self.hierarchy_plan(false).covered().len(),
             _ => 0,
         };
         let alg = match algorithm {
@@ -100,7 +82,7 @@ impl Comm {
         if let Alltoall::RingLeaders { fanout } = alg {
             let f = ring::exchanges(fanout, leaders);
             // The fan-out rides in the check's block word.
-            self.agree(&t, tag, &Call::of::<T, _>(OP, alg, n).in_blocks(f), false)?;
+            check::agree(&t, tag, &Call::of::<T, _>(OP, alg, n).in_blocks(f), false)?;
             let counts = vec![n; p];
             let displs: Vec<usize> = (0..p).map(|j| j * n).collect();
             let layout = ring::Layout {
@@ -109,7 +91,15 @@ impl Comm {
                 v: false,
             };
             let tag = tag.with_variant(alg.id());
-            return ring::ring_leaders(self, &t, (send, layout), (recv, layout), f, tag);
+            return ring::ring_leaders(
+                self.member(),
+                self.hierarchy_plan(false),
+                &t,
+                (send, layout),
+                (recv, layout),
+                f,
+                tag,
+            );
         }
         // At p = 2 every message-passing algorithm is one exchange whose message carries what
         // the check compares (the algorithm in the tag variant, the element type and length
@@ -117,43 +107,14 @@ impl Comm {
         // exchange: either rank's first receive meets the other's first message, so a
         // disagreement fails both without the check's extra hop (`comm::pair`).
         if p != 2 || alg == Alltoall::Direct {
-            self.agree(&t, tag, &Call::of::<T, _>(OP, alg, n), false)?;
+            check::agree(&t, tag, &Call::of::<T, _>(OP, alg, n), false)?;
         }
         let tag = tag.with_variant(alg.id());
         match alg {
-            Alltoall::Direct => sched::direct(self, send, recv, tag),
+            Alltoall::Direct => sched::direct(self.member(), send, recv, tag),
             Alltoall::RingLeaders { .. } => unreachable!("RingLeaders ran above"),
             _ => sched::run(&t, send, recv, alg, tag),
         }
-    }
-
-    /// Sends `send[send_displs[j] .. send_displs[j] + send_counts[j]]` to rank j, where it
-    /// lands in `recv[recv_displs[i] .. recv_displs[i] + recv_counts[i]]` for the sender rank i
-    /// (`MPI_Alltoallv`). On every rank the counts and displacements have `size()` entries
-    /// each, every block lies within its buffer, and no two non-empty receive blocks overlap
-    /// (send blocks may); rank i's `send_counts[j]` must equal rank j's `recv_counts[i]`. The
-    /// algorithm is the pairwise exchange. Anything else is an error on every rank.
-    pub fn alltoallv<T>(
-        &self,
-        send: &[T],
-        send_counts: &[usize],
-        send_displs: &[usize],
-        recv: &mut [T],
-        recv_counts: &[usize],
-        recv_displs: &[usize],
-    ) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-    {
-        self.alltoallv_with(
-            send,
-            send_counts,
-            send_displs,
-            recv,
-            recv_counts,
-            recv_displs,
-            Alltoall::Auto,
-        )
     }
 
     /// [`Comm::alltoallv`] with a chosen algorithm (every rank must choose the same): `Auto`
@@ -161,7 +122,7 @@ impl Comm {
     /// (the pairwise one on a communicator with one group), and `Bruck` and `Direct` are
     /// `Error::Unsupported` (on every rank: the run fails).
     #[allow(clippy::too_many_arguments)]
-    pub fn alltoallv_with<T>(
+    pub(crate) fn alltoallv_with<T>(
         &self,
         send: &[T],
         send_counts: &[usize],
@@ -174,33 +135,11 @@ impl Comm {
     where
         T: Copy + Send + Sync + 'static,
     {
-        crate::comm::across_processes!(self, |b| b.alltoallv(
-            send,
-            send_counts,
-            send_displs,
-            recv,
-            recv_counts,
-            recv_displs,
-            algorithm
-        ));
         const OP: &str = "alltoallv";
         self.enter_call(OP)?;
-        let tag = self.next_tag(Kind::Alltoall);
-        self.check_layout(OP, "send", send.len(), send_counts, send_displs, false)?;
-        self.check_layout(OP, "recv", recv.len(), recv_counts, recv_displs, true)?;
-        let me = self.rank();
-        if send_counts[me] != recv_counts[me] {
-            return Err(self.fail(Error::InvalidArgument {
-                rank: me,
-                op: OP,
-                what: format!(
-                    "rank {me} sends itself {} elements but expects {} from itself",
-                    send_counts[me], recv_counts[me]
-                ),
-            }));
-        }
+        let tag = self.next_tag(Kind::Coll(Collective::Alltoall));
         let leaders = match algorithm {
-            Alltoall::RingLeaders { .. } => ring::groups(self).len(),
+            Alltoall::RingLeaders { .. } => self.hierarchy_plan(false).covered().len(),
             _ => 0,
         };
         let alg = match algorithm {
@@ -209,7 +148,7 @@ impl Comm {
             Alltoall::RingLeaders { fanout } => Alltoall::RingLeaders { fanout },
             other => {
                 return Err(self.fail(Error::Unsupported {
-                    rank: me,
+                    rank: self.rank(),
                     op: OP,
                     what: format!(
                         "the {} algorithm has no alltoallv (pairwise or ring-leaders have)",
@@ -222,7 +161,7 @@ impl Comm {
         if let Alltoall::RingLeaders { fanout } = alg {
             let f = ring::exchanges(fanout, leaders);
             let call = Call::of::<T, _>(OP, alg, 0).in_blocks(f);
-            self.agree(&t, tag, &call, false)?;
+            check::agree(&t, tag, &call, false)?;
             let tag = tag.with_variant(V_FORM | alg.id());
             let sl = ring::Layout {
                 counts: send_counts,
@@ -234,10 +173,18 @@ impl Comm {
                 displs: recv_displs,
                 v: true,
             };
-            return ring::ring_leaders(self, &t, (send, sl), (recv, rl), f, tag);
+            return ring::ring_leaders(
+                self.member(),
+                self.hierarchy_plan(false),
+                &t,
+                (send, sl),
+                (recv, rl),
+                f,
+                tag,
+            );
         }
         let call = Call::of::<T, _>(OP, alg, 0);
-        self.agree(&t, tag, &call, false)?;
+        check::agree(&t, tag, &call, false)?;
         let tag = tag.with_variant(V_FORM | alg.id());
         sched::alltoallv(
             &t,

@@ -1,13 +1,13 @@
 //! Per-rank scratch buffers of a communicator, reused from call to call.
 //!
 //! A collective whose schedule stages data (the hierarchical all-to-all's gathered and
-//! staging buffers, say) takes its buffers from [`Comm::scratch`] instead of allocating them
+//! staging buffers, say) takes its buffers from `Member::scratch` instead of allocating them
 //! afresh on every call. At MiB sizes a fresh allocation is a fresh `mmap`: every call would
 //! page-fault all of it in again and `munmap` it at the end, contending on the process's
 //! memory-map lock with the other ranks' threads. Reused buffers are faulted in once.
 //!
 //! **The pool.** A [`Pool`] keeps up to [`POOL_SIZE`] cache-line (64-byte) aligned byte
-//! allocations. [`Comm::scratch`] hands out the smallest pooled allocation big enough for the
+//! allocations. `Member::scratch` hands out the smallest pooled allocation big enough for the
 //! request, or allocates one, as a guard ([`Scratch`]) that derefs to a slice of possibly
 //! uninitialised elements and gives its allocation back to the pool when dropped. Several
 //! guards may be held at once. When the pool is full, a returned allocation replaces the
@@ -20,7 +20,6 @@
 //! Element types aligned to more than 64 bytes get a plain allocation of their own, not
 //! pooled; zero-sized types and empty requests allocate nothing.
 
-use super::Comm;
 use std::cell::RefCell;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of, MaybeUninit};
@@ -37,7 +36,7 @@ pub(crate) struct Align64([u8; 64]);
 /// A pooled allocation: whole cache lines, possibly uninitialised.
 type Lines = Box<[MaybeUninit<Align64>]>;
 
-/// A communicator's pool of scratch allocations (one per rank's `Comm`; used by one thread at
+/// A communicator's pool of scratch allocations (one per rank's `Member`; used by one thread at
 /// a time, hence the `RefCell`).
 #[derive(Default)]
 pub(crate) struct Pool {
@@ -103,7 +102,7 @@ enum Storage<T> {
 }
 
 /// A scratch buffer of `len` possibly uninitialised `T`s from a communicator's [`Pool`]
-/// ([`Comm::scratch`]), which it gives its allocation back to when dropped. Its contents are
+/// (`Member::scratch`), which it gives its allocation back to when dropped. Its contents are
 /// whatever an earlier user left (or never written): write before reading.
 pub(crate) struct Scratch<'c, T> {
     pool: &'c Pool,
@@ -114,22 +113,20 @@ pub(crate) struct Scratch<'c, T> {
     _elems: PhantomData<T>,
 }
 
-impl Comm {
-    /// A scratch buffer of `len` possibly uninitialised `T`s from this rank's pool (see the
-    /// [module doc](crate::comm::scratch)), reused from earlier calls when one is big enough.
-    ///
-    /// Panics if `len` elements of `T` overflow `usize` bytes (as `Vec::with_capacity`).
-    pub(crate) fn scratch<T>(&self, len: usize) -> Scratch<'_, T> {
+impl<'c, T> Scratch<'c, T> {
+    /// A buffer of `len` elements from `pool`: the smallest pooled allocation big enough, or
+    /// a new one (module docs).
+    pub(crate) fn take(pool: &'c Pool, len: usize) -> Self {
         let bytes = len
             .checked_mul(size_of::<T>())
             .expect("scratch buffer size overflows usize");
         let storage = if bytes == 0 || align_of::<T>() > align_of::<Align64>() {
             Storage::Own(Box::new_uninit_slice(len))
         } else {
-            Storage::Pooled(self.scratch.take(bytes.div_ceil(size_of::<Align64>())))
+            Storage::Pooled(pool.take(bytes.div_ceil(size_of::<Align64>())))
         };
         Scratch {
-            pool: &self.scratch,
+            pool,
             storage,
             len,
             _elems: PhantomData,
@@ -145,7 +142,7 @@ impl<T> Deref for Scratch<'_, T> {
             Storage::Own(own) => own,
             Storage::Pooled(lines) => {
                 // SAFETY: `lines` is one live allocation of at least `len * size_of::<T>()`
-                // bytes (`Comm::scratch` sized it so, and `Pool::take` hands out only
+                // bytes (`Member::scratch` sized it so, and `Pool::take` hands out only
                 // allocations at least that big), aligned to 64 ≥ `align_of::<T>()` bytes
                 // (only such `T` are pooled), so it holds `len` properly aligned slots; any
                 // bytes are a valid `MaybeUninit<T>`; the guard owns the allocation
@@ -184,12 +181,22 @@ impl<T> Drop for Scratch<'_, T> {
 mod tests {
     use super::*;
 
-    /// Runs `f` on the world communicator of a one-rank team.
-    fn with_comm<R: Send + 'static>(f: impl Fn(&Comm) -> R + Send + Sync + 'static) -> R {
-        crate::run(1, move |comm| f(comm))
-            .unwrap()
-            .pop()
-            .expect("one rank")
+    /// What a rank's `Member` holds of the pool.
+    struct Owner {
+        scratch: Pool,
+    }
+
+    impl Owner {
+        fn scratch<T>(&self, len: usize) -> Scratch<'_, T> {
+            Scratch::take(&self.scratch, len)
+        }
+    }
+
+    /// Runs `f` with a fresh pool.
+    fn with_comm<R>(f: impl Fn(&Owner) -> R) -> R {
+        f(&Owner {
+            scratch: Pool::new(),
+        })
     }
 
     fn addr<T>(s: &[MaybeUninit<T>]) -> usize {
@@ -281,7 +288,7 @@ mod tests {
 
     #[test]
     fn elements_are_aligned() {
-        fn check<T>(comm: &Comm) {
+        fn check<T>(comm: &Owner) {
             for len in [1, 3, 64, 1000] {
                 let s = comm.scratch::<T>(len);
                 assert_eq!(s.len(), len);

@@ -13,15 +13,15 @@
 //! The algorithms are the flat `Auto` choices (never a hierarchical one: a stage runs within
 //! one level).
 
-use super::Comm;
+use super::Local;
 use crate::algorithms;
 use crate::error::Result;
+use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
 use crate::select;
-use crate::transport::{Elem, Kind};
 use crate::tuning::Collective;
 
-impl Comm {
+impl Local {
     /// A reduce of `buf` to `root` with `Auto`'s flat algorithm, without a call check (see
     /// the module documentation: the caller's whole-communicator check covers it).
     pub(crate) fn stage_reduce<T: Elem, O: Op<T>>(
@@ -31,7 +31,7 @@ impl Comm {
         root: usize,
     ) -> Result<()> {
         self.enter_call("reduce")?;
-        let tag = self.next_tag(Kind::Reduce);
+        let tag = self.next_tag(Kind::Coll(Collective::Reduce));
         if self.size() == 1 {
             return Ok(());
         }
@@ -47,7 +47,7 @@ impl Comm {
         );
         let tag = tag.with_variant(alg.id());
         match alg {
-            select::Reduce::Direct => algorithms::reduce::direct(self, buf, op, root, tag),
+            select::Reduce::Direct => algorithms::reduce::direct(self.member(), buf, op, root, tag),
             _ => algorithms::reduce::run(&self.coll("reduce"), buf, op, root, alg, block, tag),
         }
     }
@@ -55,7 +55,7 @@ impl Comm {
     /// A broadcast of `buf` from `root` with `Auto`'s flat algorithm, without a call check.
     pub(crate) fn stage_broadcast<T: Elem>(&self, buf: &mut [T], root: usize) -> Result<()> {
         self.enter_call("broadcast")?;
-        let tag = self.next_tag(Kind::Broadcast);
+        let tag = self.next_tag(Kind::Coll(Collective::Broadcast));
         if self.size() == 1 {
             return Ok(());
         }
@@ -71,7 +71,9 @@ impl Comm {
         );
         let tag = tag.with_variant(alg.id());
         match alg {
-            select::Broadcast::Direct => algorithms::broadcast::direct(self, buf, root, tag),
+            select::Broadcast::Direct => {
+                algorithms::broadcast::direct(self.member(), buf, root, tag)
+            }
             _ => algorithms::broadcast::run(&self.coll("broadcast"), buf, root, alg, block, tag),
         }
     }
@@ -79,7 +81,7 @@ impl Comm {
     /// An allreduce of `buf` with `Auto`'s flat algorithm, without a call check.
     pub(crate) fn stage_allreduce<T: Elem, O: Op<T>>(&self, buf: &mut [T], op: &O) -> Result<()> {
         self.enter_call("allreduce")?;
-        let tag = self.next_tag(Kind::Allreduce);
+        let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
         if self.size() == 1 {
             return Ok(());
         }
@@ -100,7 +102,7 @@ impl Comm {
         let tag = tag.with_variant(alg.id());
         match alg {
             select::Algorithm::Direct => {
-                algorithms::allreduce::direct::direct(self, None, buf, op, tag)
+                algorithms::allreduce::direct::direct(self.member(), None, buf, op, tag)
             }
             _ => algorithms::allreduce::run(&self.coll("allreduce"), buf, op, alg, block, tag),
         }

@@ -1,20 +1,21 @@
 //! `Comm::scan` and `Comm::exscan` (`MPI_Scan`, `MPI_Exscan`, both in place): validation and
 //! dispatch; the schedules are in `algorithms::scan`.
 //!
-//! **Scan or exscan in the call check.** Both run under `Kind::Scan` and share algorithm ids,
+//! **Scan or exscan in the call check.** Both run under `Kind::Coll(Collective::Scan)` and share algorithm ids,
 //! so the call check must tell them apart itself: the algorithm word an exclusive scan agrees
 //! on (and carries in its tags' variant) is the algorithm's id with [`EXCLUSIVE`] set. A rank
 //! calling `scan` and one calling `exscan` therefore differ in the compared words and both
 //! fail, naming the other's call ("… with the recursive-doubling (exclusive scan)
 //! algorithm").
 
-use super::agree::Call;
-use super::Comm;
+use super::Local;
 use crate::algorithms;
+use crate::algorithms::check::{self, Call};
+use crate::algorithms::pair;
 use crate::error::Result;
+use crate::mailbox::Kind;
 use crate::op::Op;
 use crate::select::{self, Scan};
-use crate::transport::Kind;
 use crate::tuning::Collective;
 
 /// The bit set in the algorithm word of an exclusive scan (the ids of [`Scan`] are small).
@@ -34,48 +35,22 @@ fn name_of(word: u8) -> Option<&'static str> {
     })
 }
 
-impl Comm {
-    /// Inclusive prefix reduction (`MPI_Scan`, in place): rank r ends with
-    /// x₀ ⊙ x₁ ⊙ … ⊙ x_r in `buf`, combined element-wise in rank order (any associative op).
-    /// Every rank must pass the same length, element type and op; anything else is an error
-    /// on every rank.
-    pub fn scan<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.scan_with(buf, op, Scan::Auto)
-    }
-
+impl Local {
     /// [`Comm::scan`] with a chosen algorithm (every rank must choose the same).
-    pub fn scan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
+    pub(crate) fn scan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        crate::comm::across_processes!(self, |b| b.scan(buf, &op, algorithm));
         self.prefix("scan", buf, &op, algorithm, false)
     }
 
-    /// Exclusive prefix reduction (`MPI_Exscan`, in place): rank r > 0 ends with
-    /// x₀ ⊙ … ⊙ x_{r−1} in `buf`; rank 0's `buf` is left unchanged (MPI leaves it undefined).
-    /// Every rank must pass the same length, element type and op, and every rank must call
-    /// `exscan` (a rank calling [`Comm::scan`] instead is an error on every rank).
-    pub fn exscan<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.exscan_with(buf, op, Scan::Auto)
-    }
-
     /// [`Comm::exscan`] with a chosen algorithm (every rank must choose the same).
-    pub fn exscan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
+    pub(crate) fn exscan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
         O: Op<T>,
     {
-        crate::comm::across_processes!(self, |b| b.exscan(buf, &op, algorithm));
         self.prefix("exscan", buf, &op, algorithm, true)
     }
 
@@ -94,7 +69,7 @@ impl Comm {
         O: Op<T>,
     {
         self.enter_call(name)?;
-        let tag = self.next_tag(Kind::Scan);
+        let tag = self.next_tag(Kind::Coll(Collective::Scan));
         let alg = match algorithm {
             Scan::Auto => {
                 let bytes = std::mem::size_of_val(buf);
@@ -115,9 +90,9 @@ impl Comm {
         };
         if self.size() == 2 && alg == Scan::RecursiveDoubling {
             let data = tag.with_variant(word);
-            return self.scan_pair(&t, (tag, data), &call, buf, op, exclusive);
+            return pair::scan_pair(&t, (tag, data), &call, buf, op, exclusive);
         }
-        self.agree(&t, tag, &call, true)?;
+        check::agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(word);
         algorithms::scan::run(&t, buf, op, alg, block, exclusive, tag)
     }

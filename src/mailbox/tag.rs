@@ -1,0 +1,142 @@
+//! What a message says about itself beyond its length: the [`Tag`] of the operation it
+//! belongs to (kind, variant and call number) and the fingerprint of its element type. A
+//! receiver compares both with what it expects before it reads a byte.
+
+use crate::collective::Collective;
+use std::any::TypeId;
+use std::hash::{Hash, Hasher};
+
+/// Element types that can travel between ranks: plain `Copy` data with no borrowed parts.
+pub trait Elem: Copy + Send + Sync + 'static {}
+impl<T: Copy + Send + Sync + 'static> Elem for T {}
+
+/// What kind of operation a message belongs to; with the call's sequence number it forms the
+/// [`Tag`] a receiver checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// User point-to-point (`send`, `recv`, `sendrecv`).
+    P2p,
+    /// `split`.
+    Split,
+    /// A collective call.
+    Coll(Collective),
+}
+
+impl From<Collective> for Kind {
+    fn from(c: Collective) -> Kind {
+        Kind::Coll(c)
+    }
+}
+
+impl Kind {
+    /// The kind's code in a tag word: 1 and 2 for point-to-point and split, 3 and up for the
+    /// collectives in [`Collective::ALL`]'s order.
+    pub(crate) fn code(self) -> u8 {
+        match self {
+            Kind::P2p => 1,
+            Kind::Split => 2,
+            Kind::Coll(c) => 3 + c.index() as u8,
+        }
+    }
+
+    /// The kind whose [`Kind::code`] is `v`, if there is one.
+    pub(crate) fn from_code(v: u8) -> Option<Kind> {
+        match v {
+            1 => Some(Kind::P2p),
+            2 => Some(Kind::Split),
+            v => Collective::ALL
+                .get(usize::from(v).checked_sub(3)?)
+                .map(|&c| Kind::Coll(c)),
+        }
+    }
+
+    /// The user-facing name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::P2p => "point-to-point",
+            Kind::Split => "split",
+            Kind::Coll(c) => c.name(),
+        }
+    }
+}
+
+/// Operation kind, variant and call sequence number: every message carries one, and a receiver
+/// that finds another than it expects reports a mismatch instead of reading it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Tag {
+    /// The operation kind.
+    pub kind: Kind,
+    /// Which variant of the operation (the algorithm of a collective; 0 if there is one).
+    pub variant: u8,
+    /// Which collective call of the communicator (0 for point-to-point).
+    pub seq: u64,
+}
+
+impl Tag {
+    /// A point-to-point tag.
+    pub(crate) const P2P: Tag = Tag {
+        kind: Kind::P2p,
+        variant: 0,
+        seq: 0,
+    };
+
+    /// The same tag with variant `v`.
+    pub(crate) fn with_variant(self, v: u8) -> Tag {
+        Tag { variant: v, ..self }
+    }
+
+    /// Packs the tag into a header word: the kind in the low byte, the variant in the next,
+    /// the sequence number above.
+    pub(crate) fn encode(self) -> u64 {
+        (self.seq << 16) | (u64::from(self.variant) << 8) | u64::from(self.kind.code())
+    }
+
+    /// Describes a packed tag for an error message.
+    pub(crate) fn describe(word: u64) -> String {
+        let (variant, seq) = ((word >> 8) & 0xff, word >> 16);
+        match Kind::from_code((word & 0xff) as u8) {
+            Some(Kind::P2p) => "point-to-point".to_string(),
+            Some(k) if variant != 0 => {
+                format!("{} (collective call #{seq}, variant {variant})", k.name())
+            }
+            Some(k) => format!("{} (collective call #{seq})", k.name()),
+            None => format!("an unknown kind {:#x}", word & 0xff),
+        }
+    }
+}
+
+/// A hasher that folds what it is given; enough to turn a `TypeId` (already a hash) into a
+/// word at no cost.
+struct Fold(u64);
+
+impl Hasher for Fold {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(17) ^ x).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A word identifying the element type `T`: a 32-bit fingerprint of its `TypeId` above its
+/// size in bytes (saturated at `u32::MAX`), so that an error can say how large the other
+/// side's elements were.
+#[inline]
+pub(crate) fn type_fingerprint<T: 'static>() -> u64 {
+    let mut h = Fold(0);
+    TypeId::of::<T>().hash(&mut h);
+    let size = u32::try_from(std::mem::size_of::<T>()).unwrap_or(u32::MAX);
+    (h.finish() & 0xffff_ffff_0000_0000) | u64::from(size)
+}
+
+/// The element size recorded in a fingerprint.
+pub(crate) fn fingerprint_size(fp: u64) -> usize {
+    (fp & 0xffff_ffff) as usize
+}

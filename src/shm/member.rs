@@ -1,0 +1,205 @@
+//! [`Member`]: one rank's handle on a communicator's shared state — who it is, what it shares
+//! with the other ranks, the number of its next collective call, and how it waits for them.
+
+use super::scratch::{Pool, Scratch};
+use super::{CommShared, RunState};
+use crate::error::{Error, Result};
+use crate::mailbox::{Kind, Tag};
+use crate::sync::park::wait_until;
+use crate::topology::Location;
+use std::cell::Cell;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One rank of one communicator, as the layers below the API see it: its rank, the
+/// communicator's shared state, the run's state, its collective call count and its scratch
+/// buffers. Used by one thread at a time (it is `Send`, not `Sync`).
+pub(crate) struct Member {
+    /// This rank's number in the communicator.
+    rank: usize,
+    /// What the communicator's ranks share.
+    shared: Arc<CommShared>,
+    /// The run this communicator belongs to.
+    run: Arc<RunState>,
+    /// Number of collective calls made on this communicator by this rank: the sequence number
+    /// in the tags of the next one.
+    coll_seq: Cell<u64>,
+    /// This rank's scratch buffers, reused by the collectives from call to call.
+    scratch: Pool,
+}
+
+impl std::fmt::Debug for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Member")
+            .field("rank", &self.rank)
+            .field("size", &self.size())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Member {
+    /// Rank `rank` of the communicator whose shared state is `shared`, in run `run`.
+    pub(crate) fn new(rank: usize, shared: Arc<CommShared>, run: Arc<RunState>) -> Self {
+        Member {
+            rank,
+            shared,
+            run,
+            coll_seq: Cell::new(0),
+            scratch: Pool::new(),
+        }
+    }
+
+    /// This rank's number in the communicator.
+    #[inline]
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// Number of ranks of the communicator.
+    #[inline]
+    pub(crate) fn size(&self) -> usize {
+        self.shared.size()
+    }
+
+    /// What the communicator's ranks share.
+    #[inline]
+    pub(crate) fn shared(&self) -> &CommShared {
+        &self.shared
+    }
+
+    /// The run's state.
+    #[inline]
+    pub(crate) fn run(&self) -> &RunState {
+        &self.run
+    }
+
+    /// The run's state, to hand to a new communicator of the same run (`split`).
+    pub(crate) fn run_arc(&self) -> &Arc<RunState> {
+        &self.run
+    }
+
+    /// Team rank (rank in the run's world) of communicator rank `rank`.
+    pub(crate) fn team_rank(&self, rank: usize) -> Option<usize> {
+        self.shared.members.get(rank).copied()
+    }
+
+    /// Where communicator rank `rank` runs (`None` for a rank out of range or not pinned).
+    pub(crate) fn location(&self, rank: usize) -> Option<Location> {
+        let team_rank = self.team_rank(rank)?;
+        self.run.ranks.locations.get(team_rank).copied().flatten()
+    }
+
+    /// Wakes communicator rank `peer` if it is parked.
+    #[inline]
+    pub(crate) fn unpark(&self, peer: usize) {
+        self.run.ranks.parkers[self.shared.members[peer]].unpark();
+    }
+
+    /// The tag of this rank's next collective call of kind `kind`.
+    pub(crate) fn next_tag(&self, kind: impl Into<Kind>) -> Tag {
+        let seq = self.coll_seq.get();
+        self.coll_seq.set(seq.wrapping_add(1));
+        Tag {
+            kind: kind.into(),
+            variant: 0,
+            seq,
+        }
+    }
+
+    /// Fails if the run has already failed: every collective starts with this, so that even a
+    /// collective that sends nothing (on one rank) reports an earlier failure.
+    #[inline]
+    pub(crate) fn enter(&self, op: &'static str) -> Result<()> {
+        if self.run.is_aborted() {
+            return Err(self.aborted(op));
+        }
+        Ok(())
+    }
+
+    /// The error of operation `op` abandoned because the run failed.
+    pub(crate) fn aborted(&self, op: &'static str) -> Error {
+        Error::Aborted {
+            rank: self.rank,
+            op,
+            cause: Box::new(self.run.cause()),
+        }
+    }
+
+    /// Fails the run with `e` (if it is the first failure), so that no other rank waits for
+    /// this one, and returns it.
+    pub(crate) fn fail(&self, e: Error) -> Error {
+        self.run.abort(e.clone());
+        e
+    }
+
+    /// When a wait of this rank's that begins now gives up: the start and the team's
+    /// timeout, if it has one.
+    pub(crate) fn wait_start(&self) -> Option<(Instant, Duration)> {
+        self.run.ranks.timeout.map(|t| (Instant::now(), t))
+    }
+
+    /// Waits (spin, yield, then park on this rank's parker) until `pending()` names no peer
+    /// left to wait for; gives up when the run fails, the peer `pending()` names has returned
+    /// from the run, or the team's timeout (counted from `started`, [`Member::wait_start`])
+    /// passes, with [`Member::stalled`]'s error. `pending` must only read what the peers
+    /// publish, and every store it waits for must be followed by an unpark of this rank (the
+    /// parking protocol, `sync::park`). The waiting loop of the transport, the board and the
+    /// flag barrier.
+    pub(crate) fn wait_for(
+        &self,
+        op: &'static str,
+        started: Option<(Instant, Duration)>,
+        mut pending: impl FnMut() -> Option<usize>,
+    ) -> Result<()> {
+        let run = &self.run;
+        let members = &self.shared.members;
+        // A timeout too large to add to the start is no limit.
+        let deadline = started.and_then(|(s, t)| s.checked_add(t));
+        wait_until(
+            &run.ranks.parkers[members[self.rank]],
+            &run.ranks.policy,
+            deadline,
+            || match pending() {
+                None => true,
+                Some(q) => run.is_aborted() || run.is_done(members[q]),
+            },
+        );
+        match pending() {
+            None => Ok(()),
+            Some(peer) => Err(self.stalled(op, peer, started)),
+        }
+    }
+
+    /// The error of a wait for `peer` (begun at `started`) that ended without what it waited
+    /// for: the run's failure if the run failed; else `peer` returned from the run
+    /// ([`Error::PeerExited`]) or the timeout passed ([`Error::Timeout`]), both of which fail
+    /// the run so that no other rank waits for this one.
+    pub(crate) fn stalled(
+        &self,
+        op: &'static str,
+        peer: usize,
+        started: Option<(Instant, Duration)>,
+    ) -> Error {
+        let rank = self.rank;
+        if self.run.is_aborted() {
+            self.aborted(op)
+        } else if self.run.is_done(self.shared.members[peer]) {
+            self.fail(Error::PeerExited { rank, peer, op })
+        } else {
+            self.fail(Error::Timeout {
+                rank,
+                peer,
+                op,
+                waited: started.map(|(s, _)| s.elapsed()).unwrap_or_default(),
+            })
+        }
+    }
+
+    /// A scratch buffer of `len` possibly uninitialised `T`s from this rank's pool
+    /// (`shm::scratch`), reused from earlier calls when one is big enough.
+    ///
+    /// Panics if `len` elements of `T` overflow `usize` bytes (as `Vec::with_capacity`).
+    pub(crate) fn scratch<T>(&self, len: usize) -> Scratch<'_, T> {
+        Scratch::take(&self.scratch, len)
+    }
+}

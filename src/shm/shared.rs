@@ -1,0 +1,76 @@
+//! What the ranks of one communicator share: its members, its mailboxes (one per context and
+//! directed pair of ranks), the meeting place of `split`, the board of the single-copy
+//! collectives and the flags of the barrier on shared flags.
+
+use super::board::Board;
+use super::flags::Flags;
+use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
+use crate::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+/// Which message stream of a communicator: user point-to-point and the crate's collectives
+/// never see each other's messages (as MPI keeps them in separate contexts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Context {
+    /// `send`, `recv`, `sendrecv`.
+    P2p = 0,
+    /// Collectives, barrier and split.
+    Coll = 1,
+}
+
+/// One split call's meeting point: every rank's (color, key), and the communicators made.
+#[derive(Debug, Default)]
+pub(crate) struct SplitRound {
+    /// Per parent rank: (color, key) once posted.
+    pub votes: Vec<Option<(Option<usize>, usize)>>,
+    /// The new communicator of each color, made by the first member to look.
+    pub made: HashMap<usize, Arc<CommShared>>,
+    /// Ranks that have not yet picked up their result.
+    pub remaining: usize,
+}
+
+/// What the ranks of one communicator share.
+#[derive(Debug)]
+pub(crate) struct CommShared {
+    /// Team rank of each communicator rank.
+    pub members: Box<[usize]>,
+    /// Mailbox of each (context, source, destination), made on first use so that a team of
+    /// 64 ranks pays only for the edges its algorithms use.
+    boxes: Box<[OnceLock<Box<Mailbox>>]>,
+    /// Split rounds in progress, by the parent's collective call number.
+    pub splits: Mutex<HashMap<u64, SplitRound>>,
+    /// Where the shared-memory direct collectives publish their buffers and meet; each slot
+    /// written by its rank only (see `board`).
+    pub board: Board,
+    /// The flags of the hierarchical direct barrier; each rank's written by that rank only
+    /// (see `algorithms::flag_barrier`).
+    pub barrier: Flags,
+}
+
+impl CommShared {
+    /// A communicator over the given team ranks (in communicator-rank order).
+    pub(crate) fn new(members: Vec<usize>) -> Self {
+        let p = members.len();
+        CommShared {
+            members: members.into_boxed_slice(),
+            boxes: (0..2 * p * p).map(|_| OnceLock::new()).collect(),
+            splits: Mutex::new(HashMap::new()),
+            board: Board::new(p),
+            barrier: Flags::new(p),
+        }
+    }
+
+    /// Number of ranks.
+    pub(crate) fn size(&self) -> usize {
+        self.members.len()
+    }
+
+    /// The mailbox from `src` to `dst` in `ctx`, made on first use.
+    #[inline]
+    pub(crate) fn mailbox(&self, ctx: Context, src: usize, dst: usize) -> &Mailbox {
+        let p = self.members.len();
+        self.boxes[(ctx as usize * p + src) * p + dst]
+            .get_or_init(|| Box::new(Mailbox::new(DEFAULT_SLOTS)))
+    }
+}
