@@ -170,7 +170,7 @@ pub enum Error {
         /// The operating system's message.
         message: String,
     },
-    /// The cost-model simulator ([`crate::sim`]) could not carry out a schedule: one that
+    /// The cost-model simulator (module `sim`) could not carry out a schedule: one that
     /// cannot finish (a message nobody sends), or a case it cannot simulate.
     #[error("simulator: {what}")]
     Simulation {
@@ -186,5 +186,16 @@ impl Error {
             Error::Aborted { cause, .. } => cause.root_cause(),
             other => other,
         }
+    }
+}
+
+/// The message of a caught panic.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(a panic payload that is not a string)".to_string()
     }
 }

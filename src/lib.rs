@@ -42,7 +42,7 @@ mod copy;
 mod error;
 mod hierarchy;
 #[cfg(feature = "mpi")]
-pub mod hybrid;
+mod hybrid;
 mod local;
 mod mailbox;
 pub mod op;
@@ -59,8 +59,6 @@ pub mod tuning;
 pub use collective::Collective;
 pub use comm::Comm;
 pub use error::{Error, Result};
-#[cfg(feature = "mpi")]
-pub use hybrid::ProcessComm;
 pub use mailbox::EAGER_MAX;
 pub use profile::Profile;
 pub use select::{Algorithm, Block, MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};

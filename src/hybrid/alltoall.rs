@@ -52,12 +52,6 @@ impl Bridge {
         }
     }
 
-    /// The largest number of threads of any process.
-    fn most_threads(&self) -> usize {
-        let l = &self.layout;
-        (0..l.processes()).map(|q| l.threads(q)).max().unwrap_or(0)
-    }
-
     /// `Comm::alltoall_with` across processes (module docs).
     pub(crate) fn alltoall<T: Elem>(
         &self,
@@ -65,19 +59,7 @@ impl Bridge {
         recv: &mut [T],
         algorithm: Alltoall,
     ) -> Result<()> {
-        const OP: &str = "alltoall";
         let p = self.size();
-        if !send.len().is_multiple_of(p) || recv.len() != send.len() {
-            return Err(self.invalid(
-                OP,
-                format!(
-                    "send holds {} elements and recv {}: they must be equal and a multiple of \
-                     {p}",
-                    send.len(),
-                    recv.len()
-                ),
-            ));
-        }
         let call = Call::of::<T>(
             Kind::Coll(Collective::Alltoall),
             algorithm.id(),
@@ -130,7 +112,7 @@ impl Bridge {
             let rc: Vec<usize> = (0..np).map(|q| l.threads(q) * t * m).collect();
             let (rd, rtot) = packed(&rc);
             let mut r = staging(rtot);
-            let bytes = self.most_threads() * p * m;
+            let bytes = self.layout.most_threads() * p * m;
             pc.agreed(
                 OP,
                 Kind::Coll(Collective::Alltoall),
@@ -168,19 +150,6 @@ impl Bridge {
         rd: &[usize],
         algorithm: Alltoall,
     ) -> Result<()> {
-        const OP: &str = "alltoallv";
-        self.check_layout(OP, "send", send.len(), sc, sd, false)?;
-        self.check_layout(OP, "recv", recv.len(), rc, rd, true)?;
-        let me = self.rank();
-        if sc[me] != rc[me] {
-            return Err(self.invalid(
-                OP,
-                format!(
-                    "rank {me} sends itself {} elements but expects {} from itself",
-                    sc[me], rc[me]
-                ),
-            ));
-        }
         let call = Call::of::<T>(Kind::Coll(Collective::Alltoall), V_FORM | algorithm.id(), 0);
         let w = size_of::<T>();
         let (sc, sd, rc, rd) = (scaled(sc, w), scaled(sd, w), scaled(rc, w), scaled(rd, w));
@@ -258,7 +227,7 @@ impl Bridge {
             let (cd, _) = packed(&cnt);
             let rcnt: Vec<usize> = (0..np).map(|q| l.threads(q) * t).collect();
             let (rdd, _) = packed(&rcnt);
-            let bytes = self.most_threads() * p * size_of::<usize>();
+            let bytes = self.layout.most_threads() * p * size_of::<usize>();
             pc.agreed(
                 OP,
                 Kind::Coll(Collective::Alltoall),

@@ -34,7 +34,6 @@ use crate::op::{Builtin, Op};
 use crate::select::{
     Algorithm, Allgather, Alltoall, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
 };
-use ::mpi::collective::SystemOperation;
 use ::mpi::ffi;
 use ::mpi::traits::*;
 use std::ffi::c_int;
@@ -222,40 +221,6 @@ fn describe(w: &[u64]) -> String {
         },
     }
     d
-}
-
-impl ProcessComm {
-    /// Checks that every process makes the same `call` (see the module docs): `Ok` on every
-    /// process, or the same [`Error::Mismatch`] on every process, which names rank 0's call and
-    /// the first call that differs from it.
-    pub(super) fn agree(&self, call: &Call) -> Result<()> {
-        let mine = call.words();
-        let mut send = [0u64; 2 * WORDS];
-        for (i, &w) in mine.iter().enumerate() {
-            send[i] = w;
-            send[WORDS + i] = !w;
-        }
-        let mut both = [0u64; 2 * WORDS];
-        self.comm
-            .all_reduce_into(&send[..], &mut both[..], SystemOperation::max());
-        if (0..WORDS).all(|i| both[i] == !both[WORDS + i]) {
-            return Ok(());
-        }
-        // Every process is here: find who differs from rank 0.
-        let mut all = vec![0u64; WORDS * self.size];
-        self.comm.all_gather_into(&mine[..], &mut all[..]);
-        let zero = &all[..WORDS];
-        let peer = (1..self.size)
-            .find(|&r| &all[r * WORDS..(r + 1) * WORDS] != zero)
-            .expect("the maxima and minima differ, so some call differs from rank 0's");
-        Err(Error::Mismatch {
-            rank: 0,
-            peer,
-            op: "the collectives' call check",
-            expected: describe(zero),
-            found: describe(&all[peer * WORDS..(peer + 1) * WORDS]),
-        })
-    }
 }
 
 impl ProcessComm {

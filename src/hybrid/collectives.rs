@@ -42,19 +42,6 @@ impl Bridge {
         self.local.fail(e)
     }
 
-    /// Fails (this process's run) if `root` is not a rank of the world.
-    pub(crate) fn check_root(&self, op: &'static str, root: usize) -> Result<()> {
-        if root >= self.size() {
-            return Err(self.fail(Error::RankOutOfRange {
-                rank: self.rank(),
-                op,
-                peer: root,
-                size: self.size(),
-            }));
-        }
-        Ok(())
-    }
-
     /// `Comm::allreduce_with` across processes: reduce to each process's rank 0 (in rank
     /// order), allreduce between the leaders with `algorithm`, broadcast from rank 0; in
     /// segments that pipeline through the three stages if the vector is longer than one
@@ -74,16 +61,16 @@ impl Bridge {
             Call::of::<T>(Kind::Coll(Collective::Allreduce), algorithm.id(), buf.len()).with_op(op);
         let between = between_allreduce(algorithm);
         // Longer than one segment: the stages pipeline (`hybrid::pipeline`); the segment is
-        // the call's block, so that processes that would cut differently fail the check.
+        // the call's block, so that processes that would cut differently fail the check. With
+        // one thread per process there are no stages within the processes to overlap with,
+        // and the algorithm between them runs on the whole vector.
         let seg = pipeline::segment_elements(algorithm, size_of::<T>());
-        if buf.len() > seg {
+        if buf.len() > seg && self.layout.most_threads() > 1 {
             return self.allreduce_pipelined(buf, op, seg, call.in_blocks(seg), between);
         }
         let local = &self.local;
         let before = local.reduce_with(buf, op, 0, Reduce::Auto);
-        self.across(OP, call, before, |pc| {
-            pc.allreduce_call(buf, op, between, false)
-        })?;
+        self.across(OP, call, before, |pc| pc.allreduce_call(buf, op, between))?;
         local.broadcast_with(buf, 0, Broadcast::Auto)
     }
 
@@ -101,7 +88,6 @@ impl Bridge {
         T: Copy + Send + Sync + 'static,
     {
         const OP: &str = "broadcast";
-        self.check_root(OP, root)?;
         let (q, l) = self.layout.locate(root);
         let home = q == self.layout.process();
         let call =
@@ -116,9 +102,7 @@ impl Bridge {
             Broadcast::Hierarchical | Broadcast::HierarchicalDirect => Broadcast::Auto,
             chosen => chosen,
         };
-        self.across(OP, call, before, |pc| {
-            pc.broadcast_call(buf, q, between, false)
-        })?;
+        self.across(OP, call, before, |pc| pc.broadcast_call(buf, q, between))?;
         if home && l != 0 {
             local.barrier_with(Barrier::Auto)
         } else {
@@ -142,7 +126,6 @@ impl Bridge {
         T: Copy + Send + Sync + 'static,
     {
         const OP: &str = "reduce";
-        self.check_root(OP, root)?;
         let (q, l) = self.layout.locate(root);
         let home = q == self.layout.process();
         let call = Call::of::<T>(Kind::Coll(Collective::Reduce), algorithm.id(), buf.len())
@@ -161,9 +144,7 @@ impl Bridge {
                 None => &mut *buf,
             };
             let before = local.reduce_with(part, op, 0, Reduce::Auto);
-            self.across(OP, call, before, |pc| {
-                pc.reduce_call(part, op, q, between, false)
-            })?;
+            self.across(OP, call, before, |pc| pc.reduce_call(part, op, q, between))?;
         }
         if !(home && l != 0) {
             return local.barrier_with(Barrier::Auto);

@@ -56,7 +56,6 @@ use super::world::Bridge;
 use super::ProcessComm;
 use crate::algorithms::gather as sched;
 use crate::collective::Collective;
-use crate::comm::validate::{layout_problem, own_problem, whole_problem};
 use crate::error::{Error, Result};
 use crate::mailbox::{Elem, Kind, Tag};
 use crate::select::{Allgather, Barrier, Broadcast, Gather, Scatter};
@@ -206,46 +205,16 @@ impl Bridge {
         })
     }
 
-    /// Fails (this process's run) with an invalid argument `what` of `op`, if there is one.
-    fn check_arg(&self, op: &'static str, what: Option<String>) -> Result<()> {
-        what.map_or(Ok(()), |what| Err(self.invalid(op, what)))
-    }
-
-    /// Fails unless `buffer`'s length `len` is p blocks of `block` elements.
-    pub(super) fn check_whole(
-        &self,
-        op: &'static str,
-        buffer: &str,
-        len: usize,
-        block: usize,
-    ) -> Result<()> {
-        self.check_arg(op, whole_problem(self.size(), buffer, len, block))
-    }
-
-    /// Fails unless this rank's `buffer` has `count` elements.
-    pub(super) fn check_own(
-        &self,
-        op: &'static str,
-        buffer: &str,
-        len: usize,
-        count: usize,
-    ) -> Result<()> {
-        self.check_arg(op, own_problem(buffer, len, count))
-    }
-
-    /// Fails unless `counts` and `displs` describe p blocks within a buffer of `len`
-    /// elements, pairwise disjoint (the non-empty ones) if `disjoint` (as `Comm`'s checks).
-    pub(super) fn check_layout(
-        &self,
-        op: &'static str,
-        buffer: &str,
-        len: usize,
-        counts: &[usize],
-        displs: &[usize],
-        disjoint: bool,
-    ) -> Result<()> {
-        let p = self.size();
-        self.check_arg(op, layout_problem(p, buffer, len, counts, displs, disjoint))
+    /// Fails (this process's run) unless this rank's `buffer` of `len` elements has the
+    /// root's count for it, `count`: the ranks of other processes learn the root's counts
+    /// through [`Bridge::root_counts`], which the threads of one process do not need (their
+    /// messages' lengths are checked as they arrive).
+    fn check_own(&self, op: &'static str, buffer: &str, len: usize, count: usize) -> Result<()> {
+        if len == count {
+            return Ok(());
+        }
+        let what = format!("{buffer} holds {len} elements, but its count is {count}");
+        Err(self.invalid(op, what))
     }
 
     /// The root's `counts` on every rank (a hybrid broadcast), for `gatherv` and `scatterv`.
@@ -267,11 +236,6 @@ impl Bridge {
         root: usize,
         algorithm: Gather,
     ) -> Result<()> {
-        const OP: &str = "gather";
-        self.check_root(OP, root)?;
-        if self.rank() == root {
-            self.check_whole(OP, "recv", recv.len(), send.len())?;
-        }
         let call =
             Call::of::<T>(Kind::Coll(Collective::Gather), algorithm.id(), send.len()).at(root);
         // SAFETY: `recv` receives only blocks gathered from the ranks' `send`.
@@ -348,11 +312,6 @@ impl Bridge {
         root: usize,
         algorithm: Scatter,
     ) -> Result<()> {
-        const OP: &str = "scatter";
-        self.check_root(OP, root)?;
-        if self.rank() == root {
-            self.check_whole(OP, "send", send.len(), recv.len())?;
-        }
         let call =
             Call::of::<T>(Kind::Coll(Collective::Scatter), algorithm.id(), recv.len()).at(root);
         // SAFETY: `recv` receives only a block of the root's `send`.
@@ -421,7 +380,6 @@ impl Bridge {
         recv: &mut [T],
         algorithm: Allgather,
     ) -> Result<()> {
-        self.check_whole("allgather", "recv", recv.len(), send.len())?;
         let call = Call::of::<T>(
             Kind::Coll(Collective::Allgather),
             algorithm.id(),
@@ -497,11 +455,7 @@ impl Bridge {
         root: usize,
     ) -> Result<()> {
         const OP: &str = "gatherv";
-        self.check_root(OP, root)?;
         let is_root = self.rank() == root;
-        if is_root {
-            self.check_layout(OP, "recv", recv.len(), counts, displs, true)?;
-        }
         let cnt = self.root_counts(counts, root)?;
         self.check_own(OP, "send", send.len(), cnt[self.rank()])?;
         let call = Call::of::<T>(
@@ -591,11 +545,7 @@ impl Bridge {
         root: usize,
     ) -> Result<()> {
         const OP: &str = "scatterv";
-        self.check_root(OP, root)?;
         let is_root = self.rank() == root;
-        if is_root {
-            self.check_layout(OP, "send", send.len(), counts, displs, false)?;
-        }
         let cnt = self.root_counts(counts, root)?;
         self.check_own(OP, "recv", recv.len(), cnt[self.rank()])?;
         let call = Call::of::<T>(
@@ -678,9 +628,6 @@ impl Bridge {
         counts: &[usize],
         displs: &[usize],
     ) -> Result<()> {
-        const OP: &str = "allgatherv";
-        self.check_layout(OP, "recv", recv.len(), counts, displs, true)?;
-        self.check_own(OP, "send", send.len(), counts[self.rank()])?;
         let fp = fingerprint(counts);
         let total: usize = counts.iter().sum();
         let call = Call::of::<T>(

@@ -59,6 +59,7 @@ mod native;
 mod pipeline;
 mod reduce_scatter;
 mod scan;
+#[cfg(all(test, not(loom)))]
 mod selftest;
 mod split;
 pub(crate) mod world;
@@ -75,7 +76,6 @@ use crate::transport::mpi::{MpiTransport, Scratch, TagCodec};
 use ::mpi::ffi;
 use ::mpi::topology::{Communicator, SimpleCommunicator};
 use ::mpi::traits::AsRaw;
-use check::Call;
 use std::cell::{Cell, RefCell};
 use std::mem::{size_of, size_of_val};
 
@@ -136,7 +136,7 @@ fn shared_memory_only(rank: usize, op: &'static str, name: &str, instead: &str) 
 /// A communicator whose ranks are MPI processes, one calling thread each (see the module
 /// docs): the crate's collective schedules between processes, with MPI's semantics and the
 /// crate's checks.
-pub struct ProcessComm {
+pub(crate) struct ProcessComm {
     /// The transport's own duplicate of the user's communicator.
     comm: SimpleCommunicator,
     /// This process's rank.
@@ -194,7 +194,7 @@ impl ProcessComm {
     /// call it): duplicates `comm` (`MPI_Comm_dup`), so that the crate's messages never meet
     /// the caller's own traffic, and makes MPI errors on the duplicate fatal. Fails if the MPI
     /// library's tag upper bound is below the standard's minimum (32767).
-    pub fn new<C: Communicator>(comm: &C) -> Result<ProcessComm> {
+    pub(crate) fn new<C: Communicator>(comm: &C) -> Result<ProcessComm> {
         let dup = comm.duplicate();
         // SAFETY: `dup` is a valid communicator owned here, and RSMPI_ERRORS_ARE_FATAL is the
         // predefined error handler, valid for communicators.
@@ -232,23 +232,13 @@ impl ProcessComm {
     /// its built-in estimate where that level was not measured). Every process must set the
     /// same profile: the block size is part of the call check, so processes that differ fail
     /// with [`Error::Mismatch`] instead of running different schedules.
-    pub fn set_profile(&self, profile: &crate::Profile) {
+    pub(crate) fn set_profile(&self, profile: &crate::Profile) {
         self.costs.set(profile.costs(crate::profile::Level::Mpi));
     }
 
     /// The pipelining lemma's constants (see the field).
     pub(crate) fn costs(&self) -> Costs {
         self.costs.get()
-    }
-
-    /// This process's rank, `0..size()` (its rank in the communicator it was made from).
-    pub fn rank(&self) -> usize {
-        self.rank
-    }
-
-    /// Number of processes.
-    pub fn size(&self) -> usize {
-        self.size
     }
 
     /// The tag of the next collective call of kind `kind`.
@@ -320,53 +310,13 @@ impl ProcessComm {
         Ok(())
     }
 
-    /// Waits until every process has called `barrier` (`MPI_Barrier`'s semantics), or fails
-    /// on every process if some process makes another collective call. It is the call check
-    /// alone: its `MPI_Allreduce` completes on no process before every process has entered it.
-    pub fn barrier(&self) -> Result<()> {
-        self.next_tag(Kind::Coll(Collective::Barrier));
-        self.agree(&Call::barrier())
-    }
-
-    /// [`ProcessComm::allreduce_with`] with `Algorithm::Auto`.
-    pub fn allreduce<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.allreduce_with(buf, op, Algorithm::Auto)
-    }
-
-    /// Combines every process's `buf` element-wise with `op`, in rank order
-    /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and leaves the result in `buf` on every process, bit-identical
-    /// (`MPI_Allreduce` in place), as [`Comm::allreduce_with`](crate::Comm::allreduce_with)
-    /// between threads, with the same schedules and pipeline blocks (by the pipelining lemma
-    /// with constants for MPI between processes).
-    ///
-    /// Every transport-generic algorithm runs: `Linear`, `Chain`, `Binomial`,
-    /// `RecursiveDoubling`, `Rabenseifner`, `Ring` (commutative ops only), `PipelinedTree`,
-    /// `DualRoot`, `TwoTree`; and `Native`, the MPI library's own `MPI_Allreduce` (for
-    /// built-in ops on primitive types, see the module docs). The shared-memory ones (`Direct`,
-    /// `Hierarchical`, `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto` goes by size, as measured on
-    /// this machine (docs/hybrid.md): `Native` up to 2 KiB where MPI's result is exact
-    /// (integers and `bool`), recursive doubling up to 32 KiB, Rabenseifner's reduce-scatter +
-    /// allgather above; all keep rank order.
-    pub fn allreduce_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Algorithm) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.allreduce_call(buf, op, algorithm, true)
-    }
-
-    /// [`ProcessComm::allreduce_with`], with its call check if `check`; without, the caller
-    /// has made sure every process makes this call (the hybrid world's check).
+    /// The allreduce between the processes, after the hybrid world's check has made sure that
+    /// every process makes this call (`Bridge::across`).
     pub(crate) fn allreduce_call<T, O>(
         &self,
         buf: &mut [T],
         op: O,
         algorithm: Algorithm,
-        check: bool,
     ) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
@@ -384,12 +334,6 @@ impl ProcessComm {
         } else {
             0
         };
-        if check {
-            let call = Call::of::<T>(Kind::Coll(Collective::Allreduce), alg.id(), n)
-                .in_blocks(block)
-                .with_op(&op);
-            self.agree(&call)?;
-        }
         match alg {
             _ if alg.needs_shared_memory() => {
                 return Err(self.shared_memory_only(
@@ -419,28 +363,6 @@ impl ProcessComm {
         })
     }
 
-    /// [`ProcessComm::broadcast_with`] with `Broadcast::Auto`.
-    pub fn broadcast<T>(&self, buf: &mut [T], root: usize) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-    {
-        self.broadcast_with(buf, root, Broadcast::Auto)
-    }
-
-    /// Copies `buf` of process `root` into `buf` on every other process (`MPI_Bcast`), as
-    /// [`Comm::broadcast_with`](crate::Comm::broadcast_with). `Binomial`, `PipelinedTree`,
-    /// `ScatterAllgather` and `Native` (`MPI_Bcast` of the bytes, any type) run; the
-    /// shared-memory ones (`Direct`, `Hierarchical`,
-    /// `HierarchicalDirect`) return [`Error::Unsupported`]. `Auto`, as measured here
-    /// (docs/hybrid.md): `Native` below 2 MiB, or on 2 processes; scatter + allgather (van de
-    /// Geijn, about 2βm) from 2 MiB on 3 processes or more.
-    pub fn broadcast_with<T>(&self, buf: &mut [T], root: usize, algorithm: Broadcast) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-    {
-        self.broadcast_call(buf, root, algorithm, true)
-    }
-
     /// [`ProcessComm::broadcast_with`], with its call check if `check` (see
     /// [`ProcessComm::allreduce_call`]).
     pub(crate) fn broadcast_call<T>(
@@ -448,7 +370,6 @@ impl ProcessComm {
         buf: &mut [T],
         root: usize,
         algorithm: Broadcast,
-        check: bool,
     ) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
@@ -461,12 +382,6 @@ impl ProcessComm {
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
-        if check {
-            let call = Call::of::<T>(Kind::Coll(Collective::Broadcast), alg.id(), n)
-                .in_blocks(block)
-                .at(root);
-            self.agree(&call)?;
-        }
         if alg.needs_shared_memory() {
             return Err(self.shared_memory_only(
                 OP,
@@ -486,38 +401,6 @@ impl ProcessComm {
         })
     }
 
-    /// [`ProcessComm::reduce_with`] with `Reduce::Auto`.
-    pub fn reduce<T, O>(&self, buf: &mut [T], op: O, root: usize) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.reduce_with(buf, op, root, Reduce::Auto)
-    }
-
-    /// Combines every process's `buf` element-wise with `op` in rank order (whatever the
-    /// root) and leaves the result in `buf` on process `root` (`MPI_Reduce` in place at the
-    /// root; the others' `buf` is left unchanged), as
-    /// [`Comm::reduce_with`](crate::Comm::reduce_with), with the same argument order.
-    /// `Binomial`, `PipelinedTree` and `Native` (`MPI_Reduce`, for built-in ops on primitive
-    /// types) run; the shared-memory ones (`Direct`, `Hierarchical`, `HierarchicalDirect`)
-    /// return [`Error::Unsupported`]. `Auto`, as measured here
-    /// (docs/hybrid.md): `Native` where MPI's result is exact (integers and `bool`), else the
-    /// binomial tree.
-    pub fn reduce_with<T, O>(
-        &self,
-        buf: &mut [T],
-        op: O,
-        root: usize,
-        algorithm: Reduce,
-    ) -> Result<()>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: Op<T>,
-    {
-        self.reduce_call(buf, op, root, algorithm, true)
-    }
-
     /// [`ProcessComm::reduce_with`], with its call check if `check` (see
     /// [`ProcessComm::allreduce_call`]).
     pub(crate) fn reduce_call<T, O>(
@@ -526,7 +409,6 @@ impl ProcessComm {
         op: O,
         root: usize,
         algorithm: Reduce,
-        check: bool,
     ) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
@@ -540,13 +422,6 @@ impl ProcessComm {
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
-        if check {
-            let call = Call::of::<T>(Kind::Coll(Collective::Reduce), alg.id(), n)
-                .in_blocks(block)
-                .at(root)
-                .with_op(&op);
-            self.agree(&call)?;
-        }
         if alg.needs_shared_memory() {
             return Err(self.shared_memory_only(
                 OP,

@@ -99,7 +99,7 @@ struct Blocking<'b, 'o, T> {
 
 impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Blocking<'b, '_, T> {
     fn start(&mut self, pc: &ProcessComm, seg: &'b mut [T]) -> Result<()> {
-        pc.allreduce_call(seg, self.op, self.algorithm, false)?;
+        pc.allreduce_call(seg, self.op, self.algorithm)?;
         self.held = Some(seg);
         Ok(())
     }
@@ -285,7 +285,7 @@ impl Bridge {
             Err(payload) => {
                 let e = Error::Panicked {
                     rank: self.rank(),
-                    message: crate::team::panic_message(payload.as_ref()),
+                    message: crate::error::panic_message(payload.as_ref()),
                 };
                 state.failed = Some(local.fail(e));
                 state.panic = Some(payload);

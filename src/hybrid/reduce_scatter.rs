@@ -39,7 +39,6 @@ impl Bridge {
     ) -> Result<()> {
         const OP: &str = "reduce_scatter_block";
         let (p, m) = (self.size(), recv.len());
-        self.check_whole(OP, "send", send.len(), m)?;
         let (_, o, t) = self.here();
         let local = &self.local;
         let mut whole = crate::copy::to_vec(send);
@@ -65,7 +64,7 @@ impl Bridge {
                 ));
             }
             if (0..np).any(|q| l.threads(q) != t) {
-                pc.allreduce_call(&mut whole, op, Algorithm::Auto, false)?;
+                pc.allreduce_call(&mut whole, op, Algorithm::Auto)?;
                 crate::copy::copy_slice(&mut part, &whole[o * m..(o + t) * m]);
                 return Ok(());
             }

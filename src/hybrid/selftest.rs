@@ -1,6 +1,6 @@
 //! Point-to-point checks of `transport::mpi` that the collectives cannot reach (their call
-//! check catches every mismatch before a message is sent): run by `examples/mpi_check.rs`
-//! under mpirun through the hidden [`ProcessComm::transport_checks`]. Not part of the API.
+//! check catches every mismatch before a message is sent). They need MPI processes: the unit
+//! test below runs its own test binary under `mpirun -np 2` and, there, the checks.
 
 use super::ProcessComm;
 use crate::collective::Collective;
@@ -38,12 +38,10 @@ fn mismatch(r: crate::Result<()>, words: &[&str]) -> Option<String> {
 }
 
 impl ProcessComm {
-    /// Runs the transport's own checks (module docs of `hybrid::selftest`) on every process
-    /// (collective: every process must call it) and returns each check's name and this
-    /// process's problem with it, if any. Needs at least two processes for the mismatch cases
-    /// (skipped on one). Hidden: for `examples/mpi_check.rs`, not part of the API.
-    #[doc(hidden)]
-    pub fn transport_checks(&self) -> Vec<(&'static str, Option<String>)> {
+    /// Runs the transport's own checks (module docs) on every process (collective: every
+    /// process must call it) and returns each check's name and this process's problem with
+    /// it, if any. Needs at least two processes for the mismatch cases (skipped on one).
+    fn transport_checks(&self) -> Vec<(&'static str, Option<String>)> {
         let t = self.transport("transport check");
         let (r, p) = (self.rank, self.size);
         let (right, left) = ((r + 1) % p, (r + p - 1) % p);
@@ -179,5 +177,55 @@ impl ProcessComm {
         }
         out.push(("transport: a zero-sized count mismatch", problem));
         out
+    }
+}
+
+mod tests {
+    use super::ProcessComm;
+    use std::process::Command;
+
+    /// Set in the environment of the processes that `mpirun` starts.
+    const UNDER_MPIRUN: &str = "CORECOLL_TRANSPORT_CHECKS";
+
+    /// Outside MPI, runs this very test in two processes under `mpirun`; there, the
+    /// transport's checks, every problem a failure.
+    #[test]
+    fn transport_between_processes() {
+        if std::env::var_os(UNDER_MPIRUN).is_some() {
+            let universe = ::mpi::initialize().expect("MPI initialises once");
+            let pc = ProcessComm::new(&universe.world()).expect("a communicator of processes");
+            let problems: Vec<String> = pc
+                .transport_checks()
+                .into_iter()
+                .filter_map(|(check, problem)| problem.map(|p| format!("{check}: {p}")))
+                .collect();
+            drop(pc);
+            assert!(problems.is_empty(), "{problems:#?}");
+            return;
+        }
+        let me = std::env::current_exe().expect("the test binary's path");
+        let mut cmd = Command::new("mpirun");
+        cmd.args(["-np", "2"])
+            .arg(me)
+            .args([
+                "hybrid::selftest::tests::transport_between_processes",
+                "--exact",
+                "--test-threads=1",
+            ])
+            .env(UNDER_MPIRUN, "1");
+        // SAFETY: geteuid(2) takes no arguments, cannot fail and touches no memory of ours.
+        if unsafe { libc::geteuid() } == 0 {
+            cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+                .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+        }
+        let out = cmd
+            .output()
+            .expect("mpirun starts (the `mpi` feature needs Open MPI)");
+        assert!(
+            out.status.success(),
+            "the transport's checks under mpirun failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

@@ -95,6 +95,14 @@ impl Layout {
         self.offsets[q + 1] - self.offsets[q]
     }
 
+    /// The most threads any process has.
+    pub(crate) fn most_threads(&self) -> usize {
+        (0..self.processes())
+            .map(|q| self.threads(q))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The leaders' ranks, by process.
     pub(crate) fn leaders(&self) -> &[usize] {
         &self.offsets[..self.processes()]

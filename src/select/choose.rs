@@ -2,7 +2,7 @@
 //! table covers a call, and inside the hierarchical algorithms' stages.
 //!
 //! Apart from the enums because these are hand-made, measured fallbacks that the tuning
-//! work's tables (`crate::tuning`) override; they change with measurements, the enums do not.
+//! work's tables (module `tuning`) override; they change with measurements, the enums do not.
 
 use super::{
     Algorithm, Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan,

@@ -1,12 +1,12 @@
 //! Which algorithm a collective runs: the user's choice, or `Auto`'s.
 //!
-//! `Auto` asks the team's decision tables first (`crate::tuning`: overrides from the
+//! `Auto` asks the team's decision tables first (module `tuning`: overrides from the
 //! environment and the program, then measured tables, docs/tuning.md); the `choose_*` rules
 //! here decide only what no table covers, and inside the hierarchical algorithms' stages
 //! where a table's shared-memory choice would not apply. Whether `Auto` goes hierarchical on a
 //! team spanning several L3 groups or packages is [`prefer_hierarchy`]'s rule.
 //! `Block::Auto` comes from the pipelining lemma ([`lemma_block`](block::lemma_block)) with α
-//! and β of the team's calibration profile (`crate::profile`), whose built-in defaults are
+//! and β of the team's calibration profile (module `profile`), whose built-in defaults are
 //! the [`Costs`] here.
 //!
 //! The public enums, one per collective, are here; the rest is by theme: `ids` gives every

@@ -325,17 +325,6 @@ fn worker(shared: Arc<Shared>, rank: usize, core: Option<usize>) {
     }
 }
 
-/// The message of a caught panic.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(a panic payload that is not a string)".to_string()
-    }
-}
-
 impl Team {
     /// A team of `ranks` ranks with the default settings ([`Pinning::Compact`], no timeout).
     pub fn new(ranks: usize) -> Result<Team> {
@@ -414,7 +403,7 @@ impl Team {
                 Ok(value) => *results[rank].lock() = Some(value),
                 Err(payload) => run.panicked(Error::Panicked {
                     rank,
-                    message: panic_message(payload.as_ref()),
+                    message: crate::error::panic_message(payload.as_ref()),
                 }),
             }
             drop(comm);

@@ -4,7 +4,7 @@
 //! exchange, and receive-and-combine, each naming a peer and a [`Tag`]. The shared-memory
 //! implementation ([`shm`]) runs over the mailboxes, the MPI one (`mpi`, feature `mpi`) over
 //! MPI point-to-point between processes, and [`sim`] records what a schedule asks for the
-//! cost-model simulator ([`crate::sim`]), so one schedule serves all three.
+//! cost-model simulator (module `sim`), so one schedule serves all three.
 
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;

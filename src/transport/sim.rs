@@ -1,4 +1,4 @@
-//! The recording half of the cost-model simulator ([`crate::sim`]): a [`Transport`] for one
+//! The recording half of the cost-model simulator (module `sim`): a [`Transport`] for one
 //! rank that moves no data and blocks on nothing, but writes down what the schedule asked of
 //! it — every send and receive with its peer, length and tag, grouped by call, and every
 //! reduction with its length — as a [`Trace`].
