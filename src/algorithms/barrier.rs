@@ -43,18 +43,22 @@
 use crate::algorithms::binomial_tree::{children, parent};
 use crate::error::Result;
 use crate::mailbox::Tag;
-use crate::select::Barrier;
 use crate::transport::Transport;
 
-/// Runs barrier `alg`: the tree, or dissemination for the rest (`Auto`, and the hierarchical
-/// ones, which their caller runs itself).
-pub(crate) fn run<Tr: Transport>(t: &Tr, alg: Barrier, tag: Tag) -> Result<()> {
-    match alg {
-        Barrier::Tree => tree(t, tag),
-        Barrier::Dissemination
-        | Barrier::Auto
-        | Barrier::Hierarchical
-        | Barrier::HierarchicalDirect => dissemination(t, tag),
+/// The barrier schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// Dissemination ([`dissemination`]).
+    Dissemination,
+    /// Up and down a binomial tree ([`tree`]).
+    Tree,
+}
+
+/// Runs barrier `schedule`.
+pub(crate) fn run<Tr: Transport>(t: &Tr, schedule: Schedule, tag: Tag) -> Result<()> {
+    match schedule {
+        Schedule::Tree => tree(t, tag),
+        Schedule::Dissemination => dissemination(t, tag),
     }
 }
 

@@ -32,10 +32,11 @@ use super::check::Call;
 use super::gather::{bytes, bytes_mut, packed, scaled, staging, B, V_FORM};
 use super::world::Bridge;
 use crate::algorithms::alltoall as sched;
+use crate::algorithms::alltoall;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::{Elem, Kind};
-use crate::select::{Alltoall, Gather, Scatter};
+use crate::select::{Alltoall, Decision, Flat, Gather, Scatter};
 use std::mem::size_of;
 
 impl Bridge {
@@ -91,14 +92,15 @@ impl Bridge {
             let l = &self.layout;
             let np = l.processes();
             let uniform = (0..np).all(|q| l.threads(q) == t);
-            let alg = match algorithm {
-                Alltoall::Direct => {
+            let schedule = match algorithm.flat() {
+                Some(Flat::Direct) => {
                     return Err(self.alltoall_refused(OP, algorithm, "auto, pairwise or bruck"))
                 }
-                Alltoall::Pairwise | Alltoall::Bruck => algorithm,
-                _ if np >= 8 && t * t * m <= 256 => Alltoall::Bruck,
-                _ => Alltoall::Pairwise,
+                Some(Flat::Schedule(s)) => s,
+                None if np >= 8 && t * t * m <= 256 => alltoall::Schedule::Bruck,
+                None => alltoall::Schedule::Pairwise,
             };
+            let alg = Flat::Schedule(schedule).alg();
             // What goes to process Q: for each thread i, its blocks for Q's ranks.
             let sc: Vec<usize> = (0..np).map(|q| t * l.threads(q) * m).collect();
             let (sd, stot) = packed(&sc);
@@ -120,7 +122,7 @@ impl Bridge {
                 bytes,
                 |tr, tag| match alg {
                     _ if !uniform => sched::alltoallv(tr, (&s, &sc, &sd), (&mut r, &rc, &rd), tag),
-                    _ => sched::run(tr, &s, &mut r, alg, tag),
+                    _ => sched::run(tr, &s, &mut r, schedule, tag),
                 },
             )?;
             // From Q: for each of its threads i', its blocks for this process's threads j.

@@ -60,13 +60,14 @@ impl Bridge {
         let call =
             Call::of::<T>(Kind::Coll(Collective::Allreduce), algorithm.id(), buf.len()).with_op(op);
         let between = between_allreduce(algorithm);
-        // Longer than one segment: the stages pipeline (`hybrid::pipeline`); the segment is
-        // the call's block, so that processes that would cut differently fail the check. With
-        // one thread per process there are no stages within the processes to overlap with,
-        // and the algorithm between them runs on the whole vector.
+        // Longer than one segment: the stages pipeline (`hybrid::pipeline`). With one thread
+        // per process there are no stages within the processes to overlap with, and the
+        // algorithm between them runs on the whole vector. The segment is the call's block
+        // either way, so that processes that ask for different segments fail the check.
         let seg = pipeline::segment_elements(algorithm, size_of::<T>());
+        let call = call.in_blocks(seg);
         if buf.len() > seg && self.layout.most_threads() > 1 {
-            return self.allreduce_pipelined(buf, op, seg, call.in_blocks(seg), between);
+            return self.allreduce_pipelined(buf, op, seg, call, between);
         }
         let local = &self.local;
         let before = local.reduce_with(buf, op, 0, Reduce::Auto);

@@ -55,10 +55,11 @@ use super::check::Call;
 use super::world::Bridge;
 use super::ProcessComm;
 use crate::algorithms::gather as sched;
+use crate::algorithms::gather::Allgathering;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::{Elem, Kind, Tag};
-use crate::select::{Allgather, Barrier, Broadcast, Gather, Scatter};
+use crate::select::{Allgather, Barrier, Broadcast, Decision, Flat, Gather, Scatter};
 use crate::transport::mpi::MpiTransport;
 use std::mem::{size_of, size_of_val, MaybeUninit};
 
@@ -410,8 +411,8 @@ impl Bridge {
             let np = l.processes();
             let bytes = p * m;
             let uniform = (0..np).all(|q| l.threads(q) == t);
-            let alg = match algorithm {
-                Allgather::Direct => {
+            let schedule = match algorithm.flat() {
+                Some(Flat::Direct) => {
                     return Err(super::shared_memory_only(
                         self.rank(),
                         OP,
@@ -419,11 +420,12 @@ impl Bridge {
                         "auto, ring, recursive-doubling or bruck",
                     ))
                 }
-                Allgather::Ring | Allgather::RecursiveDoubling | Allgather::Bruck => algorithm,
-                _ if bytes >= 80 << 10 => Allgather::Ring,
-                _ if np.is_power_of_two() => Allgather::RecursiveDoubling,
-                _ => Allgather::Bruck,
+                Some(Flat::Schedule(s)) => s,
+                None if bytes >= 80 << 10 => Allgathering::Ring,
+                None if np.is_power_of_two() => Allgathering::RecursiveDoubling,
+                None => Allgathering::Bruck,
             };
+            let alg = Flat::Schedule(schedule).alg();
             if !uniform {
                 let (counts, displs) = self.process_blocks(m);
                 return pc.agreed(
@@ -439,7 +441,7 @@ impl Bridge {
                 Kind::Coll(Collective::Allgather),
                 alg.id(),
                 bytes,
-                |tr, tag| sched::run_allgather(tr, &own, recv, alg, tag),
+                |tr, tag| sched::run_allgather(tr, &own, recv, schedule, tag),
             )
         })?;
         local.broadcast_with(recv, 0, Broadcast::Auto)

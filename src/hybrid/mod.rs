@@ -71,7 +71,7 @@ use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::{Kind, Tag};
 use crate::op::Op;
-use crate::select::{Algorithm, Broadcast, Costs, Reduce};
+use crate::select::{Algorithm, Broadcast, Costs, Flat, Reduce};
 use crate::transport::mpi::{MpiTransport, Scratch, TagCodec};
 use ::mpi::ffi;
 use ::mpi::topology::{Communicator, SimpleCommunicator};
@@ -329,19 +329,23 @@ impl ProcessComm {
             Algorithm::Auto => auto_allreduce(bytes, native::exact::<T, O>(&op)),
             chosen => chosen,
         };
-        let block = if alg.has_block() {
-            alg.block_elements(p, n, size_of::<T>(), self.costs.get())
-        } else {
-            0
-        };
-        match alg {
-            _ if alg.needs_shared_memory() => {
+        let schedule = match (alg, alg.flat()) {
+            (_, Some(Flat::Schedule(s))) => s,
+            (Algorithm::Native, _) => return self.native_allreduce(buf, &op),
+            _ => {
                 return Err(self.shared_memory_only(
                     OP,
                     alg.name(),
                     "dual-root, two-tree, rabenseifner or another transport-generic algorithm",
                 ));
             }
+        };
+        let block = if alg.has_block() {
+            alg.block_elements(p, n, size_of::<T>(), self.costs.get())
+        } else {
+            0
+        };
+        match alg {
             Algorithm::Ring { .. } if !op.is_commutative() => {
                 return Err(Error::Unsupported {
                     rank: self.rank,
@@ -353,13 +357,12 @@ impl ProcessComm {
                         .to_string(),
                 });
             }
-            Algorithm::Native => return self.native_allreduce(buf, &op),
             // Nothing to combine: every process agreed on the empty call (or will fail alike).
             _ if n == 0 => return Ok(()),
             _ => {}
         }
         self.schedule(OP, bytes, |t| {
-            algorithms::allreduce::run(t, buf, &op, alg, block, tag.with_variant(alg.id()))
+            algorithms::allreduce::run(t, buf, &op, schedule, block, tag.with_variant(alg.id()))
         })
     }
 
@@ -382,22 +385,23 @@ impl ProcessComm {
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
-        if alg.needs_shared_memory() {
-            return Err(self.shared_memory_only(
-                OP,
-                alg.name(),
-                "binomial, pipelined-tree or scatter-allgather",
-            ));
-        }
         self.check_root(OP, root)?;
-        if alg == Broadcast::Native {
-            return self.native_broadcast(buf, root);
-        }
+        let schedule = match (alg, alg.flat()) {
+            (_, Some(Flat::Schedule(s))) => s,
+            (Broadcast::Native, _) => return self.native_broadcast(buf, root),
+            _ => {
+                return Err(self.shared_memory_only(
+                    OP,
+                    alg.name(),
+                    "binomial, pipelined-tree or scatter-allgather",
+                ))
+            }
+        };
         if n == 0 {
             return Ok(());
         }
         self.schedule(OP, bytes, |t| {
-            algorithms::broadcast::run(t, buf, root, alg, block, tag.with_variant(alg.id()))
+            algorithms::broadcast::run(t, buf, root, schedule, block, tag.with_variant(alg.id()))
         })
     }
 
@@ -422,22 +426,31 @@ impl ProcessComm {
             chosen => chosen,
         };
         let block = alg.block_elements(p, n, size_of::<T>(), self.costs.get());
-        if alg.needs_shared_memory() {
-            return Err(self.shared_memory_only(
-                OP,
-                alg.name(),
-                "binomial, linear or pipelined-tree",
-            ));
-        }
         self.check_root(OP, root)?;
-        if alg == Reduce::Native {
-            return self.native_reduce(buf, &op, root);
-        }
+        let schedule = match (alg, alg.flat()) {
+            (_, Some(Flat::Schedule(s))) => s,
+            (Reduce::Native, _) => return self.native_reduce(buf, &op, root),
+            _ => {
+                return Err(self.shared_memory_only(
+                    OP,
+                    alg.name(),
+                    "binomial, linear or pipelined-tree",
+                ))
+            }
+        };
         if n == 0 {
             return Ok(());
         }
         self.schedule(OP, bytes, |t| {
-            algorithms::reduce::run(t, buf, &op, root, alg, block, tag.with_variant(alg.id()))
+            algorithms::reduce::run(
+                t,
+                buf,
+                &op,
+                root,
+                schedule,
+                block,
+                tag.with_variant(alg.id()),
+            )
         })
     }
 }

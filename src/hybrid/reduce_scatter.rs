@@ -21,11 +21,12 @@
 use super::check::Call;
 use super::world::Bridge;
 use crate::algorithms::reduce_scatter as sched;
+use crate::algorithms::reduce_scatter;
 use crate::collective::Collective;
 use crate::error::Result;
 use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
-use crate::select::{Algorithm, Reduce, ReduceScatter, Scatter};
+use crate::select::{Algorithm, Decision, Flat, Reduce, ReduceScatter, Scatter};
 use std::mem::size_of;
 
 impl Bridge {
@@ -68,17 +69,18 @@ impl Bridge {
                 crate::copy::copy_slice(&mut part, &whole[o * m..(o + t) * m]);
                 return Ok(());
             }
-            let alg = match algorithm {
-                ReduceScatter::Ring => ReduceScatter::Ring,
-                _ => ReduceScatter::RecursiveHalving,
+            let schedule = match algorithm.flat() {
+                Some(Flat::Schedule(s)) => s,
+                _ => reduce_scatter::Schedule::RecursiveHalving,
             };
+            let alg = Flat::Schedule(schedule).alg();
             let bytes = p * m * size_of::<T>();
             pc.agreed(
                 OP,
                 Kind::Coll(Collective::ReduceScatter),
                 alg.id(),
                 bytes,
-                |tr, tag| sched::run(tr, &whole, &mut part, &op, alg, tag),
+                |tr, tag| sched::run(tr, &whole, &mut part, &op, schedule, tag),
             )
         })?;
         local.scatter_with(&part, recv, 0, Scatter::Auto)

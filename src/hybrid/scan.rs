@@ -20,11 +20,12 @@ use super::check::Call;
 use super::gather::V_FORM;
 use super::world::Bridge;
 use crate::algorithms::scan as sched;
+use crate::algorithms::scan;
 use crate::collective::Collective;
 use crate::error::Result;
 use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
-use crate::select::{Barrier, Broadcast, Scan};
+use crate::select::{Barrier, Broadcast, Decision, Scan};
 use std::mem::{size_of, size_of_val};
 
 impl Bridge {
@@ -99,9 +100,12 @@ impl Bridge {
         let call = Call::of::<T>(Kind::Coll(Collective::Scan), word, buf.len()).with_op(op);
         self.across(name, call, before, |pc| {
             let np = self.layout.processes();
-            let alg = match algorithm {
-                Scan::Auto => Scan::RecursiveDoubling,
-                chosen => chosen,
+            let (alg, schedule) = match algorithm.schedule() {
+                Some(s) => (algorithm, s),
+                None => {
+                    let s = scan::Schedule::RecursiveDoubling;
+                    (s.alg(), s)
+                }
             };
             let block = alg.block_elements(np, acc.len(), size_of::<T>(), pc.costs());
             let bytes = size_of_val(&acc[..]);
@@ -110,7 +114,7 @@ impl Bridge {
                 Kind::Coll(Collective::Scan),
                 word,
                 bytes,
-                |tr, tag| sched::run(tr, &mut acc, &op, alg, block, true, tag),
+                |tr, tag| sched::run(tr, &mut acc, &op, schedule, block, true, tag),
             )
         })?;
         if q == 0 {

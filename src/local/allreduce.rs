@@ -7,7 +7,7 @@ use crate::algorithms::check::{self, Call};
 use crate::error::{Error, Result};
 use crate::mailbox::Kind;
 use crate::op::Op;
-use crate::select::{self, Algorithm};
+use crate::select::{self, Algorithm, Decision, Flat};
 use crate::transport::Permuted;
 use crate::tuning::Collective;
 use crate::EAGER_MAX;
@@ -49,30 +49,36 @@ impl Local {
                 select::choose_allreduce(self.size(), bytes, commutative)
             })
         };
-        let alg = match algorithm {
+        let levels = !self.hierarchy_plan(!op.is_commutative()).levels.is_empty();
+        // The algorithm, and how it runs if it is flat (`None`: a hierarchy).
+        let (alg, flat) = match algorithm {
             // Across L3 groups or packages, with a core per rank, the hierarchy for long
             // vectors (`select::prefer_hierarchy`); decided from the plan, before the check.
             // `Native` (MPI's own collective) is `Auto` between threads.
             Algorithm::Auto | Algorithm::Native
-                if select::prefer_hierarchy(
-                    std::mem::size_of_val(buf),
-                    self.run().ranks.policy.oversubscribed,
-                ) && !self.hierarchy_plan(!op.is_commutative()).levels.is_empty() =>
+                if levels
+                    && select::prefer_hierarchy(
+                        std::mem::size_of_val(buf),
+                        self.run().ranks.policy.oversubscribed,
+                    ) =>
             {
                 self.chose(Algorithm::HierarchicalDirect);
-                Algorithm::HierarchicalDirect
+                (Algorithm::HierarchicalDirect, None)
             }
-            Algorithm::Auto | Algorithm::Native => auto(),
-            // A hierarchy with nothing to combine (one group, or for a non-commutative op
-            // groups interleaved rank by rank) runs `Auto`'s flat choice. The plan needs no
-            // messages and is the same on every rank, so this is decided here, before the call
-            // check, as `Auto` itself is: one check, not two.
-            Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect
-                if self.hierarchy_plan(!op.is_commutative()).levels.is_empty() =>
-            {
-                auto()
+            // A hierarchy with something to combine. (One with nothing, one group or for a
+            // non-commutative op groups interleaved rank by rank, runs `Auto`'s flat choice
+            // below. The plan needs no messages and is the same on every rank, so this is
+            // decided here, before the call check, as `Auto` itself is: one check, not two.)
+            Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect if levels => {
+                (algorithm, None)
             }
-            chosen => chosen,
+            chosen => match chosen.flat() {
+                Some(flat) => (chosen, Some(flat)),
+                None => {
+                    let flat = auto();
+                    (flat.alg(), Some(flat))
+                }
+            },
         };
         if matches!(alg, Algorithm::Ring { .. }) && !op.is_commutative() {
             return Err(self.fail(Error::Unsupported {
@@ -112,37 +118,40 @@ impl Local {
             )?;
         }
         let tag = tag.with_variant(alg.id());
-        match (alg, send) {
-            (Algorithm::Direct, _) => {
+        // Out of place, the schedules and the compositions run in place on a copy; the
+        // single-copy algorithms read `send` where it is.
+        let in_place = |buf: &mut [T]| {
+            if let Some(send) = send {
+                crate::copy::copy_slice(buf, send);
+            }
+        };
+        match (flat, alg) {
+            (Some(Flat::Schedule(s)), _) => {
+                in_place(buf);
+                algorithms::allreduce::run(&t, buf, &op, s, block, tag)
+            }
+            (Some(Flat::Direct), _) => {
                 algorithms::allreduce::direct::direct(self.member(), send, buf, &op, tag)
             }
-            // Short vectors: recursive doubling over the ranks in group order, whose first
-            // rounds pair ranks of one group and whose last cross between groups (the plan
-            // for a non-commutative op is the ordered one, whose group order is rank order).
-            (Algorithm::HierarchicalDirect, send) if std::mem::size_of_val(buf) <= EAGER_MAX => {
-                if let Some(send) = send {
-                    crate::copy::copy_slice(&mut *buf, send);
-                }
+            (None, Algorithm::Hierarchical { .. }) => {
+                in_place(buf);
+                self.hierarchical_allreduce(buf, &op, block)
+            }
+            // The single-copy hierarchy. Short vectors: recursive doubling over the ranks in
+            // group order, whose first rounds pair ranks of one group and whose last cross
+            // between groups (the plan for a non-commutative op is the ordered one, whose
+            // group order is rank order).
+            (None, _) if std::mem::size_of_val(buf) <= EAGER_MAX => {
+                in_place(buf);
                 let (order, place) = self.hierarchy_plan(!op.is_commutative()).order();
                 let perm = Permuted::new(&t, order, place);
-                let rd = Algorithm::RecursiveDoubling;
+                let rd = algorithms::allreduce::Schedule::RecursiveDoubling;
                 algorithms::allreduce::run(&perm, buf, &op, rd, 0, tag)
             }
-            (Algorithm::HierarchicalDirect, _) => {
+            (None, _) => {
                 let groups = self.hierarchy_plan(!op.is_commutative()).covered();
                 crate::hierarchy::direct::allreduce(self.member(), send, buf, &op, groups, tag)
             }
-            (Algorithm::Hierarchical { .. }, send) => {
-                if let Some(send) = send {
-                    crate::copy::copy_slice(&mut *buf, send);
-                }
-                self.hierarchical_allreduce(buf, &op, block)
-            }
-            (_, Some(send)) => {
-                crate::copy::copy_slice(&mut *buf, send);
-                algorithms::allreduce::run(&t, buf, &op, alg, block, tag)
-            }
-            (_, None) => algorithms::allreduce::run(&t, buf, &op, alg, block, tag),
         }
     }
 

@@ -31,7 +31,7 @@ use crate::algorithms::check::{self, Call};
 use crate::error::{Error, Result};
 use crate::hierarchy::alltoall as ring;
 use crate::mailbox::Kind;
-use crate::select::{self, Alltoall};
+use crate::select::{self, Alltoall, Decision, Flat};
 use crate::tuning::Collective;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` form's messages.
@@ -53,54 +53,44 @@ impl Local {
         let tag = self.next_tag(Kind::Coll(Collective::Alltoall));
         let p = self.size();
         let n = send.len() / p;
-        let auto = || {
-            self.tuned(
-                Collective::Alltoall,
-                std::mem::size_of_val(send),
-                true,
-                || {
-                    select::choose_alltoall(
-                        p,
-                        std::mem::size_of_val(&send[..n]),
-                        self.run().ranks.policy.oversubscribed,
-                    )
-                },
-            )
-        };
+        let t = self.coll(OP);
         // RingLeaders on one group (no levels) is `Auto`'s flat choice, decided here, before
         // the check, from the plan every rank derives alike.
-        let leaders = match algorithm {
-            Alltoall::RingLeaders { .. } => self.hierarchy_plan(false).covered().len(),
-            _ => 0,
-        };
-        let alg = match algorithm {
-            Alltoall::Auto => auto(),
-            Alltoall::RingLeaders { .. } if leaders < 2 => auto(),
-            chosen => chosen,
-        };
-        let t = self.coll(OP);
-        if let Alltoall::RingLeaders { fanout } = alg {
-            let f = ring::exchanges(fanout, leaders);
-            // The fan-out rides in the check's block word.
-            check::agree(&t, tag, &Call::of::<T, _>(OP, alg, n).in_blocks(f), false)?;
-            let counts = vec![n; p];
-            let displs: Vec<usize> = (0..p).map(|j| j * n).collect();
-            let layout = ring::Layout {
-                counts: &counts,
-                displs: &displs,
-                v: false,
-            };
-            let tag = tag.with_variant(alg.id());
-            return ring::ring_leaders(
-                self.member(),
-                self.hierarchy_plan(false),
-                &t,
-                (send, layout),
-                (recv, layout),
-                f,
-                tag,
-            );
+        if let Alltoall::RingLeaders { fanout } = algorithm {
+            let leaders = self.hierarchy_plan(false).covered().len();
+            if leaders >= 2 {
+                let f = ring::exchanges(fanout, leaders);
+                // The fan-out rides in the check's block word.
+                check::agree(
+                    &t,
+                    tag,
+                    &Call::of::<T, _>(OP, algorithm, n).in_blocks(f),
+                    false,
+                )?;
+                let counts = vec![n; p];
+                let displs: Vec<usize> = (0..p).map(|j| j * n).collect();
+                let layout = ring::Layout {
+                    counts: &counts,
+                    displs: &displs,
+                    v: false,
+                };
+                let tag = tag.with_variant(algorithm.id());
+                let plan = self.hierarchy_plan(false);
+                let (send, recv) = ((send, layout), (recv, layout));
+                return ring::ring_leaders(self.member(), plan, &t, send, recv, f, tag);
+            }
         }
+        let (alg, flat) = match algorithm.flat() {
+            Some(flat) => (algorithm, flat),
+            None => {
+                let bytes = std::mem::size_of_val(send);
+                let flat = self.tuned(Collective::Alltoall, bytes, true, || {
+                    let oversubscribed = self.run().ranks.policy.oversubscribed;
+                    select::choose_alltoall(p, std::mem::size_of_val(&send[..n]), oversubscribed)
+                });
+                (flat.alg(), flat)
+            }
+        };
         // At p = 2 every message-passing algorithm is one exchange whose message carries what
         // the check compares (the algorithm in the tag variant, the element type and length
         // checked by the receiving mailbox), and `Direct` starts with the check's own
@@ -110,10 +100,9 @@ impl Local {
             check::agree(&t, tag, &Call::of::<T, _>(OP, alg, n), false)?;
         }
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Alltoall::Direct => sched::direct(self.member(), send, recv, tag),
-            Alltoall::RingLeaders { .. } => unreachable!("RingLeaders ran above"),
-            _ => sched::run(&t, send, recv, alg, tag),
+        match flat {
+            Flat::Direct => sched::direct(self.member(), send, recv, tag),
+            Flat::Schedule(s) => sched::run(&t, send, recv, s, tag),
         }
     }
 

@@ -28,7 +28,7 @@ use crate::algorithms::gather as sched;
 use crate::algorithms::pair;
 use crate::error::Result;
 use crate::mailbox::Kind;
-use crate::select::{self, Allgather, Gather, Scatter};
+use crate::select::{self, Allgather, Decision, Flat, Gather, Scatter};
 use crate::tuning::Collective;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` forms' messages.
@@ -49,14 +49,15 @@ impl Local {
         const OP: &str = "gather";
         self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Coll(Collective::Gather));
-        let alg = match algorithm {
-            Gather::Auto => {
+        let (alg, flat) = match algorithm.flat() {
+            Some(flat) => (algorithm, flat),
+            None => {
                 let block = std::mem::size_of_val(send);
-                self.tuned(Collective::Gather, block * self.size(), true, || {
+                let flat = self.tuned(Collective::Gather, block * self.size(), true, || {
                     select::choose_gather(self.size(), block)
-                })
+                });
+                (flat.alg(), flat)
             }
-            chosen => chosen,
         };
         let t = self.coll(OP);
         let call = Call::of::<T, _>(OP, alg, send.len()).at(root);
@@ -67,9 +68,9 @@ impl Local {
         }
         check::agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Gather::Direct => sched::direct_gather(self.member(), send, recv, root, tag),
-            _ => sched::run_gather(&t, send, recv, root, alg, tag),
+        match flat {
+            Flat::Direct => sched::direct_gather(self.member(), send, recv, root, tag),
+            Flat::Schedule(s) => sched::run_gather(&t, send, recv, root, s, tag),
         }
     }
 
@@ -87,18 +88,16 @@ impl Local {
         const OP: &str = "scatter";
         self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Coll(Collective::Scatter));
-        let alg = match algorithm {
-            Scatter::Auto => {
+        let (alg, flat) = match algorithm.flat() {
+            Some(flat) => (algorithm, flat),
+            None => {
                 let block = std::mem::size_of_val(recv);
-                self.tuned(Collective::Scatter, block * self.size(), true, || {
-                    select::choose_scatter(
-                        self.size(),
-                        block,
-                        self.run().ranks.policy.oversubscribed,
-                    )
-                })
+                let flat = self.tuned(Collective::Scatter, block * self.size(), true, || {
+                    let oversubscribed = self.run().ranks.policy.oversubscribed;
+                    select::choose_scatter(self.size(), block, oversubscribed)
+                });
+                (flat.alg(), flat)
             }
-            chosen => chosen,
         };
         let t = self.coll(OP);
         let call = Call::of::<T, _>(OP, alg, recv.len()).at(root);
@@ -109,9 +108,9 @@ impl Local {
         }
         check::agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Scatter::Direct => sched::direct_scatter(self.member(), send, recv, root, tag),
-            _ => sched::run_scatter(&t, send, recv, root, alg, tag),
+        match flat {
+            Flat::Direct => sched::direct_scatter(self.member(), send, recv, root, tag),
+            Flat::Schedule(s) => sched::run_scatter(&t, send, recv, root, s, tag),
         }
     }
 
@@ -128,26 +127,18 @@ impl Local {
         const OP: &str = "allgather";
         self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Coll(Collective::Allgather));
-        let auto = || {
-            let block = std::mem::size_of_val(send);
-            self.tuned(Collective::Allgather, block * self.size(), true, || {
-                select::choose_allgather(self.size(), block)
-            })
-        };
-        let alg = match algorithm {
-            Allgather::Auto => auto(),
-            // One group: `Auto`'s flat choice, decided from the plan (no messages, the same on
-            // every rank) before the call check, as the allreduce does.
-            Allgather::Hierarchical if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            Allgather::Hierarchical => {
+        let levels = !self.hierarchy_plan(false).levels.is_empty();
+        match algorithm {
+            // (One group: `Auto`'s flat choice below, decided from the plan, no messages and
+            // the same on every rank, before the call check, as the allreduce does.)
+            Allgather::Hierarchical if levels => {
                 // The one-hop check is enough: no rank's result is complete without every
                 // rank's block, so no rank finishes if one fails.
                 let call = Call::of::<T, _>(OP, Allgather::Hierarchical, send.len());
                 check::agree(&self.coll(OP), tag, &call, false)?;
                 return self.hierarchy(false)?.allgather(self, send, recv);
             }
-            Allgather::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            Allgather::HierarchicalDirect => {
+            Allgather::HierarchicalDirect if levels => {
                 let alg = Allgather::HierarchicalDirect;
                 // The one-hop check, as `Hierarchical`'s.
                 let call = Call::of::<T, _>(OP, alg, send.len());
@@ -156,7 +147,17 @@ impl Local {
                 let tag = tag.with_variant(alg.id());
                 return crate::hierarchy::direct::allgather(self.member(), send, recv, plan, tag);
             }
-            chosen => chosen,
+            _ => {}
+        }
+        let (alg, flat) = match algorithm.flat() {
+            Some(flat) => (algorithm, flat),
+            None => {
+                let block = std::mem::size_of_val(send);
+                let flat = self.tuned(Collective::Allgather, block * self.size(), true, || {
+                    select::choose_allgather(self.size(), block)
+                });
+                (flat.alg(), flat)
+            }
         };
         let t = self.coll(OP);
         // At p = 2 every message-passing algorithm is one exchange whose message carries what
@@ -168,9 +169,9 @@ impl Local {
             check::agree(&t, tag, &Call::of::<T, _>(OP, alg, send.len()), false)?;
         }
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Allgather::Direct => sched::direct_allgather(self.member(), send, recv, tag),
-            _ => sched::run_allgather(&t, send, recv, alg, tag),
+        match flat {
+            Flat::Direct => sched::direct_allgather(self.member(), send, recv, tag),
+            Flat::Schedule(s) => sched::run_allgather(&t, send, recv, s, tag),
         }
     }
 

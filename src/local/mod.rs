@@ -19,7 +19,7 @@ use crate::hierarchy::{Hierarchy, Plan};
 use crate::mailbox::{Elem, Kind, Tag};
 use crate::op::Op;
 use crate::profile::Level;
-use crate::select::{self, Barrier};
+use crate::select::{self, Barrier, Decision};
 use crate::shm::{CommShared, Member, RunState};
 use crate::topology::{Location, Topology};
 use crate::transport::shm::ShmTransport;
@@ -93,6 +93,12 @@ impl Local {
             auto: Box::default(),
             auto_ran: Cell::new(None),
         }
+    }
+
+    /// Whether the team's ranks share cores (its wait policy), which some of `Auto`'s fixed
+    /// rules weigh.
+    pub(crate) fn oversubscribed(&self) -> bool {
+        self.run().ranks.policy.oversubscribed
     }
 
     /// This rank's handle on the communicator's shared state.
@@ -175,13 +181,17 @@ impl Local {
     /// counts them) and an op that is `commutative` or not, from the team's overrides and
     /// decision tables; `fixed()` (the crate's fixed rule) where none covers the call. The
     /// same on every rank of the call.
-    pub(crate) fn tuned<A: crate::tuning::Named>(
+    pub(crate) fn tuned<D: Decision>(
         &self,
-        collective: crate::tuning::Collective,
+        collective: Collective,
         bytes: usize,
         commutative: bool,
-        fixed: impl FnOnce() -> A,
-    ) -> A {
+        fixed: impl FnOnce() -> D,
+    ) -> D
+    where
+        D::Alg: crate::tuning::Named,
+    {
+        use crate::tuning::Named;
         let ranges = self.auto[collective.index()][usize::from(commutative)].get_or_init(|| {
             self.settings
                 .tuning
@@ -192,16 +202,17 @@ impl Local {
                     commutative,
                 )
                 .into_iter()
-                .map(|(from, a)| (from, a.and_then(A::named).map(|a| a.id())))
+                .map(|(from, a)| (from, a.and_then(D::Alg::named).map(select::Choice::id)))
                 .collect()
         });
         // The last range starting at or below `bytes` (the first starts at 0).
         let i = ranges.partition_point(|&(from, _)| from <= bytes);
         let chosen = ranges[i.saturating_sub(1)]
             .1
-            .and_then(A::with_id)
+            .and_then(D::Alg::with_id)
+            .and_then(D::of)
             .unwrap_or_else(fixed);
-        self.chose(chosen);
+        self.chose(chosen.alg());
         chosen
     }
 
@@ -300,57 +311,51 @@ impl Local {
     /// or [`crate::Error::Aborted`], none hangs or passes.
     pub(crate) fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
         self.enter_call("barrier")?;
-        let auto = || {
-            self.tuned(crate::tuning::Collective::Barrier, 0, true, || {
-                select::choose_barrier(self.size(), self.run().ranks.policy.oversubscribed)
-            })
-        };
-        let alg = match algorithm {
+        let levels = !self.hierarchy_plan(false).levels.is_empty();
+        let hierarchy = match algorithm {
             // Across L3 groups or packages, with a core per rank, the barrier on shared flags
             // (docs/hierarchy.md, "When `Auto` goes hierarchical").
-            Barrier::Auto
-                if !self.run().ranks.policy.oversubscribed
-                    && !self.hierarchy_plan(false).levels.is_empty() =>
-            {
-                Barrier::HierarchicalDirect
-            }
-            Barrier::Auto => auto(),
-            // One group: `Auto`'s flat choice, decided from the plan (no messages, the same on
-            // every rank), as the allreduce does.
-            Barrier::Hierarchical if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            Barrier::Hierarchical => {
+            Barrier::Auto if levels && !self.oversubscribed() => Some(Barrier::HierarchicalDirect),
+            // (One group: `Auto`'s flat choice, decided from the plan, no messages and the
+            // same on every rank, as the allreduce does.)
+            Barrier::Hierarchical | Barrier::HierarchicalDirect if levels => Some(algorithm),
+            _ => None,
+        };
+        if let Some(alg) = hierarchy {
+            let tag = self.next_tag(Collective::Barrier);
+            let call = Call::of::<u8, _>("barrier", alg, 0);
+            let t = self.coll("barrier");
+            if alg == Barrier::Hierarchical {
                 // The call check's one hop on the whole communicator comes first: its messages
                 // go r → r + 1 as dissemination's first round and the tree's first messages
                 // do, under another tag variant, so a rank of another algorithm meets a
                 // foreign tag at once (`hierarchy::barrier`). Only then the (cached) split.
-                let tag = self.next_tag(Kind::Coll(Collective::Barrier));
-                let call = Call::of::<u8, _>("barrier", Barrier::Hierarchical, 0);
-                check::agree(&self.coll("barrier"), tag, &call, false)?;
+                check::agree(&t, tag, &call, false)?;
                 return self.hierarchy(false)?.barrier(self);
             }
-            Barrier::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            chosen => chosen,
-        };
-        if alg == Barrier::HierarchicalDirect {
             // The same one-hop check as `Hierarchical`'s, for the same reason, split in two
             // around the barrier's arrival: the descriptor goes out first, and is read and
-            // compared before the barrier waits for anyone (`hierarchy::direct::barrier`).
-            let tag = self.next_tag(Kind::Coll(Collective::Barrier));
-            let call = Call::of::<u8, _>("barrier", alg, 0);
-            let t = self.coll("barrier");
+            // compared before the barrier waits for anyone (`algorithms::flag_barrier`).
             check::agree_post(&t, tag, &call)?;
             let plan = self.hierarchy_plan(false);
             let check = || check::agree_take(&t, tag, &call);
             return algorithms::flag_barrier::barrier(self.member(), plan.covered(), tag, check);
         }
+        let (alg, schedule) = match algorithm.schedule() {
+            Some(schedule) => (algorithm, schedule),
+            None => {
+                let schedule = self.tuned(Collective::Barrier, 0, true, || {
+                    select::choose_barrier(self.size(), self.oversubscribed())
+                });
+                (schedule.alg(), schedule)
+            }
+        };
         // No call check: the messages carry the algorithm in their tag, and the tree barrier
         // is laid out so that a mix of algorithms meets a foreign tag at once
         // (`algorithms::barrier`).
-        let tag = self
-            .next_tag(Kind::Coll(Collective::Barrier))
-            .with_variant(alg.id());
+        let tag = self.next_tag(Collective::Barrier).with_variant(alg.id());
         let t = self.coll("barrier");
-        algorithms::barrier::run(&t, alg, tag)
+        algorithms::barrier::run(&t, schedule, tag)
     }
 
     /// Sends `data` to rank `dest`. Up to [`crate::EAGER_MAX`] bytes are copied into the

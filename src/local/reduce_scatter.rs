@@ -26,7 +26,7 @@ use crate::algorithms::reduce_scatter as sched;
 use crate::error::Result;
 use crate::mailbox::Kind;
 use crate::op::Op;
-use crate::select::{self, ReduceScatter};
+use crate::select::{self, Decision, Flat, ReduceScatter};
 use crate::tuning::Collective;
 
 impl Local {
@@ -46,21 +46,16 @@ impl Local {
         const OP: &str = "reduce_scatter_block";
         self.enter_call(OP)?;
         let tag = self.next_tag(Kind::Coll(Collective::ReduceScatter));
-        let alg = match algorithm {
-            ReduceScatter::Auto => self.tuned(
-                Collective::ReduceScatter,
-                std::mem::size_of_val(send),
-                op.is_commutative(),
-                || {
-                    select::choose_reduce_scatter(
-                        self.size(),
-                        std::mem::size_of_val(recv),
-                        op.is_commutative(),
-                        self.run().ranks.policy.oversubscribed,
-                    )
-                },
-            ),
-            chosen => chosen,
+        let (alg, flat) = match algorithm.flat() {
+            Some(flat) => (algorithm, flat),
+            None => {
+                let (bytes, commutative) = (std::mem::size_of_val(send), op.is_commutative());
+                let flat = self.tuned(Collective::ReduceScatter, bytes, commutative, || {
+                    let (n, oversubscribed) = (std::mem::size_of_val(recv), self.oversubscribed());
+                    select::choose_reduce_scatter(self.size(), n, commutative, oversubscribed)
+                });
+                (flat.alg(), flat)
+            }
         };
         let t = self.coll(OP);
         // At p = 2 every message-passing algorithm is one exchange whose message carries what
@@ -72,9 +67,9 @@ impl Local {
             check::agree(&t, tag, &Call::of::<T, _>(OP, alg, recv.len()), false)?;
         }
         let tag = tag.with_variant(alg.id());
-        match alg {
-            ReduceScatter::Direct => sched::direct(self.member(), send, recv, &op, tag),
-            _ => sched::run(&t, send, recv, &op, alg, tag),
+        match flat {
+            Flat::Direct => sched::direct(self.member(), send, recv, &op, tag),
+            Flat::Schedule(s) => sched::run(&t, send, recv, &op, s, tag),
         }
     }
 }

@@ -8,7 +8,7 @@ use crate::algorithms::pair;
 use crate::error::Result;
 use crate::mailbox::Kind;
 use crate::op::Op;
-use crate::select::{self, Broadcast, Reduce};
+use crate::select::{self, Broadcast, Decision, Flat, Reduce};
 use crate::tuning::Collective;
 
 impl Local {
@@ -24,50 +24,49 @@ impl Local {
     {
         self.enter_call("broadcast")?;
         let tag = self.next_tag(Kind::Coll(Collective::Broadcast));
-        let auto = || {
-            let bytes = std::mem::size_of_val(buf);
-            self.tuned(Collective::Broadcast, bytes, true, || {
-                select::choose_broadcast(self.size(), bytes)
-            })
-        };
-        let alg = match algorithm {
+        let levels = !self.hierarchy_plan(false).levels.is_empty();
+        let hierarchy = match algorithm {
             // Across L3 groups or packages, with a core per rank, the single-copy hierarchy
             // for long vectors, as the allreduce's `Auto` (`select::prefer_hierarchy`).
-            // `Native` (MPI's own collective) is `Auto` between threads.
             Broadcast::Auto | Broadcast::Native
-                if select::prefer_hierarchy(
-                    std::mem::size_of_val(buf),
-                    self.run().ranks.policy.oversubscribed,
-                ) && !self.hierarchy_plan(false).levels.is_empty() =>
+                if levels
+                    && select::prefer_hierarchy(
+                        std::mem::size_of_val(buf),
+                        self.run().ranks.policy.oversubscribed,
+                    ) =>
             {
                 self.chose(Broadcast::HierarchicalDirect);
-                Broadcast::HierarchicalDirect
+                Some(Broadcast::HierarchicalDirect)
             }
-            Broadcast::Auto | Broadcast::Native => auto(),
-            // A hierarchy with one group runs `Auto`'s flat choice, decided here from the plan
-            // (no messages, the same on every rank) before the call check, as the allreduce
-            // does: one check, not two.
-            Broadcast::Hierarchical if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            Broadcast::Hierarchical => {
-                let call =
-                    Call::of::<T, _>("broadcast", Broadcast::Hierarchical, buf.len()).at(root);
-                // The dissemination form: the root needs nothing from the others, so every
-                // rank must know that every rank agreed before any stage starts.
-                check::agree(&self.coll("broadcast"), tag, &call, true)?;
+            // (A hierarchy with one group runs `Auto`'s flat choice, decided here from the
+            // plan, no messages and the same on every rank, before the call check, as the
+            // allreduce does: one check, not two.)
+            Broadcast::Hierarchical | Broadcast::HierarchicalDirect if levels => Some(algorithm),
+            _ => None,
+        };
+        if let Some(alg) = hierarchy {
+            let call = Call::of::<T, _>("broadcast", alg, buf.len()).at(root);
+            // The dissemination form: the root needs nothing from the others, so every rank
+            // must know that every rank agreed before any stage starts.
+            check::agree(&self.coll("broadcast"), tag, &call, true)?;
+            if alg == Broadcast::Hierarchical {
                 return self.hierarchy(false)?.broadcast(self, buf, root);
             }
-            Broadcast::HierarchicalDirect if self.hierarchy_plan(false).levels.is_empty() => auto(),
-            chosen => chosen,
-        };
-        if alg == Broadcast::HierarchicalDirect {
-            let call = Call::of::<T, _>("broadcast", alg, buf.len()).at(root);
-            // The dissemination form, as every broadcast's: the root needs nothing from the
-            // others.
-            check::agree(&self.coll("broadcast"), tag, &call, true)?;
             let plan = self.hierarchy_plan(false);
             let tag = tag.with_variant(alg.id());
             return crate::hierarchy::direct::broadcast(self.member(), buf, root, plan, tag);
         }
+        // `Native` (MPI's own collective) is `Auto` between threads.
+        let (alg, flat) = match algorithm.flat() {
+            Some(flat) => (algorithm, flat),
+            None => {
+                let bytes = std::mem::size_of_val(buf);
+                let flat = self.tuned(Collective::Broadcast, bytes, true, || {
+                    select::choose_broadcast(self.size(), bytes)
+                });
+                (flat.alg(), flat)
+            }
+        };
         let costs = self.costs();
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
         let t = self.coll("broadcast");
@@ -80,9 +79,9 @@ impl Local {
         }
         check::agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Broadcast::Direct => algorithms::broadcast::direct(self.member(), buf, root, tag),
-            _ => algorithms::broadcast::run(&t, buf, root, alg, block, tag),
+        match flat {
+            Flat::Direct => algorithms::broadcast::direct(self.member(), buf, root, tag),
+            Flat::Schedule(s) => algorithms::broadcast::run(&t, buf, root, s, block, tag),
         }
     }
 
@@ -146,19 +145,18 @@ impl Local {
     {
         self.enter_call("reduce")?;
         let tag = self.next_tag(Kind::Coll(Collective::Reduce));
-        let alg = match algorithm {
-            // `Native` (MPI's own collective) is `Auto` between threads.
-            Reduce::Auto | Reduce::Hierarchical | Reduce::HierarchicalDirect | Reduce::Native => {
+        // `Native` (MPI's own collective) is `Auto` between threads, and so are the
+        // hierarchical ones here (`reduce_with` runs those with something to combine).
+        let (alg, flat) = match algorithm.flat() {
+            Some(flat) => (algorithm, flat),
+            None => {
                 let bytes = std::mem::size_of_val(buf);
-                self.tuned(Collective::Reduce, bytes, op.is_commutative(), || {
-                    select::choose_reduce(
-                        self.size(),
-                        bytes,
-                        self.run().ranks.policy.oversubscribed,
-                    )
-                })
+                let flat = self.tuned(Collective::Reduce, bytes, op.is_commutative(), || {
+                    let oversubscribed = self.run().ranks.policy.oversubscribed;
+                    select::choose_reduce(self.size(), bytes, oversubscribed)
+                });
+                (flat.alg(), flat)
             }
-            chosen => chosen,
         };
         let costs = self.costs();
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
@@ -176,9 +174,9 @@ impl Local {
         }
         check::agree(&t, tag, &call, false)?;
         let tag = tag.with_variant(alg.id());
-        match alg {
-            Reduce::Direct => algorithms::reduce::direct(self.member(), buf, op, root, tag),
-            _ => algorithms::reduce::run(&t, buf, op, root, alg, block, tag),
+        match flat {
+            Flat::Direct => algorithms::reduce::direct(self.member(), buf, op, root, tag),
+            Flat::Schedule(s) => algorithms::reduce::run(&t, buf, op, root, s, block, tag),
         }
     }
 }

@@ -15,7 +15,7 @@ use crate::algorithms::pair;
 use crate::error::Result;
 use crate::mailbox::Kind;
 use crate::op::Op;
-use crate::select::{self, Scan};
+use crate::select::{self, Decision, Scan};
 use crate::tuning::Collective;
 
 /// The bit set in the algorithm word of an exclusive scan (the ids of [`Scan`] are small).
@@ -70,14 +70,15 @@ impl Local {
     {
         self.enter_call(name)?;
         let tag = self.next_tag(Kind::Coll(Collective::Scan));
-        let alg = match algorithm {
-            Scan::Auto => {
+        let (alg, schedule) = match algorithm.schedule() {
+            Some(schedule) => (algorithm, schedule),
+            None => {
                 let bytes = std::mem::size_of_val(buf);
-                self.tuned(Collective::Scan, bytes, op.is_commutative(), || {
+                let schedule = self.tuned(Collective::Scan, bytes, op.is_commutative(), || {
                     select::choose_scan(self.size(), bytes)
-                })
+                });
+                (schedule.alg(), schedule)
             }
-            chosen => chosen,
         };
         let costs = self.costs();
         let block = alg.block_elements(self.size(), buf.len(), std::mem::size_of::<T>(), costs);
@@ -94,7 +95,7 @@ impl Local {
         }
         check::agree(&t, tag, &call, true)?;
         let tag = tag.with_variant(word);
-        algorithms::scan::run(&t, buf, op, alg, block, exclusive, tag)
+        algorithms::scan::run(&t, buf, op, schedule, block, exclusive, tag)
     }
 }
 

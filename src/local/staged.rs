@@ -18,7 +18,7 @@ use crate::algorithms;
 use crate::error::Result;
 use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
-use crate::select;
+use crate::select::{self, Decision, Flat};
 use crate::tuning::Collective;
 
 impl Local {
@@ -36,9 +36,10 @@ impl Local {
             return Ok(());
         }
         let bytes = std::mem::size_of_val(buf);
-        let alg = self.tuned(Collective::Reduce, bytes, op.is_commutative(), || {
+        let flat = self.tuned(Collective::Reduce, bytes, op.is_commutative(), || {
             select::choose_reduce(self.size(), bytes, self.run().ranks.policy.oversubscribed)
         });
+        let alg = flat.alg();
         let block = alg.block_elements(
             self.size(),
             buf.len(),
@@ -46,9 +47,11 @@ impl Local {
             self.costs(),
         );
         let tag = tag.with_variant(alg.id());
-        match alg {
-            select::Reduce::Direct => algorithms::reduce::direct(self.member(), buf, op, root, tag),
-            _ => algorithms::reduce::run(&self.coll("reduce"), buf, op, root, alg, block, tag),
+        match flat {
+            Flat::Direct => algorithms::reduce::direct(self.member(), buf, op, root, tag),
+            Flat::Schedule(s) => {
+                algorithms::reduce::run(&self.coll("reduce"), buf, op, root, s, block, tag)
+            }
         }
     }
 
@@ -60,9 +63,10 @@ impl Local {
             return Ok(());
         }
         let bytes = std::mem::size_of_val(buf);
-        let alg = self.tuned(Collective::Broadcast, bytes, true, || {
+        let flat = self.tuned(Collective::Broadcast, bytes, true, || {
             select::choose_broadcast(self.size(), bytes)
         });
+        let alg = flat.alg();
         let block = alg.block_elements(
             self.size(),
             buf.len(),
@@ -70,11 +74,11 @@ impl Local {
             self.costs(),
         );
         let tag = tag.with_variant(alg.id());
-        match alg {
-            select::Broadcast::Direct => {
-                algorithms::broadcast::direct(self.member(), buf, root, tag)
+        match flat {
+            Flat::Direct => algorithms::broadcast::direct(self.member(), buf, root, tag),
+            Flat::Schedule(s) => {
+                algorithms::broadcast::run(&self.coll("broadcast"), buf, root, s, block, tag)
             }
-            _ => algorithms::broadcast::run(&self.coll("broadcast"), buf, root, alg, block, tag),
         }
     }
 
@@ -86,9 +90,10 @@ impl Local {
             return Ok(());
         }
         let (bytes, commutative) = (std::mem::size_of_val(buf), op.is_commutative());
-        let alg = self.tuned(Collective::Allreduce, bytes, commutative, || {
+        let flat = self.tuned(Collective::Allreduce, bytes, commutative, || {
             select::choose_allreduce(self.size(), bytes, commutative)
         });
+        let alg = flat.alg();
         let block = if alg.has_block() {
             alg.block_elements(
                 self.size(),
@@ -100,11 +105,13 @@ impl Local {
             0
         };
         let tag = tag.with_variant(alg.id());
-        match alg {
-            select::Algorithm::Direct => {
+        match flat {
+            Flat::Direct => {
                 algorithms::allreduce::direct::direct(self.member(), None, buf, op, tag)
             }
-            _ => algorithms::allreduce::run(&self.coll("allreduce"), buf, op, alg, block, tag),
+            Flat::Schedule(s) => {
+                algorithms::allreduce::run(&self.coll("allreduce"), buf, op, s, block, tag)
+            }
         }
     }
 }

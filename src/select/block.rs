@@ -323,3 +323,41 @@ impl Scan {
         }
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    /// `Block::Auto` sends every chunk (of either length) in one piece up to the cache cap,
+    /// and a longer one in pieces of the cap; an explicit block is taken as it is (at least 1).
+    #[test]
+    fn auto_sends_each_chunk_whole_up_to_the_cap() {
+        use crate::select::{Algorithm, Block, Costs, MAX_AUTO_DIRECT_BLOCK};
+        let piece =
+            |p, n, block| Algorithm::Ring { block }.block_elements(p, n, 8, Costs::DEDICATED);
+        let cap = MAX_AUTO_DIRECT_BLOCK / 8;
+        for p in [1usize, 2, 3, 8, 33] {
+            for n in [
+                0usize,
+                1,
+                5,
+                p + 1,
+                7 * p - 1,
+                p * cap,
+                p * cap + 1,
+                100 * MAX_AUTO_DIRECT_BLOCK + 3,
+            ] {
+                let b = piece(p, n, Block::Auto);
+                assert!(b >= 1 && b <= cap, "p={p} n={n}: {b}");
+                for c in 0..p {
+                    let len = chunk(n, p, c).len();
+                    assert_eq!(
+                        pieces(len, b),
+                        len.div_ceil(cap).max(1),
+                        "p={p} n={n} c={c}: {b}"
+                    );
+                }
+            }
+        }
+        assert_eq!(piece(4, 1000, Block::Elements(0)), 1);
+        assert_eq!(piece(4, 1000, Block::Elements(9)), 9);
+    }
+}

@@ -4,10 +4,9 @@
 //! Apart from the enums because these are hand-made, measured fallbacks that the tuning
 //! work's tables (module `tuning`) override; they change with measurements, the enums do not.
 
-use super::{
-    Algorithm, Allgather, Alltoall, Barrier, Broadcast, Gather, Reduce, ReduceScatter, Scan,
-    Scatter,
-};
+use super::Flat::{self, Direct, Schedule};
+use crate::algorithms::gather::{Allgathering, Gathering, Scattering};
+use crate::algorithms::{allreduce, alltoall, barrier, broadcast, reduce, reduce_scatter, scan};
 use crate::mailbox::EAGER_MAX;
 
 /// `Auto`'s choice for an allreduce of `bytes` bytes per rank on `p` ranks: recursive
@@ -16,11 +15,15 @@ use crate::mailbox::EAGER_MAX;
 /// synchronisations, every byte read and written once: the traffic lower bound). Both keep
 /// rank order, so commutativity does not matter. The switch point is measured
 /// (docs/benchmarks.md, `benches/allreduce.rs`).
-pub(crate) fn choose_allreduce(_p: usize, bytes: usize, _commutative: bool) -> Algorithm {
+pub(crate) fn choose_allreduce(
+    _p: usize,
+    bytes: usize,
+    _commutative: bool,
+) -> Flat<allreduce::Schedule> {
     if bytes <= EAGER_MAX {
-        Algorithm::RecursiveDoubling
+        Schedule(allreduce::Schedule::RecursiveDoubling)
     } else {
-        Algorithm::Direct
+        Direct
     }
 }
 
@@ -42,11 +45,11 @@ pub(crate) fn prefer_hierarchy(bytes: usize, oversubscribed: bool) -> bool {
 
 /// `Auto`'s broadcast: the binomial tree while messages are eager, `Direct` above
 /// (provisional: the decision tables of the tuning work replace it).
-pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Broadcast {
+pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Flat<broadcast::Schedule> {
     if bytes <= EAGER_MAX {
-        Broadcast::Binomial
+        Schedule(broadcast::Schedule::Binomial)
     } else {
-        Broadcast::Direct
+        Direct
     }
 }
 
@@ -55,11 +58,15 @@ pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Broadcast {
 /// and `Direct` above; with more ranks than cores, `Direct` at every size (its two board
 /// synchronisations cost less than the tree's rounds of waiting for descheduled ranks: 16 µs
 /// against 20 µs for 8 B at p = 8 on 2 cores).
-pub(crate) fn choose_reduce(_p: usize, bytes: usize, oversubscribed: bool) -> Reduce {
+pub(crate) fn choose_reduce(
+    _p: usize,
+    bytes: usize,
+    oversubscribed: bool,
+) -> Flat<reduce::Schedule> {
     if bytes <= EAGER_MAX && !oversubscribed {
-        Reduce::Binomial
+        Schedule(reduce::Schedule::Binomial)
     } else {
-        Reduce::Direct
+        Direct
     }
 }
 
@@ -68,8 +75,8 @@ pub(crate) fn choose_reduce(_p: usize, bytes: usize, oversubscribed: bool) -> Re
 /// everywhere, by 2–11× from 2 KiB: ⌈log₂ p⌉ single-copy rounds against the tree's two
 /// phases of blocks. The pipelined tree stays selectable for machines with many cores, where
 /// its 2βm bandwidth term would show for long vectors (not measured here).
-pub(crate) fn choose_scan(_p: usize, _bytes: usize) -> Scan {
-    Scan::RecursiveDoubling
+pub(crate) fn choose_scan(_p: usize, _bytes: usize) -> scan::Schedule {
+    scan::Schedule::RecursiveDoubling
 }
 
 // --- Gather, scatter and allgather (`Comm::gather`, `scatter`, `allgather`): `Auto`'s choices.
@@ -79,8 +86,8 @@ pub(crate) fn choose_scan(_p: usize, _bytes: usize) -> Scan {
 /// against 21 µs for 8 B: one round of messages into the root instead of ⌈log₂ p⌉ rounds, each
 /// waiting for a descheduled rank; and each block copied once instead of up to ⌈log₂ p⌉
 /// times for long ones).
-pub(crate) fn choose_gather(_p: usize, _bytes: usize) -> Gather {
-    Gather::Linear
+pub(crate) fn choose_gather(_p: usize, _bytes: usize) -> Flat<Gathering> {
+    Schedule(Gathering::Linear)
 }
 
 /// `Auto`'s scatter, measured (docs/benchmarks.md): linear, except for rendezvous-sized blocks
@@ -88,11 +95,11 @@ pub(crate) fn choose_gather(_p: usize, _bytes: usize) -> Gather {
 /// waiting for its receiver to be scheduled, cost more than the binomial tree's ⌈log₂ p⌉
 /// rounds (45 µs against 29 µs for 2 KiB at p = 8 on 2 cores). At p = 2 the two are one
 /// message.
-pub(crate) fn choose_scatter(_p: usize, bytes: usize, oversubscribed: bool) -> Scatter {
+pub(crate) fn choose_scatter(_p: usize, bytes: usize, oversubscribed: bool) -> Flat<Scattering> {
     if oversubscribed && bytes > EAGER_MAX && bytes <= 16 << 10 {
-        Scatter::Binomial
+        Schedule(Scattering::Binomial)
     } else {
-        Scatter::Linear
+        Schedule(Scattering::Linear)
     }
 }
 
@@ -100,13 +107,13 @@ pub(crate) fn choose_scatter(_p: usize, bytes: usize, oversubscribed: bool) -> S
 /// the whole result (p blocks) is eager, recursive doubling on a power of two and Bruck
 /// otherwise (⌈log₂ p⌉ rounds, no fold); above, `Direct`, which moves each block once into
 /// each rank straight from its owner's buffer.
-pub(crate) fn choose_allgather(p: usize, bytes: usize) -> Allgather {
+pub(crate) fn choose_allgather(p: usize, bytes: usize) -> Flat<Allgathering> {
     if bytes.saturating_mul(p) > EAGER_MAX {
-        Allgather::Direct
+        Direct
     } else if p.is_power_of_two() {
-        Allgather::RecursiveDoubling
+        Schedule(Allgathering::RecursiveDoubling)
     } else {
-        Allgather::Bruck
+        Schedule(Allgathering::Bruck)
     }
 }
 
@@ -118,19 +125,23 @@ pub(crate) fn choose_allgather(p: usize, bytes: usize) -> Allgather {
 /// descheduled ranks: 16 µs against 17–30 µs for 8 B at p = 8 on 2 cores), the pairwise
 /// exchange from 256 KiB, where its steps stream one peer at a time (1.6 ms against 1.8 ms
 /// at 512 KiB).
-pub(crate) fn choose_alltoall(p: usize, bytes: usize, oversubscribed: bool) -> Alltoall {
+pub(crate) fn choose_alltoall(
+    p: usize,
+    bytes: usize,
+    oversubscribed: bool,
+) -> Flat<alltoall::Schedule> {
     if oversubscribed {
         if bytes < 256 << 10 {
-            Alltoall::Direct
+            Direct
         } else {
-            Alltoall::Pairwise
+            Schedule(alltoall::Schedule::Pairwise)
         }
     } else if p == 2 {
-        Alltoall::Pairwise
+        Schedule(alltoall::Schedule::Pairwise)
     } else if bytes.saturating_mul(p) > EAGER_MAX {
-        Alltoall::Direct
+        Direct
     } else {
-        Alltoall::Bruck
+        Schedule(alltoall::Schedule::Bruck)
     }
 }
 
@@ -144,13 +155,13 @@ pub(crate) fn choose_reduce_scatter(
     bytes: usize,
     _commutative: bool,
     oversubscribed: bool,
-) -> ReduceScatter {
+) -> Flat<reduce_scatter::Schedule> {
     if oversubscribed || bytes.saturating_mul(p) > EAGER_MAX {
-        ReduceScatter::Direct
+        Direct
     } else if p == 2 {
-        ReduceScatter::Ring
+        Schedule(reduce_scatter::Schedule::Ring)
     } else {
-        ReduceScatter::RecursiveHalving
+        Schedule(reduce_scatter::Schedule::RecursiveHalving)
     }
 }
 
@@ -164,6 +175,6 @@ pub(crate) fn choose_reduce_scatter(
 /// 50 against 90 µs at p = 16 and 170 against 185 µs at p = 33. Every dissemination round
 /// advances all ranks at once, while the tree's 2⌈log₂ p⌉ dependent hops each wait for one
 /// rank to be scheduled. The parameters stay for the decision tables of the tuning work.
-pub(crate) fn choose_barrier(_p: usize, _oversubscribed: bool) -> Barrier {
-    Barrier::Dissemination
+pub(crate) fn choose_barrier(_p: usize, _oversubscribed: bool) -> barrier::Schedule {
+    barrier::Schedule::Dissemination
 }

@@ -16,6 +16,7 @@
 
 mod block;
 mod choose;
+mod flat;
 mod ids;
 
 pub use block::Block;
@@ -29,6 +30,7 @@ pub(crate) use choose::{
     choose_gather, choose_reduce, choose_reduce_scatter, choose_scan, choose_scatter,
     prefer_hierarchy,
 };
+pub(crate) use flat::{Decision, Flat};
 pub(crate) use ids::Choice;
 
 /// An allreduce algorithm (see `Comm::allreduce_with`).

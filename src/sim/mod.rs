@@ -50,8 +50,8 @@ use crate::error::{Error, Result};
 use crate::mailbox::{Kind, Tag};
 use crate::profile::{Level, Profile};
 use crate::select::{
-    Algorithm, Allgather, Alltoall, Barrier, Broadcast, Costs, Gather, Reduce, ReduceScatter, Scan,
-    Scatter,
+    Algorithm, Allgather, Alltoall, Barrier, Broadcast, Costs, Flat, Gather, Reduce, ReduceScatter,
+    Scan, Scatter,
 };
 use crate::transport::sim::{SimOp, SimTransport, Trace, Unit};
 
@@ -404,42 +404,55 @@ fn run_rank(t: &SimTransport, case: &Case, block: usize, seq: u64) -> Result<()>
     let all = || vec![Unit; p.saturating_mul(n)];
     match case.collective {
         Collective::Allreduce(a) => {
-            let tag = tag(a.id());
-            algorithms::allreduce::run(t, &mut one(), &op, a, block, tag)
+            let s = scheduled(a.flat())?;
+            algorithms::allreduce::run(t, &mut one(), &op, s, block, tag(a.id()))
         }
         Collective::Broadcast(a) => {
-            let tag = tag(a.id());
-            algorithms::broadcast::run(t, &mut one(), root, a, block, tag)
+            let s = scheduled(a.flat())?;
+            algorithms::broadcast::run(t, &mut one(), root, s, block, tag(a.id()))
         }
         Collective::Reduce(a) => {
-            let tag = tag(a.id());
-            algorithms::reduce::run(t, &mut one(), &op, root, a, block, tag)
+            let s = scheduled(a.flat())?;
+            algorithms::reduce::run(t, &mut one(), &op, root, s, block, tag(a.id()))
         }
         Collective::Scan(a) => {
-            let tag = tag(a.id());
-            algorithms::scan::run(t, &mut one(), &op, a, block, false, tag)
+            let s = scheduled(a.schedule().map(Flat::Schedule))?;
+            algorithms::scan::run(t, &mut one(), &op, s, block, false, tag(a.id()))
         }
         Collective::Gather(a) => {
-            let tag = tag(a.id());
-            gather::run_gather(t, &one(), &mut all(), root, a, tag)
+            let s = scheduled(a.flat())?;
+            gather::run_gather(t, &one(), &mut all(), root, s, tag(a.id()))
         }
         Collective::Scatter(a) => {
-            let tag = tag(a.id());
-            gather::run_scatter(t, &all(), &mut one(), root, a, tag)
+            let s = scheduled(a.flat())?;
+            gather::run_scatter(t, &all(), &mut one(), root, s, tag(a.id()))
         }
         Collective::Allgather(a) => {
-            let tag = tag(a.id());
-            gather::run_allgather(t, &one(), &mut all(), a, tag)
+            let s = scheduled(a.flat())?;
+            gather::run_allgather(t, &one(), &mut all(), s, tag(a.id()))
         }
         Collective::Alltoall(a) => {
-            let tag = tag(a.id());
-            alltoall::run(t, &all(), &mut all(), a, tag)
+            let s = scheduled(a.flat())?;
+            alltoall::run(t, &all(), &mut all(), s, tag(a.id()))
         }
         Collective::ReduceScatter(a) => {
-            let tag = tag(a.id());
-            reduce_scatter::run(t, &all(), &mut one(), &op, a, tag)
+            let s = scheduled(a.flat())?;
+            reduce_scatter::run(t, &all(), &mut one(), &op, s, tag(a.id()))
         }
-        Collective::Barrier(a) => barrier::run(t, a, tag(a.id())),
+        Collective::Barrier(a) => {
+            let s = scheduled(a.schedule().map(Flat::Schedule))?;
+            barrier::run(t, s, tag(a.id()))
+        }
+    }
+}
+
+/// The schedule of a flat choice (`simulate` refused every other before any rank ran).
+fn scheduled<S>(flat: Option<Flat<S>>) -> Result<S> {
+    match flat {
+        Some(Flat::Schedule(s)) => Ok(s),
+        _ => Err(Error::Simulation {
+            what: "only the schedules over a transport can be simulated".into(),
+        }),
     }
 }
 

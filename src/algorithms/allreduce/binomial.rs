@@ -60,7 +60,7 @@ mod tests {
     use super::{binomial, children};
     use crate::mailbox::Tag;
     use crate::op::{non_commutative, Sum};
-    use crate::select::Algorithm;
+    use crate::Algorithm;
 
     const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
 

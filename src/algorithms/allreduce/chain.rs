@@ -56,7 +56,7 @@ pub(crate) fn chain<Tr: Transport, T: Elem, O: Op<T>>(
 mod tests {
     use super::*;
     use crate::op::{non_commutative, Sum};
-    use crate::select::{Algorithm, Block};
+    use crate::{Algorithm, Block};
 
     const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
 

@@ -183,7 +183,7 @@ pub(crate) fn dual_root<Tr: Transport, T: Elem, O: Op<T>>(
 mod tests {
     use super::super::testkit::{self, schedule};
     use super::*;
-    use crate::select::Algorithm;
+    use crate::Algorithm;
 
     schedule!(DualRoot, super::dual_root);
 

@@ -24,37 +24,53 @@ mod two_tree;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::select::Algorithm;
 use crate::transport::Transport;
 
 pub(super) use crate::algorithms::blocks::{block_range, block_start, elements, pipeline_blocks};
 pub(crate) use rabenseifner::halving_step;
 
-/// Runs allreduce `alg` (not `Auto`, not `Direct`) on `buf`, in pipeline blocks (or ring
-/// pieces) of `block` elements.
+/// The allreduce schedules, one per family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// Star through rank 0 ([`linear`]).
+    Linear,
+    /// Pipelined chain ([`chain`]).
+    Chain,
+    /// Binomial reduce then broadcast ([`binomial`]).
+    Binomial,
+    /// Butterfly ([`recursive_doubling`]).
+    RecursiveDoubling,
+    /// Recursive halving then doubling ([`rabenseifner`]).
+    Rabenseifner,
+    /// Ring reduce-scatter and allgather ([`ring`]).
+    Ring,
+    /// Pipelined reduce then broadcast on one tree ([`pipelined_tree`]).
+    PipelinedTree,
+    /// Träff's doubly-pipelined dual root ([`dual_root`]).
+    DualRoot,
+    /// Sanders, Speck and Träff's two trees ([`two_tree`]).
+    TwoTree,
+}
+
+/// Runs allreduce `schedule` on `buf`, in pipeline blocks (or ring pieces) of `block`
+/// elements.
 pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     buf: &mut [T],
     op: &O,
-    alg: Algorithm,
+    schedule: Schedule,
     block: usize,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Algorithm::Auto | Algorithm::Linear => linear::linear(t, buf, op, tag),
-        Algorithm::Chain { .. } => chain::chain(t, buf, op, block, tag),
-        Algorithm::Binomial => binomial::binomial(t, buf, op, tag),
-        Algorithm::RecursiveDoubling => recursive_doubling::recursive_doubling(t, buf, op, tag),
-        Algorithm::Rabenseifner => rabenseifner::rabenseifner(t, buf, op, tag),
-        Algorithm::Ring { .. } => ring::ring(t, buf, op, block, tag),
-        Algorithm::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, op, block, tag),
-        Algorithm::DualRoot { .. } => dual_root::dual_root(t, buf, op, block, tag),
-        Algorithm::TwoTree { .. } => two_tree::two_tree(t, buf, op, block, tag),
-        Algorithm::Direct
-        | Algorithm::Hierarchical { .. }
-        | Algorithm::HierarchicalDirect
-        | Algorithm::Native => {
-            unreachable!("{} runs on the communicator, not a transport", alg.name())
-        }
+    match schedule {
+        Schedule::Linear => linear::linear(t, buf, op, tag),
+        Schedule::Chain => chain::chain(t, buf, op, block, tag),
+        Schedule::Binomial => binomial::binomial(t, buf, op, tag),
+        Schedule::RecursiveDoubling => recursive_doubling::recursive_doubling(t, buf, op, tag),
+        Schedule::Rabenseifner => rabenseifner::rabenseifner(t, buf, op, tag),
+        Schedule::Ring => ring::ring(t, buf, op, block, tag),
+        Schedule::PipelinedTree => pipelined_tree::pipelined_tree(t, buf, op, block, tag),
+        Schedule::DualRoot => dual_root::dual_root(t, buf, op, block, tag),
+        Schedule::TwoTree => two_tree::two_tree(t, buf, op, block, tag),
     }
 }

@@ -66,7 +66,7 @@ pub(crate) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::testkit::{self, schedule};
-    use crate::select::Algorithm;
+    use crate::Algorithm;
 
     schedule!(PipelinedTree, super::pipelined_tree);
 

@@ -130,7 +130,7 @@ fn split_adjacent<T>(buf: &mut [T], a: Range<usize>, b: Range<usize>) -> (&mut [
 mod tests {
     use super::super::block_start;
     use super::*;
-    use crate::select::Algorithm;
+    use crate::Algorithm;
     use proptest::prelude::*;
 
     proptest! {

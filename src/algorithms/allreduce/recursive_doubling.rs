@@ -158,7 +158,7 @@ impl Fold {
 pub(super) mod tests {
     use super::*;
     use crate::op::{self, Sum};
-    use crate::select::Algorithm;
+    use crate::Algorithm;
     use crate::Team;
 
     /// Rank counts the schedules are checked on (more than the cores there are).

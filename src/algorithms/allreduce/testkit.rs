@@ -4,8 +4,8 @@
 
 use crate::error::Result;
 use crate::op::{non_commutative, Op, Sum};
-use crate::select::{Algorithm, Block};
 use crate::Comm;
+use crate::{Algorithm, Block};
 
 /// Rank counts of the checks: 1 to 17 and the oversubscribed 31, 32, 33.
 pub(super) const PS: [usize; 20] = [

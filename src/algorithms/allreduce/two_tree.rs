@@ -241,7 +241,7 @@ mod tests {
     use super::super::testkit::{self, schedule, span_op};
     use super::*;
     use crate::op::Sum;
-    use crate::select::{Algorithm, Block};
+    use crate::{Algorithm, Block};
 
     schedule!(TwoTree, super::two_tree);
 

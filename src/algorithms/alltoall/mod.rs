@@ -27,24 +27,29 @@ pub(crate) use vector::alltoallv;
 
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::select::Alltoall;
 use crate::transport::Transport;
 use std::ops::Range;
 
-/// Runs all-to-all `alg` (`Pairwise`, or Bruck's for the rest: `Auto`, and `Direct` and
-/// `RingLeaders`, which their callers run themselves).
+/// The all-to-all schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// The pairwise exchange ([`pairwise`]).
+    Pairwise,
+    /// Bruck's ([`bruck`]).
+    Bruck,
+}
+
+/// Runs all-to-all `schedule`.
 pub(crate) fn run<Tr: Transport, T: Elem>(
     t: &Tr,
     send: &[T],
     recv: &mut [T],
-    alg: Alltoall,
+    schedule: Schedule,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Alltoall::Pairwise => pairwise(t, send, recv, tag),
-        Alltoall::Bruck | Alltoall::Auto | Alltoall::Direct | Alltoall::RingLeaders { .. } => {
-            bruck(t, send, recv, tag)
-        }
+    match schedule {
+        Schedule::Pairwise => pairwise(t, send, recv, tag),
+        Schedule::Bruck => bruck(t, send, recv, tag),
     }
 }
 

@@ -23,30 +23,34 @@ mod scatter_allgather;
 
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::select::Broadcast;
 use crate::shm::Member;
 use crate::transport::Transport;
 
-/// Runs broadcast `alg` (not `Auto`, not `Direct`) of `buf` from `root`, in pipeline blocks of
-/// `block` elements where the algorithm has them.
+/// The broadcast schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// The binomial tree ([`binomial`]).
+    Binomial,
+    /// Träff's post-order binary tree, pipelined ([`pipelined_tree`]).
+    PipelinedTree,
+    /// Van de Geijn's scatter and allgather ([`scatter_allgather`]).
+    ScatterAllgather,
+}
+
+/// Runs broadcast `schedule` of `buf` from `root`, in pipeline blocks of `block` elements
+/// where the schedule has them.
 pub(crate) fn run<Tr: Transport, T: Elem>(
     t: &Tr,
     buf: &mut [T],
     root: usize,
-    alg: Broadcast,
+    schedule: Schedule,
     block: usize,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Broadcast::Auto | Broadcast::Binomial => binomial::binomial(t, buf, root, tag),
-        Broadcast::PipelinedTree { .. } => pipelined_tree::pipelined_tree(t, buf, root, block, tag),
-        Broadcast::ScatterAllgather => scatter_allgather::scatter_allgather(t, buf, root, tag),
-        Broadcast::Direct
-        | Broadcast::Hierarchical
-        | Broadcast::HierarchicalDirect
-        | Broadcast::Native => {
-            unreachable!("{} runs on the communicator, not a transport", alg.name())
-        }
+    match schedule {
+        Schedule::Binomial => binomial::binomial(t, buf, root, tag),
+        Schedule::PipelinedTree => pipelined_tree::pipelined_tree(t, buf, root, block, tag),
+        Schedule::ScatterAllgather => scatter_allgather::scatter_allgather(t, buf, root, tag),
     }
 }
 
@@ -61,7 +65,6 @@ pub(crate) fn direct<T: Elem>(comm: &Member, buf: &mut [T], root: usize, tag: Ta
 mod runs {
     use super::{direct, run};
     use crate::mailbox::Tag;
-    use crate::select::Broadcast;
     use crate::{Error, Team};
     use std::time::Duration;
 
@@ -75,27 +78,12 @@ mod runs {
     }
 
     /// The transport schedules, with their blocks.
-    const SCHEDULES: [(Broadcast, usize); 5] = [
-        (Broadcast::Binomial, 0),
-        (
-            Broadcast::PipelinedTree {
-                block: crate::Block::Auto,
-            },
-            1,
-        ),
-        (
-            Broadcast::PipelinedTree {
-                block: crate::Block::Auto,
-            },
-            7,
-        ),
-        (
-            Broadcast::PipelinedTree {
-                block: crate::Block::Auto,
-            },
-            1000,
-        ),
-        (Broadcast::ScatterAllgather, 0),
+    const SCHEDULES: [(super::Schedule, usize); 5] = [
+        (super::Schedule::Binomial, 0),
+        (super::Schedule::PipelinedTree, 1),
+        (super::Schedule::PipelinedTree, 7),
+        (super::Schedule::PipelinedTree, 1000),
+        (super::Schedule::ScatterAllgather, 0),
     ];
 
     /// One rank with another length is a mismatch error, not a hang, whichever rank it is.

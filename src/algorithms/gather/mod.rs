@@ -35,61 +35,80 @@ pub(crate) use vector::{allgatherv, gatherv, scatterv};
 
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::select::{Allgather, Gather, Scatter};
 use crate::transport::Transport;
 use std::ops::Range;
 
-/// Runs gather `alg` of every rank's `send` into `recv` on `root` (`Auto` is taken as the
-/// binomial tree: `Comm` and the simulator resolve it before; `Direct`, which does not run on
-/// a transport and which `Comm` runs itself, as the linear one).
+/// The gather schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gathering {
+    /// Every block straight to the root ([`gather_linear`]).
+    Linear,
+    /// Up a binomial tree ([`gather_binomial`]).
+    Binomial,
+}
+
+/// The scatter schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scattering {
+    /// Every block straight from the root ([`scatter_linear`]).
+    Linear,
+    /// Down a binomial tree ([`scatter_binomial`]).
+    Binomial,
+}
+
+/// The allgather schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Allgathering {
+    /// Around the ring ([`ring`]).
+    Ring,
+    /// Recursive doubling ([`recursive_doubling`]).
+    RecursiveDoubling,
+    /// Bruck's ([`bruck`]).
+    Bruck,
+}
+
+/// Runs gather `schedule` of every rank's `send` into `recv` on `root`.
 pub(crate) fn run_gather<Tr: Transport, T: Elem>(
     t: &Tr,
     send: &[T],
     recv: &mut [T],
     root: usize,
-    alg: Gather,
+    schedule: Gathering,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Gather::Linear | Gather::Direct => gather_linear(t, send, recv, root, tag),
-        Gather::Binomial | Gather::Auto => gather_binomial(t, send, recv, root, tag),
+    match schedule {
+        Gathering::Linear => gather_linear(t, send, recv, root, tag),
+        Gathering::Binomial => gather_binomial(t, send, recv, root, tag),
     }
 }
 
-/// Runs scatter `alg` of `root`'s `send` into every rank's `recv` (`Auto` is taken as the
-/// binomial tree, `Direct`, which `Comm` runs itself, as the linear one).
+/// Runs scatter `schedule` of `root`'s `send` into every rank's `recv`.
 pub(crate) fn run_scatter<Tr: Transport, T: Elem>(
     t: &Tr,
     send: &[T],
     recv: &mut [T],
     root: usize,
-    alg: Scatter,
+    schedule: Scattering,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Scatter::Linear | Scatter::Direct => scatter_linear(t, send, recv, root, tag),
-        Scatter::Binomial | Scatter::Auto => scatter_binomial(t, send, recv, root, tag),
+    match schedule {
+        Scattering::Linear => scatter_linear(t, send, recv, root, tag),
+        Scattering::Binomial => scatter_binomial(t, send, recv, root, tag),
     }
 }
 
-/// Runs allgather `alg` of every rank's `send` into every rank's `recv`. The variants that do
-/// not run on a transport (`Direct` and the hierarchical ones, which their callers run
-/// themselves, and `Auto`) are taken as Bruck's.
+/// Runs allgather `schedule` of every rank's `send` into every rank's `recv`.
 pub(crate) fn run_allgather<Tr: Transport, T: Elem>(
     t: &Tr,
     send: &[T],
     recv: &mut [T],
-    alg: Allgather,
+    schedule: Allgathering,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Allgather::Ring => ring(t, send, recv, tag),
-        Allgather::RecursiveDoubling => recursive_doubling(t, send, recv, tag),
-        Allgather::Bruck
-        | Allgather::Auto
-        | Allgather::Direct
-        | Allgather::Hierarchical
-        | Allgather::HierarchicalDirect => bruck(t, send, recv, tag),
+    match schedule {
+        Allgathering::Ring => ring(t, send, recv, tag),
+        Allgathering::RecursiveDoubling => recursive_doubling(t, send, recv, tag),
+        Allgathering::Bruck => bruck(t, send, recv, tag),
     }
 }
 

@@ -26,30 +26,35 @@ pub(crate) use linear::combine_at_root;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::select::Reduce;
 use crate::shm::Member;
 use crate::transport::Transport;
 
-/// Runs reduce `alg` (not `Auto`, not `Direct`): the rank-order reduction of every rank's
-/// `buf` under `op` lands in `buf` on `root`; the other ranks' `buf` is left unchanged.
+/// The reduce schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// The binomial tree ([`binomial`]).
+    Binomial,
+    /// Everyone to the root ([`linear`]).
+    Linear,
+    /// Träff's post-order binary tree, pipelined ([`pipelined_tree`]).
+    PipelinedTree,
+}
+
+/// Runs reduce `schedule`: the rank-order reduction of every rank's `buf` under `op` lands in
+/// `buf` on `root`; the other ranks' `buf` is left unchanged.
 pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     buf: &mut [T],
     op: &O,
     root: usize,
-    alg: Reduce,
+    schedule: Schedule,
     block: usize,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Reduce::Auto | Reduce::Binomial => binomial::binomial(t, buf, op, root, tag),
-        Reduce::Linear => linear::linear(t, buf, op, root, tag),
-        Reduce::PipelinedTree { .. } => {
-            pipelined_tree::pipelined_tree(t, buf, op, root, block, tag)
-        }
-        Reduce::Direct | Reduce::Hierarchical | Reduce::HierarchicalDirect | Reduce::Native => {
-            unreachable!("{} runs on the communicator, not a transport", alg.name())
-        }
+    match schedule {
+        Schedule::Binomial => binomial::binomial(t, buf, op, root, tag),
+        Schedule::Linear => linear::linear(t, buf, op, root, tag),
+        Schedule::PipelinedTree => pipelined_tree::pipelined_tree(t, buf, op, root, block, tag),
     }
 }
 

@@ -38,24 +38,29 @@ use crate::algorithms::barrier;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::select::ReduceScatter;
 use crate::transport::Transport;
 
-/// Runs reduce-scatter `alg`: the ring, or recursive halving for the rest (`Auto`, and
-/// `Direct`, which its caller runs itself).
+/// The reduce-scatter schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// Around the ring ([`ring`]).
+    Ring,
+    /// Recursive halving ([`recursive_halving`]).
+    RecursiveHalving,
+}
+
+/// Runs reduce-scatter `schedule`.
 pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     send: &[T],
     recv: &mut [T],
     op: &O,
-    alg: ReduceScatter,
+    schedule: Schedule,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        ReduceScatter::Ring => ring(t, send, recv, op, tag),
-        ReduceScatter::RecursiveHalving | ReduceScatter::Auto | ReduceScatter::Direct => {
-            recursive_halving(t, send, recv, op, tag)
-        }
+    match schedule {
+        Schedule::Ring => ring(t, send, recv, op, tag),
+        Schedule::RecursiveHalving => recursive_halving(t, send, recv, op, tag),
     }
 }
 

@@ -19,24 +19,34 @@ mod recursive_doubling;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::select::Scan;
 use crate::transport::Transport;
 
-/// Runs scan `alg` (`Auto` is taken as recursive doubling) of `buf` under `op`, exclusive if
-/// `exclusive`, in pipeline blocks of `block` elements where the algorithm has them.
+/// The scan schedules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Schedule {
+    /// Hillis and Steele's doubling ([`recursive_doubling`]).
+    RecursiveDoubling,
+    /// The pipelined binary tree ([`pipelined_tree`]).
+    PipelinedTree,
+}
+
+/// Runs scan `schedule` of `buf` under `op`, exclusive if `exclusive`, in pipeline blocks of
+/// `block` elements where the schedule has them.
 pub(crate) fn run<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     buf: &mut [T],
     op: &O,
-    alg: Scan,
+    schedule: Schedule,
     block: usize,
     exclusive: bool,
     tag: Tag,
 ) -> Result<()> {
-    match alg {
-        Scan::PipelinedTree { .. } => {
+    match schedule {
+        Schedule::PipelinedTree => {
             pipelined_tree::pipelined_tree(t, buf, op, block, exclusive, tag)
         }
-        _ => recursive_doubling::recursive_doubling(t, buf, op, exclusive, tag),
+        Schedule::RecursiveDoubling => {
+            recursive_doubling::recursive_doubling(t, buf, op, exclusive, tag)
+        }
     }
 }

@@ -67,13 +67,14 @@
 //! themselves, straight into `recv`.
 
 use super::{group_of, held};
+use crate::algorithms::gather::{run_allgather, Allgathering};
 use crate::error::Result;
 use crate::hierarchy::Plan;
 use crate::mailbox::{Elem, Tag};
-use crate::select::{self, Allgather};
+use crate::select::{self, Flat};
 use crate::shm::Member;
 use crate::transport::shm::ShmTransport;
-use crate::transport::{Permuted, Transport};
+use crate::transport::Permuted;
 
 /// The stage a holder marks once the foreign blocks it holds are in its `recv`.
 const HELD: u64 = 1;
@@ -114,37 +115,24 @@ fn short<T: Elem>(comm: &Member, send: &[T], recv: &mut [T], plan: &Plan, tag: T
     let t = ShmTransport::coll(comm, "allgather");
     let (order, place) = plan.order();
     let n = send.len();
-    let alg = select::choose_allgather(comm.size(), std::mem::size_of_val(send));
+    // `Direct` (the board in rank order) does not apply over a permutation: Bruck's instead.
+    let schedule = match select::choose_allgather(comm.size(), std::mem::size_of_val(send)) {
+        Flat::Schedule(s) => s,
+        Flat::Direct => Allgathering::Bruck,
+    };
     if order.iter().enumerate().all(|(v, &r)| v == r) {
-        return flat(&t, alg, send, recv, tag);
+        return run_allgather(&t, send, recv, schedule, tag);
     }
     let perm = Permuted::new(&t, order, place);
     // Block v of `tmp` is rank order[v]'s.
     let mut tmp = crate::copy::to_vec(recv);
-    flat(&perm, alg, send, &mut tmp, tag)?;
+    run_allgather(&perm, send, &mut tmp, schedule, tag)?;
     if n > 0 {
         for (v, block) in tmp.chunks_exact(n).enumerate() {
             crate::copy::copy_slice(&mut recv[order[v] * n..(order[v] + 1) * n], block);
         }
     }
     Ok(())
-}
-
-/// The message-passing allgather `alg` on `t` (`Direct`, which needs the board and the ranks
-/// themselves, by Bruck's schedule).
-fn flat<Tr: Transport, T: Elem>(
-    t: &Tr,
-    alg: Allgather,
-    send: &[T],
-    recv: &mut [T],
-    tag: Tag,
-) -> Result<()> {
-    use crate::algorithms::gather as sched;
-    match alg {
-        Allgather::RecursiveDoubling => sched::recursive_doubling(t, send, recv, tag),
-        Allgather::Ring => sched::ring(t, send, recv, tag),
-        _ => sched::bruck(t, send, recv, tag),
-    }
 }
 
 /// The single-copy path over `groups` (at least one, each in rank order, together every rank

@@ -71,7 +71,6 @@ use crate::algorithms::broadcast::direct::open;
 use crate::error::Result;
 use crate::hierarchy::Plan;
 use crate::mailbox::{Elem, Tag};
-use crate::select::Broadcast;
 use crate::shm::Member;
 use crate::shm::Session;
 use crate::transport::shm::ShmTransport;
@@ -118,7 +117,7 @@ pub(crate) fn broadcast<T: Elem>(
             &perm,
             buf,
             place[root],
-            Broadcast::Binomial,
+            crate::algorithms::broadcast::Schedule::Binomial,
             0,
             tag,
         );

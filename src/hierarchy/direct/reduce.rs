@@ -74,7 +74,6 @@ use crate::error::Result;
 use crate::hierarchy::Plan;
 use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
-use crate::select::Reduce;
 use crate::shm::Member;
 use crate::transport::shm::ShmTransport;
 use crate::transport::Permuted;
@@ -135,7 +134,8 @@ fn reduce_tree<T: Elem, O: Op<T>>(
     let t = ShmTransport::coll(comm, "reduce");
     let (order, place) = plan.order();
     let perm = Permuted::new(&t, order, place);
-    crate::algorithms::reduce::run(&perm, buf, op, place[root], Reduce::Binomial, 0, tag)
+    let binomial = crate::algorithms::reduce::Schedule::Binomial;
+    crate::algorithms::reduce::run(&perm, buf, op, place[root], binomial, 0, tag)
 }
 
 /// The single-copy schedule of the module docs over `groups` (every rank in one, each in
