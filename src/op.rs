@@ -29,6 +29,49 @@ pub trait Op<T>: Sync {
     fn builtin(&self) -> Option<Builtin> {
         None
     }
+    /// What the call check compares of this op, so that ranks that pass different ops fail
+    /// the call instead of computing a wrong result: the built-in op it is, else its type
+    /// (and its commutativity). Provided: an op has no reason to implement it itself.
+    fn identity(&self) -> Identity {
+        match self.builtin() {
+            Some(b) => Identity::Builtin(b),
+            None => Identity::User {
+                type_id: typeid::of::<Self>(),
+                name: std::any::type_name::<Self>(),
+                commutative: self.is_commutative(),
+            },
+        }
+    }
+}
+
+/// What the call check compares of an op ([`Op::identity`]): built-in ops by what they are, user
+/// ops by their type. Two closures are two types, so ranks that pass different closures
+/// disagree; the same closure passed by value on one rank and by reference on another is one
+/// op.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Identity {
+    /// One of the crate's built-in ops.
+    Builtin(Builtin),
+    /// A user op.
+    User {
+        /// Its type (lifetimes aside).
+        type_id: std::any::TypeId,
+        /// Its type's name, for messages.
+        name: &'static str,
+        /// Whether it is commutative ([`Op::is_commutative`]).
+        commutative: bool,
+    },
+}
+
+impl Identity {
+    /// A short description for messages: the built-in op's name (`sum`), or `a user op
+    /// (TYPE)`.
+    pub fn describe(self) -> String {
+        match self {
+            Identity::Builtin(b) => b.name().to_string(),
+            Identity::User { name, .. } => format!("a user op ({name})"),
+        }
+    }
 }
 
 /// The built-in ops by name, as MPI's predefined operations (`MPI_SUM`, `MPI_PROD`, …): what
@@ -97,6 +140,9 @@ impl<T, O: Op<T> + ?Sized> Op<T> for &O {
     }
     fn builtin(&self) -> Option<Builtin> {
         (**self).builtin()
+    }
+    fn identity(&self) -> Identity {
+        (**self).identity()
     }
 }
 

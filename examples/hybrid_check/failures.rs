@@ -69,6 +69,37 @@ pub fn check_all(s: &mut Suite<'_>) {
         s.skip(name, need);
     }
 
+    // Mismatched ops between processes: built-in ones, and two closures (two types).
+    let name = "failure: process 1 passes another op (allreduce: max against sum)";
+    if two {
+        s.check_fails(name, RunFails::Either, None, any, |comm| {
+            let mut v = inputs::<u64>(comm.rank(), 7);
+            Outcome::Called(if process_of(comm.rank()) == 1 {
+                comm.allreduce(&mut v, op::Max)
+            } else {
+                comm.allreduce(&mut v, op::Sum)
+            })
+        });
+    } else {
+        s.skip(name, need);
+    }
+    let name = "failure: process 1 passes another user op (reduce-scatter)";
+    if two {
+        s.check_fails(name, RunFails::Either, None, any, |comm| {
+            let v = inputs::<u64>(comm.rank(), 3 * comm.size());
+            let mut r = vec![0u64; 3];
+            let one = op::commutative(|a: &u64, b: &u64| a.wrapping_add(*b));
+            let other = op::commutative(|a: &u64, b: &u64| b.wrapping_add(*a));
+            Outcome::Called(if process_of(comm.rank()) == 1 {
+                comm.reduce_scatter_block(&v, &mut r, other)
+            } else {
+                comm.reduce_scatter_block(&v, &mut r, one)
+            })
+        });
+    } else {
+        s.skip(name, need);
+    }
+
     // (b) Mismatched roots between processes.
     let name = "failure: process 1 passes another root (broadcast)";
     if two {

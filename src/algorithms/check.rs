@@ -3,8 +3,12 @@
 //! ranks' descriptors over the collective's own transport.
 
 use crate::error::{Error, Result};
-use crate::mailbox::{Elem, Tag, EAGER_MAX};
+use crate::mailbox::{describe_op_word, op_word, Elem, Tag, EAGER_MAX};
+use crate::op::{Identity, Op};
 use crate::transport::Transport;
+
+/// Words in a call's descriptor.
+const WORDS: usize = 5;
 
 /// What a rank is about to do in a collective call, as the agreement compares it.
 pub(crate) struct Call {
@@ -22,6 +26,8 @@ pub(crate) struct Call {
     pub block: usize,
     /// The element type's fingerprint.
     pub elem: u64,
+    /// The op, for the collectives that combine.
+    pub combine: Option<Identity>,
 }
 
 impl Call {
@@ -38,18 +44,28 @@ impl Call {
         Call { block, ..self }
     }
 
+    /// The same call combining with `op`.
+    pub(crate) fn with_op<T, O: Op<T>>(self, op: &O) -> Call {
+        Call {
+            combine: Some(op.identity()),
+            ..self
+        }
+    }
+
     /// The words compared.
-    fn words(&self) -> [u64; 4] {
+    fn words(&self) -> [u64; WORDS] {
         [
             (self.len as u64) << 8 | u64::from(self.alg),
             self.elem,
             self.block as u64,
             self.root.map_or(u64::MAX, |r| r as u64),
+            self.combine.map_or(0, op_word),
         ]
     }
 
-    /// Describes a call from its words, for an error message.
-    fn describe(&self, w: &[u64; 4]) -> String {
+    /// Describes a call from its words, for an error message: this rank's own with its op's
+    /// name, another rank's with what its op word tells.
+    fn describe(&self, w: &[u64; WORDS], own: bool) -> String {
         let alg = (self.name_of)((w[0] & 0xff) as u8).unwrap_or("?");
         let mut d = format!(
             "{} of {} elements with the {alg} algorithm",
@@ -61,6 +77,11 @@ impl Call {
         }
         if w[2] != 0 {
             d += &format!(" in blocks of {}", w[2]);
+        }
+        match (own, self.combine) {
+            (true, Some(op)) => d += &format!(" and op {}", op.describe()),
+            _ if w[4] != 0 => d += &format!(" and op {}", describe_op_word(w[4])),
+            _ => {}
         }
         d
     }
@@ -92,7 +113,7 @@ pub(crate) fn agree<Tr: Transport>(t: &Tr, tag: Tag, call: &Call, everyone: bool
         return Ok(());
     }
     let mine = call.words();
-    let mut left = [0u64; 4];
+    let mut left = [0u64; WORDS];
     let mut dist = 1;
     loop {
         t.sendrecv((r + dist) % p, &mine, (r + p - dist) % p, &mut left, tag)?;
@@ -124,7 +145,7 @@ pub(crate) fn agree_take<Tr: Transport>(t: &Tr, tag: Tag, call: &Call) -> Result
     if p == 1 {
         return Ok(());
     }
-    let mut left = [0u64; 4];
+    let mut left = [0u64; WORDS];
     let from = (r + p - 1) % p;
     t.recv(from, tag, &mut left)?;
     compare(t, call, &call.words(), &left, from)
@@ -163,7 +184,7 @@ pub(crate) fn agree_pair_sending<Tr: Transport, T: Elem>(
     if let Some((data_tag, d)) = early {
         t.send(peer, data_tag, d)?;
     }
-    let mut theirs = [0u64; 4];
+    let mut theirs = [0u64; WORDS];
     t.recv(peer, tag, &mut theirs)?;
     compare(t, call, &mine, &theirs, peer)?;
     if let Some((data_tag, d)) = late {
@@ -183,23 +204,26 @@ pub(crate) fn agree_pair<Tr: Transport>(t: &Tr, tag: Tag, call: &Call) -> Result
 fn compare<Tr: Transport>(
     t: &Tr,
     call: &Call,
-    mine: &[u64; 4],
-    theirs: &[u64; 4],
+    mine: &[u64; WORDS],
+    theirs: &[u64; WORDS],
     peer: usize,
 ) -> Result<()> {
     if theirs == mine {
         return Ok(());
     }
-    let found = if theirs[0] == mine[0] && theirs[2..] == mine[2..] {
+    let only = |i: usize| (0..WORDS).all(|j| j == i || theirs[j] == mine[j]);
+    let found = if only(1) {
         "the same call with another element type".to_string()
+    } else if only(4) {
+        format!("the same call with op {}", describe_op_word(theirs[4]))
     } else {
-        call.describe(theirs)
+        call.describe(theirs, false)
     };
     Err(t.fail(Error::Mismatch {
         rank: t.rank(),
         peer,
         op: call.op,
-        expected: call.describe(mine),
+        expected: call.describe(mine, true),
         found,
     }))
 }

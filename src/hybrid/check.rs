@@ -29,11 +29,8 @@ use super::gather::V_FORM;
 use super::ProcessComm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::mailbox::{fingerprint_size, type_fingerprint, Kind};
-use crate::op::{Builtin, Op};
-use crate::select::{
-    Algorithm, Allgather, Alltoall, Broadcast, Gather, Reduce, ReduceScatter, Scan, Scatter,
-};
+use crate::mailbox::{describe_op_word, fingerprint_size, op_word, type_fingerprint, Kind};
+use crate::op::Op;
 use ::mpi::ffi;
 use ::mpi::traits::*;
 use std::ffi::c_int;
@@ -117,7 +114,7 @@ impl Call {
     /// it is commutative (user ops cannot be told apart).
     pub(crate) fn with_op<T, O: Op<T> + ?Sized>(self, op: &O) -> Call {
         Call {
-            op: Some(op_word(op.builtin(), op.is_commutative())),
+            op: Some(op_word(op.identity())),
             ..self
         }
     }
@@ -131,20 +128,8 @@ impl Call {
             self.len as u64,
             self.elem,
             self.root.map_or(u64::MAX, |r| r as u64),
-            self.op.unwrap_or(NO_OP),
+            self.op.unwrap_or(0),
         ]
-    }
-}
-
-/// The descriptor's op word when the collective takes no op.
-const NO_OP: u64 = 2;
-
-/// The descriptor's op word: 0 or 1 for a user op that is not or is commutative, 3 + the
-/// index in [`Builtin::ALL`] for a built-in op.
-fn op_word(builtin: Option<Builtin>, commutative: bool) -> u64 {
-    match builtin {
-        Some(b) => 3 + Builtin::ALL.iter().position(|&x| x == b).unwrap_or(0) as u64,
-        None => u64::from(commutative),
     }
 }
 
@@ -165,18 +150,8 @@ fn describe(w: &[u64]) -> String {
     // The hybrid world's `v` forms (and exscan) set the top bit of the algorithm id.
     let (v, id) = (id & V_FORM != 0, id & !V_FORM);
     let alg = match kind {
-        Kind::Coll(Collective::Allreduce) => Algorithm::from_id(id).map(Algorithm::name),
-        Kind::Coll(Collective::Broadcast) => Broadcast::from_id(id).map(Broadcast::name),
-        Kind::Coll(Collective::Reduce) => Reduce::from_id(id).map(Reduce::name),
-        Kind::Coll(Collective::Gather) => Gather::from_id(id).map(Gather::name),
-        Kind::Coll(Collective::Scatter) => Scatter::from_id(id).map(Scatter::name),
-        Kind::Coll(Collective::Allgather) => Allgather::from_id(id).map(Allgather::name),
-        Kind::Coll(Collective::Alltoall) => Alltoall::from_id(id).map(Alltoall::name),
-        Kind::Coll(Collective::Scan) => Scan::from_id(id).map(Scan::name),
-        Kind::Coll(Collective::ReduceScatter) => {
-            ReduceScatter::from_id(id).map(ReduceScatter::name)
-        }
-        Kind::P2p | Kind::Coll(Collective::Barrier) | Kind::Split => None,
+        Kind::Coll(c) => crate::select::name_of(c, id),
+        Kind::P2p | Kind::Split => None,
     }
     .unwrap_or("?");
     let name = match (kind, v) {
@@ -208,17 +183,8 @@ fn describe(w: &[u64]) -> String {
     if w[5] != u64::MAX {
         d += &format!(" at root {}", w[5]);
     }
-    match w[6] {
-        0 => d += " with a non-commutative op",
-        1 => d += " with a commutative op",
-        NO_OP => {}
-        b => match usize::try_from(b - 3)
-            .ok()
-            .and_then(|i| Builtin::ALL.get(i))
-        {
-            Some(b) => d += &format!(" with the built-in op {}", b.name()),
-            None => d += &format!(" with an unknown op {b:#x}"),
-        },
+    if w[6] != 0 {
+        d += &format!(" and op {}", describe_op_word(w[6]));
     }
     d
 }

@@ -249,6 +249,7 @@ impl ProcessComm {
             kind,
             variant: 0,
             seq,
+            op: 0,
         }
     }
 

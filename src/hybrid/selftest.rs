@@ -19,6 +19,7 @@ fn tag(seq: u64) -> Tag {
         kind: Kind::Coll(Collective::Allreduce),
         variant: 3,
         seq,
+        op: 0,
     }
 }
 

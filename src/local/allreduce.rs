@@ -5,7 +5,7 @@ use super::Local;
 use crate::algorithms;
 use crate::algorithms::check::{self, Call};
 use crate::error::{Error, Result};
-use crate::mailbox::Kind;
+use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Algorithm, Decision, Flat};
 use crate::transport::Permuted;
@@ -113,11 +113,13 @@ impl Local {
             check::agree(
                 &t,
                 tag,
-                &Call::of::<T, _>("allreduce", alg, buf.len()).in_blocks(block),
+                &Call::of::<T, _>("allreduce", alg, buf.len())
+                    .in_blocks(block)
+                    .with_op(&op),
                 false,
             )?;
         }
-        let tag = tag.with_variant(alg.id());
+        let tag = tag.with_variant(alg.id()).with_op(op_word(op.identity()));
         // Out of place, the schedules and the compositions run in place on a copy; the
         // single-copy algorithms read `send` where it is.
         let in_place = |buf: &mut [T]| {

@@ -24,7 +24,7 @@ use super::Local;
 use crate::algorithms::check::{self, Call};
 use crate::algorithms::reduce_scatter as sched;
 use crate::error::Result;
-use crate::mailbox::Kind;
+use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Decision, Flat, ReduceScatter};
 use crate::tuning::Collective;
@@ -64,9 +64,10 @@ impl Local {
         // exchange: either rank's first receive meets the other's first message, so a
         // disagreement fails both without the check's extra hop (`comm::pair`).
         if self.size() != 2 || alg == ReduceScatter::Direct {
-            check::agree(&t, tag, &Call::of::<T, _>(OP, alg, recv.len()), false)?;
+            let call = Call::of::<T, _>(OP, alg, recv.len()).with_op(&op);
+            check::agree(&t, tag, &call, false)?;
         }
-        let tag = tag.with_variant(alg.id());
+        let tag = tag.with_variant(alg.id()).with_op(op_word(op.identity()));
         match flat {
             Flat::Direct => sched::direct(self.member(), send, recv, &op, tag),
             Flat::Schedule(s) => sched::run(&t, send, recv, &op, s, tag),

@@ -6,7 +6,7 @@ use crate::algorithms;
 use crate::algorithms::check::{self, Call};
 use crate::algorithms::pair;
 use crate::error::Result;
-use crate::mailbox::Kind;
+use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Broadcast, Decision, Flat, Reduce};
 use crate::tuning::Collective;
@@ -112,10 +112,12 @@ impl Local {
         if alg == Reduce::HierarchicalDirect {
             // The one-hop form, as the flat reduces': the call ends on the board (or with the
             // binomial tree's acknowledgements) only once every rank took part.
-            let call = Call::of::<T, _>("reduce", alg, buf.len()).at(root);
+            let call = Call::of::<T, _>("reduce", alg, buf.len())
+                .at(root)
+                .with_op(&op);
             check::agree(&t, tag, &call, false)?;
             let plan = self.hierarchy_plan(ordered);
-            let tag = tag.with_variant(alg.id());
+            let tag = tag.with_variant(alg.id()).with_op(op_word(op.identity()));
             return crate::hierarchy::direct::reduce(self.member(), buf, &op, root, plan, tag);
         }
         // The dissemination form: a rank whose part ends early (a group's non-leader, once its
@@ -123,12 +125,21 @@ impl Local {
         check::agree(
             &t,
             tag,
-            &Call::of::<T, _>("reduce", alg, buf.len()).at(root),
+            &Call::of::<T, _>("reduce", alg, buf.len())
+                .at(root)
+                .with_op(&op),
             true,
         )?;
         let h = self.hierarchy(ordered)?;
         debug_assert!(!ordered || h.contiguous());
-        h.reduce(self, &t, buf, &op, root, tag.with_variant(alg.id()))
+        h.reduce(
+            self,
+            &t,
+            buf,
+            &op,
+            root,
+            tag.with_variant(alg.id()).with_op(op_word(op.identity())),
+        )
     }
 
     /// The flat reduce behind [`Comm::reduce_with`] (the hierarchical ones are `Auto` here).
@@ -163,17 +174,18 @@ impl Local {
         let t = self.coll("reduce");
         let call = Call::of::<T, _>("reduce", alg, buf.len())
             .at(root)
-            .in_blocks(block);
+            .in_blocks(block)
+            .with_op(op);
         // The one-hop check is enough here: the schedules end with an acknowledgement from the
         // root back along every edge, which comes only if every rank passed its check and
         // the root combined everyone's data (`algorithms::reduce`); a failure during the
         // schedule (a panicking op) then fails every rank too.
         if self.size() == 2 && alg == Reduce::Binomial {
-            let data = tag.with_variant(alg.id());
+            let data = tag.with_variant(alg.id()).with_op(op_word(op.identity()));
             return pair::reduce_pair(&t, (tag, data), &call, buf, op, root);
         }
         check::agree(&t, tag, &call, false)?;
-        let tag = tag.with_variant(alg.id());
+        let tag = tag.with_variant(alg.id()).with_op(op_word(op.identity()));
         match flat {
             Flat::Direct => algorithms::reduce::direct(self.member(), buf, op, root, tag),
             Flat::Schedule(s) => algorithms::reduce::run(&t, buf, op, root, s, block, tag),

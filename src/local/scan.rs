@@ -13,7 +13,7 @@ use crate::algorithms;
 use crate::algorithms::check::{self, Call};
 use crate::algorithms::pair;
 use crate::error::Result;
-use crate::mailbox::Kind;
+use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Decision, Scan};
 use crate::tuning::Collective;
@@ -87,14 +87,16 @@ impl Local {
         let call = Call {
             alg: word,
             name_of,
-            ..Call::of::<T, _>(name, alg, buf.len()).in_blocks(block)
+            ..Call::of::<T, _>(name, alg, buf.len())
+                .in_blocks(block)
+                .with_op(op)
         };
         if self.size() == 2 && alg == Scan::RecursiveDoubling {
-            let data = tag.with_variant(word);
+            let data = tag.with_variant(word).with_op(op_word(op.identity()));
             return pair::scan_pair(&t, (tag, data), &call, buf, op, exclusive);
         }
         check::agree(&t, tag, &call, true)?;
-        let tag = tag.with_variant(word);
+        let tag = tag.with_variant(word).with_op(op_word(op.identity()));
         algorithms::scan::run(&t, buf, op, schedule, block, exclusive, tag)
     }
 }

@@ -37,7 +37,10 @@ pub(crate) use arena::copy_small;
 use arena::Arena;
 use std::mem::MaybeUninit;
 pub use tag::Elem;
-pub(crate) use tag::{fingerprint_size, type_fingerprint, Kind, Tag};
+pub(crate) use tag::{
+    describe_op_bits, describe_op_word, fingerprint_size, op_bits, op_word, type_fingerprint, Kind,
+    Tag,
+};
 
 /// Largest payload in bytes sent by the eager protocol; larger messages use rendezvous.
 ///

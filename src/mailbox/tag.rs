@@ -3,6 +3,7 @@
 //! receiver compares both with what it expects before it reads a byte.
 
 use crate::collective::Collective;
+use crate::op::{Builtin, Identity};
 use std::any::TypeId;
 use std::hash::{Hash, Hasher};
 
@@ -70,6 +71,10 @@ pub(crate) struct Tag {
     pub variant: u8,
     /// Which collective call of the communicator (0 for point-to-point).
     pub seq: u64,
+    /// The op of a reduction's messages ([`op_word`]; 0 for none): folded into the element
+    /// type's fingerprint of each message, so that ranks combining with different ops meet a
+    /// mismatch even where no separate call check runs before the data.
+    pub op: u64,
 }
 
 impl Tag {
@@ -78,11 +83,17 @@ impl Tag {
         kind: Kind::P2p,
         variant: 0,
         seq: 0,
+        op: 0,
     };
 
     /// The same tag with variant `v`.
     pub(crate) fn with_variant(self, v: u8) -> Tag {
         Tag { variant: v, ..self }
+    }
+
+    /// The same tag for messages combined with the op of word `op` ([`op_word`]).
+    pub(crate) fn with_op(self, op: u64) -> Tag {
+        Tag { op, ..self }
     }
 
     /// Packs the tag into a header word: the kind in the low byte, the variant in the next,
@@ -139,4 +150,54 @@ pub(crate) fn type_fingerprint<T: 'static>() -> u64 {
 /// The element size recorded in a fingerprint.
 pub(crate) fn fingerprint_size(fp: u64) -> usize {
     (fp & 0xffff_ffff) as usize
+}
+
+/// The word that stands for op `id` in call descriptors and in a reduction's messages: the
+/// built-in op's number in [`Builtin::ALL`] plus one, or a fingerprint of the user op's type
+/// with the top bit set (and the next bit its commutativity); 0 stands for no op.
+#[inline]
+pub(crate) fn op_word(id: Identity) -> u64 {
+    match id {
+        Identity::Builtin(b) => 1 + Builtin::ALL.iter().position(|&x| x == b).unwrap_or(0) as u64,
+        Identity::User {
+            type_id,
+            commutative,
+            ..
+        } => {
+            let mut h = Fold(0);
+            type_id.hash(&mut h);
+            (h.finish() >> 2) | (1 << 63) | (u64::from(commutative) << 62)
+        }
+    }
+}
+
+/// What a message's type word carries of its op word `op` (see [`Tag::op`]): 32 bits in the high
+/// half, which the element type's fingerprint fills with its own hash, so that the element
+/// size in the low half stays readable. A built-in op's number as it is; a user op's
+/// fingerprint folded to 31 bits with bit 31 set.
+#[inline]
+pub(crate) fn op_bits(op: u64) -> u64 {
+    let folded = if op >> 63 == 1 {
+        ((op ^ (op >> 32)) & 0x7fff_ffff) | 0x8000_0000
+    } else {
+        op & 0xffff_ffff
+    };
+    folded << 32
+}
+
+/// Describes the op that `bits` ([`op_bits`]) stands for, for an error message.
+pub(crate) fn describe_op_bits(bits: u64) -> String {
+    describe_op_word(if bits >> 63 == 1 { 1 << 63 } else { bits >> 32 })
+}
+
+/// Describes another rank's op word ([`op_word`]) for an error message.
+pub(crate) fn describe_op_word(word: u64) -> String {
+    match word {
+        0 => "no op".to_string(),
+        w if w & (1 << 63) != 0 => "a user op of another type".to_string(),
+        w => match Builtin::ALL.get(w as usize - 1) {
+            Some(b) => b.name().to_string(),
+            None => format!("an unknown op {w:#x}"),
+        },
+    }
 }

@@ -11,6 +11,8 @@ use super::{
     ReduceScatter, Scan, Scatter,
 };
 use crate::algorithms::check::Call;
+#[cfg(feature = "mpi")]
+use crate::collective::Collective;
 use crate::mailbox::type_fingerprint;
 
 /// Implements the bookkeeping of a per-collective algorithm enum: `ALL`, `name`, `id` and
@@ -77,7 +79,26 @@ impl Call {
             root: None,
             block: 0,
             elem: type_fingerprint::<T>(),
+            combine: None,
         }
+    }
+}
+
+/// The name of algorithm `id` of `collective` (blocks `Auto`), if there is one: for messages
+/// that carry a collective and an algorithm id.
+#[cfg(feature = "mpi")]
+pub(crate) fn name_of(collective: Collective, id: u8) -> Option<&'static str> {
+    match collective {
+        Collective::Allreduce => Algorithm::name_of(id),
+        Collective::Broadcast => Broadcast::name_of(id),
+        Collective::Reduce => Reduce::name_of(id),
+        Collective::Scan => Scan::name_of(id),
+        Collective::Gather => Gather::name_of(id),
+        Collective::Scatter => Scatter::name_of(id),
+        Collective::Allgather => Allgather::name_of(id),
+        Collective::Alltoall => Alltoall::name_of(id),
+        Collective::ReduceScatter => ReduceScatter::name_of(id),
+        Collective::Barrier => Barrier::name_of(id),
     }
 }
 

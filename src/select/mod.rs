@@ -31,6 +31,8 @@ pub(crate) use choose::{
     prefer_hierarchy,
 };
 pub(crate) use flat::{Decision, Flat};
+#[cfg(feature = "mpi")]
+pub(crate) use ids::name_of;
 pub(crate) use ids::Choice;
 
 /// An allreduce algorithm (see `Comm::allreduce_with`).

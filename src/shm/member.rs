@@ -103,6 +103,7 @@ impl Member {
             kind: kind.into(),
             variant: 0,
             seq,
+            op: 0,
         }
     }
 

@@ -387,6 +387,7 @@ mod tests {
         kind: Kind::P2p,
         variant: 0,
         seq: 0,
+        op: 0,
     };
 
     fn params(bidirectional: bool) -> Params {

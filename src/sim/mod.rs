@@ -399,7 +399,12 @@ fn run_rank(t: &SimTransport, case: &Case, block: usize, seq: u64) -> Result<()>
     };
     let (p, n, root) = (case.ranks, case.count, case.root);
     let kind = Kind::Coll(case.collective.kind());
-    let tag = |variant: u8| Tag { kind, variant, seq };
+    let tag = |variant: u8| Tag {
+        kind,
+        variant,
+        seq,
+        op: 0,
+    };
     let one = || vec![Unit; n];
     let all = || vec![Unit; p.saturating_mul(n)];
     match case.collective {

@@ -698,6 +698,7 @@ mod tests {
                     kind: Kind::Coll(crate::Collective::ReduceScatter),
                     variant: 12,
                     seq,
+                    op: 0,
                 };
                 let t = codec.encode(tag);
                 assert!(t >= 0 && i64::from(t) <= ub, "{t} above {ub}");
@@ -709,6 +710,7 @@ mod tests {
                 kind: Kind::Coll(crate::Collective::Allreduce),
                 variant: 8,
                 seq: 5,
+                op: 0,
             };
             assert_ne!(codec.encode(a), codec.encode(a.with_variant(9)));
             // The flagged forms (v-forms, exclusive scans) and the closing barrier keep

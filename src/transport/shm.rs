@@ -19,8 +19,9 @@
 use super::wire::{copy_in, header_of, outgoing, reduce_in};
 use super::Transport;
 use crate::error::{Error, Result};
-use crate::mailbox::{fingerprint_size, Elem, Tag};
+use crate::mailbox::{describe_op_bits, fingerprint_size, type_fingerprint, Elem, Tag};
 use crate::mailbox::{Header, Mailbox, EAGER_MAX};
+use crate::op::Builtin;
 use crate::shm::{Context, Member};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use std::mem::{size_of, size_of_val};
@@ -179,15 +180,34 @@ impl<'a> ShmTransport<'a> {
                 ),
             }
         };
+        // The high half of a type word carries a reduction's op (`mailbox::op_bits`): with the
+        // element type's own bits taken out, what is left names each side's op.
+        let own = type_fingerprint::<T>();
+        let op_of = |h: &Header| h.typ ^ own;
+        let mut expected = describe(expect, Some(std::any::type_name::<T>()));
         let mut found_s = describe(found, None);
+        if op_of(expect) != 0 {
+            expected += &format!(", op {}", describe_op_bits(op_of(expect)));
+        }
         if found.typ != expect.typ {
-            found_s.push_str(" of another element type");
+            let theirs = op_of(found);
+            // A built-in op's number stands out; anything else may be another element type as
+            // well as another user op.
+            if theirs & 0xffff_ffff == 0
+                && (1..=Builtin::ALL.len() as u64).contains(&(theirs >> 32))
+            {
+                found_s += &format!(", op {}", describe_op_bits(theirs));
+            } else if op_of(expect) != 0 {
+                found_s.push_str(" of another element type or op");
+            } else {
+                found_s.push_str(" of another element type");
+            }
         }
         self.fail(Error::Mismatch {
             rank: self.member.rank(),
             peer: src,
             op: self.op,
-            expected: describe(expect, Some(std::any::type_name::<T>())),
+            expected,
             found: found_s,
         })
     }

@@ -288,6 +288,7 @@ mod tests {
             kind: Kind::Coll(crate::Collective::Allreduce),
             variant: 8,
             seq: 3,
+            op: 0,
         };
         let mut buf = vec![Unit; 10];
         t.sendrecv(2, &buf[..4], 0, &mut [Unit; 6][..], tag)
@@ -340,6 +341,7 @@ mod tests {
             kind: Kind::Coll(crate::Collective::Broadcast),
             variant: 1,
             seq: 1,
+            op: 0,
         };
         let t = SimTransport::new(0, 2);
         t.send(1, tag, &[Unit; 3]).unwrap();

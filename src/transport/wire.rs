@@ -2,7 +2,7 @@
 //! as their count, and reading a received payload into a buffer or combining it with one.
 
 use super::shm::Outgoing;
-use crate::mailbox::{copy_small, Header, INLINE};
+use crate::mailbox::{copy_small, op_bits, Header, INLINE};
 use crate::mailbox::{type_fingerprint, Elem, Tag};
 use std::mem::{size_of, size_of_val};
 
@@ -19,7 +19,8 @@ pub(super) fn wire_len<T: Elem>(n: usize) -> usize {
 pub(super) fn header_of<T: Elem>(tag: Tag, n: usize) -> Header {
     Header {
         tag: tag.encode(),
-        typ: type_fingerprint::<T>(),
+        // The op of a reduction travels in the type word: another op is a mismatch too.
+        typ: type_fingerprint::<T>() ^ op_bits(tag.op),
         len: wire_len::<T>(n),
     }
 }
