@@ -14,7 +14,7 @@ CRITERION_DIR/op_sum_f64/<kernel>/<bytes>/new/..., and prints:
   direct time);
 - op_sum_f64: per size, the built-in Sum fold and the plain loop, and the fold's throughput
   as a percentage of the loop's;
-- the goals of the allreduce issue, each with the figure it is judged by;
+- the allreduce goals (docs/benchmarks.md), each with the figure it is judged by;
 - the time span over which the results were written, since criterion keeps the results of
   benchmarks that a later run skipped (delete target/criterion/allreduce_p2 before a full run).
 
@@ -142,7 +142,7 @@ def op_table(results):
 
 
 def goals(figures, sum_pct):
-    """The issue's goals with the measured figure and whether each is met."""
+    """The allreduce goals with the measured figure and whether each is met."""
     rows = []
 
     def row(goal, measured, met):

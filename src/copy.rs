@@ -18,8 +18,8 @@
 //! (`corecoll-bench --collective allgather --ranks 2 --sizes 1MiB,2MiB,8MiB,16MiB --algorithms
 //! auto,ring,direct,recursive-doubling,bruck --time 0.3 --rounds 10`). The ping-pong of
 //! `--calibrate`, whose long messages are one such copy, had measured β = 0.13–0.15 ns/B in
-//! some sessions and 0.018 in others, which docs/tuning.md had put down to two memory modes of
-//! the machine; with the copies in pieces three calibrations in a row gave 0.016–0.017.
+//! some runs and 0.018 in others (two memory modes of the machine, it seemed); with the copies
+//! in pieces three calibrations in a row gave 0.016–0.017.
 //!
 //! Pieces cost one call each; in the runs above no piece size was slower on average than the
 //! one call, at any buffer size from 256 KiB. Short copies are one piece.

@@ -53,8 +53,8 @@ pub(crate) fn broadcast_pair<Tr: Transport, T: Elem>(
 /// guideline reduce(m) ≤ allreduce(m)). It is the price of the error contract: an op that
 /// panics on the root only must fail the other rank's call too. (Sending the root's
 /// vector back for the other rank to fold the same operands, as the allreduce's exchange
-/// does, was tried in session 13: it covers an op that fails on the operands, not one that
-/// fails on one rank, which `tests/reduce.rs` and `tests/reduce_scatter.rs` require.)
+/// does, would not do: it covers an op that fails on the operands, not one that fails on one
+/// rank, which `tests/reduce.rs` and `tests/reduce_scatter.rs` require.)
 pub(crate) fn reduce_pair<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     (tag, data): (Tag, Tag),

@@ -1,6 +1,6 @@
 //! Alltoall and alltoallv of a `Comm` whose ranks span MPI processes, in the three stages of
 //! `hybrid::world` (the leader-based composition of Open MPI's HAN and of MPICH's
-//! node-aware alltoall, which the brief's "correct first" keeps simple):
+//! node-aware alltoall, kept simple: correctness first):
 //! 1. within each process, a gather of every thread's whole send buffer to the leader;
 //! 2. between the leaders, one exchange in which process Q receives, packed, what this
 //!    process's threads send to Q's threads (thread-major: for each thread i of the sender,

@@ -1,4 +1,4 @@
-//! Stage pipelining of the hybrid allreduce (issue 7): a vector longer than one segment goes
+//! Stage pipelining of the hybrid allreduce: a vector longer than one segment goes
 //! through the three stages of `hybrid::world` in segments, so that while a process's leader
 //! is in MPI for segment k its other threads already reduce segment k + 1 in shared memory.
 //! Open MPI's HAN pipelines its hierarchical collectives the same way (Luo et al. 2020, "HAN: a

@@ -84,13 +84,9 @@ impl Algorithm {
 /// counts exactly these steps, `tests/sim.rs`). Each piece is folded straight from the
 /// sender's buffer, so the cap is the one for such pipelines.
 ///
-/// History: session 14 measured whole chunks *behind* 512 KiB pieces (on 2 ranks 243 against
-/// 173 µs at 2 MiB per rank, 1 027 against 721 µs at 8 MiB; on 8 ranks over 2 cores 4.80
-/// against 3.93 ms at 8 MiB) and capped the pieces at [`MAX_AUTO_BLOCK`]. That was before the
-/// long copies went in pieces (`crate::copy`): one `memcpy` of a chunk longer than the L2 was
-/// slow here. Session 16 measured whole chunks ahead again ([`MAX_AUTO_DIRECT_BLOCK`]).
-/// (Session 12 had measured one piece 1.2–2.5× faster than 128 KiB pieces, in runs beside
-/// other work.)
+/// Whole chunks up to [`MAX_AUTO_DIRECT_BLOCK`] measured ahead of smaller pieces with the
+/// long copies in pieces (`crate::copy`); while a long copy was one `memcpy`, slow here above
+/// the L2, 512 KiB pieces had been ahead (docs/results/2026-11-25-block-auto-interleaved.md).
 fn ring_piece(block: Block, p: usize, n: usize, elem_size: usize) -> usize {
     match block {
         Block::Elements(b) => b.max(1),
@@ -141,7 +137,7 @@ fn tree_block(
 /// on the machine measured), so long vectors are not streamed through memory twice. Measured
 /// (docs/tuning.md, the block sweeps): with 128 KiB `Block::Auto` lost up to 1.9× to blocks of
 /// 256 KiB – 1 MiB on 8 MiB vectors at p = 2 and p = 8. It holds on shared cores too: on 8
-/// ranks over 2 cores, 8 MiB, in interleaved rounds on the quiet machine (session 14), blocks of
+/// ranks over 2 cores, 8 MiB, in interleaved rounds on the quiet machine, blocks of
 /// 256–512 KiB beat 1 MiB ones by 1.05–1.25× in every pipeline (removing the cap there had
 /// looked right in runs beside a compiler, where every block cost more).
 pub const MAX_AUTO_BLOCK: usize = 512 << 10;
@@ -153,8 +149,8 @@ pub const MAX_AUTO_BLOCK: usize = 512 << 10;
 /// 2 MiB. There the lemma wants one block of the whole vector (or chunk): blocks cost a
 /// handshake each and overlap nothing, and no side buffer has to stay in the L2.
 ///
-/// Measured after the long copies went in pieces (`crate::copy`; session 16, interleaved
-/// rounds, the better of two passes, docs/tuning.md): on 2 ranks at 8 MiB the ring took
+/// Measured with the long copies in pieces (`crate::copy`; interleaved rounds, the better of
+/// two passes, docs/tuning.md): on 2 ranks at 8 MiB the ring took
 /// 151–154 µs with 2–4 MiB pieces against 169 µs with 512 KiB ones, the two-tree 152–156
 /// against 172 µs; at 32 MiB, 2 MiB blocks were within 1.09× of the best block of each of
 /// these pipelines, where whole 16 MiB blocks lost up to 1.14× (the two-tree) and 4 MiB ones
@@ -188,11 +184,10 @@ impl Costs {
     /// pipeline, not a ping-pong between two threads (1.3–1.6 µs on one core,
     /// docs/calibration.md). α = 12 µs and β = 0.02 ns/B are what `corecoll-bench --calibrate`
     /// fits to its busy pipeline (8 ranks on 2 cores) on the development machine since the
-    /// long copies went in pieces: 11.6–12.1 µs and 0.018–0.022 ns/B in four calibrations of
-    /// sessions 15–16. Until session 16 they were 20 µs and 0.07 ns/B, fitted by hand to block
-    /// sweeps when a long copy was one slow `memcpy`; on the current code those made
-    /// `Block::Auto` cut the 1 MiB two-tree and pipelined tree on 8 ranks into too many blocks
-    /// (1.13–1.15× the best fixed block, docs/tuning.md), the profile's constants did not.
+    /// long copies went in pieces: 11.6–12.1 µs and 0.018–0.022 ns/B in four calibrations.
+    /// Constants of 20 µs and 0.07 ns/B, fitted by hand to block sweeps when a long copy was
+    /// one slow `memcpy`, made `Block::Auto` cut the 1 MiB two-tree and pipelined tree on 8
+    /// ranks into too many blocks (1.13–1.15× the best fixed block, docs/tuning.md).
     pub(crate) const OVERSUBSCRIBED: Costs = Costs::new(12_000.0, 0.02);
     /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,
     /// about 1 µs per message and 0.1 ns per byte (a copy through a shared segment or a
@@ -210,7 +205,7 @@ impl Costs {
 ///
 /// The count is whole: of the multiples of `per` just below and just above b* (at least
 /// `per`), the one with the smaller (a + cb)(α + βm/b); the vector is then cut into that many
-/// blocks of near-equal length. Until session 14 the block was n/b* rounded up, which makes
+/// blocks of near-equal length. Rounding the block n/b* up instead would make
 /// ⌈b*⌉ blocks with a short last one: at b* = 1.2 two blocks, the second a fifth of the first,
 /// each costing a full pipeline stage. On 8 ranks over 2 cores the chain then lost 1.2× at
 /// 64 KiB against one block, and the two-tree 1.1× at 1 MiB against one block per half

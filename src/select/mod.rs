@@ -458,7 +458,7 @@ mod tests {
             lemma_block(1, 3, 1, 3_000_000, 1, cheap, MAX_AUTO_BLOCK),
             MAX_AUTO_BLOCK
         );
-        // Session 14's oversubscribed constants: the pipelined tree on 8 ranks (a = 8, c = 4)
+        // Constants of 20 µs and 0.07 ns/B: the pipelined tree on 8 ranks (a = 8, c = 4)
         // would cut 8 MiB of f64 into b* = √(8 · 0.07 · 2²³ / 80 000) ≈ 7.7 blocks; the cap
         // makes 16.
         let busy = Costs::new(20_000.0, 0.07);

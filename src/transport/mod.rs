@@ -77,7 +77,6 @@ pub(crate) trait Transport {
     /// Receives `acc.len()` elements from `src` and combines them into `acc` with
     /// `combine(acc, incoming)`, reading the incoming elements where the sender published them
     /// (no intermediate copy for large messages).
-    #[allow(dead_code)] // the allreduce schedules' primitive (issue 3)
     fn recv_reduce<T: Elem>(
         &self,
         src: usize,
@@ -102,7 +101,6 @@ pub(crate) trait Transport {
         self.sendrecv_reduce(peer, scratch, peer, buf, tag, combine)
     }
     /// [`Transport::sendrecv`] whose receive combines like [`Transport::recv_reduce`].
-    #[allow(dead_code)] // the allreduce schedules' primitive (issue 3)
     fn sendrecv_reduce<T: Elem>(
         &self,
         dest: usize,
