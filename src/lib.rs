@@ -75,7 +75,3 @@ pub mod algorithm {
 }
 pub use team::{run, Team, TeamBuilder, Wait};
 pub use topology::{Location, Pinning, Source, Topology};
-
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom_api;

@@ -230,6 +230,9 @@ impl Call<'_> {
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom;
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use crate::algorithm::Barrier;

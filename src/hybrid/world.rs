@@ -418,7 +418,7 @@ impl Bridge {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::Layout;
 

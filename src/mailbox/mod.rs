@@ -489,3 +489,6 @@ impl Mailbox {
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, loom))]
+mod loom;

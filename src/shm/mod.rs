@@ -15,6 +15,8 @@ mod flags;
 mod member;
 mod run;
 mod scratch;
+#[cfg(all(test, loom))]
+pub(crate) mod loom_world;
 mod shared;
 
 pub(crate) use board::{fold_chunk, reached, Call, Session};

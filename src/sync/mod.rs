@@ -10,6 +10,9 @@ pub(crate) mod park;
 
 pub(crate) use crossbeam_utils::CachePadded;
 
+#[cfg(all(test, loom))]
+pub(crate) mod loom_support;
+
 #[cfg(not(loom))]
 mod imp {
     pub(crate) use std::sync::atomic::{

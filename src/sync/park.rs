@@ -201,3 +201,6 @@ pub(crate) fn wait_until(
     }
     parker.park_until(ready, deadline)
 }
+
+#[cfg(all(test, loom))]
+mod loom;

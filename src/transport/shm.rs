@@ -28,6 +28,8 @@ use std::mem::{size_of, size_of_val};
 mod many;
 
 /// The transport of one rank of one communicator, in one context (user point-to-point or
+#[cfg(all(test, loom))]
+mod loom;
 /// collectives), for one named operation (used in error messages).
 pub(crate) struct ShmTransport<'a> {
     member: &'a Member,
