@@ -112,7 +112,7 @@ impl std::str::FromStr for Collective {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::Collective;
 

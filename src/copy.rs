@@ -85,7 +85,7 @@ pub(crate) fn to_vec<T: Copy>(src: &[T]) -> Vec<T> {
     v
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

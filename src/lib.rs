@@ -29,9 +29,11 @@
 //! described for tests) and places ranks on it by a [`Pinning`], so that [`Comm::location`]
 //! tells where each rank runs; [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its
 //! [`Algorithm`]s; [`op`] holds the reduction operations; the mailbox, the transport and the
-//! waiting protocol are internal and described in `docs/protocol.md`. With the feature `mpi`,
-//! `hybrid` (`ProcessComm`) runs the same collective schedules between MPI processes; [`sim`]
-//! runs them for any number of ranks under a cost model and predicts their time.
+//! waiting protocol are internal and described beside their code (`src/mailbox/README.md`,
+//! `src/sync/README.md`, `src/transport/README.md`, `src/shm/README.md`; `docs/protocol.md`
+//! lists them). With the feature `mpi`, `hybrid` (`ProcessComm`) runs the same collective
+//! schedules between MPI processes; [`sim`] runs them for any number of ranks under a cost
+//! model and predicts their time.
 //! [`profile`] holds a machine's measured cost constants ([`Profile`], written by
 //! `corecoll-bench --calibrate`), which teams load for the pipelining lemma's block sizes.
 
@@ -73,7 +75,3 @@ pub mod algorithm {
 }
 pub use team::{run, Team, TeamBuilder, Wait};
 pub use topology::{Location, Pinning, Source, Topology};
-
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom_api;

@@ -288,7 +288,7 @@ pub fn non_commutative<T: Copy, F: Fn(&T, &T) -> T + Sync>(f: F) -> FnOp<F> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

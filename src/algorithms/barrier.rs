@@ -130,7 +130,10 @@ pub(crate) fn tree<Tr: Transport>(t: &Tr, tag: Tag) -> Result<()> {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::collections::VecDeque;

@@ -53,7 +53,7 @@ pub(crate) fn absolute(v: usize, root: usize, p: usize) -> usize {
     (v + root) % p
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

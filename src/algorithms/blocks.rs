@@ -58,7 +58,7 @@ pub(crate) fn split_pair<T>(
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -65,7 +65,7 @@
 //! own parker (spin, yield, then park), with a condition that only loads the words with
 //! acquire. Every store a rank may be waiting for is followed by `unpark` of that rank's
 //! parker, whose `SeqCst` fence and load of the waiter count complete the event-count
-//! protocol of `docs/protocol.md`, section 2: either the waiter's re-check under the parker's
+//! protocol of the parker (`src/sync/README.md`): either the waiter's re-check under the parker's
 //! lock sees the store, or the writer sees the waiter counted and notifies it.
 //!
 //! # Failure
@@ -186,7 +186,7 @@ struct Call<'a> {
 impl Call<'_> {
     /// Wakes the ranks `peer(0..count)` (this rank skipped) after this rank's last store:
     /// each `unpark` begins with the `SeqCst` fence that orders the store before its load of
-    /// the waiter count (`docs/protocol.md`, section 2).
+    /// the waiter count (the parker's protocol, `src/sync/README.md`).
     fn wake(&self, count: usize, peer: impl Fn(usize) -> usize) {
         let me = self.comm.rank();
         let parkers = &self.comm.run().ranks.parkers;
@@ -229,6 +229,9 @@ impl Call<'_> {
         self.comm.wait_for(OP, self.started, pending)
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom;
 
 #[cfg(all(test, not(loom)))]
 mod tests {

@@ -87,7 +87,7 @@ pub(crate) fn height(lo: usize, hi: usize) -> usize {
     (hi - lo + 1).ilog2() as usize
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use proptest::prelude::*;

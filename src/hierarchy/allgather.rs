@@ -113,7 +113,7 @@ impl<G: Group> Hierarchy<G> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::topology::{Pinning, Topology};

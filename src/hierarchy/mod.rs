@@ -413,7 +413,7 @@ pub(crate) fn segment_elements(segment: Block, elem_size: usize) -> usize {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::topology::{Pinning, Topology};

@@ -272,7 +272,7 @@ impl ProcessComm {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -294,7 +294,7 @@ impl Bridge {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::hierarchy::AUTO_SEGMENT_BYTES;

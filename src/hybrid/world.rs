@@ -426,7 +426,7 @@ impl Bridge {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::Layout;
 

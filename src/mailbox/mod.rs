@@ -26,8 +26,8 @@
 //!
 //! Who may call what is a contract of the crate, not of the types: only the edge's source
 //! rank calls the producer methods and only its destination rank calls the consumer methods,
-//! each from one thread at a time (a `Comm` is `!Sync`). The protocol is described in
-//! `docs/protocol.md` and model-checked in `tests/loom_mailbox.rs`.
+//! each from one thread at a time (a `Comm` is `!Sync`). The protocol, and why each ordering is
+//! enough: `README.md` in this folder; its loom models are the `loom` module beside it.
 
 mod arena;
 mod tag;
@@ -492,3 +492,6 @@ impl Mailbox {
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, loom))]
+mod loom;

@@ -22,7 +22,7 @@ mod ids;
 pub use block::Block;
 pub(crate) use block::Costs;
 // Only the tests use these outside `block` (here and in `algorithms::allreduce::ring`).
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) use block::lemma_block;
 pub use block::{MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};
 pub(crate) use choose::{
@@ -389,7 +389,7 @@ pub enum Barrier {
     HierarchicalDirect,
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::mailbox::EAGER_MAX;

@@ -62,7 +62,7 @@
 //! passes, never touches W's buffers. If Q's is first, W's reads after its fence see Q's
 //! arrival, so W waits until Q resolves: Q either passed (read W's slot before the withdrawal)
 //! and will store `done` after its last access, or it sees the withdrawal and withdraws too.
-//! The store-buffering argument is the parker's (`docs/protocol.md`, section 2). A rank that
+//! The store-buffering argument is the parker's (`src/sync/README.md`). A rank that
 //! passed never waits for anything but peers that are computing or resolving, so phase 2 and
 //! the resolving wait cannot last: they need no deadline and ignore the run's failure.
 //!
@@ -78,7 +78,8 @@
 //!
 //! Waiting is the crate's spin → yield → park on the rank's own parker; every store a peer may
 //! wait for is followed by a `SeqCst` fence and an `unpark` of every peer, the event-count
-//! protocol of `docs/protocol.md`, so no wake-up is lost.
+//! protocol of `src/sync/README.md`, so no wake-up is lost. The board's protocol in prose, and
+//! the loom models that check it: `README.md` in this folder.
 
 use super::Member;
 use crate::error::{Error, Result};

@@ -9,9 +9,14 @@
 //!
 //! Every layer above (transport, schedules, hierarchies, the API) works through a `Member`;
 //! nothing here knows a collective beyond the tag of its messages.
+//!
+//! How every wait on this state ends, and the board's protocol with its loom models:
+//! `README.md` in this folder.
 
 mod board;
 mod flags;
+#[cfg(all(test, loom))]
+pub(crate) mod loom_world;
 mod member;
 mod run;
 mod scratch;

@@ -403,7 +403,7 @@ pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Predi
     )
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

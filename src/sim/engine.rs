@@ -376,7 +376,7 @@ fn earliest(lanes: &[f64], node: usize, per: usize) -> usize {
         .expect("at least one lane")
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::mailbox::Kind;

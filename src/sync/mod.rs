@@ -4,9 +4,14 @@
 //! `--cfg loom` the same names resolve to loom's model-checked versions, so the mailbox and the
 //! parker are verified exactly as they run (the pattern of tokio's `src/loom` shim).
 //!
-//! [`park`] holds the spin → yield → park waiting loop and the parker it ends in.
+//! [`park`] holds the spin → yield → park waiting loop and the parker it ends in. The parking
+//! protocol, the argument that no wake-up is lost, and how the crate's loom models are laid
+//! out and run: `README.md` in this folder.
 
 pub(crate) mod park;
+
+#[cfg(all(test, loom))]
+pub(crate) mod loom_support;
 
 pub(crate) use crossbeam_utils::CachePadded;
 

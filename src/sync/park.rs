@@ -12,8 +12,8 @@
 //! (the store-buffering pattern): either the writer sees the announcement and notifies under
 //! the lock, or the waiter's re-check sees the publication. Fences rather than `SeqCst`
 //! accesses, because that is the form loom can check (it models `SeqCst` loads and stores as
-//! acquire/release). The full argument is written out in `docs/protocol.md` and checked by
-//! `tests/loom_park.rs`.
+//! acquire/release). The protocol and the argument that no wake-up is lost: `README.md` in
+//! this folder; the loom models that check it are the `loom` module beside this file.
 //!
 //! Several threads may wait on one parker at once (a rank may hand a sub-communicator to a
 //! helper thread), which is why it counts waiters and notifies all of them rather than keeping
@@ -201,3 +201,6 @@ pub(crate) fn wait_until(
     }
     parker.park_until(ready, deadline)
 }
+
+#[cfg(all(test, loom))]
+mod loom;

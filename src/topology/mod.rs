@@ -431,7 +431,7 @@ pub(crate) fn available_cores() -> Vec<usize> {
     ids
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -150,7 +150,7 @@ fn spread(topo: &Topology, k: usize) -> Vec<usize> {
         .collect()
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

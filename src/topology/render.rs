@@ -216,7 +216,7 @@ impl fmt::Display for Topology {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

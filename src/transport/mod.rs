@@ -5,6 +5,9 @@
 //! implementation ([`shm`]) runs over the mailboxes, the MPI one (`mpi`, feature `mpi`) over
 //! MPI point-to-point between processes, and [`sim`] records what a schedule asks for the
 //! cost-model simulator (module `sim`), so one schedule serves all three.
+//!
+//! The shared-memory transport's exchange engine, how its calls end and unwind, and its loom
+//! models: `README.md` in this folder.
 
 #[cfg(feature = "mpi")]
 pub(crate) mod mpi;

@@ -132,7 +132,7 @@ impl TagCodec {
     }
 
     /// Sequence bits kept.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     fn seq_bits(self) -> u32 {
         self.seq_bits
     }
@@ -680,7 +680,7 @@ impl Transport for MpiTransport<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

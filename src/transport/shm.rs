@@ -15,6 +15,9 @@
 //! Every wait also watches for the run's failure, for the peers it depends on having returned
 //! from the run, and for the team's timeout; any of these ends the call with an `Err` and (if
 //! it is the first failure) fails the run, which wakes every other rank's waits.
+//!
+//! The protocol in prose, with the argument for each step: `README.md` in this folder; the
+//! loom models that check it are the `loom` module beside this file.
 
 use super::wire::{copy_in, header_of, outgoing, reduce_in};
 use super::Transport;
@@ -26,6 +29,8 @@ use crate::shm::{Context, Member};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use std::mem::{size_of, size_of_val};
 
+#[cfg(all(test, loom))]
+mod loom;
 mod many;
 
 /// The transport of one rank of one communicator, in one context (user point-to-point or

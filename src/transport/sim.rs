@@ -274,7 +274,7 @@ impl Op<Unit> for SimOp<'_> {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use crate::mailbox::Kind;

@@ -153,6 +153,9 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
     }
 }
 
+#[cfg(all(test, loom))]
+mod loom;
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::direct;

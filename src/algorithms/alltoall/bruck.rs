@@ -80,7 +80,7 @@ pub(crate) fn bruck<Tr: Transport, T: Elem>(
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

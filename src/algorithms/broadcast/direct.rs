@@ -233,3 +233,6 @@ unsafe fn copy_from_root<T: Elem>(session: &Session<'_>, root: usize, out: *mut 
         start += len;
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom;

@@ -72,7 +72,7 @@ pub(super) fn scatter_allgather<Tr: Transport, T: Elem>(
     Ok(())
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::piece_start;
 

@@ -147,7 +147,10 @@ fn rooted<T: Elem>(
     session.finish(true)
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom;
+
+#[cfg(all(test, not(loom)))]
 mod tests {
     //! The board's own checks, which `Comm::agree` normally makes unreachable: the direct
     //! forms called without the call check, on calls that disagree.

@@ -87,7 +87,7 @@ pub(super) fn binomial<Tr: Transport, T: Elem, O: Op<T>>(
     super::acknowledge(t, Some(dest), kids, tag)
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

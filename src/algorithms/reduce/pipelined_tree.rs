@@ -208,7 +208,7 @@ struct Ranks {
     second: Option<usize>,
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

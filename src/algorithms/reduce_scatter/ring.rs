@@ -139,7 +139,7 @@ fn message_len(ordered: bool, p: usize, n: usize, b: usize, holder: usize) -> us
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::message_len;
 

@@ -14,18 +14,14 @@
 mod allgather;
 mod allreduce;
 mod broadcast;
+#[cfg(all(test, loom))]
+mod loom;
 mod reduce;
 
 pub(crate) use allgather::allgather;
-#[cfg(loom)]
-pub(crate) use allgather::single_copy as single_copy_allgather;
 pub(crate) use allreduce::allreduce;
 pub(crate) use broadcast::broadcast;
-#[cfg(loom)]
-pub(crate) use broadcast::single_copy as broadcast_single_copy;
 pub(crate) use reduce::reduce;
-#[cfg(loom)]
-pub(crate) use reduce::reduce_groups;
 
 pub(crate) use crate::algorithms::groups::{group_of, held, holder};
 

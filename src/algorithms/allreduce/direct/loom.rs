@@ -1,7 +1,7 @@
-//! Loom models of the shared-memory direct allreduce (`src/algorithms/allreduce/direct.rs`)
-//! and its board (`src/comm/board.rs`): ranks publish their buffers, wait for each other
-//! (parking, since under loom every wait parks after one check), reduce their slices straight
-//! from and into each other's buffers, and wait again before returning.
+//! Loom models of the shared-memory direct allreduce and of the board it runs on
+//! (`src/shm/README.md`, "The board of the direct collectives"): ranks publish their buffers,
+//! wait for each other (parking, since under loom every wait parks after one check), reduce
+//! their slices straight from and into each other's buffers, and wait again before returning.
 //!
 //! The board carries, under loom, one loom cell per (buffer owner, slice) that stands for that
 //! part of the owner's buffers: the owner writes all of them when it publishes and when it takes
@@ -10,30 +10,45 @@
 //! an output after its owner returned; it also checks the published addresses (a loom cell per
 //! slot) against their rewriting by the next call, and reports a deadlock if a wait could last
 //! for ever.
-//!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom_direct`
-#![cfg(loom)]
 
-mod loom_common;
+use super::direct;
+use crate::collective::Collective;
+use crate::error::{Error, Result};
+use crate::mailbox::Kind;
+use crate::op::{self, Op};
+use crate::shm::loom_world::{
+    fail_as_panic, input, spmd_while_failing, spmd_with_run as spmd, total,
+};
+use crate::shm::Member;
+use crate::sync::loom_support::{quiet_panics, QUIET};
 
-use corecoll::loom_api::{allreduce_direct, world_with_run};
-use corecoll::{op, Comm, Error};
-use loom::thread;
-use loom_common::{input, spmd_with_run as spmd, total};
+/// The direct allreduce on `comm` with `op`, out of place when `send` is given: the board
+/// protocol alone, without the agreement check the communicator makes first (which would add
+/// a mailbox exchange to every model).
+fn allreduce<O: Op<u64>>(
+    comm: &Member,
+    send: Option<&[u64]>,
+    buf: &mut [u64],
+    op: O,
+) -> Result<()> {
+    comm.enter("allreduce")?;
+    let tag = comm.next_tag(Kind::Coll(Collective::Allreduce));
+    direct(comm, send, buf, &op, tag)
+}
 
 /// Two ranks, two calls on one board: in place, then out of place (the slots are rewritten
 /// for the second call while the peer may still be finishing the first).
 #[test]
 fn two_ranks_two_calls() {
-    loom::model(|| {
+    ::loom::model(|| {
         spmd(2, |comm, _| {
             let r = comm.rank();
             let mut v = input(r, 3);
-            allreduce_direct(&comm, None, &mut v, op::Sum).expect("in place");
+            allreduce(&comm, None, &mut v, op::Sum).expect("in place");
             assert_eq!(v, total(2, 3));
             let send = input(r, 3);
             let mut out = vec![0; 3];
-            allreduce_direct(&comm, Some(&send), &mut out, op::Sum).expect("out of place");
+            allreduce(&comm, Some(&send), &mut out, op::Sum).expect("out of place");
             assert_eq!(out, total(2, 3));
             assert_eq!(send, input(r, 3));
         });
@@ -43,10 +58,10 @@ fn two_ranks_two_calls() {
 /// Three ranks, one call in place (one element each).
 #[test]
 fn three_ranks_in_place() {
-    loom::model(|| {
+    ::loom::model(|| {
         spmd(3, |comm, _| {
             let mut v = input(comm.rank(), 3);
-            allreduce_direct(&comm, None, &mut v, op::Sum).expect("in place");
+            allreduce(&comm, None, &mut v, op::Sum).expect("in place");
             assert_eq!(v, total(3, 3));
         });
     });
@@ -56,14 +71,14 @@ fn three_ranks_in_place() {
 /// withdraw, each waiting for the other to resolve, and neither touches the other's buffer.
 #[test]
 fn three_ranks_one_failing() {
-    loom::model(|| {
+    ::loom::model(|| {
         spmd(3, |comm, run| {
             if comm.rank() == 2 {
-                run.panicked(2);
+                fail_as_panic(run, 2);
                 return;
             }
             let mut v = input(comm.rank(), 3);
-            let e = allreduce_direct(&comm, None, &mut v, op::Sum).expect_err("rank 2 failed");
+            let e = allreduce(&comm, None, &mut v, op::Sum).expect_err("rank 2 failed");
             assert!(matches!(e, Error::Aborted { .. }), "{e:?}");
             assert_eq!(v, input(comm.rank(), 3), "nobody wrote into the buffer");
         });
@@ -74,14 +89,14 @@ fn three_ranks_one_failing() {
 /// is woken and returns `Aborted`.
 #[test]
 fn a_rank_failing_before_the_call() {
-    loom::model(|| {
+    ::loom::model(|| {
         spmd(2, |comm, run| {
             if comm.rank() == 1 {
-                run.panicked(1);
+                fail_as_panic(run, 1);
                 return;
             }
             let mut v = input(0, 2);
-            let e = allreduce_direct(&comm, None, &mut v, op::Sum).expect_err("peer failed");
+            let e = allreduce(&comm, None, &mut v, op::Sum).expect_err("peer failed");
             assert!(matches!(e, Error::Aborted { .. }), "{e:?}");
             assert_eq!(v, input(0, 2), "nobody wrote into the buffer");
         });
@@ -91,14 +106,14 @@ fn a_rank_failing_before_the_call() {
 /// Rank 1 returns from the run without calling: rank 0 gets `PeerExited`.
 #[test]
 fn a_rank_returning_without_the_call() {
-    loom::model(|| {
+    ::loom::model(|| {
         spmd(2, |comm, run| {
             if comm.rank() == 1 {
                 run.mark_done(1);
                 return;
             }
             let mut v = input(0, 2);
-            let e = allreduce_direct(&comm, None, &mut v, op::Sum).expect_err("peer gone");
+            let e = allreduce(&comm, None, &mut v, op::Sum).expect_err("peer gone");
             assert!(matches!(e, Error::PeerExited { peer: 1, .. }), "{e:?}");
         });
     });
@@ -109,25 +124,13 @@ fn a_rank_returning_without_the_call() {
 /// a buffer whose owner has returned (loom's cells).
 #[test]
 fn failure_races_with_the_call() {
-    loom::model(|| {
-        let (comms, run) = world_with_run(2);
-        let mut comms = comms.into_iter();
-        let (c0, c1) = (comms.next().unwrap(), comms.next().unwrap());
-        let rank = |comm: Comm| {
-            move || {
-                let mut v = input(comm.rank(), 2);
-                let res = allreduce_direct(&comm, None, &mut v, op::Sum);
-                if res.is_ok() {
-                    assert_eq!(v, total(2, 2));
-                }
-                res.is_ok()
+    ::loom::model(|| {
+        spmd_while_failing(2, |comm| {
+            let mut v = input(comm.rank(), 2);
+            if allreduce(&comm, None, &mut v, op::Sum).is_ok() {
+                assert_eq!(v, total(2, 2));
             }
-        };
-        let t1 = thread::spawn(rank(c1));
-        let t2 = thread::spawn(move || run.panicked(2));
-        rank(c0)();
-        t1.join().unwrap();
-        t2.join().unwrap();
+        });
     });
 }
 
@@ -136,18 +139,8 @@ fn failure_races_with_the_call() {
 /// buffer (loom's cells), and rank 0 returns `Err`.
 #[test]
 fn a_panicking_operator() {
-    const QUIET: &str = "expected by the model";
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let quiet = info
-            .payload()
-            .downcast_ref::<&str>()
-            .is_some_and(|m| m.starts_with(QUIET));
-        if !quiet {
-            default(info);
-        }
-    }));
-    loom::model(|| {
+    quiet_panics();
+    ::loom::model(|| {
         spmd(2, |comm, _| {
             let r = comm.rank();
             let bomb = op::non_commutative(move |a: &u64, b: &u64| {
@@ -158,7 +151,7 @@ fn a_panicking_operator() {
             });
             let mut v = input(r, 2);
             let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                allreduce_direct(&comm, None, &mut v, bomb)
+                allreduce(&comm, None, &mut v, bomb)
             }));
             match r {
                 0 => assert!(matches!(res, Ok(Err(Error::Aborted { .. }))), "{res:?}"),

@@ -1,19 +1,16 @@
-//! Loom models of the parker (`src/sync/park.rs`, argued in `docs/protocol.md`): whatever the
-//! interleaving, a thread that parks until a condition holds is woken once a writer has made
-//! it hold and called `unpark` — with one waiter, with two waiters on one parker, with two
-//! writers, and across repeated parks. A lost wake-up shows as a loom deadlock.
+//! Loom models of the parker: whatever the interleaving, a thread that parks until a condition
+//! holds is woken once a writer has made it hold and called `unpark` — with one waiter, with
+//! two waiters on one parker, with two writers, and across repeated parks. A lost wake-up
+//! shows as a loom deadlock. The argument they check is in `src/sync/README.md`.
 //!
 //! Writers publish with a release store and the conditions read with acquire loads: the
 //! weakest orderings the parker's contract allows its users (the parker's own `SeqCst` fences
 //! do the rest).
-//!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test --release --test loom_park`
-#![cfg(loom)]
 
-use corecoll::loom_api::Parker;
-use loom::sync::atomic::Ordering::SeqCst;
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Acquire, Ordering::Release};
-use loom::thread;
+use super::Parker;
+use ::loom::sync::atomic::Ordering::SeqCst;
+use ::loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Acquire, Ordering::Release};
+use ::loom::thread;
 use std::sync::Arc;
 
 /// A parker and the flags its waiters wait for.
@@ -28,15 +25,20 @@ fn shared() -> Arc<Shared> {
     Arc::new(Shared::default())
 }
 
+/// Parks on `parker` until `ready()`, without a deadline.
+fn park_until(parker: &Parker, ready: impl FnMut() -> bool) {
+    assert!(parker.park_until(ready, None));
+}
+
 /// One waiter, one writer: the writer's store and the waiter's announcement race in every
 /// order, and the waiter is never left asleep.
 #[test]
 fn one_waiter_one_writer() {
-    loom::model(|| {
+    ::loom::model(|| {
         let s = shared();
         let waiter = {
             let s = s.clone();
-            thread::spawn(move || s.parker.park_until(|| s.a.load(Acquire)))
+            thread::spawn(move || park_until(&s.parker, || s.a.load(Acquire)))
         };
         s.a.store(true, Release);
         s.parker.unpark();
@@ -50,7 +52,7 @@ fn one_waiter_one_writer() {
 /// other.
 #[test]
 fn two_waiters_on_one_parker() {
-    loom::model(|| {
+    ::loom::model(|| {
         let s = shared();
         let waiters: Vec<_> = [false, true]
             .into_iter()
@@ -58,7 +60,7 @@ fn two_waiters_on_one_parker() {
                 let s = s.clone();
                 thread::spawn(move || {
                     let flag = if second { &s.b } else { &s.a };
-                    s.parker.park_until(|| flag.load(Acquire));
+                    park_until(&s.parker, || flag.load(Acquire));
                 })
             })
             .collect();
@@ -77,7 +79,7 @@ fn two_waiters_on_one_parker() {
 /// whichever comes last, the waiter wakes with both parts visible.
 #[test]
 fn one_waiter_two_writers() {
-    loom::model(|| {
+    ::loom::model(|| {
         let s = shared();
         let writer = {
             let s = s.clone();
@@ -88,10 +90,7 @@ fn one_waiter_two_writers() {
         };
         let waiter = {
             let s = s.clone();
-            thread::spawn(move || {
-                s.parker
-                    .park_until(|| s.a.load(Acquire) && s.b.load(Acquire))
-            })
+            thread::spawn(move || park_until(&s.parker, || s.a.load(Acquire) && s.b.load(Acquire)))
         };
         s.a.store(true, Release);
         s.parker.unpark();
@@ -105,14 +104,14 @@ fn one_waiter_two_writers() {
 /// `unpark` is not absorbed by the first park.
 #[test]
 fn repeated_parks() {
-    loom::model(|| {
+    ::loom::model(|| {
         let parker = Arc::new(Parker::default());
         let events = Arc::new(AtomicUsize::new(0));
         let waiter = {
             let (parker, events) = (parker.clone(), events.clone());
             thread::spawn(move || {
                 for k in 1..=2 {
-                    parker.park_until(|| events.load(Acquire) >= k);
+                    park_until(&parker, || events.load(Acquire) >= k);
                 }
             })
         };
@@ -124,15 +123,16 @@ fn repeated_parks() {
     });
 }
 
-/// Why the parker orders its two sides with `SeqCst` fences rather than `SeqCst` accesses (see
-/// docs/protocol.md): loom models `SeqCst` loads and stores as acquire/release, so it lets both
-/// loads of the store-buffering litmus test read the old values — an outcome the real memory
-/// model forbids for `SeqCst` accesses — and would report lost wake-ups that cannot happen.
-/// Should loom ever model `SeqCst` accesses fully, this test starts failing.
+/// Why the parker orders its two sides with `SeqCst` fences rather than `SeqCst` accesses
+/// (`README.md`, "What loom sees differently"): loom models `SeqCst` loads and stores as
+/// acquire/release, so it lets both loads of the store-buffering litmus test read the old
+/// values — an outcome the real memory model forbids for `SeqCst` accesses — and would report
+/// lost wake-ups that cannot happen. Should loom ever model `SeqCst` accesses fully, this test
+/// starts failing.
 #[test]
 #[should_panic(expected = "store buffering")]
 fn loom_lets_seqcst_store_buffering_through() {
-    loom::model(|| {
+    ::loom::model(|| {
         let x = Arc::new(AtomicBool::new(false));
         let y = Arc::new(AtomicBool::new(false));
         let t = {
