@@ -1,9 +1,11 @@
 //! # corecoll
 //!
-//! Collective communication between threads pinned to cores, with MPI's semantics: each
-//! thread is a rank, ranks exchange messages through lock-free single-producer mailboxes (an
-//! eager copy for small messages, a single-copy rendezvous for large ones), and call
-//! collectives on communicators that can be split like MPI's.
+//! Collective communication with MPI's semantics between threads pinned to cores — and, with
+//! the feature `mpi`, between the threads of several MPI processes — through one communicator
+//! type, [`Comm`]. Each thread of a team is a rank: it sends to and receives from other ranks,
+//! and calls collectives (allreduce with every algorithm of the literature, broadcast, reduce,
+//! scan, gather, scatter, allgather, all-to-all, reduce-scatter, barrier, split) whose results
+//! are MPI's, bit for bit the same on every rank.
 //!
 //! ```
 //! use corecoll::op;
@@ -24,18 +26,33 @@
 //! assert!(sums.iter().all(|v| v == &vec![6.0; 3]));
 //! ```
 //!
-//! Parts (see `DESIGN.md`): [`Team`] starts and pins rank threads and runs SPMD closures;
-//! [`Topology`] describes the machine (packages, NUMA nodes, L3 groups, cores; detected, or
-//! described for tests) and places ranks on it by a [`Pinning`], so that [`Comm::location`]
-//! tells where each rank runs; [`Comm`] is the per-rank API, with [`Comm::allreduce`] and its
-//! [`Algorithm`]s; [`op`] holds the reduction operations; the mailbox, the transport and the
-//! waiting protocol are internal and described beside their code (`src/mailbox/README.md`,
-//! `src/sync/README.md`, `src/transport/README.md`, `src/shm/README.md`; `docs/protocol.md`
-//! lists them). With the feature `mpi`, `hybrid` (`ProcessComm`) runs the same collective
-//! schedules between MPI processes; [`sim`] runs them for any number of ranks under a cost
-//! model and predicts their time.
-//! [`profile`] holds a machine's measured cost constants ([`Profile`], written by
-//! `corecoll-bench --calibrate`), which teams load for the pipelining lemma's block sizes.
+//! ## One API for every kind of team
+//!
+//! A program is written against `&Comm` and runs unchanged on
+//! - a team of threads of one process: [`run`], or a [`Team`] kept across runs
+//!   (`Team::builder().ranks(8).pinning(Pinning::Compact).build()?`);
+//! - a hybrid team (feature `mpi`): `Team::builder().ranks(t).mpi(&world)?` in every MPI
+//!   process, whose runs hand every thread of every process a rank of one `Comm`; between the
+//!   processes each process's first thread calls MPI;
+//! - one rank per MPI process: the same with `.ranks(1)`.
+//!
+//! Every collective has a form that names its algorithm (`allreduce_with(buf, op,`
+//! [`Algorithm::DualRoot`]` { .. })`, and the enums of [`algorithm`]); `Auto` decides from
+//! measured tables ([`tuning`]) and a machine's cost constants ([`Profile`]).
+//!
+//! ## Errors, never hangs
+//!
+//! A call that the ranks do not all make alike (another length, element type, root,
+//! collective, algorithm or op), a rank out of range, a rank that returned or panicked: every
+//! rank's call returns an [`Error`] that names the rank, the peer and the operation.
+//!
+//! ## Also here
+//!
+//! [`Topology`] describes the machine and places ranks on it by a [`Pinning`]; [`op`] holds the
+//! reduction operations; [`sim`] runs the schedules for any number of ranks under a cost model.
+//! How the crate is built, layer by layer, is `docs/architecture.md` in the repository; the
+//! protocols of the mailboxes, the waiting and the shared board are argued in README files
+//! beside their code.
 
 mod algorithms;
 mod collective;

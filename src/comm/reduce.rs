@@ -25,7 +25,7 @@ impl Comm {
 
     /// [`Comm::allreduce`] with a chosen algorithm (every rank must choose the same). An
     /// algorithm that cannot keep a non-commutative op's rank order (`Ring`) returns
-    /// [`Error::Unsupported`] instead of a wrong answer.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) instead of a wrong answer.
     pub fn allreduce_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Algorithm) -> Result<()>
     where
         T: Copy + Send + Sync + 'static,
