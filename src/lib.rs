@@ -83,10 +83,11 @@ pub use profile::Profile;
 pub use select::{Algorithm, Block, MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};
 
 /// The algorithms of the collectives other than allreduce (whose [`Algorithm`] is at the
-/// crate root), one enum per collective, for their `_with` variants.
+/// crate root), one enum per collective, for their `_with` variants; and [`Any`](algorithm::Any),
+/// one algorithm of any collective.
 pub mod algorithm {
     pub use crate::select::{
-        Allgather, Alltoall, Barrier, Broadcast, Fanout, Gather, Reduce, ReduceScatter, Scan,
+        Allgather, Alltoall, Any, Barrier, Broadcast, Fanout, Gather, Reduce, ReduceScatter, Scan,
         Scatter,
     };
 }

@@ -187,7 +187,7 @@ fn one_op_by_value_and_by_reference_agrees() {
                 let mut w = v.clone();
                 if comm.rank() == 0 {
                     comm.allreduce(&mut v, add)?;
-                    comm.scan(&mut w, &&op::Sum)?;
+                    comm.scan(&mut w, &op::Sum)?;
                 } else {
                     comm.allreduce(&mut v, &add)?;
                     comm.scan(&mut w, op::Sum)?;

@@ -275,6 +275,7 @@ impl ProcessComm {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::select::{Algorithm, Broadcast, Reduce};
 
     #[test]
     fn descriptions_name_every_field() {

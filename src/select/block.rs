@@ -325,6 +325,7 @@ mod tests {
     /// and a longer one in pieces of the cap; an explicit block is taken as it is (at least 1).
     #[test]
     fn auto_sends_each_chunk_whole_up_to_the_cap() {
+        use crate::algorithms::allreduce::{chunk, pieces};
         use crate::select::{Algorithm, Block, Costs, MAX_AUTO_DIRECT_BLOCK};
         let piece =
             |p, n, block| Algorithm::Ring { block }.block_elements(p, n, 8, Costs::DEDICATED);

@@ -14,11 +14,13 @@
 //! the pipelining lemma with each algorithm's step counts, and `choose` holds `Auto`'s fixed
 //! rules.
 
+mod any;
 mod block;
 mod choose;
 mod flat;
 mod ids;
 
+pub use any::Any;
 pub use block::Block;
 pub(crate) use block::Costs;
 // Only the tests use these outside `block` (here and in `algorithms::allreduce::ring`).

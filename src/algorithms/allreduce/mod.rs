@@ -28,6 +28,8 @@ use crate::transport::Transport;
 
 pub(super) use crate::algorithms::blocks::{block_range, block_start, elements, pipeline_blocks};
 pub(crate) use rabenseifner::halving_step;
+#[cfg(all(test, not(loom)))]
+pub(crate) use ring::{chunk, pieces};
 
 /// The allreduce schedules, one per family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -110,13 +110,13 @@ fn transfer<Tr: Transport, T: Elem, O: Op<T>>(
 
 /// Chunk `c` of `n` elements cut into `p` nearly equal chunks (the partition Rabenseifner's
 /// blocks use too).
-fn chunk(n: usize, p: usize, c: usize) -> Range<usize> {
+pub(crate) fn chunk(n: usize, p: usize, c: usize) -> Range<usize> {
     elements(n, p, c..c + 1)
 }
 
 /// Number of pieces of at most `block` elements a transfer of `len` elements takes: at least
 /// one, so that an empty transfer is still a message.
-fn pieces(len: usize, block: usize) -> usize {
+pub(crate) fn pieces(len: usize, block: usize) -> usize {
     len.div_ceil(block.max(1)).max(1)
 }
 
