@@ -1,6 +1,6 @@
 //! Which algorithm wins between MPI processes, by size: the measurements behind the `Auto`
-//! rules of `corecoll::hybrid::ProcessComm` (feature `mpi`), whose thresholds are MPICH's with
-//! guessed constants until measured here.
+//! rules of the crate's collectives between processes (feature `mpi`), whose thresholds are
+//! MPICH's with guessed constants until measured here.
 //!
 //! ```text
 //! cargo build --release --features mpi --example process_sweep
@@ -11,9 +11,10 @@
 //!
 //! (As root, Open MPI also wants `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`.)
 //!
-//! **What is timed**, between the P processes of the job (one thread each, a `ProcessComm`
-//! over `MPI_COMM_WORLD`), on vectors of `u64` with `op::Sum`, at sizes from 8 bytes to
-//! 16 MiB in steps of ×4 (and the largest size itself):
+//! **What is timed**, between the P processes of the job (a hybrid team with one thread per
+//! process over `MPI_COMM_WORLD`, `Team::builder().ranks(1).mpi(&world)`, whose `Comm` runs
+//! the crate's schedules between the processes), on vectors of `u64` with `op::Sum`, at sizes
+//! from 8 bytes to 16 MiB in steps of ×4 (and the largest size itself):
 //! - allreduce: every algorithm of `Algorithm::ALL` but the shared-memory ones (`Direct`,
 //!   `Hierarchical`, `HierarchicalDirect`), `Auto` among them, in place; beside them
 //!   `MPI_Allreduce` (rsmpi's `all_reduce_into`, out of place);
@@ -34,6 +35,12 @@
 //! input); a wrong result, or an error from the crate (the same on every process), marks the
 //! cell `WRONG` and makes the exit code non-zero.
 //!
+//! Each row (one collective at one size) is one `Team::run` of the team, on each process's one
+//! thread (the thread that initialised MPI, which the team's run is on); the MPI library's
+//! collectives and the timing are called through rsmpi directly, as they would be without the
+//! crate. An error from the crate fails the rest of its run, so the row's later cells of the
+//! crate are `WRONG` too; the next row starts a new run.
+//!
 //! **Output** (process 0, markdown): per collective a table of the minima and one of the
 //! medians, one row per size: each method's time in µs, the best method (crate or MPI, `Auto`
 //! aside), and `auto/best`, `Auto`'s time over the best one's; then a line listing, per size,
@@ -51,13 +58,14 @@
 mod timing;
 
 use corecoll::algorithm::{Broadcast, Reduce};
-use corecoll::hybrid::ProcessComm;
-use corecoll::{op, Algorithm};
+use corecoll::{op, Algorithm, Comm, Team};
 use mpi::collective::SystemOperation;
+use mpi::environment::Threading;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::fmt::Write as _;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Instant;
 use timing::{shown, Budget, Cell};
 
@@ -254,12 +262,13 @@ impl Options {
     }
 }
 
-/// What a cell needs: the communicators, this process's input (for the largest count), the
-/// result buffer, and the row's collective and count.
+/// What a cell needs: the communicators (MPI's world, and the team's, whose ranks are the
+/// processes), this process's input (for the largest count), the result buffer, and the
+/// row's collective and count.
 struct Bench<'a> {
     world: &'a SimpleCommunicator,
-    pc: &'a ProcessComm,
-    send: Vec<u64>,
+    comm: &'a Comm,
+    send: &'a [u64],
     buf: Vec<u64>,
     collective: Collective,
     n: usize,
@@ -283,16 +292,16 @@ impl Bench<'_> {
                 Ok(())
             }
             Method::Mpi(Collective::Reduce) => {
-                if self.pc.rank() == ROOT {
+                if self.comm.rank() == ROOT {
                     root.reduce_into_root(send, buf, SystemOperation::sum());
                 } else {
                     root.reduce_into(send, SystemOperation::sum());
                 }
                 Ok(())
             }
-            Method::Allreduce(alg) => self.pc.allreduce_with(buf, op::Sum, alg),
-            Method::Broadcast(alg) => self.pc.broadcast_with(buf, ROOT, alg),
-            Method::Reduce(alg) => self.pc.reduce_with(buf, op::Sum, ROOT, alg),
+            Method::Allreduce(alg) => self.comm.allreduce_with(buf, op::Sum, alg),
+            Method::Broadcast(alg) => self.comm.broadcast_with(buf, ROOT, alg),
+            Method::Reduce(alg) => self.comm.reduce_with(buf, op::Sum, ROOT, alg),
         };
         result.map_err(|e| {
             format!(
@@ -307,7 +316,7 @@ impl Bench<'_> {
     /// root's input or stale values for broadcast.
     fn reset(&mut self) {
         let n = self.n;
-        if self.collective == Collective::Broadcast && self.pc.rank() != ROOT {
+        if self.collective == Collective::Broadcast && self.comm.rank() != ROOT {
             self.buf[..n]
                 .iter_mut()
                 .enumerate()
@@ -319,7 +328,7 @@ impl Bench<'_> {
 
     /// The exact content of this process's buffer after the collective.
     fn expected(&self, i: usize) -> u64 {
-        let (rank, p) = (self.pc.rank(), self.pc.size());
+        let (rank, p) = (self.comm.rank(), self.comm.size());
         match self.collective {
             Collective::Allreduce => sum(p, i),
             Collective::Broadcast => input(ROOT, i),
@@ -349,7 +358,7 @@ impl timing::Bench for Bench<'_> {
                 .filter(|&i| self.buf[i] != self.expected(i))
                 .count(),
             Err(e) => {
-                if self.pc.rank() == 0 {
+                if self.comm.rank() == 0 {
                     eprintln!("process_sweep: {e}");
                 }
                 1
@@ -478,38 +487,61 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let Some(universe) = mpi::initialize() else {
+    let Some((universe, level)) = mpi::initialize_with_threading(Threading::Funneled) else {
         eprintln!("process_sweep: MPI was initialised already");
         return ExitCode::FAILURE;
     };
+    if level < Threading::Funneled {
+        eprintln!("process_sweep: MPI gave {level:?}; the team needs Threading::Funneled");
+        return ExitCode::FAILURE;
+    }
     let world = universe.world();
-    let pc = match ProcessComm::new(&world) {
-        Ok(pc) => pc,
+    let team = match Team::builder().ranks(1).mpi(&world) {
+        Ok(team) => team,
         Err(e) => {
             eprintln!("process_sweep: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let (rank, p) = (pc.rank(), pc.size());
+    let (rank, p) = (world.rank() as usize, world.size() as usize);
     let counts = o.counts();
     let largest = counts.iter().copied().max().unwrap_or(0);
-    let mut bench = Bench {
-        world: &world,
-        pc: &pc,
-        send: (0..largest).map(|i| input(rank, i)).collect(),
-        buf: vec![0; largest],
-        collective: Collective::Allreduce,
-        n: 0,
-    };
+    let send: Vec<u64> = (0..largest).map(|i| input(rank, i)).collect();
     let t0 = Instant::now();
     let mut results = Vec::new();
     for &c in &o.collectives {
         let methods = c.methods();
-        bench.collective = c;
         let mut rows = Vec::new();
         for &n in &counts {
-            bench.n = n;
-            let cells = timing::row(&mut bench, &methods, &o.budget);
+            let row = Mutex::new(None);
+            let run = team.run(|comm| {
+                // MPI's world again, for the baseline and the timing (this is the thread that
+                // initialised MPI: the team's only rank in this process runs on it).
+                let world = SimpleCommunicator::world();
+                let mut bench = Bench {
+                    world: &world,
+                    comm,
+                    send: &send,
+                    buf: vec![0; n],
+                    collective: c,
+                    n,
+                };
+                let cells = timing::row(&mut bench, &methods, &o.budget);
+                *row.lock().expect("no panic holds it") = Some(cells);
+            });
+            let cells = match (row.into_inner().expect("no panic holds it"), run) {
+                (Some(cells), Ok(_)) => cells,
+                // The row is complete; an error of the crate's (shown by the check) failed
+                // the rest of the run, and its cells say so.
+                (Some(cells), Err(e)) => {
+                    eprintln!("process_sweep: {} at {n} elements: {e}", c.name());
+                    cells
+                }
+                (None, run) => {
+                    eprintln!("process_sweep: {} at {n} elements: {run:?}", c.name());
+                    return ExitCode::FAILURE;
+                }
+            };
             if rank == 0 {
                 eprintln!(
                     "[{:6.1} s] {} {}: {} rounds",
@@ -556,8 +588,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    drop(bench);
-    drop(pc);
+    drop(team); // before MPI is finalised with `universe`
     if failures > 0 {
         ExitCode::FAILURE
     } else {

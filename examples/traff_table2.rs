@@ -1,6 +1,7 @@
 //! Träff's Table 2 on this machine: the experiment of J. L. Träff, "A Doubly-pipelined,
 //! Dual-root Reduction-to-all Algorithm and Implementation" (2021), Table 2, run between MPI
-//! processes with the crate's schedules (`corecoll::hybrid::ProcessComm`, feature `mpi`) beside
+//! processes with the crate's schedules (feature `mpi`: a hybrid team with one thread per
+//! process, `Team::builder().ranks(1).mpi(&world)`, whose `Comm` runs them over MPI) beside
 //! the MPI library's own collectives.
 //!
 //! ```text
@@ -21,6 +22,10 @@
 //!   "Doubly pipelined": two trees whose roots exchange blocks, reduce and broadcast
 //!   overlapping), both with the paper's blocks of 16 000 elements (`--block`), in place;
 //! - the same two with `Block::Auto`, the block the crate's pipelining lemma picks.
+//!
+//! All of it runs inside one `Team::run` of the team, on each process's one thread (the thread
+//! that initialised MPI, which the team's run is on); the MPI library's collectives and the
+//! timing are called through rsmpi directly, as they would be without the crate.
 //!
 //! **How** (as the paper's mpicroscope benchmark): each repetition starts after an
 //! `MPI_Barrier`; its time is the slowest process's (an `MPI_Allreduce` with `MPI_MAX` of the
@@ -48,9 +53,9 @@
 #[path = "common/timing.rs"]
 mod timing;
 
-use corecoll::hybrid::ProcessComm;
-use corecoll::{op, Algorithm, Block};
+use corecoll::{op, Algorithm, Block, Comm, Team};
 use mpi::collective::SystemOperation;
+use mpi::environment::Threading;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::fmt::Write as _;
@@ -168,11 +173,12 @@ impl Options {
     }
 }
 
-/// What a cell needs: the communicators, the inputs (this process's, for the largest count),
-/// the result buffer and the cell's count.
+/// What a cell needs: the communicators (MPI's world, and the team's, whose ranks are the
+/// processes), the inputs (this process's, for the largest count), the result buffer and the
+/// cell's count.
 struct Bench<'a> {
     world: &'a SimpleCommunicator,
-    pc: &'a ProcessComm,
+    comm: &'a Comm,
     send: Vec<i32>,
     buf: Vec<i32>,
     /// Elements of the current row.
@@ -190,7 +196,7 @@ impl Bench<'_> {
                 .all_reduce_into(send, buf, SystemOperation::sum()),
             Method::MpiReduceBcast => {
                 let root = self.world.process_at_rank(0);
-                if self.pc.rank() == 0 {
+                if self.comm.rank() == 0 {
                     root.reduce_into_root(send, buf, SystemOperation::sum());
                 } else {
                     root.reduce_into(send, SystemOperation::sum());
@@ -198,7 +204,7 @@ impl Bench<'_> {
                 root.broadcast_into(buf);
             }
             Method::Crate(alg) => {
-                if let Err(e) = self.pc.allreduce_with(buf, op::Sum, alg) {
+                if let Err(e) = self.comm.allreduce_with(buf, op::Sum, alg) {
                     // The same error on every process (the call check), so all stop here.
                     eprintln!("traff_table2: {} at {n} elements: {e}", method.name());
                     std::process::exit(2);
@@ -229,7 +235,7 @@ impl timing::Bench for Bench<'_> {
     /// Whether one untimed call gives the exact sum on every process (every process can
     /// compute every process's input).
     fn check(&mut self, method: Method) -> bool {
-        let p = self.pc.size();
+        let p = self.comm.size();
         self.reset(method);
         self.world.barrier();
         self.run(method);
@@ -319,43 +325,60 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let Some(universe) = mpi::initialize() else {
+    let Some((universe, level)) = mpi::initialize_with_threading(Threading::Funneled) else {
         eprintln!("traff_table2: MPI was initialised already");
         return ExitCode::FAILURE;
     };
+    if level < Threading::Funneled {
+        eprintln!("traff_table2: MPI gave {level:?}; the team needs Threading::Funneled");
+        return ExitCode::FAILURE;
+    }
     let world = universe.world();
-    let pc = match ProcessComm::new(&world) {
-        Ok(pc) => pc,
+    let team = match Team::builder().ranks(1).mpi(&world) {
+        Ok(team) => team,
         Err(e) => {
             eprintln!("traff_table2: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let (rank, p) = (pc.rank(), pc.size());
+    let (rank, p) = (world.rank() as usize, world.size() as usize);
     let largest = o.counts.iter().copied().max().unwrap_or(0);
-    let mut bench = Bench {
-        world: &world,
-        pc: &pc,
-        send: (0..largest).map(|i| input(rank, i)).collect(),
-        buf: vec![0; largest],
-        n: 0,
-    };
     let methods = methods(o.block);
     let names: Vec<String> = methods.iter().map(|m| m.name()).collect();
     let t0 = Instant::now();
-    let mut rows = Vec::new();
-    for &n in &o.counts {
-        bench.n = n;
-        let cells = timing::row(&mut bench, &methods, &o.budget);
-        if rank == 0 {
-            eprintln!(
-                "[{:6.1} s] count {n}: {} rounds",
-                t0.elapsed().as_secs_f64(),
-                cells[0].reps
-            );
+    let run = team.run(|comm| {
+        // MPI's world again, for the baseline and the timing (this is the thread that
+        // initialised MPI: the team's only rank in this process runs on it).
+        let world = SimpleCommunicator::world();
+        let mut bench = Bench {
+            world: &world,
+            comm,
+            send: (0..largest).map(|i| input(rank, i)).collect(),
+            buf: vec![0; largest],
+            n: 0,
+        };
+        let mut rows = Vec::new();
+        for &n in &o.counts {
+            bench.n = n;
+            let cells = timing::row(&mut bench, &methods, &o.budget);
+            if rank == 0 {
+                eprintln!(
+                    "[{:6.1} s] count {n}: {} rounds",
+                    t0.elapsed().as_secs_f64(),
+                    cells[0].reps
+                );
+            }
+            rows.push((n, cells));
         }
-        rows.push((n, cells));
-    }
+        rows
+    });
+    let rows = match run {
+        Ok(mut rows) => rows.swap_remove(0),
+        Err(e) => {
+            eprintln!("traff_table2: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let failures = rows
         .iter()
         .flat_map(|(_, cells)| cells)
@@ -388,8 +411,7 @@ fn main() -> ExitCode {
             }
         }
     }
-    drop(bench);
-    drop(pc); // frees its communicator before MPI is finalised with `universe`
+    drop(team); // before MPI is finalised with `universe`
     if failures == 0 {
         ExitCode::SUCCESS
     } else {

@@ -14,17 +14,8 @@ use mpi_common::{build_example, on_path, run};
 use std::time::Duration;
 
 /// Asserts that a run of the example passed every check.
-fn assert_passed(what: &str, (ok, out, err): (bool, String, String)) {
-    println!("{what}:\n{out}");
-    assert!(ok, "{what} failed; stdout:\n{out}\nstderr:\n{err}");
-    assert!(
-        !out.lines().any(|l| l.starts_with("FAIL")),
-        "{what}: a check failed:\n{out}\nstderr:\n{err}"
-    );
-    assert!(
-        out.contains("hybrid_check: all "),
-        "{what}: no summary line:\n{out}\nstderr:\n{err}"
-    );
+fn assert_passed(what: &str, run: (bool, String, String)) {
+    mpi_common::assert_passed(what, "hybrid_check: all ", run);
 }
 
 #[test]

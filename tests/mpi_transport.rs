@@ -1,52 +1,80 @@
-//! The collectives between MPI processes (feature `mpi`): builds `examples/mpi_check.rs` and
-//! runs it under `mpirun -np 2` and `-np 3 --oversubscribe` (every check must pass: exit code
-//! zero, no `FAIL` line), then with `--panic`, where a panicking op on one process must end
-//! the job through `MPI_Abort` rather than leave the others waiting. Skipped, with a note,
-//! where `mpirun` is not installed.
+//! The collectives on every kind of team, through one program: builds `examples/everywhere` and
+//! runs it as threads of one process (no mpirun, in every build), and with the feature `mpi`
+//! under `mpirun -np 2` and `-np 3 --oversubscribe` (more processes than this machine's two
+//! cores), with one rank per process and with two threads per process (`--bind-to none`; with
+//! `--quick`, a smaller large count for broadcast and reduce).
+//! Every check must pass: exit code zero, no `FAIL` line, the summary line. Then `--panic`:
+//! on threads every other rank must get an error and the run fail (the program checks it);
+//! between processes the job must end through `MPI_Abort` rather than leave the others waiting.
+//! The MPI runs are skipped, with a note, where `mpirun` is not installed.
 
-#![cfg(feature = "mpi")]
-
+// Without the `mpi` feature only the threads-only runs use the helpers.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod mpi_common;
 
-use mpi_common::{build_example, on_path, run};
+use mpi_common::{build_example, run};
 use std::time::Duration;
 
-/// Runs `mpirun` with `args`, killing it after `limit`; returns (success, stdout, stderr).
-fn mpirun(args: &[&str], limit: Duration) -> (bool, String, String) {
-    run("mpirun", args, limit)
+/// Hang limit of one run of the checks.
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// Asserts that a run of the example passed every check.
+fn assert_passed(what: &str, run: (bool, String, String)) {
+    mpi_common::assert_passed(what, "everywhere: all ", run);
 }
 
 #[test]
-fn collectives_between_processes_match_the_references() {
-    if !on_path("mpirun") {
-        eprintln!("skipped: mpirun is not on PATH (Debian: openmpi-bin)");
+fn one_program_on_threads_and_on_mpi_processes() {
+    let exe = build_example("everywhere");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    assert_passed("threads", run(exe, &["--ranks", "4"], LIMIT));
+    // Rank 0's op panics: the program checks that every other rank fails and the run too.
+    let (ok, out, err) = run(exe, &["--ranks", "4", "--panic"], LIMIT);
+    assert!(
+        ok && out.starts_with("ok "),
+        "a panic on threads; stdout:\n{out}\nstderr:\n{err}"
+    );
+    #[cfg(feature = "mpi")]
+    between_processes(exe);
+}
+
+/// The hybrid runs under mpirun.
+#[cfg(feature = "mpi")]
+fn between_processes(exe: &str) {
+    if !mpi_common::on_path("mpirun") {
+        eprintln!("skipped the MPI runs: mpirun is not on PATH (Debian: openmpi-bin)");
         return;
     }
-    let exe = build_example("mpi_check");
-    let exe = exe.to_str().expect("a UTF-8 path");
-    let limit = Duration::from_secs(120);
-    for args in [
-        vec!["-np", "2", exe],
-        vec!["-np", "3", "--oversubscribe", exe],
-    ] {
-        let (ok, out, err) = mpirun(&args, limit);
-        println!("mpirun {args:?}:\n{out}");
-        assert!(ok, "mpirun {args:?} failed; stdout:\n{out}\nstderr:\n{err}");
+    for np in [&["-np", "2"][..], &["-np", "3", "--oversubscribe"][..]] {
+        for threads in ["1", "2"] {
+            let mut args = np.to_vec();
+            args.extend(["--bind-to", "none", exe, "--threads", threads]);
+            // Broadcast and reduce at every root of 4 or 6 ranks with 100 003 elements took
+            // half of the run: the teams of threads check them at 10 007.
+            if threads != "1" {
+                args.push("--quick");
+            }
+            assert_passed(&format!("mpirun {args:?}"), run("mpirun", &args, LIMIT));
+        }
+    }
+    // A panicking op inside the stage between processes ends the whole job (MPI_Abort),
+    // promptly, with one rank per process and with two threads per process.
+    for threads in ["1", "2"] {
+        let args = [
+            "-np",
+            "2",
+            "--bind-to",
+            "none",
+            exe,
+            "--panic",
+            "--threads",
+            threads,
+        ];
+        let (ok, out, err) = run("mpirun", &args, Duration::from_secs(60));
+        assert!(!ok, "mpirun {args:?} succeeded:\n{out}\n{err}");
         assert!(
-            !out.contains("FAIL"),
-            "a check failed:\n{out}\nstderr:\n{err}"
-        );
-        let p = args[1];
-        assert!(
-            out.contains(&format!("checks passed on {p} processes")),
-            "no summary line:\n{out}"
+            err.contains("aborting the MPI job"),
+            "mpirun {args:?}: no abort message; stdout:\n{out}\nstderr:\n{err}"
         );
     }
-    // A panicking op on one process ends the whole job (MPI_Abort), promptly.
-    let (ok, out, err) = mpirun(&["-np", "2", exe, "--panic"], Duration::from_secs(60));
-    assert!(!ok, "the job with a panicking op succeeded:\n{out}\n{err}");
-    assert!(
-        err.contains("aborting the MPI job"),
-        "no abort message; stdout:\n{out}\nstderr:\n{err}"
-    );
 }

@@ -6,14 +6,14 @@
 //! that need one are skipped on a layout of one process.
 
 use crate::cases::{inputs, reduction};
-use crate::{Outcome, RunFails, Suite};
+use crate::suite::{Outcome, RunFails, Suite};
 use corecoll::{op, Error};
 
 /// The start of the message of the panics the checks cause on purpose (not printed).
 const INTENTIONAL: &str = "the intentional panic of a failure check";
 
 /// Every failure check, then the normal run.
-pub fn check_all(s: &mut Suite<'_>) {
+pub fn check_all(s: &Suite<'_>) {
     // The panics of check (c) are expected: keep them out of the log, and every other one in.
     let hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

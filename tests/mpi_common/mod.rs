@@ -1,5 +1,6 @@
-//! Helpers shared by the tests that run MPI programs (`tests/mpi_transport.rs`,
-//! `tests/hybrid_mpi.rs`): find `mpirun`, build an example, run a program with a hang limit.
+//! Helpers shared by the tests that run the examples, under MPI and without
+//! (`tests/mpi_transport.rs`, `tests/hybrid_mpi.rs`): find `mpirun`, build an example, run a
+//! program with a hang limit, and check that a run of checks passed.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -11,32 +12,30 @@ pub fn on_path(name: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(name).is_file()))
 }
 
-/// Builds example `name` with the features this test was built with (the `mpi` feature, and
-/// `cli` and `hwloc` when they are on), in the debug profile, and returns its path. Under
+/// Builds example `name` with the features this test was built with (`mpi`, `cli` and `hwloc`
+/// where they are on), in the debug profile, and returns its path. Under
 /// `cargo test --all-features` (as CI runs it) that is the very build cargo made of the
 /// examples for the test run, so nothing is compiled again; a release build of the examples
 /// (the dev-dependencies included) cost CI about a minute, and the checks are latency-bound,
 /// quick in debug too.
 pub fn build_example(name: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let mut features = vec!["mpi"];
+    let mut features = Vec::new();
+    if cfg!(feature = "mpi") {
+        features.push("mpi");
+    }
     if cfg!(feature = "cli") {
         features.push("cli");
     }
     if cfg!(feature = "hwloc") {
         features.push("hwloc");
     }
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--example",
-            name,
-            "--features",
-            &features.join(","),
-        ])
-        .current_dir(&root)
-        .status()
-        .expect("cargo starts");
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo.args(["build", "--example", name]);
+    if !features.is_empty() {
+        cargo.args(["--features", &features.join(",")]);
+    }
+    let status = cargo.current_dir(&root).status().expect("cargo starts");
     assert!(status.success(), "building the {name} example failed");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -94,4 +93,20 @@ pub fn run(program: &str, args: &[&str], limit: Duration) -> (bool, String, Stri
         err.join().unwrap_or_default(),
     );
     (status.success(), out, err)
+}
+
+/// Asserts that `what`, a run of a program of checks, passed every check: it succeeded,
+/// printed no line starting with `FAIL`, and printed its summary line, which contains
+/// `summary`.
+pub fn assert_passed(what: &str, summary: &str, (ok, out, err): (bool, String, String)) {
+    println!("{what}:\n{out}");
+    assert!(ok, "{what} failed; stdout:\n{out}\nstderr:\n{err}");
+    assert!(
+        !out.lines().any(|l| l.starts_with("FAIL")),
+        "{what}: a check failed:\n{out}\nstderr:\n{err}"
+    );
+    assert!(
+        out.contains(summary),
+        "{what}: no summary line:\n{out}\nstderr:\n{err}"
+    );
 }

@@ -1,10 +1,11 @@
 //! The checks of the collectives with per-rank counts and displacements (alltoallv, gatherv,
-//! scatterv, allgatherv): irregular counts (zeros among them), blocks out of rank order, and
-//! gaps between the receive blocks that must stay untouched.
+//! scatterv, allgatherv), shared by `examples/hybrid_check` and `examples/everywhere`
+//! (included by each with `#[path]`): irregular counts (zeros among them), blocks out of rank
+//! order, and gaps between the receive blocks that must stay untouched.
 
 use crate::cases::{first_wrong, inputs, Case};
 use crate::collectives::{note, val, GAP};
-use crate::Suite;
+use crate::suite::Suite;
 
 /// The count rank `from` sends rank `to` in the alltoallv at scale `n`: irregular, zero for
 /// some pairs.
@@ -36,7 +37,7 @@ fn gaps_untouched(buf: &[u64], counts: &[usize], displs: &[usize]) -> bool {
 
 /// Alltoallv of `u64` with irregular counts (zeros among them), the send blocks in reverse
 /// order and the receive blocks spaced by gaps that must stay untouched.
-pub fn alltoallv(s: &mut Suite<'_>) {
+pub fn alltoallv(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check("alltoallv u64 (irregular counts)", |comm| {
@@ -78,7 +79,7 @@ fn v_count(i: usize, n: usize) -> usize {
 
 /// Gatherv of `u64` to every root at every count: the blocks in reverse rank order with gaps
 /// that must stay untouched; the non-roots pass empty `recv`, `counts` and `displs`.
-pub fn gatherv(s: &mut Suite<'_>) {
+pub fn gatherv(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check("gatherv u64 (every root, irregular counts)", |comm| {
@@ -120,7 +121,7 @@ pub fn gatherv(s: &mut Suite<'_>) {
 
 /// Scatterv of `u64` from every root at every count, with overlapping send blocks (block i
 /// starts at element i, as MPI allows); the non-roots pass empty `send`, `counts`, `displs`.
-pub fn scatterv(s: &mut Suite<'_>) {
+pub fn scatterv(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check("scatterv u64 (every root, overlapping blocks)", |comm| {
@@ -154,7 +155,7 @@ pub fn scatterv(s: &mut Suite<'_>) {
 
 /// Allgatherv of `u64` at every count, each rank with its own displacements (odd ranks in
 /// reverse order, gaps of 1 or 2 that must stay untouched).
-pub fn allgatherv(s: &mut Suite<'_>) {
+pub fn allgatherv(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check(

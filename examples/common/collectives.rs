@@ -1,18 +1,21 @@
-//! The checks of results: every collective of the `Comm`, at every count of the suite, against
+//! The checks of results shared by `examples/hybrid_check` and `examples/everywhere` (included
+//! by each with `#[path]`): the collectives of the `Comm`, at the counts of the suite, against
 //! the sequential references of `cases`. Each check is one run; a rank reports its first
 //! problem, and stops at its first failed call (which fails the rest of the run anyway), but
 //! goes on through wrong answers so that every rank makes the same calls.
 
-use crate::cases::{first_wrong, fold, hash, inputs, mix, reduction, Affine, Case};
-use crate::{vector, Outcome, RunFails, Suite};
-use corecoll::algorithm::{Broadcast, Gather, Reduce, Scatter};
-use corecoll::{op, Algorithm, Comm, Error};
+use crate::cases::{first_wrong, fold, hash, inputs, mix, Affine, Case};
+use crate::suite::Suite;
+use crate::vector;
+use corecoll::algorithm::{Broadcast, Reduce};
+use corecoll::op::Op;
+use corecoll::{op, Algorithm, Block, Comm};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Whether every rank passes the same `h` (an allreduce of `h` and `!h` with `Max`: the
 /// maximum and the complement of the minimum).
-fn same_everywhere(comm: &Comm, h: u64) -> corecoll::Result<bool> {
+pub fn same_everywhere(comm: &Comm, h: u64) -> corecoll::Result<bool> {
     let mut m = [h, !h];
     comm.allreduce(&mut m, op::Max)?;
     Ok(m[0] == !m[1])
@@ -28,97 +31,33 @@ pub fn note(problem: &mut Option<String>, why: Option<String>) {
 /// A sentinel for receive-buffer gaps that must stay untouched.
 pub const GAP: u64 = 0xdead_beef_dead_beef;
 
-/// The allreduce algorithms a caller may choose between processes. Every algorithm but the
-/// shared-memory ones (`Direct`, and the hierarchies, which the hybrid world itself is).
-fn algorithms() -> Vec<Algorithm> {
-    Algorithm::ALL
-        .into_iter()
-        .filter(|a| !a.needs_shared_memory())
-        .collect()
+/// An allreduce algorithm's name, with its block where one is given.
+pub fn label(alg: Algorithm) -> String {
+    match alg {
+        Algorithm::Chain {
+            block: Block::Elements(b),
+        }
+        | Algorithm::PipelinedTree {
+            block: Block::Elements(b),
+        }
+        | Algorithm::DualRoot {
+            block: Block::Elements(b),
+        }
+        | Algorithm::TwoTree {
+            block: Block::Elements(b),
+        } => format!("{} (blocks of {b})", alg.name()),
+        Algorithm::Hierarchical {
+            segment: Block::Elements(s),
+        } => format!("{} (segments of {s})", alg.name()),
+        _ => alg.name().to_string(),
+    }
 }
 
-/// Every check of results.
-pub fn check_all(s: &mut Suite<'_>) {
-    let p = s.ctx.size();
-    let big = *s.ctx.allreduce_counts().iter().max().expect("counts");
-    let full_u64 = reduction::<u64>(p, big);
-    let full_f64 = reduction::<f64>(p, big);
-    let full_aff = reduction::<Affine>(p, big);
-    for alg in algorithms() {
-        allreduce(s, alg, &full_u64);
-        allreduce(s, alg, &full_f64);
-        // MPI's own collective takes built-in ops only (refused between processes).
-        if !matches!(alg, Algorithm::Ring { .. }) && alg != Algorithm::Native {
-            allreduce(s, alg, &full_aff);
-        }
-    }
-    // Refusals (every rank's call an error).
-    s.check_fails(
-        "allreduce ring with a non-commutative op is refused",
-        RunFails::Either,
-        None,
-        |_, _| true,
-        |comm| {
-            let mut v = inputs::<Affine>(comm.rank(), 5);
-            Outcome::Called(comm.allreduce_with(
-                &mut v,
-                Affine::op(),
-                Algorithm::Ring {
-                    block: corecoll::Block::Auto,
-                },
-            ))
-        },
-    );
-    if s.ctx.hybrid {
-        s.check_fails(
-            "allreduce direct (shared memory only) is refused between processes",
-            RunFails::Either,
-            None,
-            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
-            |comm| {
-                let mut v = inputs::<u64>(comm.rank(), 5);
-                Outcome::Called(comm.allreduce_with(&mut v, op::Sum, Algorithm::Direct))
-            },
-        );
-        let n = 5;
-        s.check_fails(
-            "gather direct (shared memory only) is refused between processes",
-            RunFails::Either,
-            None,
-            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
-            |comm| {
-                let send = inputs::<u64>(comm.rank(), n);
-                let mut recv = vec![GAP; if comm.rank() == 0 { p * n } else { 0 }];
-                Outcome::Called(comm.gather_with(&send, &mut recv, 0, Gather::Direct))
-            },
-        );
-        s.check_fails(
-            "scatter direct (shared memory only) is refused between processes",
-            RunFails::Either,
-            None,
-            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
-            |comm| {
-                let send = inputs::<u64>(comm.rank(), if comm.rank() == 0 { p * n } else { 0 });
-                let mut recv = vec![GAP; n];
-                Outcome::Called(comm.scatter_with(&send, &mut recv, 0, Scatter::Direct))
-            },
-        );
-    } else {
-        allreduce(s, Algorithm::Direct, &full_u64);
-        allreduce(s, Algorithm::Direct, &full_f64);
-        allreduce(s, Algorithm::Direct, &full_aff);
-    }
-    allreduce_into(s, &full_u64);
-    allreduce_into(s, &full_aff);
-
-    broadcast::<u64>(s, Broadcast::Auto);
-    broadcast::<Affine>(s, Broadcast::Auto);
-    broadcast::<Affine>(s, Broadcast::Native);
-    reduce(s, &full_u64, Reduce::Auto);
-    reduce(s, &full_f64, Reduce::Auto);
-    reduce(s, &full_aff, Reduce::Auto);
-    reduce(s, &full_u64, Reduce::Native);
-    reduce(s, &full_f64, Reduce::Native);
+/// Every collective but allreduce, broadcast and reduce, with `Auto`, on the types that make
+/// sense for each: scan and exscan, gather, scatter, allgather, alltoall, reduce_scatter_block,
+/// the `v` forms, and barrier. `full_*` are the reductions over every rank, at least as long as
+/// the largest count times the number of ranks.
+pub fn others(s: &Suite<'_>, full_u64: &[u64], full_f64: &[f64], full_aff: &[Affine]) {
     scan::<u64>(s, false);
     scan::<f64>(s, false);
     scan::<Affine>(s, false);
@@ -130,24 +69,37 @@ pub fn check_all(s: &mut Suite<'_>) {
     allgather(s);
     alltoall(s);
     vector::alltoallv(s);
-    reduce_scatter_block(s, &full_u64);
-    reduce_scatter_block(s, &full_f64);
-    reduce_scatter_block(s, &full_aff);
+    reduce_scatter_block(s, full_u64);
+    reduce_scatter_block(s, full_f64);
+    reduce_scatter_block(s, full_aff);
     vector::gatherv(s);
     vector::scatterv(s);
     vector::allgatherv(s);
     barrier(s);
 }
 
-/// Allreduce of `T` with `alg` at every count: the reference on every rank, the same bits on
-/// every rank.
-fn allreduce<T: Case>(s: &mut Suite<'_>, alg: Algorithm, full: &[T]) {
-    let counts = s.ctx.allreduce_counts();
-    s.check(&format!("allreduce {} {}", alg.name(), T::NAME), |comm| {
+/// Allreduce of `T` with the type's own op and `alg` at the suite's allreduce counts.
+pub fn allreduce<T: Case>(s: &Suite<'_>, alg: Algorithm, full: &[T]) {
+    let name = format!("allreduce {} {}", label(alg), T::NAME);
+    allreduce_op(s, &name, alg, T::op(), full, s.ctx.allreduce_counts());
+}
+
+/// Check `name`: allreduce of `T` with `op` and `alg` at every count of `counts`, the
+/// reference `full` (at least as long as the largest count) on every rank, and the same bits
+/// on every rank.
+pub fn allreduce_op<T: Case, O: Op<T> + Copy>(
+    s: &Suite<'_>,
+    name: &str,
+    alg: Algorithm,
+    op: O,
+    full: &[T],
+    counts: &[usize],
+) {
+    s.check(name, |comm| {
         let mut problem = None;
         for &n in counts {
             let mut buf = inputs::<T>(comm.rank(), n);
-            if let Err(e) = comm.allreduce_with(&mut buf, T::op(), alg) {
+            if let Err(e) = comm.allreduce_with(&mut buf, op, alg) {
                 return Some(format!("n = {n}: {e}"));
             }
             note(
@@ -168,7 +120,7 @@ fn allreduce<T: Case>(s: &mut Suite<'_>, alg: Algorithm, full: &[T]) {
 }
 
 /// `allreduce_into` of `T` at every count: `send` unchanged, the reference in `recv`.
-fn allreduce_into<T: Case>(s: &mut Suite<'_>, full: &[T]) {
+pub fn allreduce_into<T: Case>(s: &Suite<'_>, full: &[T]) {
     let counts = s.ctx.allreduce_counts();
     s.check(&format!("allreduce_into {}", T::NAME), |comm| {
         let mut problem = None;
@@ -191,8 +143,8 @@ fn allreduce_into<T: Case>(s: &mut Suite<'_>, full: &[T]) {
 }
 
 /// Broadcast of `T` from every root at every count, with `alg`.
-fn broadcast<T: Case>(s: &mut Suite<'_>, alg: Broadcast) {
-    let counts = s.ctx.counts();
+pub fn broadcast<T: Case>(s: &Suite<'_>, alg: Broadcast) {
+    let counts = s.ctx.rooted_counts();
     let p = s.ctx.size();
     let name = format!("broadcast {} {} (every root)", T::TYPE, alg.name());
     s.check(&name, |comm| {
@@ -214,19 +166,30 @@ fn broadcast<T: Case>(s: &mut Suite<'_>, alg: Broadcast) {
     });
 }
 
-/// Reduce of `T` to every root at every count with `alg`: the reference at the root, every
-/// other rank's buffer unchanged.
-fn reduce<T: Case>(s: &mut Suite<'_>, full: &[T], alg: Reduce) {
-    let counts = s.ctx.counts();
-    let p = s.ctx.size();
+/// Reduce of `T` with the type's own op to every root at every count with `alg`.
+pub fn reduce<T: Case>(s: &Suite<'_>, full: &[T], alg: Reduce) {
     let name = format!("reduce {} {} (every root)", T::NAME, alg.name());
-    s.check(&name, |comm| {
+    reduce_op(s, &name, alg, T::op(), full);
+}
+
+/// Check `name`: reduce of `T` with `op` to every root at every count with `alg`, the
+/// reference `full` at the root, every other rank's buffer unchanged.
+pub fn reduce_op<T: Case, O: Op<T> + Copy>(
+    s: &Suite<'_>,
+    name: &str,
+    alg: Reduce,
+    op: O,
+    full: &[T],
+) {
+    let counts = s.ctx.rooted_counts();
+    let p = s.ctx.size();
+    s.check(name, |comm| {
         let r = comm.rank();
         let mut problem = None;
         for root in 0..p {
             for &n in counts {
                 let mut buf = inputs::<T>(r, n);
-                if let Err(e) = comm.reduce_with(&mut buf, T::op(), root, alg) {
+                if let Err(e) = comm.reduce_with(&mut buf, op, root, alg) {
                     return Some(format!("root {root}, n = {n}: {e}"));
                 }
                 let why = if r == root {
@@ -246,7 +209,7 @@ fn reduce<T: Case>(s: &mut Suite<'_>, full: &[T], alg: Reduce) {
 
 /// Inclusive (`scan`) or exclusive (`exscan`) prefix reduction of `T` at every count: rank r
 /// holds x₀ ⊙ … ⊙ x_r (x_{r−1} for exscan; rank 0's buffer unchanged).
-fn scan<T: Case>(s: &mut Suite<'_>, exclusive: bool) {
+pub fn scan<T: Case>(s: &Suite<'_>, exclusive: bool) {
     let counts = s.ctx.counts();
     let name = if exclusive { "exscan" } else { "scan" };
     s.check(&format!("{name} {}", T::NAME), |comm| {
@@ -264,8 +227,8 @@ fn scan<T: Case>(s: &mut Suite<'_>, exclusive: bool) {
             }
             let want: Vec<T> = match (exclusive, r) {
                 (true, 0) => inputs(0, n),
-                (true, _) => (0..n).map(|i| fold(0..r, i)).collect(),
-                (false, _) => (0..n).map(|i| fold(0..r + 1, i)).collect(),
+                (true, _) => fold(0..r, n),
+                (false, _) => fold(0..r + 1, n),
             };
             note(
                 &mut problem,
@@ -282,7 +245,7 @@ pub fn val(from: usize, to: usize, k: usize) -> u64 {
 }
 
 /// Gather of `u64` to every root at every count; the non-roots pass an empty `recv`.
-fn gather(s: &mut Suite<'_>) {
+pub fn gather(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check("gather u64 (every root)", |comm| {
@@ -309,7 +272,7 @@ fn gather(s: &mut Suite<'_>) {
 }
 
 /// Scatter of `u64` from every root at every count; the non-roots pass an empty `send`.
-fn scatter(s: &mut Suite<'_>) {
+pub fn scatter(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check("scatter u64 (every root)", |comm| {
@@ -340,7 +303,7 @@ fn scatter(s: &mut Suite<'_>) {
 }
 
 /// Allgather of `u64` at every count.
-fn allgather(s: &mut Suite<'_>) {
+pub fn allgather(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check("allgather u64", |comm| {
@@ -362,7 +325,7 @@ fn allgather(s: &mut Suite<'_>) {
 }
 
 /// Alltoall of `u64` at every count.
-fn alltoall(s: &mut Suite<'_>) {
+pub fn alltoall(s: &Suite<'_>) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check("alltoall u64", |comm| {
@@ -389,7 +352,7 @@ fn alltoall(s: &mut Suite<'_>) {
 }
 
 /// Reduce_scatter_block of `T` at every count: rank r holds block r of the reduction.
-fn reduce_scatter_block<T: Case>(s: &mut Suite<'_>, full: &[T]) {
+pub fn reduce_scatter_block<T: Case>(s: &Suite<'_>, full: &[T]) {
     let counts = s.ctx.counts();
     let p = s.ctx.size();
     s.check(&format!("reduce_scatter_block {}", T::NAME), |comm| {
@@ -413,12 +376,12 @@ fn reduce_scatter_block<T: Case>(s: &mut Suite<'_>, full: &[T]) {
 /// Barrier: within each process no rank leaves before all of its threads arrived (a counter
 /// they share), and no rank leaves before the last rank of the world, which arrives 150 ms
 /// late, does (timed from a first barrier).
-fn barrier(s: &mut Suite<'_>) {
+pub fn barrier(s: &Suite<'_>) {
     let p = s.ctx.size();
     let arrived = AtomicUsize::new(0);
     // The threads that share the counter: this process's (the whole team in `--local` mode).
     let threads = if s.ctx.hybrid {
-        s.ctx.threads(s.process)
+        s.ctx.threads(s.process())
     } else {
         p
     };

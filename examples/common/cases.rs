@@ -1,4 +1,5 @@
-//! The element types the checks run on, their inputs and their sequential references.
+//! The element types the checks of `examples/hybrid_check` and `examples/everywhere` run on,
+//! their inputs and their sequential references (included by each with `#[path]`).
 //!
 //! Every rank's input is a pure function of (rank, index), so every rank can compute every
 //! other rank's input and with it the exact result of any collective, in rank order:
@@ -8,8 +9,11 @@
 //! reordering of the operands changes.
 
 use corecoll::op::{self, FnOp, Op};
+use std::any::{Any, TypeId};
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::ops::Range;
+use std::sync::{Arc, Mutex};
 
 /// 2⁶¹ − 1, the affine maps' modulus.
 const M61: u64 = (1 << 61) - 1;
@@ -35,9 +39,17 @@ pub struct Affine {
     b: u64,
 }
 
-/// (x·y) mod 2⁶¹ − 1.
+/// (x·y) mod 2⁶¹ − 1, for x, y < 2⁶¹ − 1: as 2⁶¹ ≡ 1, the product's bits above the 61st
+/// add to those below (a 128-bit division costs more than the collectives in a debug build).
 fn mul_mod(x: u64, y: u64) -> u64 {
-    (u128::from(x) * u128::from(y) % u128::from(M61)) as u64
+    let xy = u128::from(x) * u128::from(y);
+    let folded = (xy as u64 & M61) + (xy >> 61) as u64;
+    let r = (folded & M61) + (folded >> 61);
+    if r >= M61 {
+        r - M61
+    } else {
+        r
+    }
 }
 
 /// `f` first, then `g`: x ↦ g(f(x)). Associative, not commutative.
@@ -113,6 +125,42 @@ impl Case for f64 {
     }
 }
 
+impl Case for i32 {
+    type O = op::Max;
+    const NAME: &'static str = "i32 max";
+    const TYPE: &'static str = "i32";
+    fn op() -> op::Max {
+        op::Max
+    }
+    fn combine(a: &i32, b: &i32) -> i32 {
+        *a.max(b)
+    }
+    fn input(r: usize, i: usize) -> i32 {
+        mix(r, i, 8) as i32
+    }
+    fn bits(&self) -> u64 {
+        u64::from(*self as u32)
+    }
+}
+
+impl Case for u128 {
+    type O = op::Sum;
+    const NAME: &'static str = "u128 sum";
+    const TYPE: &'static str = "u128";
+    fn op() -> op::Sum {
+        op::Sum
+    }
+    fn combine(a: &u128, b: &u128) -> u128 {
+        a.wrapping_add(*b)
+    }
+    fn input(r: usize, i: usize) -> u128 {
+        u128::from(mix(r, i, 6)) << 64 | u128::from(mix(r, i, 7))
+    }
+    fn bits(&self) -> u64 {
+        (*self >> 64) as u64 ^ *self as u64
+    }
+}
+
 /// The affine maps' op: a plain function, so that its type can be named.
 type ComposeOp = FnOp<fn(&Affine, &Affine) -> Affine>;
 
@@ -139,21 +187,60 @@ impl Case for Affine {
 
 /// Rank `r`'s first `n` elements.
 pub fn inputs<T: Case>(r: usize, n: usize) -> Vec<T> {
-    (0..n).map(|i| T::input(r, i)).collect()
+    cached::<T>(r, n)[..n].to_vec()
 }
 
-/// x_lo ⊙ … ⊙ x_{hi−1} of element `i`, in rank order (`ranks` must not be empty).
-pub fn fold<T: Case>(ranks: Range<usize>, i: usize) -> T {
+/// Every input vector computed so far in this process, by type and rank, each as long as the
+/// longest asked for: the checks ask for prefixes of the same few vectors again and again
+/// (every root, every count), which in a debug build costs more than the collectives.
+type Cache = BTreeMap<(TypeId, usize), Arc<dyn Any + Send + Sync>>;
+
+static CACHE: Mutex<Cache> = Mutex::new(BTreeMap::new());
+
+/// Rank `r`'s inputs of type `T`, at least `n` of them.
+fn cached<T: Case>(r: usize, n: usize) -> Arc<Vec<T>> {
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let key = (TypeId::of::<T>(), r);
+    let known = cache
+        .get(&key)
+        .and_then(|v| v.clone().downcast::<Vec<T>>().ok());
+    match known {
+        Some(v) if v.len() >= n => v,
+        _ => {
+            let v = Arc::new((0..n).map(|i| T::input(r, i)).collect::<Vec<T>>());
+            cache.insert(key, v.clone());
+            v
+        }
+    }
+}
+
+/// x_lo ⊙ … ⊙ x_{hi−1} of the first `n` elements, in rank order (`ranks` must not be empty).
+pub fn fold<T: Case>(ranks: Range<usize>, n: usize) -> Vec<T> {
+    fold_with(ranks, n, T::combine)
+}
+
+/// [`fold`] with another op than the type's own, `f` its sequential form.
+pub fn fold_with<T: Case>(ranks: Range<usize>, n: usize, f: impl Fn(&T, &T) -> T) -> Vec<T> {
     let mut ranks = ranks;
     let first = ranks.next().expect("at least one rank");
-    ranks.fold(T::input(first, i), |acc, r| {
-        T::combine(&acc, &T::input(r, i))
-    })
+    let mut acc = inputs::<T>(first, n);
+    for r in ranks {
+        let x = cached::<T>(r, n);
+        for (a, b) in acc.iter_mut().zip(x.iter()) {
+            *a = f(a, b);
+        }
+    }
+    acc
 }
 
 /// The reduction over ranks `0..p` of the first `n` elements.
 pub fn reduction<T: Case>(p: usize, n: usize) -> Vec<T> {
-    (0..n).map(|i| fold(0..p, i)).collect()
+    fold(0..p, n)
+}
+
+/// [`reduction`] with another op than the type's own, `f` its sequential form.
+pub fn reduction_with<T: Case>(p: usize, n: usize, f: impl Fn(&T, &T) -> T) -> Vec<T> {
+    fold_with(0..p, n, f)
 }
 
 /// A hash of a result's bits (and its length), for comparing results between ranks.
@@ -167,6 +254,9 @@ pub fn hash<T: Case>(v: &[T]) -> u64 {
 pub fn first_wrong<T: Case>(got: &[T], want: &[T]) -> Option<String> {
     if got.len() != want.len() {
         return Some(format!("{} elements, want {}", got.len(), want.len()));
+    }
+    if got == want {
+        return None;
     }
     (0..got.len())
         .find(|&i| !T::close(&got[i], &want[i]))
