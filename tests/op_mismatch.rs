@@ -178,6 +178,8 @@ fn user_ops_of_different_types_fail_every_rank() {
 }
 
 #[test]
+// Passing the ops by reference on some ranks is the point here.
+#[allow(clippy::needless_borrows_for_generic_args)]
 fn one_op_by_value_and_by_reference_agrees() {
     let add = op::commutative(|a: &u64, b: &u64| a.wrapping_add(*b));
     for p in [2usize, 3] {

@@ -8,13 +8,14 @@
 //! b·B − 1 elements in blocks of B make b blocks (the schedules cut ⌊n/B⌋ + 1 blocks, the last
 //! one short); `b_blocks_exact` shows what a block size that divides n costs.
 
+use corecoll::algorithm::Any;
 use corecoll::algorithm::{Allgather, Alltoall, Barrier, Broadcast, Gather, Scatter};
-use corecoll::sim::{self, Case, Collective, Model, Ports};
+use corecoll::sim::{self, Case, Model, Ports};
 use corecoll::{Algorithm, Block, Error};
 
 const B: usize = 8;
 
-fn steps(collective: Collective, p: usize, n: usize) -> u64 {
+fn steps(collective: Any, p: usize, n: usize) -> u64 {
     let case = Case::new(collective, p, n);
     sim::simulate(&case, &Model::steps(Ports::Bidirectional))
         .unwrap_or_else(|e| panic!("{} p={p} n={n}: {e}", collective.name()))
@@ -38,7 +39,7 @@ fn dual_root_takes_4h_plus_1_then_3_per_block() {
             let alg = Algorithm::DualRoot {
                 block: Block::Elements(B),
             };
-            let got = steps(Collective::Allreduce(alg), p, b * B - 1);
+            let got = steps(Any::Allreduce(alg), p, b * B - 1);
             let paper = 4 * h - 3 + 3 * (b - 1);
             assert_eq!(got as usize, paper - 4, "p={p} h={h} b={b}");
             assert_eq!(got as usize, 4 * (h - 2) + 1 + 3 * (b - 1));
@@ -56,7 +57,7 @@ fn pipelined_tree_takes_2_times_2h_plus_2_per_block() {
             let alg = Algorithm::PipelinedTree {
                 block: Block::Elements(B),
             };
-            let got = steps(Collective::Allreduce(alg), p, b * B - 1);
+            let got = steps(Any::Allreduce(alg), p, b * B - 1);
             assert_eq!(got as usize, 2 * (2 * h + 2 * (b - 1)), "p={p} h={h} b={b}");
         }
     }
@@ -76,7 +77,7 @@ fn two_tree_takes_2d_plus_4b_minus_2() {
                 block: Block::Elements(B),
             };
             // Two halves of b·B − 1 elements each.
-            let got = steps(Collective::Allreduce(alg), p, 2 * (b * B - 1));
+            let got = steps(Any::Allreduce(alg), p, 2 * (b * B - 1));
             assert_eq!(got as usize, 2 * d + 4 * b - 2, "p={p} b={b}");
         }
     }
@@ -88,11 +89,7 @@ fn two_tree_takes_2d_plus_4b_minus_2() {
 fn ring_takes_2_p_minus_1_steps() {
     for p in (2..=40).chain([64, 100, 333]) {
         let n = p * 10;
-        let case = Case::new(
-            Collective::Allreduce(Algorithm::Ring { block: Block::Auto }),
-            p,
-            n,
-        );
+        let case = Case::new(Any::Allreduce(Algorithm::Ring { block: Block::Auto }), p, n);
         let out = sim::simulate(&case, &Model::steps(Ports::Bidirectional)).unwrap();
         assert_eq!(out.rounds as usize, 2 * (p - 1), "p={p}");
         assert_eq!(out.max_bytes_sent as usize, 2 * (p - 1) * 10 * 4, "p={p}");
@@ -107,11 +104,11 @@ fn classic_counts() {
     for p in 2..=70usize {
         let lg = p.next_power_of_two().ilog2() as u64;
         let fold = if p.is_power_of_two() { 0 } else { 2 };
-        let rd = steps(Collective::Allreduce(Algorithm::RecursiveDoubling), p, 5);
+        let rd = steps(Any::Allreduce(Algorithm::RecursiveDoubling), p, 5);
         assert_eq!(rd, p.ilog2() as u64 + fold, "recursive doubling p={p}");
-        let bin = steps(Collective::Allreduce(Algorithm::Binomial), p, 5);
+        let bin = steps(Any::Allreduce(Algorithm::Binomial), p, 5);
         assert_eq!(bin, 2 * lg, "binomial p={p}");
-        let bar = steps(Collective::Barrier(Barrier::Dissemination), p, 0);
+        let bar = steps(Any::Barrier(Barrier::Dissemination), p, 0);
         assert_eq!(bar, lg, "dissemination p={p}");
     }
 }
@@ -122,17 +119,13 @@ fn classic_counts() {
 fn unidirectional_ports_serialise_exchanges() {
     let one = Model::steps(Ports::Unidirectional);
     for k in 1..=8 {
-        let case = Case::new(
-            Collective::Allreduce(Algorithm::RecursiveDoubling),
-            1 << k,
-            3,
-        );
+        let case = Case::new(Any::Allreduce(Algorithm::RecursiveDoubling), 1 << k, 3);
         assert_eq!(sim::simulate(&case, &one).unwrap().rounds, 2 * k as u64);
     }
     let alg = Algorithm::DualRoot {
         block: Block::Elements(B),
     };
-    let case = Case::new(Collective::Allreduce(alg), 2, 5 * B - 1);
+    let case = Case::new(Any::Allreduce(alg), 2, 5 * B - 1);
     assert_eq!(sim::simulate(&case, &one).unwrap().rounds, 10);
 }
 
@@ -154,14 +147,14 @@ fn b_blocks_exact() {
             let dual = Algorithm::DualRoot {
                 block: Block::Elements(B),
             };
-            let case = Case::new(Collective::Allreduce(dual), (1 << h) - 2, b * B);
+            let case = Case::new(Any::Allreduce(dual), (1 << h) - 2, b * B);
             let t = sim::simulate(&case, &model).unwrap().time_ns;
             let n = (4 * (h - 2) + 1 + 3 * (b - 1)) as f64;
             assert_eq!(t, n * step + 3.0 * 2.0, "dual root h={h} b={b}");
             let tree = Algorithm::PipelinedTree {
                 block: Block::Elements(B),
             };
-            let case = Case::new(Collective::Allreduce(tree), (1 << h) - 1, b * B);
+            let case = Case::new(Any::Allreduce(tree), (1 << h) - 1, b * B);
             let t = sim::simulate(&case, &model).unwrap().time_ns;
             let n = (2 * (2 * (h - 1) + 2 * (b - 1))) as f64;
             assert_eq!(t, n * step + 4.0 * 2.0, "pipelined tree h={h} b={b}");
@@ -178,12 +171,12 @@ fn reductions_are_counted() {
     let dual = Algorithm::DualRoot {
         block: Block::Elements(100),
     };
-    let out = sim::simulate(&Case::new(Collective::Allreduce(dual), 30, n), &model).unwrap();
+    let out = sim::simulate(&Case::new(Any::Allreduce(dual), 30, n), &model).unwrap();
     assert_eq!(out.max_bytes_reduced, 3 * 4 * n as u64);
     let tree = Algorithm::PipelinedTree {
         block: Block::Elements(100),
     };
-    let out = sim::simulate(&Case::new(Collective::Allreduce(tree), 31, n), &model).unwrap();
+    let out = sim::simulate(&Case::new(Any::Allreduce(tree), 31, n), &model).unwrap();
     assert_eq!(out.max_bytes_reduced, 2 * 4 * n as u64);
 }
 
@@ -194,15 +187,8 @@ fn ten_thousand_ranks() {
     let alg = Algorithm::DualRoot {
         block: Block::Elements(B),
     };
-    assert_eq!(
-        steps(Collective::Allreduce(alg), p, 4 * B - 1),
-        4 * 12 + 1 + 9
-    );
-    let case = Case::new(
-        Collective::Allreduce(Algorithm::Rabenseifner),
-        10_000,
-        1 << 16,
-    );
+    assert_eq!(steps(Any::Allreduce(alg), p, 4 * B - 1), 4 * 12 + 1 + 9);
+    let case = Case::new(Any::Allreduce(Algorithm::Rabenseifner), 10_000, 1 << 16);
     let out = sim::simulate(&case, &Model::default()).unwrap();
     // ⌊log₂ p⌋ = 13 halving and 13 doubling steps, and the 1 808 ranks above 2^13 folded in
     // before and handed the result after.
@@ -214,7 +200,7 @@ fn ten_thousand_ranks() {
 /// commutative and a non-commutative op.
 #[test]
 fn every_schedule_is_consistent() {
-    for c in Collective::all() {
+    for c in sim::algorithms() {
         for p in [1usize, 2, 3, 4, 5, 7, 8, 12, 16, 17, 33] {
             for n in [0usize, 1, 3, 17, 100] {
                 for root in [0, p / 2, p - 1] {
@@ -228,10 +214,7 @@ fn every_schedule_is_consistent() {
                             Ok(out) => assert!(out.time_ns >= 0.0),
                             Err(Error::Unsupported { .. })
                                 if !commutative
-                                    && matches!(
-                                        c,
-                                        Collective::Allreduce(Algorithm::Ring { .. })
-                                    ) => {}
+                                    && matches!(c, Any::Allreduce(Algorithm::Ring { .. })) => {}
                             Err(e) => panic!("{} p={p} n={n} root={root}: {e}", c.name()),
                         }
                     }
@@ -246,35 +229,32 @@ fn every_schedule_is_consistent() {
 fn refusals() {
     let model = Model::default();
     for c in [
-        Collective::Allreduce(Algorithm::Auto),
-        Collective::Allreduce(Algorithm::Direct),
-        Collective::Allreduce(Algorithm::Native),
-        Collective::Broadcast(Broadcast::Direct),
-        Collective::Allgather(Allgather::Direct),
-        Collective::Alltoall(Alltoall::Direct),
-        Collective::Gather(Gather::Direct),
-        Collective::Scatter(Scatter::Direct),
+        Any::Allreduce(Algorithm::Auto),
+        Any::Allreduce(Algorithm::Direct),
+        Any::Allreduce(Algorithm::Native),
+        Any::Broadcast(Broadcast::Direct),
+        Any::Allgather(Allgather::Direct),
+        Any::Alltoall(Alltoall::Direct),
+        Any::Gather(Gather::Direct),
+        Any::Scatter(Scatter::Direct),
     ] {
         let e = sim::simulate(&Case::new(c, 4, 10), &model).unwrap_err();
         assert!(matches!(e, Error::Simulation { .. }), "{}: {e}", c.name());
     }
     let case = Case {
         root: 4,
-        ..Case::new(Collective::Gather(Gather::Linear), 4, 10)
+        ..Case::new(Any::Gather(Gather::Linear), 4, 10)
     };
     assert!(matches!(
         sim::simulate(&case, &model),
         Err(Error::RankOutOfRange { peer: 4, .. })
     ));
-    let e = sim::simulate(
-        &Case::new(Collective::Scatter(Scatter::Linear), 0, 1),
-        &model,
-    );
+    let e = sim::simulate(&Case::new(Any::Scatter(Scatter::Linear), 0, 1), &model);
     assert!(matches!(e, Err(Error::ZeroRanks)));
     let case = Case {
         commutative: false,
         ..Case::new(
-            Collective::Allreduce(Algorithm::Ring { block: Block::Auto }),
+            Any::Allreduce(Algorithm::Ring { block: Block::Auto }),
             4,
             10,
         )
@@ -335,13 +315,13 @@ fn pipelined_tree_reduce_pipelines_to_every_root() {
         };
         (u + d) as u64
     }
-    let reduce = Collective::Reduce(Reduce::PipelinedTree {
+    let reduce = Any::Reduce(Reduce::PipelinedTree {
         block: Block::Elements(B),
     });
-    let broadcast = Collective::Broadcast(Broadcast::PipelinedTree {
+    let broadcast = Any::Broadcast(Broadcast::PipelinedTree {
         block: Block::Elements(B),
     });
-    let at = |c: Collective, p: usize, root: usize, b: usize| {
+    let at = |c: Any, p: usize, root: usize, b: usize| {
         let case = Case {
             root,
             ..Case::new(c, p, b * B - 1)
@@ -392,10 +372,10 @@ fn pipelined_tree_reduce_pipelines_to_every_root() {
             for (n, block) in [(0usize, 1usize), (1, 1), (5, 1), (17, 3), (40, 8)] {
                 for commutative in [true, false] {
                     for c in [
-                        Collective::Reduce(Reduce::PipelinedTree {
+                        Any::Reduce(Reduce::PipelinedTree {
                             block: Block::Elements(block),
                         }),
-                        Collective::Broadcast(Broadcast::PipelinedTree {
+                        Any::Broadcast(Broadcast::PipelinedTree {
                             block: Block::Elements(block),
                         }),
                     ] {
@@ -427,7 +407,7 @@ fn chain_and_ring_steps_with_explicit_blocks() {
             let chain = Algorithm::Chain {
                 block: Block::Elements(B),
             };
-            let got = steps(Collective::Allreduce(chain), p, b * B - 1);
+            let got = steps(Any::Allreduce(chain), p, b * B - 1);
             assert_eq!(got as usize, 2 * (p - 2 + b), "chain p={p} b={b}");
         }
     }
@@ -451,12 +431,12 @@ fn chain_and_ring_steps_with_explicit_blocks() {
                 let ring = Algorithm::Ring {
                     block: Block::Elements(block),
                 };
-                let got = steps(Collective::Allreduce(ring), p, n);
+                let got = steps(Any::Allreduce(ring), p, n);
                 let k = m.div_ceil(block).max(1);
                 assert_eq!(got as usize, 2 * (p - 1) * k, "ring p={p} n={n} B={block}");
             }
             let auto = Algorithm::Ring { block: Block::Auto };
-            let out = sim::simulate(&Case::new(Collective::Allreduce(auto), p, n), &model).unwrap();
+            let out = sim::simulate(&Case::new(Any::Allreduce(auto), p, n), &model).unwrap();
             let k = m.div_ceil(out.block).max(1);
             assert_eq!(
                 out.rounds as usize,

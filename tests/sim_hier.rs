@@ -3,10 +3,9 @@
 //! counts computed by hand here. Costs are distinct powers of two per level and per byte, so
 //! a sum of terms identifies which transfers were paid and how often.
 
+use corecoll::algorithm::Any;
 use corecoll::algorithm::{Allgather, Alltoall, Broadcast, Reduce, ReduceScatter};
-use corecoll::sim::{
-    self, Case, Collective, Composition, Grouping, HierCase, Link, Machine, Model, Ports,
-};
+use corecoll::sim::{self, Case, Composition, Grouping, HierCase, Link, Machine, Model, Ports};
 use corecoll::{Algorithm, Block, Error};
 
 const SOCKET: Link = Link {
@@ -43,18 +42,18 @@ fn t(l: Link, bytes: usize) -> f64 {
 }
 
 /// A sample of the simulable schedules (blocks given, so that they do not depend on costs).
-fn sample() -> Vec<Collective> {
+fn sample() -> Vec<Any> {
     let block = Block::Elements(5);
     vec![
-        Collective::Allreduce(Algorithm::RecursiveDoubling),
-        Collective::Allreduce(Algorithm::Rabenseifner),
-        Collective::Allreduce(Algorithm::Ring { block }),
-        Collective::Allreduce(Algorithm::DualRoot { block }),
-        Collective::Allreduce(Algorithm::TwoTree { block }),
-        Collective::Broadcast(Broadcast::Binomial),
-        Collective::Broadcast(Broadcast::PipelinedTree { block }),
-        Collective::Reduce(Reduce::PipelinedTree { block }),
-        Collective::Alltoall(Alltoall::Pairwise),
+        Any::Allreduce(Algorithm::RecursiveDoubling),
+        Any::Allreduce(Algorithm::Rabenseifner),
+        Any::Allreduce(Algorithm::Ring { block }),
+        Any::Allreduce(Algorithm::DualRoot { block }),
+        Any::Allreduce(Algorithm::TwoTree { block }),
+        Any::Broadcast(Broadcast::Binomial),
+        Any::Broadcast(Broadcast::PipelinedTree { block }),
+        Any::Reduce(Reduce::PipelinedTree { block }),
+        Any::Alltoall(Alltoall::Pairwise),
     ]
 }
 
@@ -98,7 +97,7 @@ fn same_costs_and_no_sharing_is_flat() {
         alpha_ns: 3.0,
         beta_ns: 0.5,
     };
-    let c = Collective::Broadcast(Broadcast::Binomial);
+    let c = Any::Broadcast(Broadcast::Binomial);
     let case = Case::new(c, 8, 100);
     let flat = sim::simulate(&case, &model).unwrap();
     // 8 nodes of one rank: every message crosses, none shares a link.
@@ -118,7 +117,7 @@ fn same_costs_and_no_sharing_is_flat() {
 fn shared_link_serialises_crossing_messages() {
     let n = 100;
     let m = 4 * n;
-    let case = Case::new(Collective::Allreduce(Algorithm::RecursiveDoubling), 4, n);
+    let case = Case::new(Any::Allreduce(Algorithm::RecursiveDoubling), 4, n);
     let reduce = GAMMA * m as f64;
     let within = t(SOCKET, m) + reduce;
     let one = sim::simulate_on(&case, &machine(2, 1, 2, 1)).unwrap();
@@ -141,7 +140,7 @@ fn shared_link_serialises_crossing_messages() {
 /// least 9 of those; with a lane per rank it is shorter and moves the same.
 #[test]
 fn shared_link_bounds_the_pairwise_alltoall() {
-    let case = Case::new(Collective::Alltoall(Alltoall::Pairwise), 6, 1);
+    let case = Case::new(Any::Alltoall(Alltoall::Pairwise), 6, 1);
     let one = sim::simulate_on(&case, &machine(2, 1, 3, 1)).unwrap();
     // 3 × 3 messages leave each node.
     assert!(one.time_ns >= 9.0 * t(NET, 4), "{}", one.time_ns);
@@ -307,7 +306,7 @@ fn hierarchical_broadcast_from_any_root() {
 /// Bad shapes and stages are errors, not panics.
 #[test]
 fn bad_shapes_are_errors() {
-    let case = Case::new(Collective::Allreduce(Algorithm::RecursiveDoubling), 4, 8);
+    let case = Case::new(Any::Allreduce(Algorithm::RecursiveDoubling), 4, 8);
     for (nodes, sockets, cores, lanes) in [(0, 1, 4, 1), (1, 0, 4, 1), (4, 1, 0, 1), (2, 1, 2, 0)] {
         let m = machine(nodes, sockets, cores, lanes);
         let e = sim::simulate_on(&case, &m).unwrap_err();
@@ -480,7 +479,7 @@ fn reduce_scatter_allgather_edges() {
             grouping,
             ..HierCase::new(c, 1000)
         };
-        let flat = Case::new(Collective::Allreduce(top), 4, 1000);
+        let flat = Case::new(Any::Allreduce(top), 4, 1000);
         assert_eq!(
             sim::simulate_hierarchical(&case, &mach).unwrap(),
             sim::simulate_on(&flat, &mach).unwrap(),
@@ -522,11 +521,7 @@ fn traeff_machine_runs() {
     assert!(out.time_ns.is_finite());
     // 36 × (31 reduces + 31 broadcasts) in the nodes, recursive doubling on 36 on top.
     assert!(out.messages > 36 * 62);
-    let flat = Case::new(
-        Collective::Allreduce(Algorithm::RecursiveDoubling),
-        1152,
-        1000,
-    );
+    let flat = Case::new(Any::Allreduce(Algorithm::RecursiveDoubling), 1152, 1000);
     let flat = sim::simulate_on(&flat, &mach).unwrap();
     assert!(flat.time_ns > out.time_ns);
 }

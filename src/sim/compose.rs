@@ -50,8 +50,9 @@
 //! t − 1, broadcast t − 2); the broadcast is not segmented, as in the runtime.
 
 use super::machine::Machine;
-use super::{predict, record, Case, Collective, Prediction};
+use super::{predict, record, Case, Prediction};
 use crate::error::{Error, Result};
+use crate::select::Any;
 use crate::select::{Algorithm, Allgather, Broadcast, Reduce, ReduceScatter};
 use crate::transport::sim::Trace;
 
@@ -237,11 +238,11 @@ struct Builder<'a> {
 }
 
 impl Builder<'_> {
-    /// Appends the stage `collective` of `count` elements (root `root` in the group) to the
+    /// Appends the stage `algorithm` of `count` elements (root `root` in the group) to the
     /// groups of `size` ranks `stride` apart whose first ranks are `bases`.
     fn stage(
         &mut self,
-        collective: Collective,
+        algorithm: Any,
         (size, stride): (usize, usize),
         bases: impl Iterator<Item = usize>,
         count: usize,
@@ -250,7 +251,7 @@ impl Builder<'_> {
     ) -> Result<()> {
         self.seq += 1;
         let case = Case {
-            collective,
+            algorithm,
             ranks: size,
             count,
             elem_bytes: self.case.elem_bytes,
@@ -320,17 +321,17 @@ pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Predi
             for step in 0..k + 2 {
                 if step < k {
                     for &g in &levels.groups {
-                        let c = Collective::Reduce(reduce);
+                        let c = Any::Reduce(reduce);
                         b.stage(c, g, bases(p, g), len(step), 0, false)?;
                     }
                 }
                 if (1..=k).contains(&step) {
-                    let c = Collective::Allreduce(top);
+                    let c = Any::Allreduce(top);
                     b.stage(c, levels.top, bases(p, levels.top), len(step - 1), 0, true)?;
                 }
                 if (2..k + 2).contains(&step) {
                     for &g in levels.groups.iter().rev() {
-                        let c = Collective::Broadcast(broadcast);
+                        let c = Any::Broadcast(broadcast);
                         b.stage(c, g, bases(p, g), len(step - 2), 0, false)?;
                     }
                 }
@@ -356,13 +357,13 @@ pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Predi
                 len = len.div_ceil(size);
                 pieces.push(len);
             }
-            let c = Collective::ReduceScatter(scatter);
+            let c = Any::ReduceScatter(scatter);
             for (&g, &piece) in levels.groups.iter().zip(&pieces) {
                 b.stage(c, g, all_bases(p, g), piece, 0, false)?;
             }
-            let t = Collective::Allreduce(top);
+            let t = Any::Allreduce(top);
             b.stage(t, levels.top, all_bases(p, levels.top), len, 0, true)?;
-            let c = Collective::Allgather(gather);
+            let c = Any::Allgather(gather);
             for (&g, &piece) in levels.groups.iter().zip(&pieces).rev() {
                 b.stage(c, g, all_bases(p, g), piece, 0, false)?;
             }
@@ -374,7 +375,7 @@ pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Predi
                 let span = size * stride;
                 reps.push(case.root / span * span);
             }
-            let c = Collective::Broadcast(groups);
+            let c = Any::Broadcast(groups);
             let up: Vec<bool> = (0..levels.groups.len())
                 .map(|l| reps[l] != reps[l + 1])
                 .collect();
@@ -386,7 +387,7 @@ pub fn simulate_hierarchical(case: &HierCase, machine: &Machine) -> Result<Predi
             }
             let (size, stride) = levels.top;
             let from = reps[levels.groups.len()] / stride;
-            let t = Collective::Broadcast(top);
+            let t = Any::Broadcast(top);
             b.stage(t, levels.top, bases(p, (size, stride)), n, from, true)?;
             for (l, &g) in levels.groups.iter().enumerate().rev() {
                 let skip = up[l].then_some(reps[l + 1]);

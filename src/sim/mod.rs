@@ -26,12 +26,13 @@
 //! both against times computed by hand.
 //!
 //! ```
-//! use corecoll::sim::{self, Collective, Model, Case};
+//! use corecoll::algorithm::Any;
+//! use corecoll::sim::{self, Model, Case};
 //! use corecoll::{Algorithm, Block};
 //!
 //! // The dual-root allreduce of 1 000 000 ints on the 1 152 ranks of Träff's 36 × 32 machine.
 //! let alg = Algorithm::DualRoot { block: Block::Elements(16_000) };
-//! let case = Case::new(Collective::Allreduce(alg), 1152, 1_000_000);
+//! let case = Case::new(Any::Allreduce(alg), 1152, 1_000_000);
 //! let model = Model { alpha_ns: 2000.0, beta_ns: 0.1, gamma_ns: 0.05, ..Model::default() };
 //! let predicted = sim::simulate(&case, &model).unwrap();
 //! assert!(predicted.time_ns > 3.0 * 0.1 * 4e6); // at least 3βm
@@ -49,10 +50,7 @@ use crate::algorithms;
 use crate::error::{Error, Result};
 use crate::mailbox::{Kind, Tag};
 use crate::profile::{Level, Profile};
-use crate::select::{
-    Algorithm, Allgather, Alltoall, Barrier, Broadcast, Costs, Flat, Gather, Reduce, ReduceScatter,
-    Scan, Scatter,
-};
+use crate::select::{Algorithm, Any, Costs, Flat};
 use crate::transport::sim::{SimOp, SimTransport, Trace, Unit};
 
 /// Whether a rank can send and receive at the same time.
@@ -113,134 +111,27 @@ impl Model {
     }
 }
 
-/// A collective and the algorithm to simulate (not `Auto`, and none of the shared-memory
-/// ones: they read other ranks' memory instead of sending messages).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Collective {
-    /// `Comm::allreduce_with`: `count` elements per rank.
-    Allreduce(Algorithm),
-    /// `Comm::broadcast_with`: `count` elements from the root.
-    Broadcast(Broadcast),
-    /// `Comm::reduce_with`: `count` elements per rank, to the root.
-    Reduce(Reduce),
-    /// `Comm::scan_with`: `count` elements per rank.
-    Scan(Scan),
-    /// `Comm::gather_with`: `count` elements from each rank.
-    Gather(Gather),
-    /// `Comm::scatter_with`: `count` elements to each rank.
-    Scatter(Scatter),
-    /// `Comm::allgather_with`: `count` elements from each rank.
-    Allgather(Allgather),
-    /// `Comm::alltoall_with`: `count` elements from each rank to each rank.
-    Alltoall(Alltoall),
-    /// `Comm::reduce_scatter_block_with`: `count` elements of the result per rank.
-    ReduceScatter(ReduceScatter),
-    /// `Comm::barrier_with` (`count` is ignored).
-    Barrier(Barrier),
+/// Every algorithm the simulator can run: the schedules over a transport
+/// ([`Any::is_schedule`]), of every collective.
+pub fn algorithms() -> Vec<Any> {
+    Any::all().into_iter().filter(Any::is_schedule).collect()
 }
 
-impl Collective {
-    /// Which collective it is (without the algorithm).
-    pub fn kind(&self) -> crate::tuning::Collective {
-        use crate::tuning::Collective as K;
-        match self {
-            Collective::Allreduce(_) => K::Allreduce,
-            Collective::Broadcast(_) => K::Broadcast,
-            Collective::Reduce(_) => K::Reduce,
-            Collective::Scan(_) => K::Scan,
-            Collective::Gather(_) => K::Gather,
-            Collective::Scatter(_) => K::Scatter,
-            Collective::Allgather(_) => K::Allgather,
-            Collective::Alltoall(_) => K::Alltoall,
-            Collective::ReduceScatter(_) => K::ReduceScatter,
-            Collective::Barrier(_) => K::Barrier,
-        }
-    }
-
-    /// The collective's name and the algorithm's, as the benchmark spells them
-    /// (`("allreduce", "dual-root")`).
-    pub fn parts(&self) -> (&'static str, &'static str) {
-        let algorithm = match self {
-            Collective::Allreduce(a) => a.name(),
-            Collective::Broadcast(a) => a.name(),
-            Collective::Reduce(a) => a.name(),
-            Collective::Scan(a) => a.name(),
-            Collective::Gather(a) => a.name(),
-            Collective::Scatter(a) => a.name(),
-            Collective::Allgather(a) => a.name(),
-            Collective::Alltoall(a) => a.name(),
-            Collective::ReduceScatter(a) => a.name(),
-            Collective::Barrier(a) => a.name(),
-        };
-        (self.kind().name(), algorithm)
-    }
-
-    /// [`Collective::parts`] joined: `allreduce/dual-root`.
-    pub fn name(&self) -> String {
-        let (c, a) = self.parts();
-        format!("{c}/{a}")
-    }
-
-    /// Every algorithm of every collective that the simulator can run (blocks `Auto`).
-    pub fn all() -> Vec<Collective> {
-        let mut v = Vec::new();
-        v.extend(Algorithm::ALL.map(Collective::Allreduce));
-        v.extend(Broadcast::ALL.map(Collective::Broadcast));
-        v.extend(Reduce::ALL.map(Collective::Reduce));
-        v.extend(Scan::ALL.map(Collective::Scan));
-        v.extend(Gather::ALL.map(Collective::Gather));
-        v.extend(Scatter::ALL.map(Collective::Scatter));
-        v.extend(Allgather::ALL.map(Collective::Allgather));
-        v.extend(Alltoall::ALL.map(Collective::Alltoall));
-        v.extend(ReduceScatter::ALL.map(Collective::ReduceScatter));
-        v.extend(Barrier::ALL.map(Collective::Barrier));
-        v.retain(|c| c.simulable().is_ok());
-        v
-    }
-
-    /// `Ok` if the simulator can run it; else why not.
-    fn simulable(&self) -> std::result::Result<(), &'static str> {
-        if self.parts().1 == "auto" {
-            return Err(
-                "`Auto` chooses by the machine it runs on; simulate each algorithm instead",
-            );
-        }
-        let native = matches!(
-            self,
-            Collective::Allreduce(Algorithm::Native)
-                | Collective::Broadcast(Broadcast::Native)
-                | Collective::Reduce(Reduce::Native)
-        );
-        if native {
-            return Err("it is MPI's own collective");
-        }
+/// Why the simulator cannot run `algorithm`, if it cannot.
+fn unsimulable(algorithm: &Any) -> Option<&'static str> {
+    if algorithm.is_schedule() {
+        None
+    } else if algorithm.name() == "auto" {
+        Some("`Auto` chooses by the machine it runs on; simulate each algorithm instead")
+    } else if algorithm.name() == "native" {
+        Some("it is MPI's own collective")
+    } else {
         // What runs on the communicator rather than on one transport: the shared-memory
         // algorithms, and the hierarchical ones (sub-communicators per level).
-        let on_comm = match *self {
-            Collective::Allreduce(a) => a.needs_shared_memory(),
-            Collective::Broadcast(a) => a.needs_shared_memory(),
-            Collective::Reduce(a) => a.needs_shared_memory(),
-            Collective::Allgather(a) => matches!(
-                a,
-                Allgather::Direct | Allgather::Hierarchical | Allgather::HierarchicalDirect
-            ),
-            Collective::Alltoall(a) => {
-                matches!(a, Alltoall::Direct | Alltoall::RingLeaders { .. })
-            }
-            Collective::ReduceScatter(a) => a == ReduceScatter::Direct,
-            Collective::Barrier(a) => {
-                matches!(a, Barrier::Hierarchical | Barrier::HierarchicalDirect)
-            }
-            Collective::Gather(a) => a.needs_shared_memory(),
-            Collective::Scatter(a) => a.needs_shared_memory(),
-            Collective::Scan(_) => false,
-        };
-        if on_comm {
-            return Err("it reads other ranks' memory or runs on a hierarchy of \
-                        sub-communicators, not on one transport, and the model has neither");
-        }
-        Ok(())
+        Some(
+            "it reads other ranks' memory or runs on a hierarchy of sub-communicators, not on \
+             one transport, and the model has neither",
+        )
     }
 }
 
@@ -248,10 +139,12 @@ impl Collective {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Case {
     /// The collective and its algorithm.
-    pub collective: Collective,
+    pub algorithm: Any,
     /// Ranks (at least 1).
     pub ranks: usize,
-    /// Elements, as the collective's count argument ([`Collective`] says per what).
+    /// Elements, as the collective's count argument: per rank (allreduce, reduce, scan), from
+    /// the root (broadcast), from or to each rank (gather, scatter, allgather, all-to-all), of
+    /// the result per rank (reduce-scatter); ignored by the barrier.
     pub count: usize,
     /// Bytes per element (4 for the paper's `MPI_INT`).
     pub elem_bytes: usize,
@@ -262,10 +155,10 @@ pub struct Case {
 }
 
 impl Case {
-    /// `collective` of `count` 4-byte elements on `ranks` ranks, root 0, a commutative op.
-    pub fn new(collective: Collective, ranks: usize, count: usize) -> Case {
+    /// `algorithm` of `count` 4-byte elements on `ranks` ranks, root 0, a commutative op.
+    pub fn new(algorithm: Any, ranks: usize, count: usize) -> Case {
         Case {
-            collective,
+            algorithm,
             ranks,
             count,
             elem_bytes: 4,
@@ -354,18 +247,13 @@ fn record(case: &Case, costs: Costs, seq: u64) -> Result<(Vec<Trace>, usize)> {
     if p == 0 {
         return Err(Error::ZeroRanks);
     }
-    if let Err(why) = case.collective.simulable() {
+    if let Some(why) = unsimulable(&case.algorithm) {
         return Err(Error::Simulation {
-            what: format!("cannot simulate {}: {why}", case.collective.name()),
+            what: format!("cannot simulate {}: {why}", case.algorithm),
         });
     }
     check_root(case.root, p)?;
-    if !case.commutative
-        && matches!(
-            case.collective,
-            Collective::Allreduce(Algorithm::Ring { .. })
-        )
-    {
+    if !case.commutative && matches!(case.algorithm, Any::Allreduce(Algorithm::Ring { .. })) {
         return Err(Error::Unsupported {
             rank: 0,
             op: "simulate",
@@ -374,11 +262,11 @@ fn record(case: &Case, costs: Costs, seq: u64) -> Result<(Vec<Trace>, usize)> {
         });
     }
     let (n, e) = (case.count, case.elem_bytes);
-    let block = match case.collective {
-        Collective::Allreduce(a) if a.has_block() => a.block_elements(p, n, e, costs),
-        Collective::Broadcast(a) => a.block_elements(p, n, e, costs),
-        Collective::Reduce(a) => a.block_elements(p, n, e, costs),
-        Collective::Scan(a) => a.block_elements(p, n, e, costs),
+    let block = match case.algorithm {
+        Any::Allreduce(a) if a.has_block() => a.block_elements(p, n, e, costs),
+        Any::Broadcast(a) => a.block_elements(p, n, e, costs),
+        Any::Reduce(a) => a.block_elements(p, n, e, costs),
+        Any::Scan(a) => a.block_elements(p, n, e, costs),
         _ => 0,
     };
     let mut traces = Vec::with_capacity(p);
@@ -398,7 +286,7 @@ fn run_rank(t: &SimTransport, case: &Case, block: usize, seq: u64) -> Result<()>
         commutative: case.commutative,
     };
     let (p, n, root) = (case.ranks, case.count, case.root);
-    let kind = Kind::Coll(case.collective.kind());
+    let kind = Kind::Coll(case.algorithm.collective());
     let tag = |variant: u8| Tag {
         kind,
         variant,
@@ -407,44 +295,44 @@ fn run_rank(t: &SimTransport, case: &Case, block: usize, seq: u64) -> Result<()>
     };
     let one = || vec![Unit; n];
     let all = || vec![Unit; p.saturating_mul(n)];
-    match case.collective {
-        Collective::Allreduce(a) => {
+    match case.algorithm {
+        Any::Allreduce(a) => {
             let s = scheduled(a.flat())?;
             algorithms::allreduce::run(t, &mut one(), &op, s, block, tag(a.id()))
         }
-        Collective::Broadcast(a) => {
+        Any::Broadcast(a) => {
             let s = scheduled(a.flat())?;
             algorithms::broadcast::run(t, &mut one(), root, s, block, tag(a.id()))
         }
-        Collective::Reduce(a) => {
+        Any::Reduce(a) => {
             let s = scheduled(a.flat())?;
             algorithms::reduce::run(t, &mut one(), &op, root, s, block, tag(a.id()))
         }
-        Collective::Scan(a) => {
+        Any::Scan(a) => {
             let s = scheduled(a.schedule().map(Flat::Schedule))?;
             algorithms::scan::run(t, &mut one(), &op, s, block, false, tag(a.id()))
         }
-        Collective::Gather(a) => {
+        Any::Gather(a) => {
             let s = scheduled(a.flat())?;
             gather::run_gather(t, &one(), &mut all(), root, s, tag(a.id()))
         }
-        Collective::Scatter(a) => {
+        Any::Scatter(a) => {
             let s = scheduled(a.flat())?;
             gather::run_scatter(t, &all(), &mut one(), root, s, tag(a.id()))
         }
-        Collective::Allgather(a) => {
+        Any::Allgather(a) => {
             let s = scheduled(a.flat())?;
             gather::run_allgather(t, &one(), &mut all(), s, tag(a.id()))
         }
-        Collective::Alltoall(a) => {
+        Any::Alltoall(a) => {
             let s = scheduled(a.flat())?;
             alltoall::run(t, &all(), &mut all(), s, tag(a.id()))
         }
-        Collective::ReduceScatter(a) => {
+        Any::ReduceScatter(a) => {
             let s = scheduled(a.flat())?;
             reduce_scatter::run(t, &all(), &mut one(), &op, s, tag(a.id()))
         }
-        Collective::Barrier(a) => {
+        Any::Barrier(a) => {
             let s = scheduled(a.schedule().map(Flat::Schedule))?;
             barrier::run(t, s, tag(a.id()))
         }

@@ -18,10 +18,9 @@ use crate::output;
 use crate::record::{Record, Source, Validation};
 use crate::stats::{algbw_gbs, busbw_factor};
 use crate::sweep::fmt_bytes;
+use corecoll::algorithm::Any;
 use corecoll::profile::{Level, Profile};
-use corecoll::sim::{
-    self, Case, Collective, Composition, Grouping, HierCase, Link, Machine, Model, Ports,
-};
+use corecoll::sim::{self, Case, Composition, Grouping, HierCase, Link, Machine, Model, Ports};
 use corecoll::{Algorithm, Block};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -227,27 +226,27 @@ const ABBREVIATIONS: [(&str, &str); 7] = [
 /// One column of the table: a flat algorithm or a composition.
 #[derive(Clone, Copy)]
 enum Column {
-    Flat(Collective),
+    Flat(Any),
     Composed(Composition, Option<usize>),
 }
 
 /// The simulator's algorithms of one of the bench's collectives (none for the `v` forms and
 /// exscan, which it does not have).
-fn collectives(c: BenchCollective) -> Vec<Collective> {
-    Collective::all()
+fn collectives(c: BenchCollective) -> Vec<Any> {
+    sim::algorithms()
         .into_iter()
-        .filter(|s| s.parts().0 == c.name())
+        .filter(|s| s.collective().name() == c.name())
         .collect()
 }
 
 /// The algorithm of `bc` that `--algorithms` names `word` (`dual-root`, or with a block in
 /// bytes, `dual-root:64000`), if the simulator has it.
-fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collective>, String> {
+fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Any>, String> {
     let (name, block) = match word.split_once(':') {
         Some((n, b)) => (n, Some(crate::cli::parse_size(b)? / elem.max(1))),
         None => (word, None),
     };
-    let Some(c) = collectives(bc).into_iter().find(|c| c.parts().1 == name) else {
+    let Some(c) = collectives(bc).into_iter().find(|c| c.name() == name) else {
         return Ok(None);
     };
     let Some(b) = block else {
@@ -255,21 +254,13 @@ fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collecti
     };
     let block = Block::Elements(b.max(1));
     Ok(Some(match c {
-        Collective::Allreduce(Algorithm::Chain { .. }) => {
-            Collective::Allreduce(Algorithm::Chain { block })
+        Any::Allreduce(Algorithm::Chain { .. }) => Any::Allreduce(Algorithm::Chain { block }),
+        Any::Allreduce(Algorithm::Ring { .. }) => Any::Allreduce(Algorithm::Ring { block }),
+        Any::Allreduce(Algorithm::PipelinedTree { .. }) => {
+            Any::Allreduce(Algorithm::PipelinedTree { block })
         }
-        Collective::Allreduce(Algorithm::Ring { .. }) => {
-            Collective::Allreduce(Algorithm::Ring { block })
-        }
-        Collective::Allreduce(Algorithm::PipelinedTree { .. }) => {
-            Collective::Allreduce(Algorithm::PipelinedTree { block })
-        }
-        Collective::Allreduce(Algorithm::DualRoot { .. }) => {
-            Collective::Allreduce(Algorithm::DualRoot { block })
-        }
-        Collective::Allreduce(Algorithm::TwoTree { .. }) => {
-            Collective::Allreduce(Algorithm::TwoTree { block })
-        }
+        Any::Allreduce(Algorithm::DualRoot { .. }) => Any::Allreduce(Algorithm::DualRoot { block }),
+        Any::Allreduce(Algorithm::TwoTree { .. }) => Any::Allreduce(Algorithm::TwoTree { block }),
         _ => {
             return Err(format!(
                 "{word}: only the pipelined allreduces (chain, ring, pipelined-tree, dual-root, \
@@ -306,7 +297,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         let mut algs: Vec<(String, Column)> = match &wanted {
             None => collectives(bc)
                 .into_iter()
-                .map(|c| (c.parts().1.to_string(), Column::Flat(c)))
+                .map(|c| (c.name().to_string(), Column::Flat(c)))
                 .collect(),
             Some(names) => names
                 .iter()

@@ -46,9 +46,10 @@
 use super::median;
 use crate::measure::{measure, Kernel, Timing};
 use crate::sweep::fmt_bytes;
+use corecoll::algorithm::Any;
 use corecoll::op;
 use corecoll::profile::LevelCosts;
-use corecoll::sim::{self, Case, Collective, Model, Ports};
+use corecoll::sim::{self, Case, Model, Ports};
 use corecoll::{Algorithm, Block, Comm, Pinning, Profile, Team, Wait, MAX_AUTO_BLOCK};
 use std::time::Duration;
 
@@ -139,7 +140,7 @@ fn chain_case(p: usize, n: usize, block: usize) -> Case {
     };
     Case {
         elem_bytes: ELEM,
-        ..Case::new(Collective::Allreduce(alg), p, n)
+        ..Case::new(Any::Allreduce(alg), p, n)
     }
 }
 
@@ -452,7 +453,7 @@ pub fn auto_block(p: usize, bytes: usize, costs: &LevelCosts) -> Option<(usize, 
     let case = Case {
         elem_bytes: ELEM,
         ..Case::new(
-            Collective::Allreduce(Algorithm::Chain { block: Block::Auto }),
+            Any::Allreduce(Algorithm::Chain { block: Block::Auto }),
             p,
             n,
         )
