@@ -1,26 +1,15 @@
-//! Hybrid MPI + threads (feature `mpi`). This first part: [`ProcessComm`], a communicator
-//! whose ranks are MPI processes, one calling thread each, on which the crate's collective
-//! schedules run over MPI point-to-point (`transport::mpi`) — the very code that runs between
-//! threads over the mailboxes. The world of (MPI process × threads), with node leaders bridging
-//! the shared-memory teams to MPI, builds on it.
-//!
-//! ```no_run
-//! use corecoll::hybrid::ProcessComm;
-//! use corecoll::{op, Algorithm};
-//!
-//! let universe = mpi::initialize().expect("MPI initialises once");
-//! let world = universe.world();
-//! let pc = ProcessComm::new(&world)?;
-//! let mut v = vec![pc.rank() as f64; 1000];
-//! pc.allreduce_with(&mut v, op::Sum, Algorithm::DualRoot { block: Default::default() })?;
-//! drop(pc); // before `universe`, which finalises MPI
-//! # Ok::<(), corecoll::Error>(())
-//! ```
+//! The process layer of a hybrid team (feature `mpi`): a communicator whose ranks are the
+//! threads of several MPI processes. A collective runs in three stages (`world`,
+//! `collectives`): within each process over its threads' own communicator (`local::Local`),
+//! between the processes by each process's first thread over MPI, and within each process
+//! again. The stage between the processes runs on [`ProcessComm`], the leaders' communicator:
+//! the crate's collective schedules over MPI point-to-point (`transport::mpi`) — the very code
+//! that runs between threads over the mailboxes — or MPI's own collectives.
 //!
 //! **Semantics** are `Comm`'s: x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} in rank order on every algorithm that
 //! accepts the op, bit-identical results on every process, and a call that the processes do
-//! not all make alike (length, element type, root, algorithm, block, collective, op
-//! commutativity) is the same [`Error::Mismatch`] on every process, found by one
+//! not all make alike (length, element type, root, algorithm, block, collective, op)
+//! is the same [`Error::Mismatch`] on every process, found by one
 //! `MPI_Allreduce` before the schedule (`check`, which documents its cost). Errors that follow
 //! from the agreed call (an algorithm that needs shared memory, a ring for a non-commutative
 //! op, a root out of range, a vector above MPI's `int` count of bytes) are decided after the

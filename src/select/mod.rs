@@ -118,17 +118,18 @@ pub enum Algorithm {
     /// for long vectors on a team with a core per rank that spans several L3 groups or
     /// packages (docs/hierarchy.md).
     HierarchicalDirect,
-    /// MPI's own collective between MPI processes (`MPI_Allreduce`), for the element types and ops
-    /// MPI has built in (see `hybrid::ProcessComm`'s docs; another type or op is
-    /// [`Error::Unsupported`](crate::Error::Unsupported) there). Between threads, where there is
-    /// no MPI, it runs `Auto`.
+    /// MPI's own collective (`MPI_Allreduce`) between the processes of a hybrid team, for the
+    /// element types and ops MPI has built in (another type or op is
+    /// [`Error::Unsupported`](crate::Error::Unsupported) there). Among the threads of one
+    /// process, where there is no MPI, it runs `Auto`.
     Native,
 }
 
 impl Algorithm {
-    /// Whether the algorithm needs the ranks to share one address space (the shared-memory
-    /// and hierarchical ones): refused between MPI processes (`hybrid::ProcessComm`), and left
-    /// out of benchmarks and checks between them.
+    /// Whether the algorithm needs the ranks to share one address space (the single-copy and
+    /// hierarchical ones): on a hybrid team the stage between the processes refuses `Direct`
+    /// and runs `Auto` for the hierarchical ones; benchmarks and checks between processes
+    /// leave them out.
     pub fn needs_shared_memory(self) -> bool {
         matches!(
             self,
@@ -163,15 +164,16 @@ pub enum Broadcast {
     /// one rank per group reads the root's buffer and the others copy from it; short vectors
     /// go down a binomial tree over the ranks in group order (docs/hierarchy.md).
     HierarchicalDirect,
-    /// MPI's own collective between MPI processes (`MPI_Bcast`, of any element type as bytes), (see `hybrid::ProcessComm`'s docs). Between threads, where there is
-    /// no MPI, it runs `Auto`.
+    /// MPI's own collective (`MPI_Bcast`, of any element type as bytes) between the processes of
+    /// a hybrid team. Among the threads of one process, where there is no MPI, it runs `Auto`.
     Native,
 }
 
 impl Broadcast {
-    /// Whether the algorithm needs the ranks to share one address space (the shared-memory
-    /// and hierarchical ones): refused between MPI processes (`hybrid::ProcessComm`), and left
-    /// out of benchmarks and checks between them.
+    /// Whether the algorithm needs the ranks to share one address space (the single-copy and
+    /// hierarchical ones): on a hybrid team the stage between the processes refuses `Direct`
+    /// and runs `Auto` for the hierarchical ones; benchmarks and checks between processes
+    /// leave them out.
     pub fn needs_shared_memory(self) -> bool {
         matches!(
             self,
@@ -208,7 +210,7 @@ pub enum Reduce {
     /// short vectors go up a binomial tree over the ranks in group order (docs/hierarchy.md).
     HierarchicalDirect,
     /// MPI's own collective between MPI processes (`MPI_Reduce`), for the element types and ops
-    /// MPI has built in (see `hybrid::ProcessComm`'s docs; another type or op is
+    /// MPI has built in (on a hybrid team; another type or op is
     /// [`Error::Unsupported`](crate::Error::Unsupported) there). Between threads, where there is
     /// no MPI, it runs `Auto`.
     Native,
@@ -218,9 +220,10 @@ pub enum Reduce {
 }
 
 impl Reduce {
-    /// Whether the algorithm needs the ranks to share one address space (the shared-memory
-    /// and hierarchical ones): refused between MPI processes (`hybrid::ProcessComm`), and left
-    /// out of benchmarks and checks between them.
+    /// Whether the algorithm needs the ranks to share one address space (the single-copy and
+    /// hierarchical ones): on a hybrid team the stage between the processes refuses `Direct`
+    /// and runs `Auto` for the hierarchical ones; benchmarks and checks between processes
+    /// leave them out.
     pub fn needs_shared_memory(self) -> bool {
         matches!(
             self,

@@ -20,11 +20,11 @@
 //! [`Error::Mismatch`] naming both sides. The message is still received (into a throw-away
 //! buffer) so that the sender's send completes and the next message on that edge is the next
 //! one probed. The element type is not on the wire: the collectives' call check
-//! (`hybrid::ProcessComm`) compares it, and a different element size shows up here as a
+//! (the leaders' check of `hybrid`) compares it, and a different element size shows up here as a
 //! different byte count.
 //!
 //! **Its own communicator.** The transport receives with any tag, so it must not share a
-//! communicator with anyone else's traffic: `hybrid::ProcessComm` gives it a duplicate of the
+//! communicator with anyone else's traffic: the leaders' communicator of `hybrid` gives it a duplicate of the
 //! user's (`MPI_Comm_dup`, MPI 3.1 §6.4.2), whose messages can never match the user's own
 //! receives or the other way round. The duplicate's error handler is set to
 //! `MPI_ERRORS_ARE_FATAL`, so an MPI failure aborts the job instead of leaving the other

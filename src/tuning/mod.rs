@@ -33,8 +33,8 @@
 //! between threads is `Auto`), and not the hierarchical ones, which `Auto` takes by the
 //! hierarchy rule (`select::prefer_hierarchy`) on a team that spans several L3 groups or
 //! packages, a decision no table measured on this one-L3 machine could make. The tables apply
-//! between threads; between MPI processes (`hybrid::ProcessComm`) `Auto` keeps its own
-//! rules, which weigh MPI's costs.
+//! between threads; between the MPI processes of a hybrid team `Auto` keeps its own rules,
+//! which weigh MPI's costs.
 //!
 //! Like `Block::Auto`, the choice depends only on what every rank of the call shares (the
 //! team, the communicator's size, the call's size), so all ranks make the same one.
