@@ -12,7 +12,7 @@ pub fn on_path(name: &str) -> bool {
 }
 
 /// Builds example `name` with the features this test was built with (the `mpi` feature, and
-/// `cli` and `hwloc` when they are on), in the debug profile, and returns its path. Under
+/// `hwloc` when it is on), in the debug profile, and returns its path. Under
 /// `cargo test --all-features` (as CI runs it) that is the very build cargo made of the
 /// examples for the test run, so nothing is compiled again; a release build of the examples
 /// (the dev-dependencies included) cost CI about a minute, and the checks are latency-bound,
@@ -20,9 +20,6 @@ pub fn on_path(name: &str) -> bool {
 pub fn build_example(name: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut features = vec!["mpi"];
-    if cfg!(feature = "cli") {
-        features.push("cli");
-    }
     if cfg!(feature = "hwloc") {
         features.push("hwloc");
     }

@@ -3,7 +3,7 @@
 //! guessed constants until measured here.
 //!
 //! ```text
-//! cargo build --release --features mpi --example process_sweep
+//! cargo build --release -p corecoll-bench --features mpi --example process_sweep
 //! mpirun -np 2 --bind-to none target/release/examples/process_sweep
 //! mpirun -np 4 --oversubscribe --bind-to none target/release/examples/process_sweep \
 //!     --collective allreduce --max-bytes 1MiB --csv p4.csv

@@ -3,8 +3,8 @@
 //! slow phase of the machine hits all of them alike); the median time per call is printed.
 //!
 //! ```text
-//! cargo run --release --example allreduce_ranks            # p = 4 and 8, 64 B … 8 MiB
-//! cargo run --release --example allreduce_ranks -- 3 16    # other rank counts
+//! cargo run --release -p corecoll-bench --example allreduce_ranks            # p = 4 and 8, 64 B … 8 MiB
+//! cargo run --release -p corecoll-bench --example allreduce_ranks -- 3 16    # other rank counts
 //! ```
 //!
 //! f64 `Sum`, in place, `Block::Auto`. A sample is a loop of calls (about 200 000 / (bytes/64 +

@@ -4,7 +4,7 @@
 //! the MPI library's own collectives.
 //!
 //! ```text
-//! cargo build --release --features mpi --example traff_table2
+//! cargo build --release -p corecoll-bench --features mpi --example traff_table2
 //! mpirun -np 2 target/release/examples/traff_table2 --markdown
 //! mpirun -np 3 --oversubscribe target/release/examples/traff_table2 --markdown
 //! mpirun -np 4 --oversubscribe target/release/examples/traff_table2 --markdown --csv p4.csv

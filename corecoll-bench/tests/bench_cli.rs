@@ -2,51 +2,9 @@
 //! table, writes the CSV, JSON and plot where it is told, checks every cell, and refuses bad
 //! arguments with a message instead of running.
 
-#![cfg(feature = "cli")]
+mod common;
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-const BIN: &str = env!("CARGO_BIN_EXE_corecoll-bench");
-
-/// A fresh directory for one test's files.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("corecoll-bench-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("corecoll-bench starts")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-/// Runs the bench, asserts that it exits successfully, and returns what it printed.
-fn run_ok(args: &[&str]) -> String {
-    let out = run(args);
-    let stdout = text(&out.stdout);
-    assert!(
-        out.status.success(),
-        "exit {:?}\n{stdout}\n{}",
-        out.status,
-        text(&out.stderr)
-    );
-    stdout
-}
-
-/// The records of a `--json` result file.
-fn records(json: &std::path::Path) -> Vec<serde_json::Value> {
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
-    v["records"].as_array().expect("a records array").clone()
-}
+use common::{records, run, run_ok, scratch, text};
 
 #[test]
 fn a_tiny_allreduce_sweep_writes_its_outputs() {
@@ -506,48 +464,6 @@ fn blocks_add_fixed_block_rows_and_their_table() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `--simulate` predicts every simulable algorithm on any rank count and writes the CSV and the
-/// plot; a pipelined algorithm takes a block in bytes.
-#[test]
-fn simulate_predicts_a_sweep() {
-    let dir = scratch("simulate");
-    let (csv, svg) = (dir.join("s.csv"), dir.join("s.svg"));
-    let out = run(&[
-        "--simulate",
-        "--ranks",
-        "300",
-        "--sizes",
-        "8,64KiB",
-        "--csv",
-        csv.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
-    let stdout = text(&out.stdout);
-    assert!(out.status.success(), "{stdout}{}", text(&out.stderr));
-    for word in ["300 ranks", "dual-root", "two-tree", "ring", "fastest"] {
-        assert!(stdout.contains(word), "no `{word}`:\n{stdout}");
-    }
-    let rows = std::fs::read_to_string(&csv).unwrap();
-    assert!(rows.lines().count() > 2 * 8, "{rows}");
-    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
-    let out = run(&[
-        "--simulate",
-        "--ranks",
-        "6",
-        "--sizes",
-        "1KiB",
-        "--algorithms",
-        "dual-root:64,linear:64",
-        "--csv",
-        csv.to_str().unwrap(),
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("linear:64"));
-}
-
 /// `--rounds`: each row is measured in that many interleaved rounds, its iterations split
 /// between them (rounded up) and pooled, every check passing.
 #[test]
@@ -634,4 +550,21 @@ fn interleaved_rounds_pool_each_rows_iterations() {
         assert_ne!(r["validation"], "fail", "{r}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `corecoll-bench --topology` prints the detected tree and its source and exits; a socket
+/// the machine does not have is refused.
+#[test]
+fn the_bench_prints_the_topology() {
+    let stdout = run_ok(&["--topology"]);
+    let t = corecoll::Topology::detect();
+    assert_eq!(stdout.lines().next(), t.to_string().lines().next());
+    assert!(
+        stdout.contains(&format!("(source: {};", t.source())),
+        "{stdout}"
+    );
+    let out = run(&["--placement", "socket:4096"]);
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("no socket 4096 here"), "{stderr}");
 }

@@ -1,12 +1,12 @@
 //! How fast one long `memcpy` is against the same bytes copied in pieces, on this machine: the
-//! measurement behind `src/copy.rs` (docs/tuning.md, "Long copies").
+//! measurement behind the library's `src/copy.rs` (docs/tuning.md, "Long copies").
 //!
 //! For each buffer size, a loop of copies of the whole buffer in one `copy_from_slice` call,
 //! then in pieces of 16 KiB to 512 KiB, each copy timed on its own; prints the best and the
 //! mean rate. The mean is what a collective pays over many calls.
 //!
 //! ```sh
-//! cargo run --release --example memcpy_pieces
+//! cargo run --release -p corecoll-bench --example memcpy_pieces
 //! ```
 
 use std::hint::black_box;

@@ -9,7 +9,7 @@ Why: one sweep's medians at a size can be off by 2x for minutes on this 2-core V
 p = 2 latency at 8-512 B, 8-16 MiB on 8 oversubscribed ranks), and the tuner then switches
 algorithms for one size; a cell that is slow in one run of two or three is outvoted.
 
-    scripts/merge_runs.py OUT.json RUN1.json RUN2.json [...]
+    corecoll-bench/scripts/merge_runs.py OUT.json RUN1.json RUN2.json [...]
 """
 import json
 import statistics

@@ -1,6 +1,7 @@
 # auto against the best algorithm of the same run, per cell, and whether auto ran the best's own
-# algorithm (then the ratio is the noise between two rows of one schedule). Reads
-# target/tuning/verify-p{2,8}.json (scripts/tune.sh verify) and src/tuning/builtin.json.
+# algorithm (then the ratio is the noise between two rows of one schedule). Reads, from the
+# workspace root, target/tuning/verify-p{2,8}.json (corecoll-bench/scripts/tune.sh verify) and
+# the library's built-in tables, src/tuning/builtin.json.
 import json,sys
 tables=json.load(open('src/tuning/builtin.json'))
 def pick(coll, ranks, b):

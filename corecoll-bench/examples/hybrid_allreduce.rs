@@ -3,7 +3,7 @@
 //! between the processes, checked against the exact sum and timed.
 //!
 //! ```text
-//! cargo build --release --features mpi --example hybrid_allreduce
+//! cargo build --release -p corecoll-bench --features mpi --example hybrid_allreduce
 //! mpirun -np 2 --bind-to none target/release/examples/hybrid_allreduce
 //! mpirun -np 2 --bind-to none target/release/examples/hybrid_allreduce --threads 3 --count 1000000
 //! mpirun -np 2 --bind-to none target/release/examples/hybrid_allreduce --table --counts 1,1000,100000

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Hybrid (MPI processes × threads) against flat MPI at the same total ranks (issue 7): builds
-# examples/hybrid_allreduce and runs its table mode (`--table`) for R = 4 ranks as
+# Hybrid (MPI processes × threads) against flat MPI at the same total ranks: builds
+# corecoll-bench/examples/hybrid_allreduce and runs its table mode (`--table`) for R = 4 ranks as
 #   1 process × 4 threads (the plain threads team), 2 processes × 2 threads, 4 processes × 1
 #   thread (flat: the crate between 4 processes, and MPI_Allreduce over 4 processes),
 # and for R = 2 as 1 × 2 and 2 × 1, at 1, 1000, 100 000 and 1 000 000 u64 per rank; writes one
 # markdown file with the configuration and the exact command above each run's tables.
 #
-#   scripts/hybrid_vs_flat.sh OUT.md
+#   corecoll-bench/scripts/hybrid_vs_flat.sh OUT.md
 #
 # Environment: BUDGET (seconds per cell, default 0.2), COUNTS (default 1,1000,100000,1000000),
 # MIN_REPS (default 3). Runs with `mpirun --bind-to none` (each process's threads may use every
@@ -24,8 +24,8 @@ budget=${BUDGET:-0.2}
 counts=${COUNTS:-1,1000,100000,1000000}
 min_reps=${MIN_REPS:-3}
 
-cd "$(dirname "$0")/.."
-cargo build --release --features mpi --example hybrid_allreduce
+cd "$(dirname "$0")/../.."
+cargo build --release -p corecoll-bench --features mpi --example hybrid_allreduce
 bin=target/release/examples/hybrid_allreduce
 
 mpirun_env=()
@@ -40,7 +40,7 @@ cores=$(nproc)
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $cores cores, $(mpirun --version 2>&1 | head -n 1)," \
         "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo "Allreduce (u64 sum) over all ranks; the slowest rank's minimum and median per cell;"
-    echo "$budget s per cell, at least $min_reps repetitions. Produced by scripts/hybrid_vs_flat.sh."
+    echo "$budget s per cell, at least $min_reps repetitions. Produced by corecoll-bench/scripts/hybrid_vs_flat.sh."
 } >"$out"
 
 # plural N SINGULAR PLURAL: "1 process", "2 processes"
