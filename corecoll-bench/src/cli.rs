@@ -1,6 +1,11 @@
-//! The command line: the options (clap) and the parsers of their values — sizes, placements,
-//! collectives, element types, ops.
+//! The command line: the options of `corecoll-bench` (clap), over the values and parsers of
+//! `domain`.
 
+use crate::domain::{
+    parse_calls, parse_machine, parse_placement, parse_sizes, Calls, Dtype, Machine, OpName,
+    Placement, Sizes,
+};
+use clap::builder::PossibleValue;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
@@ -12,8 +17,8 @@ use std::path::PathBuf;
 #[command(name = "corecoll-bench", version, about, long_about = None)]
 pub struct Args {
     /// Collectives to sweep, comma-separated, or `all`.
-    #[arg(long, default_value = "allreduce", value_parser = parse_collectives)]
-    pub collective: Collectives,
+    #[arg(long, default_value = "allreduce", value_parser = parse_calls)]
+    pub collective: Calls,
     /// Algorithms and baselines: `all`, or a comma-separated list of names (`auto`, `direct`,
     /// `ring`, …, `limit`, `std-naive`, `channels`, `mpi`). `NAME:VALUE` sets a parameter:
     /// the block or segment size in bytes of `chain`, `ring` (its largest piece),
@@ -228,522 +233,25 @@ pub struct Args {
     pub mpi_out: Option<PathBuf>,
 }
 
-/// A collective the bench can sweep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Collective {
-    /// `Comm::allreduce_with`.
-    Allreduce,
-    /// `Comm::broadcast_with`.
-    Broadcast,
-    /// `Comm::reduce_with`.
-    Reduce,
-    /// `Comm::scan_with`.
-    Scan,
-    /// `Comm::exscan_with`.
-    Exscan,
-    /// `Comm::gather_with`.
-    Gather,
-    /// `Comm::scatter_with`.
-    Scatter,
-    /// `Comm::allgather_with`.
-    Allgather,
-    /// `Comm::alltoall_with`.
-    Alltoall,
-    /// `Comm::reduce_scatter_block_with`.
-    ReduceScatter,
-    /// `Comm::gatherv` (equal counts).
-    Gatherv,
-    /// `Comm::scatterv` (equal counts).
-    Scatterv,
-    /// `Comm::allgatherv` (equal counts).
-    Allgatherv,
-    /// `Comm::alltoallv` (equal counts).
-    Alltoallv,
-    /// `Comm::barrier_with` (no data: one row per algorithm, size 0).
-    Barrier,
-}
-
-impl Collective {
-    /// Every collective, in the order `all` sweeps them.
-    pub const ALL: [Collective; 15] = [
-        Collective::Allreduce,
-        Collective::Broadcast,
-        Collective::Reduce,
-        Collective::Scan,
-        Collective::Exscan,
-        Collective::Gather,
-        Collective::Scatter,
-        Collective::Allgather,
-        Collective::Alltoall,
-        Collective::ReduceScatter,
-        Collective::Gatherv,
-        Collective::Scatterv,
-        Collective::Allgatherv,
-        Collective::Alltoallv,
-        Collective::Barrier,
-    ];
-
-    /// The name on the command line and in the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Collective::Allreduce => "allreduce",
-            Collective::Broadcast => "broadcast",
-            Collective::Reduce => "reduce",
-            Collective::Scan => "scan",
-            Collective::Exscan => "exscan",
-            Collective::Gather => "gather",
-            Collective::Scatter => "scatter",
-            Collective::Allgather => "allgather",
-            Collective::Alltoall => "alltoall",
-            Collective::ReduceScatter => "reduce-scatter",
-            Collective::Gatherv => "gatherv",
-            Collective::Scatterv => "scatterv",
-            Collective::Allgatherv => "allgatherv",
-            Collective::Alltoallv => "alltoallv",
-            Collective::Barrier => "barrier",
-        }
+/// `--type` takes the element types by their names.
+impl ValueEnum for Dtype {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Dtype::ALL
     }
 
-    /// Whether it combines values with `--op`.
-    pub fn reduces(self) -> bool {
-        matches!(
-            self,
-            Collective::Allreduce
-                | Collective::Reduce
-                | Collective::Scan
-                | Collective::Exscan
-                | Collective::ReduceScatter
-        )
-    }
-
-    /// Whether the buffer of `bytes` holds p blocks (one per rank) rather than one vector.
-    pub fn blocked(self) -> bool {
-        matches!(
-            self,
-            Collective::Gather
-                | Collective::Scatter
-                | Collective::Allgather
-                | Collective::Alltoall
-                | Collective::ReduceScatter
-                | Collective::Gatherv
-                | Collective::Scatterv
-                | Collective::Allgatherv
-                | Collective::Alltoallv
-        )
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
     }
 }
 
-/// The collectives of `--collective`, in the order given (duplicates dropped).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Collectives(pub Vec<Collective>);
-
-/// Parses `--collective`: `all` or a comma-separated list of names.
-pub fn parse_collectives(s: &str) -> Result<Collectives, String> {
-    if s.trim() == "all" {
-        return Ok(Collectives(Collective::ALL.to_vec()));
-    }
-    let mut out = Vec::new();
-    for name in s.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let c = Collective::ALL
-            .into_iter()
-            .find(|c| {
-                c.name() == name || (name == "reduce_scatter" && c.name() == "reduce-scatter")
-            })
-            .ok_or_else(|| {
-                let names: Vec<&str> = Collective::ALL.iter().map(|c| c.name()).collect();
-                format!(
-                    "unknown collective `{name}` (one of: all, {})",
-                    names.join(", ")
-                )
-            })?;
-        if !out.contains(&c) {
-            out.push(c);
-        }
-    }
-    if out.is_empty() {
-        return Err("no collective given".into());
-    }
-    Ok(Collectives(out))
-}
-
-/// Message sizes in bytes per rank, ascending, without duplicates.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sizes(pub Vec<usize>);
-
-/// Parses one size: the library's spelling of sizes in algorithm rules.
-pub use corecoll::tuning::parse_size;
-
-/// Parses `--sizes`: `LO..HI` (LO, 4·LO, 16·LO, … up to HI, and HI itself) or a comma list.
-pub fn parse_sizes(s: &str) -> Result<Sizes, String> {
-    let mut out = if let Some((lo, hi)) = s.split_once("..") {
-        let (lo, hi) = (parse_size(lo)?, parse_size(hi)?);
-        if lo > hi {
-            return Err(format!("`{s}`: the range is empty ({lo} > {hi})"));
-        }
-        let mut v = Vec::new();
-        let mut x = lo;
-        while x < hi {
-            v.push(x);
-            // 0 stays 0; go on from 1.
-            x = if x == 0 { 1 } else { x.saturating_mul(4) };
-        }
-        v.push(hi);
-        v
-    } else {
-        s.split(',')
-            .filter(|x| !x.trim().is_empty())
-            .map(parse_size)
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    if out.is_empty() {
-        return Err("no size given".into());
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(Sizes(out))
-}
-
-/// Where the ranks run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Placement {
-    /// Rank r on the r-th core in topology order (socket by socket).
-    Compact,
-    /// Round-robin over the sockets (and over the L3 groups within each).
-    Spread,
-    /// The cores of one socket: package N of the detected topology (`--topology` lists
-    /// them; numbered as their `physical_package_id`s sort).
-    Socket(usize),
-    /// Rank r on `cores[r % len]` (operating-system core ids).
-    Cores(Vec<usize>),
-    /// Not pinned.
-    Unpinned,
-}
-
-impl std::fmt::Display for Placement {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Placement::Compact => write!(f, "compact"),
-            Placement::Spread => write!(f, "spread"),
-            Placement::Socket(n) => write!(f, "socket:{n}"),
-            Placement::Cores(list) => {
-                let l: Vec<String> = list.iter().map(usize::to_string).collect();
-                write!(f, "cores:{}", l.join(","))
-            }
-            Placement::Unpinned => write!(f, "none"),
-        }
-    }
-}
-
-/// Parses a core list as Linux prints them: `0,2,4-7`.
-pub fn parse_core_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let num = |x: &str| {
-            x.trim()
-                .parse::<usize>()
-                .map_err(|_| format!("`{x}` in core list `{s}` is not a core number"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (num(a)?, num(b)?);
-                if a > b {
-                    return Err(format!("`{part}` in core list `{s}` is an empty range"));
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(num(part)?),
-        }
-    }
-    if out.is_empty() {
-        return Err(format!("core list `{s}` is empty"));
-    }
-    Ok(out)
-}
-
-/// Parses `--placement`.
-pub fn parse_placement(s: &str) -> Result<Placement, String> {
-    let s = s.trim();
-    match s {
-        "compact" => return Ok(Placement::Compact),
-        "spread" => return Ok(Placement::Spread),
-        "none" => return Ok(Placement::Unpinned),
-        _ => {}
-    }
-    if let Some(n) = s.strip_prefix("socket:") {
-        return n
-            .trim()
-            .parse()
-            .map(Placement::Socket)
-            .map_err(|_| format!("`{s}`: socket:N takes a socket number"));
-    }
-    if let Some(list) = s.strip_prefix("cores:") {
-        return parse_core_list(list).map(Placement::Cores);
-    }
-    Err(format!(
-        "unknown placement `{s}` (compact, spread, socket:N, cores:LIST, none)"
-    ))
-}
-
-/// A described machine of `--machine`: per package the core counts of its L3 groups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Machine {
-    /// The spec as given (trimmed), e.g. `2x2x4` or `3+2/4`.
-    pub spec: String,
-    /// `groups[p][g]`: cores of L3 group g of package p.
-    pub groups: Vec<Vec<usize>>,
-}
-
-/// The most cores a described machine may have (each is a thread of the sweep).
-pub const MACHINE_MAX_CORES: usize = 4096;
-
-impl Machine {
-    /// The library's synthetic topology of this machine.
-    pub fn topology(&self) -> Result<corecoll::Topology, String> {
-        corecoll::Topology::synthetic_groups(self.groups.clone())
-            .map_err(|e| format!("--machine {}: {e}", self.spec))
+/// `--op` takes the ops by their names.
+impl ValueEnum for OpName {
+    fn value_variants<'a>() -> &'a [Self] {
+        &OpName::ALL
     }
 
-    /// Total cores.
-    pub fn cores(&self) -> usize {
-        self.groups.iter().flatten().sum()
-    }
-
-    /// A description for the results, e.g. `2x2x4 (synthetic: 2 packages, 4 L3 groups, 16
-    /// cores)`.
-    pub fn describe(&self) -> String {
-        let l3: usize = self.groups.iter().map(Vec::len).sum();
-        format!(
-            "{} (synthetic: {} packages, {l3} L3 groups, {} cores)",
-            self.spec,
-            self.groups.len(),
-            self.cores()
-        )
-    }
-}
-
-/// Parses `--machine`: `PxGxC`, `PxC` or `C` (every number at least 1), or the uneven form
-/// `3+2/4` (packages separated by `/`, the core counts of a package's L3 groups by `+`).
-pub fn parse_machine(s: &str) -> Result<Machine, String> {
-    let spec = s.trim().to_string();
-    let help = "PxGxC (packages x L3 groups x cores, e.g. 2x2x4), PxC, C, or uneven groups \
-                such as 3+2/4";
-    let num = |x: &str| -> Result<usize, String> {
-        match x.trim().parse::<usize>() {
-            Ok(0) => Err(format!(
-                "machine `{spec}`: every count must be at least 1 ({help})"
-            )),
-            Ok(n) => Ok(n),
-            Err(_) => Err(format!(
-                "machine `{spec}`: `{}` is not a count ({help})",
-                x.trim()
-            )),
-        }
-    };
-    let groups: Vec<Vec<usize>> = if spec.contains(['+', '/']) {
-        spec.split('/')
-            .map(|pkg| pkg.split('+').map(num).collect::<Result<Vec<_>, _>>())
-            .collect::<Result<_, _>>()?
-    } else {
-        let dims = spec
-            .split(['x', 'X'])
-            .map(num)
-            .collect::<Result<Vec<_>, _>>()?;
-        let (p, g, c) = match dims[..] {
-            [c] => (1, 1, c),
-            [p, c] => (p, 1, c),
-            [p, g, c] => (p, g, c),
-            _ => return Err(format!("machine `{spec}`: at most three levels ({help})")),
-        };
-        if p.saturating_mul(g).saturating_mul(c) > MACHINE_MAX_CORES {
-            return Err(format!(
-                "machine `{spec}`: more than {MACHINE_MAX_CORES} cores"
-            ));
-        }
-        vec![vec![c; g]; p]
-    };
-    let m = Machine { spec, groups };
-    if m.groups
-        .iter()
-        .flatten()
-        .fold(0usize, |a, &c| a.saturating_add(c))
-        > MACHINE_MAX_CORES
-    {
-        return Err(format!(
-            "machine `{}`: more than {MACHINE_MAX_CORES} cores",
-            m.spec
-        ));
-    }
-    Ok(m)
-}
-
-/// The parameter of an algorithm in `--algorithms` (`NAME:VALUE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Param {
-    /// A block or segment size in bytes (at least 1).
-    Bytes(usize),
-    /// The fanout of `ring-leaders`: exchanges in flight per round (at least 1).
-    Fanout(usize),
-}
-
-impl Param {
-    /// The spelling in the row's name: `64KiB`, `100B`, `2`.
-    pub fn label(self) -> String {
-        match self {
-            Param::Bytes(b) => crate::sweep::fmt_bytes(b).replace(' ', ""),
-            Param::Fanout(n) => n.to_string(),
-        }
-    }
-}
-
-/// One item of `--algorithms`: a name and its parameter, if any.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AlgSpec {
-    /// The algorithm's or baseline's name.
-    pub name: String,
-    /// The parameter after `:`.
-    pub param: Option<Param>,
-}
-
-impl AlgSpec {
-    /// The row's name: `NAME`, or `NAME:VALUE` with the value in canonical form.
-    pub fn label(&self) -> String {
-        match self.param {
-            None => self.name.clone(),
-            Some(p) => format!("{}:{}", self.name, p.label()),
-        }
-    }
-}
-
-/// Parses one item of `--algorithms`: `NAME`, `NAME:SIZE` (bytes, with the size suffixes;
-/// `block=` or `segment=` may precede it) or, for `ring-leaders`, `NAME:N` or
-/// `NAME:fanout=N`.
-pub fn parse_alg_spec(item: &str) -> Result<AlgSpec, String> {
-    let item = item.trim();
-    let Some((name, value)) = item.split_once(':') else {
-        return Ok(AlgSpec {
-            name: item.to_string(),
-            param: None,
-        });
-    };
-    let (name, value) = (name.trim(), value.trim());
-    let param = if name == "ring-leaders" {
-        let v = value.strip_prefix("fanout=").unwrap_or(value).trim();
-        match v.parse::<usize>() {
-            Ok(n) if n >= 1 => Param::Fanout(n),
-            _ => {
-                return Err(format!(
-                    "`{item}`: ring-leaders takes a fanout of at least 1 (`ring-leaders:2` or \
-                     `ring-leaders:fanout=2`)"
-                ))
-            }
-        }
-    } else {
-        let v = value
-            .strip_prefix("block=")
-            .or_else(|| value.strip_prefix("segment="))
-            .unwrap_or(value);
-        match parse_size(v) {
-            Ok(0) => return Err(format!("`{item}`: the block size must be at least 1 byte")),
-            Ok(b) => Param::Bytes(b),
-            Err(e) => return Err(format!("`{item}`: the parameter is a block size: {e}")),
-        }
-    };
-    Ok(AlgSpec {
-        name: name.to_string(),
-        param: Some(param),
-    })
-}
-
-/// Parses the list of `--algorithms` (not `all`): its items in order, duplicates dropped.
-pub fn parse_alg_specs(s: &str) -> Result<Vec<AlgSpec>, String> {
-    let mut out: Vec<AlgSpec> = Vec::new();
-    for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-        let a = parse_alg_spec(item)?;
-        if !out.iter().any(|b| b.label() == a.label()) {
-            out.push(a);
-        }
-    }
-    Ok(out)
-}
-
-/// Element types of `--type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Dtype {
-    /// 64-bit float.
-    F64,
-    /// 32-bit float.
-    F32,
-    /// 64-bit signed integer.
-    I64,
-    /// 32-bit signed integer.
-    I32,
-    /// Byte.
-    U8,
-}
-
-impl Dtype {
-    /// The name in the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dtype::F64 => "f64",
-            Dtype::F32 => "f32",
-            Dtype::I64 => "i64",
-            Dtype::I32 => "i32",
-            Dtype::U8 => "u8",
-        }
-    }
-
-    /// Bytes per element.
-    pub fn size(self) -> usize {
-        match self {
-            Dtype::F64 | Dtype::I64 => 8,
-            Dtype::F32 | Dtype::I32 => 4,
-            Dtype::U8 => 1,
-        }
-    }
-
-    /// Whether it is a floating-point type.
-    pub fn is_float(self) -> bool {
-        matches!(self, Dtype::F64 | Dtype::F32)
-    }
-}
-
-/// Reduction ops of `--op` (the crate's built-in ops).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OpName {
-    /// `op::Sum` (wrapping for integers).
-    Sum,
-    /// `op::Prod`.
-    Prod,
-    /// `op::Min`.
-    Min,
-    /// `op::Max`.
-    Max,
-    /// `op::BitAnd` (integer types).
-    Band,
-    /// `op::BitOr` (integer types).
-    Bor,
-    /// `op::BitXor` (integer types).
-    Bxor,
-}
-
-impl OpName {
-    /// The name in the results.
-    pub fn name(self) -> &'static str {
-        match self {
-            OpName::Sum => "sum",
-            OpName::Prod => "prod",
-            OpName::Min => "min",
-            OpName::Max => "max",
-            OpName::Band => "band",
-            OpName::Bor => "bor",
-            OpName::Bxor => "bxor",
-        }
-    }
-
-    /// Whether it is defined on `dtype`.
-    pub fn applies_to(self, dtype: Dtype) -> bool {
-        !dtype.is_float() || matches!(self, OpName::Sum | OpName::Prod | OpName::Min | OpName::Max)
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.name()))
     }
 }
 
@@ -752,96 +260,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("8"), Ok(8));
-        assert_eq!(parse_size("8B"), Ok(8));
-        assert_eq!(parse_size("1KiB"), Ok(1024));
-        assert_eq!(parse_size("4k"), Ok(4096));
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size(" 2 M "), Ok(2 << 20));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert!(parse_size("").is_err());
-        assert!(parse_size("KiB").is_err());
-        assert!(parse_size("3 parsecs").is_err());
-        assert!(parse_size("-1").is_err());
-    }
-
-    #[test]
-    fn ranges_are_powers_of_four_with_the_end() {
-        let s = parse_sizes("8..64MiB").unwrap().0;
-        assert_eq!(s.first(), Some(&8));
-        assert_eq!(s.last(), Some(&(64 << 20)));
-        assert_eq!(s.len(), 13); // 8·4^0 … 8·4^11 = 32 MiB, then 64 MiB
-        assert!(s.windows(2).take(11).all(|w| w[1] == 4 * w[0]));
-        assert_eq!(parse_sizes("1KiB..1KiB").unwrap().0, vec![1024]);
-        assert_eq!(parse_sizes("0..16").unwrap().0, vec![0, 1, 4, 16]);
-        assert!(parse_sizes("1MiB..1KiB").is_err());
-    }
-
-    #[test]
-    fn lists_sort_and_dedup() {
-        assert_eq!(
-            parse_sizes("1MiB,8,8,1K").unwrap().0,
-            vec![8, 1024, 1 << 20]
-        );
-        assert!(parse_sizes(",").is_err());
-        assert!(parse_sizes("8,x").is_err());
-    }
-
-    #[test]
-    fn placements_parse() {
-        assert_eq!(parse_placement("compact"), Ok(Placement::Compact));
-        assert_eq!(parse_placement("spread"), Ok(Placement::Spread));
-        assert_eq!(parse_placement("none"), Ok(Placement::Unpinned));
-        assert_eq!(parse_placement("socket:1"), Ok(Placement::Socket(1)));
-        assert_eq!(
-            parse_placement("cores:0,2-4,7"),
-            Ok(Placement::Cores(vec![0, 2, 3, 4, 7]))
-        );
-        assert!(parse_placement("socket:x").is_err());
-        assert!(parse_placement("cores:").is_err());
-        assert!(parse_placement("cores:3-1").is_err());
-        assert!(parse_placement("cores:a").is_err());
-        assert!(parse_placement("sideways").is_err());
-        for s in ["compact", "spread", "none", "socket:3", "cores:1,5"] {
-            assert_eq!(parse_placement(s).unwrap().to_string(), s);
-        }
-    }
-
-    #[test]
-    fn collectives_parse() {
-        assert_eq!(
-            parse_collectives("all").unwrap().0.len(),
-            Collective::ALL.len()
-        );
-        assert_eq!(
-            parse_collectives("broadcast, allreduce,broadcast")
-                .unwrap()
-                .0,
-            vec![Collective::Broadcast, Collective::Allreduce]
-        );
-        assert_eq!(
-            parse_collectives("reduce_scatter").unwrap().0,
-            vec![Collective::ReduceScatter]
-        );
-        assert!(parse_collectives("allreduse").is_err());
-        for c in Collective::ALL {
-            assert_eq!(parse_collectives(c.name()).unwrap().0, vec![c]);
-        }
-    }
-
-    #[test]
-    fn ops_and_types() {
-        assert!(OpName::Sum.applies_to(Dtype::F64));
-        assert!(!OpName::Bxor.applies_to(Dtype::F32));
-        assert!(OpName::Band.applies_to(Dtype::U8));
-        assert_eq!(Dtype::U8.size(), 1);
+    fn options_parse() {
         assert!(Args::try_parse_from(["corecoll-bench"]).is_ok());
         assert!(Args::try_parse_from(["corecoll-bench", "--type", "f16"]).is_err());
         let a = Args::try_parse_from([
             "corecoll-bench",
             "--collective",
-            "alltoall",
+            "alltoall,exscan",
             "--sizes",
             "8,1KiB",
             "--type",
@@ -855,77 +280,16 @@ mod tests {
             "cores:0,1",
         ])
         .unwrap();
+        let names: Vec<&str> = a.collective.0.iter().map(|c| c.name()).collect();
+        assert_eq!(names, ["alltoall", "exscan"]);
         assert_eq!(a.sizes.0, vec![8, 1024]);
-        assert_eq!(a.dtype, Dtype::U8);
+        assert_eq!((a.dtype, a.op), (Dtype::U8, OpName::Bxor));
         assert_eq!(a.ranks, Some(3));
+        assert_eq!(a.placement, Placement::Cores(vec![0, 1]));
         assert!(a.cold);
-    }
-
-    #[test]
-    fn machines_parse() {
-        let m = parse_machine("2x2x4").unwrap();
-        assert_eq!(m.groups, vec![vec![4, 4], vec![4, 4]]);
-        assert_eq!((m.cores(), m.spec.as_str()), (16, "2x2x4"));
-        assert_eq!(parse_machine("2x3").unwrap().groups, vec![vec![3], vec![3]]);
-        assert_eq!(parse_machine(" 4 ").unwrap().groups, vec![vec![4]]);
-        assert_eq!(
-            parse_machine("3+2/4").unwrap().groups,
-            vec![vec![3, 2], vec![4]]
-        );
-        assert_eq!(
-            parse_machine("2x2x4").unwrap().describe(),
-            "2x2x4 (synthetic: 2 packages, 4 L3 groups, 16 cores)"
-        );
-        for bad in [
-            "",
-            "2x0",
-            "2x2x2x2",
-            "x",
-            "3+/4",
-            "2y2",
-            "-1",
-            "0",
-            "1+0",
-            "99999x99999",
-        ] {
-            let e = parse_machine(bad).unwrap_err();
-            assert!(e.starts_with("machine `"), "{bad}: {e}");
-        }
-        let t = parse_machine("3+2/4").unwrap().topology().unwrap();
-        assert_eq!(
-            (t.num_packages(), t.num_l3_groups(), t.num_cores()),
-            (2, 3, 9)
-        );
-    }
-
-    #[test]
-    fn algorithm_parameters_parse() {
-        let a = parse_alg_spec("hierarchical:64KiB").unwrap();
-        assert_eq!(a.param, Some(Param::Bytes(64 << 10)));
-        assert_eq!(a.label(), "hierarchical:64KiB");
-        assert_eq!(parse_alg_spec("direct").unwrap().label(), "direct");
-        assert_eq!(
-            parse_alg_spec("dual-root:block=100").unwrap().label(),
-            "dual-root:100B"
-        );
-        assert_eq!(
-            parse_alg_spec("ring-leaders:2").unwrap().param,
-            Some(Param::Fanout(2))
-        );
-        assert_eq!(
-            parse_alg_spec("ring-leaders:fanout=3").unwrap().label(),
-            "ring-leaders:3"
-        );
-        assert!(parse_alg_spec("ring-leaders:0").is_err());
-        assert!(parse_alg_spec("ring-leaders:1KiB").is_err());
-        assert!(parse_alg_spec("hierarchical:0").is_err());
-        assert!(parse_alg_spec("hierarchical:lots").is_err());
-        let list =
-            parse_alg_specs("auto, hierarchical,hierarchical:1KiB,hierarchical:1024").unwrap();
-        let labels: Vec<String> = list.iter().map(AlgSpec::label).collect();
-        assert_eq!(labels, ["auto", "hierarchical", "hierarchical:1KiB"]);
         let a = Args::try_parse_from(["corecoll-bench", "--machine", "2x2"]).unwrap();
         assert_eq!(a.machine.unwrap().groups, vec![vec![2], vec![2]]);
         assert!(Args::try_parse_from(["corecoll-bench", "--machine", "2x0"]).is_err());
+        assert!(Args::try_parse_from(["corecoll-bench", "--collective", "allreduse"]).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //! loop, exact float sums) and [`dispatch`], which turns the command line's `--type` and `--op`
 //! into one monomorphised call.
 
-use crate::cli::{Dtype, OpName};
+use crate::domain::{Dtype, OpName};
 use corecoll::op::{self, Op};
 use std::fmt::Debug;
 
@@ -274,16 +274,8 @@ mod tests {
 
     #[test]
     fn dispatch_covers_the_valid_pairs() {
-        for d in [Dtype::F64, Dtype::F32, Dtype::I64, Dtype::I32, Dtype::U8] {
-            for o in [
-                OpName::Sum,
-                OpName::Prod,
-                OpName::Min,
-                OpName::Max,
-                OpName::Band,
-                OpName::Bor,
-                OpName::Bxor,
-            ] {
+        for d in Dtype::ALL {
+            for o in OpName::ALL {
                 match dispatch(d, o, Name) {
                     Some((t, size)) => {
                         assert!(o.applies_to(d));

@@ -5,26 +5,11 @@
 //! sequential reference (`cell::check`), and prints a table; it writes CSV, JSON and an SVG
 //! plot per collective. `--help` lists the options; docs/benchmarks.md explains the columns.
 //! `--calibrate` measures the machine's cost constants instead and writes a profile
-//! (`calibrate.rs`, docs/calibration.md).
-
-mod baselines;
-mod calibrate;
-mod cell;
-mod cli;
-mod elem;
-mod measure;
-#[cfg(feature = "mpi")]
-mod mpi_baseline;
-mod output;
-mod placement;
-mod plot;
-mod record;
-mod simulate;
-mod stats;
-mod sweep;
-mod tune;
+//! (`calibrate`, docs/calibration.md). Every part lives in the crate's library; this is the
+//! dispatch of the command line to it.
 
 use clap::Parser;
+use corecoll_bench::{calibrate, cli, placement, simulate, sweep, tune};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -90,7 +75,7 @@ fn print_topology(args: &cli::Args) -> Result<ExitCode, String> {
 /// One process of the MPI baseline, started by `mpirun` from a sweep.
 #[cfg(feature = "mpi")]
 fn mpi_worker(args: &cli::Args) -> Result<ExitCode, String> {
-    mpi_baseline::worker(args).map(|()| ExitCode::SUCCESS)
+    corecoll_bench::mpi_baseline::worker(args).map(|()| ExitCode::SUCCESS)
 }
 
 /// Without the `mpi` feature there is no MPI baseline.

@@ -181,7 +181,7 @@ fn llc_bytes() -> Option<usize> {
     (0..8)
         .filter_map(|i| {
             let path = format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size");
-            crate::cli::parse_size(std::fs::read_to_string(path).ok()?.trim()).ok()
+            crate::domain::parse_size(std::fs::read_to_string(path).ok()?.trim()).ok()
         })
         .max()
 }
@@ -223,12 +223,12 @@ impl<T: Copy> Pool<T> {
     }
 
     /// The next buffer (the same one when warm).
-    pub fn next(&mut self) -> &mut [T] {
+    pub fn next_buffer(&mut self) -> &mut [T] {
         self.at = (self.at + 1) % self.slots;
         self.current()
     }
 
-    /// The buffer of the last `next` (the first one before any).
+    /// The buffer of the last `next_buffer` (the first one before any).
     pub fn current(&mut self) -> &mut [T] {
         let s = self.first + self.at * self.stride;
         &mut self.data[s..s + self.len]
@@ -237,7 +237,7 @@ impl<T: Copy> Pool<T> {
     /// Where the pool's buffers lie, for a kernel whose ranks reach each other's buffers
     /// through raw pointers (the `limit` baseline). The pointer comes from one borrow of the
     /// storage and stays valid while the pool lives (moving the pool does not move its
-    /// storage) as long as `current` and `next` are not called again, as each of those
+    /// storage) as long as `current` and `next_buffer` are not called again, as each of those
     /// borrows the whole storage anew.
     pub fn layout(&mut self) -> PoolLayout<T> {
         PoolLayout {
@@ -250,7 +250,7 @@ impl<T: Copy> Pool<T> {
 }
 
 /// The layout of a [`Pool`]'s storage: buffer `i` (for `i < slots`) holds the `len` elements
-/// from `base + i·stride`, and the `k`-th call of [`Pool::next`] on a new pool returns buffer
+/// from `base + i·stride`, and the `k`-th call of [`Pool::next_buffer`] on a new pool returns buffer
 /// `k % slots` (so ranks that advance in lockstep agree on the buffer of every call).
 #[derive(Debug)]
 pub struct PoolLayout<T> {
@@ -294,7 +294,7 @@ mod tests {
                 1
             };
             for k in 0..3 {
-                let b = pool.next();
+                let b = pool.next_buffer();
                 assert_eq!(b.len(), 100);
                 assert_eq!(b.as_ptr() as usize % 64, 0, "call {k}");
                 assert_eq!((b[0], b[99]), (0, 99));

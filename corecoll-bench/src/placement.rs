@@ -2,7 +2,7 @@
 //! its packages, cores its leaves: one per core the process may use, SMT siblings left out)
 //! and the `Pinning` of a `--placement`.
 
-use crate::cli::Placement;
+use crate::domain::Placement;
 use corecoll::{Pinning, Topology};
 
 /// The cores (OS indices) this process may run on, one per core, ascending.

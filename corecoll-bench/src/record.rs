@@ -1,13 +1,10 @@
 //! One row of the results: a (collective, algorithm or baseline, size) cell's statistics, as
 //! the table prints it and as the CSV and JSON files hold it (the schema is this struct's
-//! fields, in order).
+//! fields, in order). A measured cell becomes a record in `cell`; the files are written and
+//! read in `output`.
 
-use crate::cell::{self, CellSpec};
-use crate::elem::Elem;
-use crate::measure::Measured;
 use crate::stats::{algbw_gbs, busbw_factor, Summary};
-use corecoll::op::Op;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// Where a row's numbers come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -77,22 +74,22 @@ pub struct Record {
     /// Timed iterations.
     pub iters: usize,
     /// Fastest iteration, µs (an iteration's time is max(end) − min(start) over the ranks).
-    #[serde(deserialize_with = "crate::output::f64_or_nan")]
+    #[serde(deserialize_with = "f64_or_nan")]
     pub min_us: f64,
     /// Median iteration, µs.
-    #[serde(deserialize_with = "crate::output::f64_or_nan")]
+    #[serde(deserialize_with = "f64_or_nan")]
     pub median_us: f64,
     /// 95th percentile, µs.
-    #[serde(deserialize_with = "crate::output::f64_or_nan")]
+    #[serde(deserialize_with = "f64_or_nan")]
     pub p95_us: f64,
     /// Mean, µs.
-    #[serde(deserialize_with = "crate::output::f64_or_nan")]
+    #[serde(deserialize_with = "f64_or_nan")]
     pub mean_us: f64,
     /// Algorithm bandwidth `bytes / median`, GB/s (10⁹ bytes).
-    #[serde(deserialize_with = "crate::output::f64_or_nan")]
+    #[serde(deserialize_with = "f64_or_nan")]
     pub algbw_gbs: f64,
     /// Bus bandwidth: `algbw` times the collective's nccl-tests factor, GB/s.
-    #[serde(deserialize_with = "crate::output::f64_or_nan")]
+    #[serde(deserialize_with = "f64_or_nan")]
     pub busbw_gbs: f64,
     /// The limit kernel's median as a percentage of this row's median (100 = as fast as the
     /// limit); empty where there is no limit kernel.
@@ -105,71 +102,12 @@ pub struct Record {
     /// What went wrong, or what else is worth knowing about the row.
     pub note: String,
     /// For corecoll's `auto`: the algorithm it chose (`Comm::auto_choice`); empty otherwise
-    /// (and in results written before the column existed).
+    /// (and in result files without the column).
     #[serde(default)]
     pub auto_choice: String,
 }
 
 impl Record {
-    /// The record of a cell measured (or failed) with `measured`: the statistics of its
-    /// times, the bandwidths, and the check of its outputs against the reference for `spec`.
-    /// `scope` and `placement` are left empty for the caller to set.
-    pub fn of_cell<T: Elem, O: Op<T>>(
-        spec: &CellSpec,
-        algorithm: &str,
-        source: Source,
-        op: &O,
-        measured: Result<Measured, String>,
-    ) -> Record {
-        let mut rec = Record {
-            collective: spec.collective.name().into(),
-            algorithm: algorithm.into(),
-            source,
-            scope: String::new(),
-            placement: String::new(),
-            ranks: spec.p,
-            dtype: spec.dtype.name().into(),
-            op: if spec.collective.reduces() {
-                spec.op.name().into()
-            } else {
-                "-".into()
-            },
-            bytes: spec.bytes(),
-            count: spec.count,
-            cache: if spec.cold { "cold" } else { "warm" }.into(),
-            iters: 0,
-            min_us: f64::NAN,
-            median_us: f64::NAN,
-            p95_us: f64::NAN,
-            mean_us: f64::NAN,
-            algbw_gbs: f64::NAN,
-            busbw_gbs: f64::NAN,
-            limit_pct: None,
-            validation: Validation::Fail,
-            max_rel_error: None,
-            note: String::new(),
-            auto_choice: String::new(),
-        };
-        let m = match measured {
-            Ok(m) => m,
-            Err(e) => {
-                rec.note = e;
-                return rec;
-            }
-        };
-        rec.auto_choice = m.auto_choice.unwrap_or_default().into();
-        rec.set_times(&m.times);
-        if m.outputs.is_empty() {
-            rec.validation = Validation::Skipped;
-        } else {
-            let c = cell::check::<T, O>(spec, op, &m.outputs);
-            rec.validation = c.validation;
-            rec.max_rel_error = c.max_rel_error;
-            rec.note = c.note;
-        }
-        rec
-    }
-
     /// Sets the statistics and bandwidths from the per-iteration `times` (seconds); leaves
     /// them as they are when there are none.
     pub fn set_times(&mut self, times: &[f64]) {
@@ -187,5 +125,57 @@ impl Record {
         self.median_us = seconds * 1e6;
         self.algbw_gbs = algbw_gbs(self.bytes, seconds);
         self.busbw_gbs = self.algbw_gbs * busbw_factor(&self.collective, self.ranks);
+    }
+}
+
+/// Deserialises an `f64` that may be missing: JSON's `null` (what serde_json writes for NaN)
+/// and an empty CSV field become NaN. For the `#[serde(deserialize_with)]` of [`Record`]'s
+/// times and bandwidths.
+pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// Records for the tests of the modules that print, combine and plot them.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A record of allreduce `algorithm` at `bytes` with median `median_us`; the rest
+    /// plausible.
+    pub fn rec(algorithm: &str, bytes: usize, median_us: f64) -> Record {
+        let source = match algorithm {
+            "limit" | "std-naive" | "channels" => Source::Baseline,
+            "mpi" | "mpi-reduce-bcast" => Source::Mpi,
+            _ => Source::Corecoll,
+        };
+        Record {
+            collective: "allreduce".into(),
+            algorithm: algorithm.into(),
+            source,
+            scope: "all".into(),
+            placement: "compact".into(),
+            ranks: 2,
+            dtype: "f64".into(),
+            op: "sum".into(),
+            bytes,
+            count: bytes / 8,
+            cache: "warm".into(),
+            iters: 100,
+            min_us: median_us * 0.9,
+            median_us,
+            p95_us: median_us * 1.5,
+            mean_us: median_us * 1.1,
+            algbw_gbs: bytes as f64 / median_us / 1e3,
+            busbw_gbs: bytes as f64 / median_us / 1e3,
+            limit_pct: None,
+            validation: if algorithm == "limit" {
+                Validation::Skipped
+            } else {
+                Validation::Pass
+            },
+            max_rel_error: None,
+            note: String::new(),
+            auto_choice: String::new(),
+        }
     }
 }

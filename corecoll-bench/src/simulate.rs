@@ -13,17 +13,17 @@
 //! compositions (`h:pt/two-tree/pt`) and the reduce-scatter/allgather one
 //! (`h:rs-ring/two-tree/ag-ring`).
 
-use crate::cli::{Args, Collective as BenchCollective};
-use crate::output;
+use crate::cli::Args;
+use crate::domain::{
+    algorithms, fmt_bytes, parse_alg_spec, parse_size, with_param, Alg, Call, Dtype, Form,
+};
+use crate::output::{self, default_dir};
+use crate::plot;
 use crate::record::{Record, Source, Validation};
 use crate::stats::{algbw_gbs, busbw_factor};
-use crate::sweep::fmt_bytes;
 use corecoll::profile::{Level, Profile};
-use corecoll::sim::{
-    self, Case, Collective, Composition, Grouping, HierCase, Link, Machine, Model, Ports,
-};
-use corecoll::{Algorithm, Block};
-use std::path::PathBuf;
+use corecoll::sim::{self, Case, Composition, Grouping, HierCase, Link, Machine, Model, Ports};
+use corecoll::tuning::Collective;
 use std::process::ExitCode;
 
 /// Ranks when `--ranks` is not given: Träff 2021's 36 × 32 machine.
@@ -129,15 +129,15 @@ fn machine(args: &Args, model: &Model) -> Result<Option<(Machine, String)>, Stri
     Ok(Some((m, how)))
 }
 
-/// The compositions `--compose` names for the bench's collective `bc` (label, composition,
-/// segment in elements).
+/// The compositions `--compose` names for `call` (label, composition, segment in elements).
 fn compositions(
     args: &Args,
-    bc: BenchCollective,
+    call: Call,
     elem: usize,
 ) -> Result<Vec<(String, Composition, Option<usize>)>, String> {
-    let defaults: &[&str] = match bc {
-        BenchCollective::Allreduce => &[
+    let plain = call.form == Form::Plain;
+    let defaults: &[&str] = match call.collective {
+        Collective::Allreduce if plain => &[
             "binomial/recursive-doubling/binomial",
             "binomial/rabenseifner/binomial",
             "pipelined-tree/ring/pipelined-tree",
@@ -147,7 +147,7 @@ fn compositions(
             "rs-ring/two-tree/ag-ring",
             "rs-ring/rabenseifner/ag-ring",
         ],
-        BenchCollective::Broadcast => &["binomial/binomial", "pipelined-tree/pipelined-tree"],
+        Collective::Broadcast if plain => &["binomial/binomial", "pipelined-tree/pipelined-tree"],
         _ => &[],
     };
     // `default` stands for the standard set, alone or in a list.
@@ -165,28 +165,22 @@ fn compositions(
     let mut out = Vec::new();
     for w in words {
         let (stages, segment) = match w.split_once(':') {
-            Some((st, seg)) => (
-                st,
-                Some((crate::cli::parse_size(seg)? / elem.max(1)).max(1)),
-            ),
+            Some((st, seg)) => (st, Some((parse_size(seg)? / elem.max(1)).max(1))),
             None => (w, None),
         };
         // A list names compositions of several collectives: keep this one's.
         let n = stages.split('/').count();
-        let fits = matches!(
-            (bc, n),
-            (BenchCollective::Allreduce, 3) | (BenchCollective::Broadcast, 2)
-        );
+        let fits = plain
+            && matches!(
+                (call.collective, n),
+                (Collective::Allreduce, 3) | (Collective::Broadcast, 2)
+            );
         if !fits {
             continue;
         }
-        let c = Composition::parse(bc.name(), stages).ok_or_else(|| {
-            format!(
-                "--compose {w}: not a composition of {} algorithms",
-                bc.name()
-            )
-        })?;
-        if segment.is_some() && bc != BenchCollective::Allreduce {
+        let c = Composition::parse(call.name(), stages)
+            .ok_or_else(|| format!("--compose {w}: not a composition of {call} algorithms"))?;
+        if segment.is_some() && call.collective != Collective::Allreduce {
             return Err(format!("--compose {w}: only the allreduce takes a segment"));
         }
         let short: Vec<String> = stages.split('/').map(|a| abbreviation(a.trim())).collect();
@@ -227,56 +221,46 @@ const ABBREVIATIONS: [(&str, &str); 7] = [
 /// One column of the table: a flat algorithm or a composition.
 #[derive(Clone, Copy)]
 enum Column {
-    Flat(Collective),
+    Flat(sim::Collective),
     Composed(Composition, Option<usize>),
 }
 
-/// The simulator's algorithms of one of the bench's collectives (none for the `v` forms and
-/// exscan, which it does not have).
-fn collectives(c: BenchCollective) -> Vec<Collective> {
-    Collective::all()
+/// `alg` as the simulator takes it, if it runs it (every algorithm of its list, with any
+/// block).
+fn simulable(alg: Alg) -> Option<sim::Collective> {
+    let Alg::Library(c) = alg else {
+        return None;
+    };
+    sim::Collective::all()
+        .iter()
+        .any(|s| s.parts() == c.parts())
+        .then_some(c)
+}
+
+/// The columns of the flat algorithms of `call` that the simulator runs, labelled by their
+/// names (none for the `v` forms, which it does not have).
+fn flat_columns(call: Call) -> Vec<(String, Column)> {
+    algorithms(call)
         .into_iter()
-        .filter(|s| s.parts().0 == c.name())
+        .filter_map(|(name, alg)| Some((name.to_string(), Column::Flat(simulable(alg)?))))
         .collect()
 }
 
-/// The algorithm of `bc` that `--algorithms` names `word` (`dual-root`, or with a block in
-/// bytes, `dual-root:64000`), if the simulator has it.
-fn named(bc: BenchCollective, word: &str, elem: usize) -> Result<Option<Collective>, String> {
-    let (name, block) = match word.split_once(':') {
-        Some((n, b)) => (n, Some(crate::cli::parse_size(b)? / elem.max(1))),
-        None => (word, None),
-    };
-    let Some(c) = collectives(bc).into_iter().find(|c| c.parts().1 == name) else {
+/// The column of the algorithm of `call` that `--algorithms` names `word` (`dual-root`, or
+/// with a block in bytes, `dual-root:64000`, counted in elements of `dtype`), labelled by
+/// `word` so that rows with different blocks stay apart; `None` if the simulator does not run
+/// it.
+fn named(call: Call, word: &str, dtype: Dtype) -> Result<Option<(String, Column)>, String> {
+    let spec = parse_alg_spec(word)?;
+    let Some((_, alg)) = algorithms(call).into_iter().find(|a| a.0 == spec.name) else {
         return Ok(None);
     };
-    let Some(b) = block else {
-        return Ok(Some(c));
+    let alg = match spec.param {
+        None => alg,
+        Some(p) => with_param(alg, p, dtype)
+            .ok_or_else(|| format!("{word}: `{}` takes no such parameter", spec.name))?,
     };
-    let block = Block::Elements(b.max(1));
-    Ok(Some(match c {
-        Collective::Allreduce(Algorithm::Chain { .. }) => {
-            Collective::Allreduce(Algorithm::Chain { block })
-        }
-        Collective::Allreduce(Algorithm::Ring { .. }) => {
-            Collective::Allreduce(Algorithm::Ring { block })
-        }
-        Collective::Allreduce(Algorithm::PipelinedTree { .. }) => {
-            Collective::Allreduce(Algorithm::PipelinedTree { block })
-        }
-        Collective::Allreduce(Algorithm::DualRoot { .. }) => {
-            Collective::Allreduce(Algorithm::DualRoot { block })
-        }
-        Collective::Allreduce(Algorithm::TwoTree { .. }) => {
-            Collective::Allreduce(Algorithm::TwoTree { block })
-        }
-        _ => {
-            return Err(format!(
-                "{word}: only the pipelined allreduces (chain, ring, pipelined-tree, dual-root, \
-                 two-tree) take a block here"
-            ))
-        }
-    }))
+    Ok(simulable(alg).map(|c| (word.to_string(), Column::Flat(c))))
 }
 
 /// `--simulate`.
@@ -300,38 +284,33 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
          elements."
     );
     let mut records = Vec::new();
-    for &bc in &args.collective.0 {
-        // Each with its label: the word that named it (`dual-root:64000`), so that rows with
-        // different blocks stay apart.
+    for &call in &args.collective.0 {
         let mut algs: Vec<(String, Column)> = match &wanted {
-            None => collectives(bc)
-                .into_iter()
-                .map(|c| (c.parts().1.to_string(), Column::Flat(c)))
-                .collect(),
-            Some(names) => names
+            None => flat_columns(call),
+            Some(words) => words
                 .iter()
-                .map(|w| Ok(named(bc, w, elem)?.map(|c| (w.to_string(), Column::Flat(c)))))
+                .map(|w| named(call, w, args.dtype))
                 .collect::<Result<Vec<_>, String>>()?
                 .into_iter()
                 .flatten()
                 .collect(),
         };
         if hier.is_some() {
-            for (label, c, seg) in compositions(args, bc, elem)? {
+            for (label, c, seg) in compositions(args, call, elem)? {
                 algs.push((label, Column::Composed(c, seg)));
             }
         }
         if algs.is_empty() {
-            println!("\n{}: nothing the simulator can run", bc.name());
+            println!("\n{call}: nothing the simulator can run");
             continue;
         }
-        let blocked = bc.blocked();
-        let sizes: Vec<usize> = if bc == BenchCollective::Barrier {
+        let blocked = call.blocked();
+        let sizes: Vec<usize> = if call.is_barrier() {
             vec![0]
         } else {
             args.sizes.0.clone()
         };
-        println!("\n{} (µs)", bc.name());
+        println!("\n{call} (µs)");
         let width = |label: &str| label.chars().count().max(12);
         let mut header = format!("{:>10}", "size");
         for (label, _) in &algs {
@@ -385,7 +364,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                     }
                     Err(_) => line += &format!(" {:>w$}", "-"),
                 }
-                records.push(record(bc, label, args, p, (bytes, count), predicted));
+                records.push(record(call, label, args, p, (bytes, count), predicted));
             }
             if let Some((_, name)) = best {
                 line += &format!("  {name}");
@@ -406,17 +385,17 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             );
         }
     }
-    let dir = PathBuf::from("target/corecoll-bench");
+    let dir = default_dir();
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let csv = args
         .csv
         .clone()
         .unwrap_or_else(|| dir.join("simulated.csv"));
     output::write_csv(&csv, &records)?;
-    for &bc in &args.collective.0 {
+    for &call in &args.collective.0 {
         let rows: Vec<Record> = records
             .iter()
-            .filter(|r| r.collective == bc.name())
+            .filter(|r| r.collective == call.name())
             .cloned()
             .collect();
         if rows.is_empty() {
@@ -424,20 +403,16 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         }
         let path = match &args.plot {
             Some(p) if args.collective.0.len() == 1 => p.clone(),
-            _ => dir.join(format!("{}-simulated.svg", bc.name())),
+            _ => dir.join(format!("{call}-simulated.svg")),
         };
         let title = match &hier {
             Some((m, _)) => format!(
-                "{} predicted, {} × {} × {} ranks, {} lane(s) per node",
-                bc.name(),
-                m.nodes,
-                m.sockets,
-                m.cores,
-                m.lanes
+                "{call} predicted, {} × {} × {} ranks, {} lane(s) per node",
+                m.nodes, m.sockets, m.cores, m.lanes
             ),
-            None => format!("{} predicted, {p} ranks ({how})", bc.name()),
+            None => format!("{call} predicted, {p} ranks ({how})"),
         };
-        crate::plot::plot_svg(&path, &title, &rows)?;
+        plot::plot_svg(&path, &title, &rows)?;
         println!("\nplot: {}", path.display());
     }
     println!("csv: {}", csv.display());
@@ -446,7 +421,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
 
 /// The result row of one prediction (or of the simulator's refusal).
 fn record(
-    bc: BenchCollective,
+    call: Call,
     label: &str,
     args: &Args,
     p: usize,
@@ -466,14 +441,14 @@ fn record(
     };
     let algbw = algbw_gbs(bytes, us / 1e6);
     Record {
-        collective: bc.name().into(),
+        collective: call.name().into(),
         algorithm: label.into(),
         source: Source::Corecoll,
         scope: "model".into(),
         placement: "simulated".into(),
         ranks: p,
         dtype: args.dtype.name().into(),
-        op: if bc.reduces() {
+        op: if call.reduces() {
             args.op.name().into()
         } else {
             "-".into()
@@ -487,7 +462,7 @@ fn record(
         p95_us: us,
         mean_us: us,
         algbw_gbs: algbw,
-        busbw_gbs: algbw * busbw_factor(bc.name(), p),
+        busbw_gbs: algbw * busbw_factor(call.name(), p),
         limit_pct: None,
         validation,
         max_rel_error: None,

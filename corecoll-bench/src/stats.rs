@@ -1,6 +1,9 @@
 //! The statistics of a cell: min, median, 95th percentile and mean of the per-iteration times,
 //! and the bandwidths with nccl-tests' bus-bandwidth factors.
 
+use crate::domain::Call;
+use corecoll::tuning::Collective;
+
 /// Summary of one cell's iteration times (seconds).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -41,17 +44,24 @@ impl Summary {
     }
 }
 
-/// nccl-tests' factor from algorithm bandwidth to bus bandwidth for `collective` on `p`
-/// ranks: 2(p − 1)/p for allreduce; (p − 1)/p for allgather, alltoall, reduce-scatter and
-/// their `v` forms, and for gather and scatter (the root's link carries all but its own
-/// block); 1 for broadcast, reduce, scan and exscan; 0 for the barrier, which moves no data.
+/// nccl-tests' factor from algorithm bandwidth to bus bandwidth for the collective named
+/// `collective` (a [`Call`]'s name) on `p` ranks: 2(p − 1)/p for allreduce; (p − 1)/p for
+/// allgather, alltoall, reduce-scatter and their `v` forms, and for gather and scatter (the
+/// root's link carries all but its own block); 0 for the barrier, which moves no data; 1 for
+/// the rest (broadcast, reduce, scan and exscan) and for a name that is not a call.
 pub fn busbw_factor(collective: &str, p: usize) -> f64 {
     let p = p.max(1) as f64;
-    match collective {
-        "allreduce" => 2.0 * (p - 1.0) / p,
-        "allgather" | "allgatherv" | "alltoall" | "alltoallv" | "reduce-scatter" | "gather"
-        | "gatherv" | "scatter" | "scatterv" => (p - 1.0) / p,
-        "barrier" => 0.0,
+    let Some(call) = Call::from_name(collective) else {
+        return 1.0;
+    };
+    match call.collective {
+        Collective::Allreduce => 2.0 * (p - 1.0) / p,
+        Collective::Allgather
+        | Collective::Alltoall
+        | Collective::ReduceScatter
+        | Collective::Gather
+        | Collective::Scatter => (p - 1.0) / p,
+        Collective::Barrier => 0.0,
         _ => 1.0,
     }
 }
@@ -108,6 +118,8 @@ mod tests {
         assert_eq!(busbw_factor("broadcast", 8), 1.0);
         assert_eq!(busbw_factor("reduce", 3), 1.0);
         assert_eq!(busbw_factor("barrier", 3), 0.0);
+        assert_eq!(busbw_factor("alltoallv", 4), 0.75);
+        assert_eq!(busbw_factor("exscan", 4), 1.0);
         assert_eq!(algbw_gbs(2_000_000_000, 2.0), 1.0);
         assert_eq!(algbw_gbs(8, 0.0), 0.0);
     }

@@ -7,17 +7,18 @@
 //! algorithms does not cut the range of sizes into pieces. Between two measured sizes s < t
 //! whose algorithms differ the switch is at their geometric mean: sizes up to ⌊√(st)⌋ take the
 //! smaller one's. A single size whose algorithm differs from its two neighbours', which agree,
-//! takes theirs if it is within 10% of the fastest there. For the allreduce a second set of rules leaves out the algorithms that
-//! reorder operands (the ring), for non-commutative ops. A rank count above the machine's
-//! cores is marked oversubscribed. The tables go into a profile (docs/tuning.md).
+//! takes theirs if it is within 10% of the fastest there. For the allreduce a second set of
+//! rules leaves out the algorithms that reorder operands (the ring), for non-commutative ops.
+//! A rank count above the machine's cores is marked oversubscribed. The tables go into a
+//! profile (docs/tuning.md).
 
 use crate::cli::Args;
-use crate::output::{read_json, RunInfo};
+use crate::output::{create_parent, default_dir, read_json, RunInfo};
 use crate::record::{Record, Source, Validation};
 use corecoll::tuning::{Collective, Rule, Rules, Table};
 use corecoll::Profile;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Reads the results, derives the tables, prints them and writes the profile.
@@ -64,7 +65,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     let out = args
         .profile_out
         .clone()
-        .unwrap_or_else(|| PathBuf::from("target/corecoll-bench/profile.json"));
+        .unwrap_or_else(|| default_dir().join("profile.json"));
     write(&out, &profile.to_json())?;
     println!("\nprofile: {} (CORECOLL_PROFILE={0})", out.display());
     if let Some(path) = &args.tables_out {
@@ -76,10 +77,8 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
 }
 
 /// Writes `text` (and a newline) to `path`, creating its directory.
-fn write(path: &PathBuf, text: &str) -> Result<(), String> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    create_parent(path)?;
     std::fs::write(path, format!("{text}\n")).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -23,18 +23,19 @@
 
 use super::{needs_commutative, split};
 use crate::cell::{check_input, CellSpec};
-use crate::cli::Collective;
+use crate::domain::Call;
 use crate::elem::Elem;
 use crate::measure::{measure, Kernel, Measured, Pool, Timing};
 use corecoll::op::Op;
+use corecoll::tuning::Collective;
 use corecoll::Team;
 use crossbeam_channel::{Receiver, Sender};
 use std::any::Any;
 use std::sync::Mutex;
 
-/// Whether `channels` has a version of `c`.
-pub fn applies(c: Collective) -> bool {
-    c == Collective::Allreduce
+/// Whether `channels` has a version of `c`: the allreduce.
+pub fn applies(c: Call) -> bool {
+    c == Call::plain(Collective::Allreduce)
 }
 
 /// Runs `channels` for `spec` on `team`.
@@ -150,7 +151,7 @@ impl<T: Elem, O: Op<T>> RingKernel<T, O> {
 
 impl<T: Elem, O: Op<T>> Kernel for RingKernel<T, O> {
     fn call(&mut self) -> Result<(), String> {
-        self.buf.next();
+        self.buf.next_buffer();
         self.exec()
     }
 

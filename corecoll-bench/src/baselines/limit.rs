@@ -42,23 +42,24 @@
 //! # `--cold`
 //!
 //! Every rank advances through its pools in lockstep: the k-th call uses buffer k mod slots of
-//! every rank's pools, which is the buffer `Pool::next` would have returned, so all ranks
+//! every rank's pools, which is the buffer `Pool::next_buffer` would have returned, so all ranks
 //! agree on the buffers that make up one call.
 
 use super::{chunk, split};
 use crate::cell::{check_input, lengths, output, CellSpec};
-use crate::cli::Collective;
+use crate::domain::{Call, Form};
 use crate::elem::Elem;
 use crate::measure::{measure, Kernel, Measured, Pool, PoolLayout, Timing};
 use corecoll::op::Op;
+use corecoll::tuning::Collective;
 use corecoll::{Comm, Team};
 use std::any::Any;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 /// Whether `limit` has a version of `c`: every collective that moves data.
-pub fn applies(c: Collective) -> bool {
-    c != Collective::Barrier
+pub fn applies(c: Call) -> bool {
+    !c.is_barrier()
 }
 
 /// Runs `limit` for `spec` on `team`.
@@ -209,14 +210,15 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
         let send = |q: usize| board.of(q).send;
         let recv = |q: usize| board.of(q).recv;
         let size = chunk::<T>();
-        match spec.collective {
+        let exclusive = spec.call.form == Form::Exclusive;
+        match spec.call.collective {
             Collective::Allreduce | Collective::Reduce if p > 1 => {
                 // The accumulator is the chunk of one of the buffers themselves (rank 0's
                 // for allreduce, the root's for reduce), so each input chunk is read once,
                 // the combined chunk written once there, and copied on while it is in the
                 // first-level cache: the fewest bytes moved. Rank order holds: inputs below
                 // the accumulator's owner fold in from the left, the others from the right.
-                let (owner, to_all) = match spec.collective {
+                let (owner, to_all) = match spec.call.collective {
                     Collective::Allreduce => (0, true),
                     _ => (root, false),
                 };
@@ -238,7 +240,7 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                     }
                 }
             }
-            Collective::Scan if p > 1 => {
+            Collective::Scan if p > 1 && !exclusive => {
                 for c in chunks(split::<T>(n, p, r), size) {
                     for q in 1..p {
                         // SAFETY: elements `c` of rank r's range (as above), in two different
@@ -249,7 +251,7 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                     }
                 }
             }
-            Collective::Exscan if p > 1 => {
+            Collective::Scan if p > 1 && exclusive => {
                 for c in chunks(split::<T>(n, p, r), size) {
                     let (acc, tmp) = (&mut acc[..c.len()], &mut tmp[..c.len()]);
                     // SAFETY (each block of this arm): elements `c` of rank r's range, as under
@@ -283,25 +285,25 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                 let out = unsafe { part_mut(send(r), k, 0..n) };
                 out.copy_from_slice(unsafe { part(send(root), k, 0..n) });
             }
-            Collective::Gather | Collective::Gatherv => {
+            Collective::Gather => {
                 // SAFETY: rank r alone writes block r of the root's receive buffer, which no
                 // rank reads during a call; send buffers are only read.
                 let out = unsafe { part_mut(recv(root), k, r * b..(r + 1) * b) };
                 out.copy_from_slice(unsafe { part(send(r), k, 0..b) });
             }
-            Collective::Scatter | Collective::Scatterv => {
+            Collective::Scatter => {
                 // SAFETY: rank r alone touches its receive buffer; send buffers are only read.
                 let out = unsafe { part_mut(recv(r), k, 0..b) };
                 out.copy_from_slice(unsafe { part(send(root), k, r * b..(r + 1) * b) });
             }
-            Collective::Allgather | Collective::Allgatherv => {
+            Collective::Allgather => {
                 for q in (r..p).chain(0..r) {
                     // SAFETY: as under scatter.
                     let out = unsafe { part_mut(recv(r), k, q * b..(q + 1) * b) };
                     out.copy_from_slice(unsafe { part(send(q), k, 0..b) });
                 }
             }
-            Collective::Alltoall | Collective::Alltoallv => {
+            Collective::Alltoall => {
                 for q in (r..p).chain(0..r) {
                     // SAFETY: as under scatter.
                     let out = unsafe { part_mut(recv(r), k, q * b..(q + 1) * b) };

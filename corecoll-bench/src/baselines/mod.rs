@@ -17,7 +17,7 @@ mod limit;
 mod naive;
 
 use crate::cell::CellSpec;
-use crate::cli::Collective;
+use crate::domain::Call;
 use crate::elem::Elem;
 use crate::measure::{Measured, Timing};
 use corecoll::op::Op;
@@ -32,7 +32,7 @@ pub const STD_NAIVE: &str = "std-naive";
 pub const CHANNELS: &str = "channels";
 
 /// The baselines of `c`, in table order.
-pub fn names(c: Collective) -> Vec<&'static str> {
+pub fn names(c: Call) -> Vec<&'static str> {
     let mut out = Vec::new();
     if limit::applies(c) {
         out.push(LIMIT);
@@ -56,11 +56,8 @@ pub fn run<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
     spec: &CellSpec,
     op: O,
 ) -> Result<Measured, String> {
-    if !names(spec.collective).contains(&name) {
-        return Err(format!(
-            "no baseline `{name}` for {}",
-            spec.collective.name()
-        ));
+    if !names(spec.call).contains(&name) {
+        return Err(format!("no baseline `{name}` for {}", spec.call));
     }
     if team.size() != spec.p {
         return Err(format!(
@@ -103,9 +100,14 @@ fn needs_commutative(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::cell::check;
-    use crate::cli::{Dtype, OpName};
+    use crate::domain::{Dtype, OpName};
     use crate::record::Validation;
     use corecoll::op::{self, Op};
+
+    /// The call named `name`.
+    fn call(name: &str) -> Call {
+        Call::from_name(name).unwrap()
+    }
 
     fn timing() -> Timing {
         Timing {
@@ -120,7 +122,7 @@ mod tests {
     /// every check must pass.
     fn sweep(name: &str, p: usize) {
         let team = Team::new(p).expect("a team");
-        for c in Collective::ALL {
+        for c in Call::all() {
             if !names(c).contains(&name) {
                 continue;
             }
@@ -156,7 +158,7 @@ mod tests {
     fn cell<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
         name: &str,
         team: &Team,
-        c: Collective,
+        c: Call,
         dtype: Dtype,
         opname: OpName,
         op: O,
@@ -176,16 +178,12 @@ mod tests {
     ) {
         let what = format!(
             "{name} {} p={} count={} root={} {:?}",
-            spec.collective.name(),
-            spec.p,
-            spec.count,
-            spec.root,
-            spec.dtype
+            spec.call, spec.p, spec.count, spec.root, spec.dtype
         );
         let m =
             run::<T, O>(name, team, &timing(), spec, op).unwrap_or_else(|e| panic!("{what}: {e}"));
         assert_eq!(m.times.len(), 2, "{what}");
-        if spec.collective == Collective::Barrier {
+        if spec.call.is_barrier() {
             assert!(m.outputs.is_empty(), "{what}");
             return;
         }
@@ -195,13 +193,14 @@ mod tests {
 
     #[test]
     fn names_in_table_order() {
-        assert_eq!(names(Collective::Allreduce), [LIMIT, STD_NAIVE, CHANNELS]);
-        assert_eq!(names(Collective::Reduce), [LIMIT, STD_NAIVE]);
-        assert_eq!(names(Collective::Scan), [LIMIT]);
-        assert_eq!(names(Collective::Barrier), [STD_NAIVE]);
-        for c in Collective::ALL {
+        assert_eq!(names(call("allreduce")), [LIMIT, STD_NAIVE, CHANNELS]);
+        assert_eq!(names(call("reduce")), [LIMIT, STD_NAIVE]);
+        assert_eq!(names(call("scan")), [LIMIT]);
+        assert_eq!(names(call("gatherv")), [LIMIT]);
+        assert_eq!(names(call("barrier")), [STD_NAIVE]);
+        for c in Call::all() {
             let n = names(c);
-            assert_eq!(n.contains(&LIMIT), c != Collective::Barrier, "{}", c.name());
+            assert_eq!(n.contains(&LIMIT), !c.is_barrier(), "{c}");
         }
     }
 
@@ -249,14 +248,14 @@ mod tests {
     fn cold_buffers_pass_their_checks() {
         let team = Team::new(3).expect("a team");
         for (c, name) in [
-            (Collective::Allreduce, LIMIT),
-            (Collective::Exscan, LIMIT),
-            (Collective::Gather, LIMIT),
-            (Collective::Alltoall, LIMIT),
-            (Collective::Allreduce, STD_NAIVE),
-            (Collective::Allreduce, CHANNELS),
+            ("allreduce", LIMIT),
+            ("exscan", LIMIT),
+            ("gather", LIMIT),
+            ("alltoall", LIMIT),
+            ("allreduce", STD_NAIVE),
+            ("allreduce", CHANNELS),
         ] {
-            let spec = CellSpec::new(c, 3, Dtype::F64, OpName::Sum, 8 * 301, 1, true);
+            let spec = CellSpec::new(call(c), 3, Dtype::F64, OpName::Sum, 8 * 301, 1, true);
             run_and_check::<f64, _>(name, &team, &spec, op::Sum);
         }
     }
@@ -264,11 +263,7 @@ mod tests {
     #[test]
     fn other_ops_and_types() {
         let team = Team::new(3).expect("a team");
-        for c in [
-            Collective::Allreduce,
-            Collective::ReduceScatter,
-            Collective::Scan,
-        ] {
+        for c in ["allreduce", "reduce-scatter", "scan"].map(call) {
             for &name in &names(c) {
                 let spec = CellSpec::new(c, 3, Dtype::F32, OpName::Prod, 4 * 999, 2, false);
                 run_and_check::<f32, _>(name, &team, &spec, op::Prod);
@@ -283,15 +278,7 @@ mod tests {
         let team = Team::new(2).expect("a team");
         // Left projection: associative, and a ⊙ b ≠ b ⊙ a whenever a ≠ b.
         let op = op::non_commutative(|a: &i64, _: &i64| *a);
-        let spec = CellSpec::new(
-            Collective::Allreduce,
-            2,
-            Dtype::I64,
-            OpName::Sum,
-            80,
-            0,
-            false,
-        );
+        let spec = CellSpec::new(call("allreduce"), 2, Dtype::I64, OpName::Sum, 80, 0, false);
         for name in [STD_NAIVE, CHANNELS] {
             let e = run::<i64, _>(name, &team, &timing(), &spec, op).unwrap_err();
             assert!(e.contains("commutative"), "{e}");
@@ -307,7 +294,7 @@ mod tests {
     #[test]
     fn unknown_names_and_wrong_teams_are_errors() {
         let team = Team::new(2).expect("a team");
-        let spec = CellSpec::new(Collective::Scan, 2, Dtype::F64, OpName::Sum, 64, 0, false);
+        let spec = CellSpec::new(call("scan"), 2, Dtype::F64, OpName::Sum, 64, 0, false);
         assert!(run::<f64, _>(CHANNELS, &team, &timing(), &spec, op::Sum).is_err());
         assert!(run::<f64, _>("nope", &team, &timing(), &spec, op::Sum).is_err());
         let spec = CellSpec { p: 3, ..spec };

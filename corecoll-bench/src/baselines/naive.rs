@@ -16,26 +16,28 @@
 
 use super::needs_commutative;
 use crate::cell::{check_input, lengths, output, CellSpec};
-use crate::cli::Collective;
+use crate::domain::{Call, Form};
 use crate::elem::Elem;
 use crate::measure::{measure, Kernel, Measured, Pool, Timing};
 use corecoll::op::Op;
+use corecoll::tuning::Collective;
 use corecoll::Team;
 use std::any::Any;
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 
 /// Whether `std-naive` has a version of `c`.
-pub fn applies(c: Collective) -> bool {
-    matches!(
-        c,
-        Collective::Allreduce
-            | Collective::Broadcast
-            | Collective::Reduce
-            | Collective::Allgather
-            | Collective::Alltoall
-            | Collective::ReduceScatter
-            | Collective::Barrier
-    )
+pub fn applies(c: Call) -> bool {
+    c.form == Form::Plain
+        && matches!(
+            c.collective,
+            Collective::Allreduce
+                | Collective::Broadcast
+                | Collective::Reduce
+                | Collective::Allgather
+                | Collective::Alltoall
+                | Collective::ReduceScatter
+                | Collective::Barrier
+        )
 }
 
 /// Runs `std-naive` for `spec` on `team`.
@@ -46,11 +48,11 @@ pub fn run<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
     op: O,
 ) -> Result<Measured, String> {
     let spec = *spec;
-    if spec.collective.reduces() && !op.is_commutative() {
+    if spec.call.reduces() && !op.is_commutative() {
         return Err(needs_commutative("std-naive"));
     }
     // The shared vector: every rank's send buffer under alltoall, one buffer otherwise.
-    let shared_len = match spec.collective {
+    let shared_len = match spec.call.collective {
         Collective::Alltoall => spec.p * spec.count,
         _ => spec.count,
     };
@@ -131,7 +133,7 @@ impl<T: Elem, O: Op<T>> NaiveKernel<T, O> {
         let sh = &*self.shared;
         let send = self.send.current();
         let recv = self.recv.current();
-        match self.spec.collective {
+        match self.spec.call.collective {
             Collective::Barrier => {
                 sh.barrier.wait();
                 return Ok(());
@@ -160,7 +162,7 @@ impl<T: Elem, O: Op<T>> NaiveKernel<T, O> {
             c => return Err(format!("std-naive has no {}", c.name())),
         }
         sh.barrier.wait();
-        match self.spec.collective {
+        match self.spec.call.collective {
             Collective::Reduce if r != root => {}
             Collective::Broadcast if r == root => {}
             Collective::Allreduce | Collective::Reduce | Collective::Broadcast => {
@@ -185,13 +187,13 @@ impl<T: Elem, O: Op<T>> NaiveKernel<T, O> {
 
 impl<T: Elem, O: Op<T>> Kernel for NaiveKernel<T, O> {
     fn call(&mut self) -> Result<(), String> {
-        self.send.next();
-        self.recv.next();
+        self.send.next_buffer();
+        self.recv.next_buffer();
         self.exec()
     }
 
     fn check(&mut self) -> Result<Option<Box<dyn Any + Send>>, String> {
-        if self.spec.collective == Collective::Barrier {
+        if self.spec.call.is_barrier() {
             return Ok(None);
         }
         // Only this rank touches its buffers, and the last call's closing barrier has kept

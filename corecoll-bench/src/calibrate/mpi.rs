@@ -2,52 +2,35 @@
 
 use super::{ping, pong, Link, SizeTime, SIZES};
 use crate::cli::Args;
-use crate::mpi_baseline::{find_on_path, log_tail, running_as_root, wait, TempFiles};
+use crate::mpirun;
 use ::mpi::topology::SimpleCommunicator;
 use ::mpi::traits::*;
-use std::process::{Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 /// Runs the worker under `mpirun -np 2 --bind-to none` and reads rank 0's times back.
 pub fn launch(args: &Args) -> Result<Vec<SizeTime>, String> {
-    let mpirun = find_on_path("mpirun").ok_or("mpirun not found on PATH")?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
-    let files = TempFiles::new()?;
-    let log =
-        std::fs::File::create(&files.log).map_err(|e| format!("{}: {e}", files.log.display()))?;
-    let log2 = log.try_clone().map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(&mpirun);
-    cmd.args(["-np", "2", "--bind-to", "none"]);
+    let mut options = vec!["--bind-to", "none"];
     if crate::placement::available_cores().len() < 2 {
-        cmd.arg("--oversubscribe");
+        options.push("--oversubscribe");
     }
-    cmd.arg(&exe).args([
-        "--calibrate-mpi-worker".to_string(),
-        "--mpi-out".into(),
-        files.out.display().to_string(),
-        "--time".into(),
-        args.time.to_string(),
-    ]);
-    if running_as_root() {
-        cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    }
-    cmd.stdin(Stdio::null()).stdout(log).stderr(log2);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("cannot start {}: {e}", mpirun.display()))?;
+    let worker_args = |out: &Path| {
+        vec![
+            "--calibrate-mpi-worker".to_string(),
+            "--mpi-out".into(),
+            out.display().to_string(),
+            "--time".into(),
+            args.time.to_string(),
+        ]
+    };
     // A minute to start, and per size five times the budget plus a second.
     let limit = 60.0 + SIZES.len() as f64 * (1.0 + 5.0 * args.time);
-    let status = wait(&mut child, Some(Duration::from_secs_f64(limit)))
-        .map_err(|e| format!("{e}{}", log_tail(&files.log)))?;
-    if !status.success() {
-        return Err(format!(
-            "the MPI ping-pong failed ({status}){}",
-            log_tail(&files.log)
-        ));
-    }
-    let text = std::fs::read_to_string(&files.out)
-        .map_err(|e| format!("no times from the MPI job ({e})"))?;
+    let text = mpirun::run_job(
+        2,
+        &options,
+        worker_args,
+        Some(Duration::from_secs_f64(limit)),
+    )?;
     serde_json::from_str(&text).map_err(|e| format!("the MPI job's times do not parse: {e}"))
 }
 

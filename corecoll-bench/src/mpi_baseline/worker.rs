@@ -1,6 +1,6 @@
 //! One process of the MPI baseline, started by `mpirun` from [`super::run`]. Every process
 //! initialises MPI (`Threading::Funneled`) and, for each collective, size and row, measures
-//! with the method of `measure.rs`:
+//! with the method of `measure`:
 //!
 //! - warm-up calls first; rank 0 times one and decides (and broadcasts) how many more, then
 //!   from their time how many timed iterations, with the defaults of [`Timing`];
@@ -23,11 +23,13 @@
 
 use super::{rows, Row};
 use crate::cell::{self, CellSpec};
-use crate::cli::{Args, Collective, OpName};
+use crate::cli::Args;
+use crate::domain::{Form, OpName};
 use crate::elem::{dispatch, Elem, Visit};
 use crate::measure::{cold_bytes, Measured, Timing};
 use crate::record::{Record, Source};
 use corecoll::op::Op;
+use corecoll::tuning::Collective;
 use mpi::collective::SystemOperation;
 use mpi::datatype::{DynBuffer, DynBufferMut, Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
@@ -76,11 +78,7 @@ pub fn worker(args: &Args) -> Result<(), String> {
         .unwrap_or_default();
     let mut records = Vec::new();
     for &c in &args.collective.0 {
-        let sizes: &[usize] = if c == Collective::Barrier {
-            &[0]
-        } else {
-            &args.sizes.0
-        };
+        let sizes: &[usize] = if c.is_barrier() { &[0] } else { &args.sizes.0 };
         for &bytes in sizes {
             let spec = CellSpec::new(c, p, args.dtype, args.op, bytes, args.root, args.cold);
             for row in rows(c, &args.algorithms) {
@@ -270,9 +268,12 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
         let recv = &mut self.recv.slots[self.recv.at];
         let s = mpi_ref(send);
         let mut v = mpi_mut(recv);
-        match (self.spec.collective, self.row) {
-            (Collective::Allreduce, Row::Native) => w.all_reduce_into(&s, &mut v, op),
-            (Collective::Allreduce, Row::ReduceBcast) => {
+        use Collective as C;
+        use Form::{Exclusive, Plain, Varying};
+        let call = self.spec.call;
+        match (call.collective, call.form, self.row) {
+            (C::Allreduce, Plain, Row::Native) => w.all_reduce_into(&s, &mut v, op),
+            (C::Allreduce, Plain, Row::ReduceBcast) => {
                 if me {
                     root.reduce_into_root(&s, &mut v, op);
                 } else {
@@ -280,34 +281,35 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
                 }
                 root.broadcast_into(&mut v);
             }
-            (Collective::Broadcast, _) => root.broadcast_into(&mut mpi_mut(send)),
-            (Collective::Reduce, _) if me => root.reduce_into_root(&s, &mut v, op),
-            (Collective::Reduce, _) => root.reduce_into(&s, op),
-            (Collective::Scan, _) => w.scan_into(&s, &mut v, op),
-            (Collective::Exscan, _) => w.exclusive_scan_into(&s, &mut v, op),
-            (Collective::Gather, _) if me => root.gather_into_root(&s, &mut v),
-            (Collective::Gather, _) => root.gather_into(&s),
-            (Collective::Scatter, _) if me => root.scatter_into_root(&s, &mut v),
-            (Collective::Scatter, _) => root.scatter_into(&mut v),
-            (Collective::Allgather, _) => w.all_gather_into(&s, &mut v),
-            (Collective::Alltoall, _) => w.all_to_all_into(&s, &mut v),
-            (Collective::ReduceScatter, _) => w.reduce_scatter_block_into(&s, &mut v, op),
-            (Collective::Gatherv, _) if me => {
+            (C::Broadcast, Plain, _) => root.broadcast_into(&mut mpi_mut(send)),
+            (C::Reduce, Plain, _) if me => root.reduce_into_root(&s, &mut v, op),
+            (C::Reduce, Plain, _) => root.reduce_into(&s, op),
+            (C::Scan, Plain, _) => w.scan_into(&s, &mut v, op),
+            (C::Scan, Exclusive, _) => w.exclusive_scan_into(&s, &mut v, op),
+            (C::Gather, Plain, _) if me => root.gather_into_root(&s, &mut v),
+            (C::Gather, Plain, _) => root.gather_into(&s),
+            (C::Scatter, Plain, _) if me => root.scatter_into_root(&s, &mut v),
+            (C::Scatter, Plain, _) => root.scatter_into(&mut v),
+            (C::Allgather, Plain, _) => w.all_gather_into(&s, &mut v),
+            (C::Alltoall, Plain, _) => w.all_to_all_into(&s, &mut v),
+            (C::ReduceScatter, Plain, _) => w.reduce_scatter_block_into(&s, &mut v, op),
+            (C::Gather, Varying, _) if me => {
                 root.gather_varcount_into_root(&s, &mut PartitionMut::new(&mut v, counts, displs))
             }
-            (Collective::Gatherv, _) => root.gather_varcount_into(&s),
-            (Collective::Scatterv, _) if me => {
+            (C::Gather, Varying, _) => root.gather_varcount_into(&s),
+            (C::Scatter, Varying, _) if me => {
                 root.scatter_varcount_into_root(&Partition::new(&s, counts, displs), &mut v)
             }
-            (Collective::Scatterv, _) => root.scatter_varcount_into(&mut v),
-            (Collective::Allgatherv, _) => {
+            (C::Scatter, Varying, _) => root.scatter_varcount_into(&mut v),
+            (C::Allgather, Varying, _) => {
                 w.all_gather_varcount_into(&s, &mut PartitionMut::new(&mut v, counts, displs))
             }
-            (Collective::Alltoallv, _) => w.all_to_all_varcount_into(
+            (C::Alltoall, Varying, _) => w.all_to_all_varcount_into(
                 &Partition::new(&s, counts, displs),
                 &mut PartitionMut::new(&mut v, counts, displs),
             ),
-            (Collective::Barrier, _) => w.barrier(),
+            (C::Barrier, Plain, _) => w.barrier(),
+            _ => unreachable!("{call} has no MPI row (see `rows`)"),
         }
     }
 
@@ -321,7 +323,7 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
     /// The check call on the inputs of [`cell::check_input`]; returns this rank's output, or
     /// `None` for the barrier.
     fn check(&mut self) -> Option<Vec<T>> {
-        if self.spec.collective == Collective::Barrier {
+        if self.spec.call.is_barrier() {
             return None;
         }
         let r = self.world.rank() as usize;
@@ -331,12 +333,13 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
         self.run();
         let send = &self.send.slots[self.send.at];
         let recv = &self.recv.slots[self.recv.at];
-        let out = match self.spec.collective {
+        let exclusive = self.spec.call.form == Form::Exclusive;
+        let out = match self.spec.call.collective {
             Collective::Broadcast => send,
             Collective::Reduce if r != self.spec.root => send,
             // MPI leaves rank 0's exscan result undefined; corecoll's in-place exscan leaves
             // rank 0's buffer as it was, which is what the check expects.
-            Collective::Exscan if r == 0 => send,
+            Collective::Scan if exclusive && r == 0 => send,
             _ => recv,
         };
         // Not `clone`: this vector is sent to rank 0, and must not be empty and dangling.
@@ -349,8 +352,8 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
 /// a receive buffer as long as the send buffer.
 fn lengths(spec: &CellSpec, rank: usize) -> (usize, usize) {
     let (s, v) = cell::lengths(spec, rank);
-    match spec.collective {
-        Collective::Allreduce | Collective::Scan | Collective::Exscan => (s, spec.count),
+    match spec.call.collective {
+        Collective::Allreduce | Collective::Scan => (s, spec.count),
         Collective::Reduce if rank == spec.root => (s, spec.count),
         _ => (s, v),
     }
@@ -379,7 +382,7 @@ impl Visit for MpiCell<'_> {
     ) -> Option<Record> {
         let measured = measure::<T>(self.world, &self.spec, self.row, op_name, self.timing);
         (self.world.rank() == 0).then(|| {
-            Record::of_cell::<T, O>(&self.spec, self.row.name(), Source::Mpi, &op, measured)
+            cell::record_of::<T, O>(&self.spec, self.row.name(), Source::Mpi, &op, measured)
         })
     }
 }

@@ -6,36 +6,17 @@ use crate::record::{Record, Source, Validation};
 
 /// A measured row of allreduce on 4 ranks (busbw with its factor 1.5).
 fn rec(algorithm: &str, source: Source, scope: &str, bytes: usize, median_us: f64) -> Record {
-    let busbw_gbs = bytes as f64 / (median_us * 1e3) * 1.5;
-    Record {
-        collective: "allreduce".into(),
-        algorithm: algorithm.into(),
-        source,
-        scope: scope.into(),
-        placement: if scope == "all" {
-            "compact".into()
-        } else {
-            "socket:0".into()
-        },
-        ranks: 4,
-        dtype: "f64".into(),
-        op: "sum".into(),
-        bytes,
-        count: bytes / 8,
-        cache: "warm".into(),
-        iters: 100,
-        min_us: median_us * 0.9,
-        median_us,
-        p95_us: median_us * 1.2,
-        mean_us: median_us * 1.05,
-        algbw_gbs: busbw_gbs / 1.5,
-        busbw_gbs,
-        limit_pct: None,
-        validation: Validation::Pass,
-        max_rel_error: None,
-        note: String::new(),
-        auto_choice: String::new(),
+    let mut r = crate::record::testing::rec(algorithm, bytes, median_us);
+    r.source = source;
+    r.scope = scope.into();
+    if scope != "all" {
+        r.placement = "socket:0".into();
     }
+    r.ranks = 4;
+    r.busbw_gbs = bytes as f64 / (median_us * 1e3) * 1.5;
+    r.algbw_gbs = r.busbw_gbs / 1.5;
+    r.validation = Validation::Pass;
+    r
 }
 
 /// A unique temporary path for a test's picture.

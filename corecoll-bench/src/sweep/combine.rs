@@ -123,7 +123,7 @@ mod tests {
     /// Each cell keeps its fastest pass, a failure in any pass stays, order of the first.
     #[test]
     fn best_of_passes_keeps_the_fastest_and_every_failure() {
-        use crate::output::tests::rec;
+        use crate::record::testing::rec;
         let mut fail = rec("ring", 8, 1.0);
         fail.validation = Validation::Fail;
         let passes = vec![
@@ -176,7 +176,7 @@ mod tests {
     /// its note), the largest error of any round.
     #[test]
     fn merged_rounds_pool_their_times_and_keep_failures() {
-        use crate::output::tests::rec;
+        use crate::record::testing::rec;
         let round = |median: f64, times: &[f64]| (rec("ring", 8, median), times.to_vec());
         assert!(merge_rounds(Vec::new()).is_none());
         // One round: the record as it was.

@@ -3,9 +3,9 @@
 //! algorithm's `Block::Auto` row, and the check of `--algorithms` against the collectives.
 
 use crate::baselines;
-use crate::cell::{self, Alg};
-use crate::cli::{parse_alg_specs, Collective, Dtype, Param};
-use crate::output::checks::BLOCK_SWEPT;
+use crate::domain::{
+    algorithms, parse_alg_specs, with_param, Alg, Call, Dtype, Param, BLOCK_SWEPT,
+};
 
 /// What runs one row: a corecoll algorithm or a baseline.
 #[derive(Debug, Clone, Copy)]
@@ -39,12 +39,7 @@ impl Entry {
 /// [`with_blocks`]). The order is the collective's, each name's parameterised rows after it
 /// in the order given. An item that does not apply to `c` (another collective's name, a
 /// parameter that `c`'s algorithm of that name does not take) selects nothing.
-pub(super) fn entries(
-    c: Collective,
-    selection: &str,
-    dtype: Dtype,
-    blocks: &[usize],
-) -> Vec<Entry> {
+pub(super) fn entries(c: Call, selection: &str, dtype: Dtype, blocks: &[usize]) -> Vec<Entry> {
     with_blocks(selected(c, selection, dtype), blocks, dtype)
 }
 
@@ -60,7 +55,7 @@ fn with_blocks(list: Vec<Entry>, blocks: &[usize], dtype: Dtype) -> Vec<Entry> {
             if BLOCK_SWEPT.contains(&e.name.as_str()) {
                 for &b in blocks {
                     let param = Param::Bytes(b);
-                    if let Some(fixed) = cell::with_param(a, param, dtype) {
+                    if let Some(fixed) = with_param(a, param, dtype) {
                         extra.push(Entry {
                             name: format!("{}:{}", e.name, param.label()),
                             kind: Kind::Corecoll(fixed),
@@ -79,8 +74,8 @@ fn with_blocks(list: Vec<Entry>, blocks: &[usize], dtype: Dtype) -> Vec<Entry> {
 }
 
 /// The entries of `c` that `--algorithms` selects, without `--blocks` (see [`entries`]).
-pub(super) fn selected(c: Collective, selection: &str, dtype: Dtype) -> Vec<Entry> {
-    let all: Vec<(&'static str, Kind)> = cell::algorithms(c)
+pub(super) fn selected(c: Call, selection: &str, dtype: Dtype) -> Vec<Entry> {
+    let all: Vec<(&'static str, Kind)> = algorithms(c)
         .into_iter()
         .map(|(n, a)| (n, Kind::Corecoll(a)))
         .chain(
@@ -109,7 +104,7 @@ pub(super) fn selected(c: Collective, selection: &str, dtype: Dtype) -> Vec<Entr
                     kind,
                 }),
                 (Some(p), Kind::Corecoll(a)) => {
-                    if let Some(a) = cell::with_param(a, p, dtype) {
+                    if let Some(a) = with_param(a, p, dtype) {
                         out.push(Entry {
                             name: spec.label(),
                             kind: Kind::Corecoll(a),
@@ -124,7 +119,7 @@ pub(super) fn selected(c: Collective, selection: &str, dtype: Dtype) -> Vec<Entr
 }
 
 /// Every name `--algorithms` accepts for `collectives` (for its error message).
-fn known_names(collectives: &[Collective]) -> Vec<String> {
+fn known_names(collectives: &[Call]) -> Vec<String> {
     let mut names: Vec<String> = collectives
         .iter()
         .flat_map(|&c| selected(c, "all", Dtype::F64).into_iter().map(|e| e.name))
@@ -138,7 +133,7 @@ fn known_names(collectives: &[Collective]) -> Vec<String> {
 
 /// Checks `--algorithms` against `collectives`: every name is known, and every parameter is
 /// taken by the algorithm of that name of at least one of them.
-pub(super) fn check_algorithms(collectives: &[Collective], selection: &str) -> Result<(), String> {
+pub(super) fn check_algorithms(collectives: &[Call], selection: &str) -> Result<(), String> {
     if selection.trim() == "all" {
         return Ok(());
     }
@@ -175,6 +170,11 @@ pub(super) fn check_algorithms(collectives: &[Collective], selection: &str) -> R
 mod tests {
     use super::*;
 
+    /// The call named `name`.
+    fn call(name: &str) -> Call {
+        Call::from_name(name).unwrap()
+    }
+
     #[test]
     fn parameterised_entries() {
         let names = |c, sel: &str| -> Vec<String> {
@@ -185,7 +185,7 @@ mod tests {
         };
         assert_eq!(
             names(
-                Collective::Allreduce,
+                call("allreduce"),
                 "direct,hierarchical:1KiB,auto,hierarchical,dual-root:64"
             ),
             [
@@ -197,14 +197,14 @@ mod tests {
             ]
         );
         // A parameter the collective's algorithm does not take selects nothing there.
-        assert!(names(Collective::Broadcast, "hierarchical:1KiB").is_empty());
+        assert!(names(call("broadcast"), "hierarchical:1KiB").is_empty());
         assert_eq!(
-            names(Collective::Alltoall, "ring-leaders:fanout=2,ring-leaders"),
+            names(call("alltoall"), "ring-leaders:fanout=2,ring-leaders"),
             ["ring-leaders:2", "ring-leaders"]
         );
-        let both = [Collective::Allreduce, Collective::Broadcast];
+        let both = [call("allreduce"), call("broadcast")];
         assert!(check_algorithms(&both, "hierarchical:1KiB,pipelined-tree:4KiB").is_ok());
-        let e = check_algorithms(&[Collective::Broadcast], "hierarchical:1KiB").unwrap_err();
+        let e = check_algorithms(&[call("broadcast")], "hierarchical:1KiB").unwrap_err();
         assert!(e.contains("takes no parameter"), "{e}");
         let e = check_algorithms(&both, "limit:8").unwrap_err();
         assert!(e.contains("takes no parameter"), "{e}");
@@ -224,7 +224,7 @@ mod tests {
         };
         assert_eq!(
             names(
-                Collective::Allreduce,
+                call("allreduce"),
                 "ring,dual-root,dual-root:4KiB,direct",
                 &[1024, 4096]
             ),
@@ -239,7 +239,7 @@ mod tests {
             ]
         );
         // Every swept algorithm of allreduce gets its rows; the hierarchy's segment does not.
-        let all = names(Collective::Allreduce, "all", &[64]);
+        let all = names(call("allreduce"), "all", &[64]);
         for n in [
             "chain:64B",
             "ring:64B",
@@ -251,24 +251,24 @@ mod tests {
         }
         assert!(!all.iter().any(|a| a.starts_with("hierarchical:")));
         // The block is set, in elements of the type.
-        let e = entries(Collective::Broadcast, "pipelined-tree", Dtype::F32, &[4096]);
+        let e = entries(call("broadcast"), "pipelined-tree", Dtype::F32, &[4096]);
         assert_eq!(e.len(), 2);
         assert!(matches!(
             e[1].kind,
-            Kind::Corecoll(Alg::Broadcast(
+            Kind::Corecoll(Alg::Library(corecoll::sim::Collective::Broadcast(
                 corecoll::algorithm::Broadcast::PipelinedTree {
                     block: corecoll::Block::Elements(1024)
                 }
-            ))
+            )))
         ));
         // Not pipelined: nothing added.
-        assert_eq!(names(Collective::Allgather, "ring", &[64]), ["ring"]);
+        assert_eq!(names(call("allgather"), "ring", &[64]), ["ring"]);
     }
 
     #[test]
     fn algorithm_selection() {
         let names = |sel: &str| -> Vec<String> {
-            entries(Collective::Allreduce, sel, Dtype::F64, &[])
+            entries(call("allreduce"), sel, Dtype::F64, &[])
                 .into_iter()
                 .map(|e| e.name)
                 .collect()
@@ -276,10 +276,10 @@ mod tests {
         assert_eq!(names("direct, limit"), ["direct", "limit"]);
         assert_eq!(names("all")[0], "auto");
         assert!(names("all").iter().any(|n| n == "channels"));
-        assert!(entries(Collective::Broadcast, "all", Dtype::F64, &[])
+        assert!(entries(call("broadcast"), "all", Dtype::F64, &[])
             .iter()
             .all(|e| e.name() != "channels"));
-        let known = known_names(&[Collective::Allreduce]);
+        let known = known_names(&[call("allreduce")]);
         for n in [
             "auto",
             "dual-root",

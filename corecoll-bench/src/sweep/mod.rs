@@ -8,12 +8,13 @@ mod combine;
 mod entries;
 mod samples;
 
-use crate::cell::{CellSpec, CorecollKernel};
-use crate::cli::{parse_collectives, Args, Collective, Placement};
+use crate::cell::{record_of, CellSpec, CorecollKernel};
+use crate::cli::Args;
+use crate::domain::{fmt_bytes, Call, OpName, Placement, BLOCK_SWEPT};
 use crate::elem::{dispatch, Elem, Visit};
 use crate::measure::{measure, Kernel, Timing};
-use crate::output::checks::{self, Checks, BLOCK_SWEPT};
-use crate::output::{self, RunInfo};
+use crate::output::checks::{self, Checks};
+use crate::output::{self, create_parent, default_dir, RunInfo};
 use crate::placement;
 use crate::record::{Record, Source, Validation};
 use crate::{baselines, plot};
@@ -23,7 +24,6 @@ use corecoll::{Pinning, Team, Topology};
 use entries::{check_algorithms, entries, selected, Entry, Kind};
 use indicatif::{ProgressBar, ProgressStyle};
 use samples::{write_samples, Sample};
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -128,7 +128,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     if blocks.contains(&0) {
         return Err("--blocks: a block must be at least 1 byte".into());
     }
-    let collectives: &[Collective] = if guide {
+    let collectives: &[Call] = if guide {
         if !blocks.is_empty() {
             return Err(
                 "--guidelines runs auto only and --blocks the pipelined algorithms: run them \
@@ -143,7 +143,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     };
     // What each collective runs: with --guidelines the algorithm a user gets (the first of
     // the collective's list: `auto`, or a v form's one algorithm), else the selection.
-    let entries_of = |c: Collective| -> Vec<Entry> {
+    let entries_of = |c: Call| -> Vec<Entry> {
         if guide {
             selected(c, "all", args.dtype).into_iter().take(1).collect()
         } else {
@@ -160,8 +160,8 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             BLOCK_SWEPT.join(", ")
         ));
     }
-    let sizes_of = |c: Collective, p: usize| -> Vec<usize> {
-        if c == Collective::Barrier {
+    let sizes_of = |c: Call, p: usize| -> Vec<usize> {
+        if c.is_barrier() {
             vec![0]
         } else if guide {
             guideline_sizes(&args.sizes.0, p, args.dtype.size())
@@ -248,8 +248,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                     for i in round_order(entries.len(), round) {
                         let entry = &entries[i];
                         bar.set_message(format!(
-                            "{} {} {}",
-                            c.name(),
+                            "{c} {} {}",
                             fmt_bytes(spec.bytes()),
                             entry.name()
                         ));
@@ -306,16 +305,14 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     if guide && checks.guidelines.checks.is_empty() {
         println!("\nNo guideline had both sides measured (see the table's check column).");
     }
-    let dir = PathBuf::from("target/corecoll-bench");
+    let dir = default_dir();
     let csv = args.csv.clone().unwrap_or_else(|| dir.join("results.csv"));
     let json = args
         .json
         .clone()
         .unwrap_or_else(|| dir.join("results.json"));
     for path in [&csv, &json] {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        }
+        create_parent(path)?;
     }
     output::write_csv(&csv, &records)?;
     if let Some(path) = &args.samples {
@@ -340,28 +337,27 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         let path = match &args.plot {
             Some(p) if collectives.len() == 1 => p.clone(),
             Some(p) => p.with_file_name(format!(
-                "{}-{}.svg",
-                p.file_stem().and_then(|s| s.to_str()).unwrap_or("plot"),
-                c.name()
+                "{}-{c}.svg",
+                p.file_stem().and_then(|s| s.to_str()).unwrap_or("plot")
             )),
-            None => dir.join(format!("{}.svg", c.name())),
+            None => dir.join(format!("{c}.svg")),
         };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-        }
+        create_parent(&path)?;
         let mine: Vec<Record> = records
             .iter()
             .filter(|r| r.collective == c.name())
             .cloned()
             .collect();
-        let data = match c {
-            Collective::Barrier => String::new(),
-            c if c.reduces() => format!(" · {} {}", args.dtype.name(), args.op.name()),
-            _ => format!(" · {}", args.dtype.name()),
+        let data = if c.is_barrier() {
+            String::new()
+        } else if c.reduces() {
+            format!(" · {} {}", args.dtype.name(), args.op.name())
+        } else {
+            format!(" · {}", args.dtype.name())
         };
         let ranks = scopes.last().map_or(0, |s| s.ranks);
         let cache = if args.cold { " · cold caches" } else { "" };
-        let title = format!("{}{data} · {ranks} ranks{cache}", c.name());
+        let title = format!("{c}{data} · {ranks} ranks{cache}");
         plot::plot_svg(&path, &title, &mine)?;
         println!("plot: {}", path.display());
     }
@@ -376,15 +372,11 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The collectives of the guidelines' rules, in the order of their first use.
-fn guideline_collectives() -> Vec<Collective> {
+/// The calls of the guidelines' rules, in the order of their first use.
+fn guideline_collectives() -> Vec<Call> {
     checks::guideline_collectives()
         .into_iter()
-        .map(|name| {
-            parse_collectives(name)
-                .expect("the rules name known collectives")
-                .0[0]
-        })
+        .map(|name| Call::from_name(name).expect("the rules name known collectives"))
         .collect()
 }
 
@@ -417,7 +409,7 @@ impl Visit for Cell<'_> {
 
     fn visit<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
         self,
-        _: crate::cli::OpName,
+        _: OpName,
         op: O,
     ) -> (Record, Vec<f64>) {
         let spec = self.spec;
@@ -437,27 +429,17 @@ impl Visit for Cell<'_> {
         let times = measured
             .as_ref()
             .map_or_else(|_| Vec::new(), |m| m.times.clone());
-        let mut rec = Record::of_cell::<T, O>(&spec, self.entry.name(), source, &op, measured);
+        let mut rec = record_of::<T, O>(&spec, self.entry.name(), source, &op, measured);
         rec.scope = self.scope.label.clone();
         rec.placement = self.scope.placement.clone();
         (rec, times)
     }
 }
 
-/// A byte count as B, KiB, MiB or GiB.
-pub fn fmt_bytes(b: usize) -> String {
-    match b {
-        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
-        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
-        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
-        b => format!("{b} B"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Dtype;
+    use crate::domain::Dtype;
     use clap::Parser;
 
     fn args(list: &[&str]) -> Args {
@@ -513,20 +495,13 @@ mod tests {
         // Every collective's cell then moves exactly that size.
         for &c in &guideline_collectives() {
             for m in guideline_sizes(&[8, 1000, 1 << 20], 3, 8) {
-                let spec = CellSpec::new(c, 3, Dtype::F64, crate::cli::OpName::Sum, m, 0, false);
-                let want = if c == Collective::Barrier { 0 } else { m };
+                let spec = CellSpec::new(c, 3, Dtype::F64, OpName::Sum, m, 0, false);
+                let want = if c.is_barrier() { 0 } else { m };
                 assert_eq!(spec.bytes(), want, "{c:?} {m}");
             }
         }
         // The guidelines run one row per collective: the user's.
-        let first = selected(Collective::Alltoallv, "all", Dtype::F64);
+        let first = selected(Call::from_name("alltoallv").unwrap(), "all", Dtype::F64);
         assert_eq!(first[0].name, "pairwise");
-    }
-
-    #[test]
-    fn byte_counts_in_whole_units() {
-        assert_eq!(fmt_bytes(0), "0 B");
-        assert_eq!(fmt_bytes(3 << 20), "3 MiB");
-        assert_eq!(fmt_bytes(1536), "1536 B");
     }
 }

@@ -1,5 +1,6 @@
 //! `--samples`: every timed iteration of every row, as CSV.
 
+use crate::output::{create_parent, write_csv};
 use crate::record::Record;
 
 /// One timed iteration of one row, for `--samples`.
@@ -56,13 +57,6 @@ impl Sample {
 
 /// Writes `samples` as CSV to `path` (creating its directory).
 pub(super) fn write_samples(path: &std::path::Path, samples: &[Sample]) -> Result<(), String> {
-    let err = |e: csv::Error| format!("{}: {e}", path.display());
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
-    }
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    for s in samples {
-        w.serialize(s).map_err(err)?;
-    }
-    w.flush().map_err(|e| format!("{}: {e}", path.display()))
+    create_parent(path)?;
+    write_csv(path, samples)
 }

@@ -2,12 +2,12 @@
 //! ranks than cores, not a ping-pong.
 //!
 //! **Why.** A ping-pong of two ranks on one core pays one context switch per message (about
-//! 1.6 µs on the development machine). In a pipeline of several ranks per core every rank is
-//! busy: a hop waits until the receiver is scheduled among the other ranks of its core, and
-//! each core serves all its ranks' copies and folds in turn. The block sweeps of docs/tuning.md
-//! (8 ranks on 2 cores) put the start-up of such a hop near 20 µs, and that is the α that
-//! `Block::Auto` (the pipelining lemma, Träff 2021 §1.2) needs for an oversubscribed team; a
-//! profile carrying the ping-pong's α made its blocks far too small.
+//! 1.6 µs on the 2-core machine of docs/tuning.md). In a pipeline of several ranks per core
+//! every rank is busy: a hop waits until the receiver is scheduled among the other ranks of its
+//! core, and each core serves all its ranks' copies and folds in turn. The block sweeps of
+//! docs/tuning.md (8 ranks on 2 cores) put the start-up of such a hop near 20 µs, and that is
+//! the α that `Block::Auto` (the pipelining lemma, Träff 2021 §1.2) needs for an
+//! oversubscribed team; a profile carrying the ping-pong's α made its blocks far too small.
 //!
 //! **What runs.** A team of [`RANKS_PER_CORE`] ranks per core on up to [`MAX_CORES`] of the
 //! machine's cores (8 ranks on 2 cores here), pinned round-robin (rank r on core r mod k, as
@@ -44,8 +44,8 @@
 //! byte cost and made blocks twice too many (docs/calibration.md).
 
 use super::median;
+use crate::domain::fmt_bytes;
 use crate::measure::{measure, Kernel, Timing};
-use crate::sweep::fmt_bytes;
 use corecoll::op;
 use corecoll::profile::LevelCosts;
 use corecoll::sim::{self, Case, Collective, Model, Ports};

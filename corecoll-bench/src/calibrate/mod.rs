@@ -29,8 +29,9 @@
 mod busy;
 
 use crate::cli::Args;
+use crate::domain::fmt_bytes;
+use crate::output::default_dir;
 use crate::stats::Summary;
-use crate::sweep::fmt_bytes;
 use corecoll::op::{self, Op};
 use corecoll::profile::{Gamma, Host, Level, LevelCosts};
 use corecoll::{Comm, Pinning, Profile, Team, Topology, Wait, EAGER_MAX};
@@ -323,11 +324,11 @@ fn oversubscribed(
     ))
 }
 
-/// The path of `--profile-out`, or the default `target/corecoll-bench/profile.json`.
+/// The path of `--profile-out`, or the default `profile.json` in `target/corecoll-bench`.
 fn out_path(args: &Args) -> PathBuf {
     args.profile_out
         .clone()
-        .unwrap_or_else(|| PathBuf::from("target/corecoll-bench/profile.json"))
+        .unwrap_or_else(|| default_dir().join("profile.json"))
 }
 
 /// `--calibrate`: measures every level, prints the table, writes the profile.

@@ -1,22 +1,11 @@
-//! The checks of issue 8 over what one sweep measured, each printed after the summary and
-//! written into the JSON file beside the records:
-//!
-//! - **Self-consistent performance guidelines**, after Träff, Gropp and Thakur,
-//!   "Self-consistent MPI performance guidelines" (IEEE TPDS 2010). The idea: when a
-//!   collective can be done by calling other collectives (or a more general one), the library's
-//!   own call should be no slower than that combination — else a user would do better by
-//!   writing the combination out. [`RULES`] is the table checked. Each side is the median of the
-//!   row a user gets by calling the collective (`auto`, or the single algorithm of a `v` form),
-//!   on the same ranks, element type and caches, and a rule is violated when its left side is
-//!   above `(1 + tolerance)` times its right side.
-//! - **No cliffs**: at every size, `auto` within [`CLIFF_GOAL`] of the best algorithm measured
-//!   in the same run (the summary's `auto/best` column, marked `!` above it).
-//! - **`Block::Auto` against fixed blocks**: a pipelined algorithm's row with its block chosen
-//!   by the library (its plain name, `dual-root`) against its rows with fixed blocks
-//!   (`dual-root:4KiB`, as `--blocks` adds them), within [`BLOCK_GOAL`].
-//!
-//! The bench reports; it does not fail a run over these, since on a shared machine a single
-//! cell's noise can cross any threshold.
+//! The self-consistent performance guidelines, after Träff, Gropp and Thakur,
+//! "Self-consistent MPI performance guidelines" (IEEE TPDS 2010). The idea: when a collective
+//! can be done by calling other collectives (or a more general one), the library's own call
+//! should be no slower than that combination — else a user would do better by writing the
+//! combination out. [`RULES`] is the table checked. Each side is the median of the row a user
+//! gets by calling the collective (`auto`, or the single algorithm of a `v` form), on the same
+//! ranks, element type and caches, and a rule is violated when its left side is above
+//! `(1 + tolerance)` times its right side.
 //!
 //! ## What m is
 //!
@@ -32,29 +21,12 @@
 //! their rows do not line up with the others' and those rules are skipped (`--guidelines`
 //! rounds its sizes so that they do).
 
-use super::text::{best, by_size, fmt_time, Align, Grid};
-use super::{groups, GroupKey};
-use crate::record::{Record, Source, Validation};
-use crate::sweep::fmt_bytes;
+use super::timed;
+use crate::domain::{algorithms, fmt_bytes, Call};
+use crate::output::grid::{fmt_time, Align, Grid};
+use crate::record::{Record, Source};
 use serde::Serialize;
 use std::io::Write;
-
-/// Issue 8's no-cliff goal: at every size `auto` at most this many times the best algorithm's
-/// median.
-pub const CLIFF_GOAL: f64 = 1.25;
-
-/// Issue 8's goal for `Block::Auto`: at most this many times the best fixed block's median.
-pub const BLOCK_GOAL: f64 = 1.10;
-
-/// The guidelines' default tolerance: a rule is violated when its left side exceeds the right
-/// by more than this fraction. The two sides are different cells timed at different moments,
-/// and their medians move by several percent from run to run on a shared machine; a smaller
-/// difference than that says nothing about the library.
-pub const DEFAULT_TOLERANCE: f64 = 0.1;
-
-/// The pipelined algorithms whose block `--blocks` sweeps, and whose `Block::Auto` row the
-/// block table compares with their fixed-block rows (the ring's block is its largest piece).
-pub const BLOCK_SWEPT: &[&str] = &["chain", "ring", "pipelined-tree", "dual-root", "two-tree"];
 
 /// One side's call in a rule: a collective, moving the rule's m bytes or none (a barrier).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,18 +176,9 @@ pub fn guideline_collectives() -> Vec<&'static str> {
 /// The row a user gets by calling `collective`: `auto`, or for a collective with one
 /// algorithm (the `v` forms) that one.
 pub fn users_algorithm(collective: &str) -> &'static str {
-    crate::cli::parse_collectives(collective)
-        .ok()
-        .and_then(|c| crate::cell::algorithms(c.0[0]).first().map(|a| a.0))
+    Call::from_name(collective)
+        .and_then(|c| algorithms(c).first().map(|a| a.0))
         .unwrap_or("auto")
-}
-
-/// Whether `r` was timed and passed (or needed no) check.
-fn timed(r: &Record) -> bool {
-    r.source == Source::Corecoll
-        && r.validation != Validation::Fail
-        && r.median_us.is_finite()
-        && r.median_us >= 0.0
 }
 
 /// What the two sides of a rule must share besides the size: where, on how many ranks, the
@@ -440,301 +403,11 @@ pub fn print_guidelines(w: &mut dyn Write, g: &Guidelines) -> std::io::Result<()
     Ok(())
 }
 
-/// `auto` against the best algorithm at one size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CliffRatio {
-    /// Bytes per rank.
-    pub bytes: usize,
-    /// `auto`'s median, µs.
-    pub auto_us: f64,
-    /// The best of corecoll's other algorithms (failed cells not counted).
-    pub best: String,
-    /// Its median, µs.
-    pub best_us: f64,
-    /// `auto_us / best_us`.
-    pub ratio: f64,
-    /// The algorithm `auto` chose (empty if the results do not say).
-    pub auto_choice: String,
-}
-
-impl CliffRatio {
-    /// Whether `auto` ran the best's own algorithm (its block aside): a ratio away from 1 is
-    /// then the same schedule measured twice, the run's noise, not a wrong decision.
-    pub fn same_algorithm(&self) -> bool {
-        same_algorithm(&self.auto_choice, &self.best)
-    }
-}
-
-/// Whether `auto`'s choice `chose` is the algorithm of the row named `row` (a name, or a name
-/// and a block: `dual-root:1MiB`).
-pub fn same_algorithm(chose: &str, row: &str) -> bool {
-    !chose.is_empty() && row.split(':').next() == Some(chose)
-}
-
-/// One group's `auto/best` ratios.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Cliffs {
-    /// The group's heading.
-    pub group: String,
-    /// Its sizes with both an `auto` row and a best, ascending.
-    pub ratios: Vec<CliffRatio>,
-}
-
-impl Cliffs {
-    /// The sizes whose ratio is above [`CLIFF_GOAL`].
-    pub fn above(&self) -> usize {
-        self.ratios.iter().filter(|r| r.ratio > CLIFF_GOAL).count()
-    }
-
-    /// Of [`Cliffs::above`], those where `auto` ran the best's own algorithm
-    /// ([`CliffRatio::same_algorithm`]).
-    pub fn above_same(&self) -> usize {
-        self.ratios
-            .iter()
-            .filter(|r| r.ratio > CLIFF_GOAL && r.same_algorithm())
-            .count()
-    }
-
-    /// The size with the largest ratio (the first of equals).
-    pub fn worst(&self) -> Option<&CliffRatio> {
-        self.ratios
-            .iter()
-            .reduce(|a, b| if b.ratio > a.ratio { b } else { a })
-    }
-}
-
-/// The summary's `auto/best` ratio as printed: two decimals, `!` after it above
-/// [`CLIFF_GOAL`].
-pub fn fmt_cliff_ratio(r: f64) -> String {
-    let mark = if r > CLIFF_GOAL { "!" } else { "" };
-    format!("{r:.2}{mark}")
-}
-
-/// Per group with an `auto` row and another algorithm of corecoll at some size, the ratios of
-/// `auto` to the best (as the summary's `auto/best`).
-pub fn cliffs(records: &[Record]) -> Vec<Cliffs> {
-    let mut out = Vec::new();
-    for g in groups(records) {
-        let mut ratios = Vec::new();
-        for run in by_size(records, &g) {
-            let Some(top) = best(records, &run).map(|i| &records[i]) else {
-                continue;
-            };
-            let auto = run
-                .iter()
-                .map(|&i| &records[i])
-                .find(|r| r.algorithm == "auto" && timed(r));
-            if let Some(a) = auto.filter(|_| top.median_us > 0.0) {
-                ratios.push(CliffRatio {
-                    bytes: a.bytes,
-                    auto_us: a.median_us,
-                    best: top.algorithm.clone(),
-                    best_us: top.median_us,
-                    ratio: a.median_us / top.median_us,
-                    auto_choice: a.auto_choice.clone(),
-                });
-            }
-        }
-        if !ratios.is_empty() {
-            out.push(Cliffs {
-                group: g.key.heading(),
-                ratios,
-            });
-        }
-    }
-    out
-}
-
-/// Prints a line per group of [`cliffs`]: how many sizes are above [`CLIFF_GOAL`] and the
-/// worst ratio. Nothing when there are none.
-pub fn print_cliffs(w: &mut dyn Write, cliffs: &[Cliffs]) -> std::io::Result<()> {
-    if cliffs.is_empty() {
-        return Ok(());
-    }
-    writeln!(w)?;
-    writeln!(
-        w,
-        "No cliffs (goal: auto within {CLIFF_GOAL:.2}× of the best at every size)"
-    )?;
-    for c in cliffs {
-        let worst = c.worst().map_or_else(String::new, |r| {
-            format!(
-                " (worst {:.2}× at {}, best {})",
-                r.ratio,
-                fmt_bytes(r.bytes),
-                r.best
-            )
-        });
-        let same = match c.above_same() {
-            0 => String::new(),
-            k => format!(
-                "; at {k} of them auto ran the best's own algorithm (the same schedule measured \
-                 twice: noise)"
-            ),
-        };
-        writeln!(
-            w,
-            "{}: {} of {} size(s) above {CLIFF_GOAL:.2}×{worst}{same}",
-            c.group,
-            c.above(),
-            c.ratios.len()
-        )?;
-    }
-    Ok(())
-}
-
-/// A pipelined algorithm's `Block::Auto` row against its best fixed block at one size.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BlockCompare {
-    /// The group's heading.
-    pub group: String,
-    /// The algorithm (one of [`BLOCK_SWEPT`]).
-    pub algorithm: String,
-    /// Bytes per rank.
-    pub bytes: usize,
-    /// The `Block::Auto` row's median, µs.
-    pub auto_us: f64,
-    /// The fastest fixed block's row (`dual-root:4KiB`).
-    pub best_fixed: String,
-    /// Its median, µs.
-    pub best_fixed_us: f64,
-    /// `auto_us / best_fixed_us`.
-    pub ratio: f64,
-}
-
-impl BlockCompare {
-    /// Whether the ratio is above [`BLOCK_GOAL`].
-    pub fn flagged(&self) -> bool {
-        self.ratio > BLOCK_GOAL
-    }
-}
-
-/// Per group, size and algorithm of [`BLOCK_SWEPT`] with a timed `Block::Auto` row (the plain
-/// name) and timed fixed-block rows (`NAME:SIZE`): the first against the fastest of the others.
-pub fn block_compares(records: &[Record]) -> Vec<BlockCompare> {
-    let mut out = Vec::new();
-    for g in groups(records) {
-        let heading = GroupKey::heading(&g.key);
-        for run in by_size(records, &g) {
-            let rows: Vec<&Record> = run
-                .iter()
-                .map(|&i| &records[i])
-                .filter(|r| timed(r))
-                .collect();
-            for &name in BLOCK_SWEPT {
-                let Some(auto) = rows.iter().find(|r| r.algorithm == name) else {
-                    continue;
-                };
-                let fixed = rows
-                    .iter()
-                    .filter(|r| {
-                        r.algorithm
-                            .split_once(':')
-                            .is_some_and(|(base, _)| base == name)
-                    })
-                    .min_by(|a, b| a.median_us.total_cmp(&b.median_us));
-                if let Some(f) = fixed.filter(|f| f.median_us > 0.0) {
-                    out.push(BlockCompare {
-                        group: heading.clone(),
-                        algorithm: name.into(),
-                        bytes: auto.bytes,
-                        auto_us: auto.median_us,
-                        best_fixed: f.algorithm.clone(),
-                        best_fixed_us: f.median_us,
-                        ratio: auto.median_us / f.median_us,
-                    });
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Prints [`block_compares`]: per group and algorithm a table of sizes, the `Block::Auto`
-/// median, the best fixed block and its median, their ratio and the goal; then the count above
-/// it. Nothing when there is nothing to compare.
-pub fn print_blocks(w: &mut dyn Write, blocks: &[BlockCompare]) -> std::io::Result<()> {
-    use Align::{Left, Right};
-    if blocks.is_empty() {
-        return Ok(());
-    }
-    writeln!(w)?;
-    writeln!(
-        w,
-        "Block::Auto against fixed blocks (goal: at most {BLOCK_GOAL:.2}× the best fixed block)"
-    )?;
-    writeln!(w)?;
-    let mut keys: Vec<(&str, &str)> = Vec::new();
-    for b in blocks {
-        if !keys.contains(&(&b.group, &b.algorithm)) {
-            keys.push((&b.group, &b.algorithm));
-        }
-    }
-    for (group, alg) in keys {
-        let mut grid = Grid::new(&[
-            ("size", Right),
-            ("Block::Auto", Right),
-            ("best fixed", Left),
-            ("median", Right),
-            ("auto/fixed", Right),
-            ("goal", Left),
-        ]);
-        for b in blocks
-            .iter()
-            .filter(|b| b.group == group && b.algorithm == alg)
-        {
-            grid.rows.push(Some(vec![
-                fmt_bytes(b.bytes),
-                fmt_time(b.auto_us),
-                b.best_fixed.clone(),
-                fmt_time(b.best_fixed_us),
-                format!("{:.2}", b.ratio),
-                if b.flagged() {
-                    format!("> {BLOCK_GOAL:.2}")
-                } else {
-                    "ok".into()
-                },
-            ]));
-        }
-        writeln!(w, "{group} · {alg}")?;
-        grid.render(w)?;
-        writeln!(w)?;
-    }
-    writeln!(
-        w,
-        "Block::Auto: the algorithm's row with the block the library picks (its plain name); best \
-         fixed: the fastest of its rows with a fixed block (NAME:BLOCK). {} row(s) above {:.2}.",
-        blocks.iter().filter(|b| b.flagged()).count(),
-        BLOCK_GOAL
-    )
-}
-
-/// Every check of a run, as the JSON file holds them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Checks {
-    /// The guidelines.
-    pub guidelines: Guidelines,
-    /// `auto` against the best, per group.
-    pub cliffs: Vec<Cliffs>,
-    /// `Block::Auto` against fixed blocks.
-    pub blocks: Vec<BlockCompare>,
-}
-
-impl Checks {
-    /// The checks of `records`, the guidelines with `tolerance`.
-    pub fn of(records: &[Record], tolerance: f64) -> Checks {
-        Checks {
-            guidelines: guidelines(records, tolerance),
-            cliffs: cliffs(records),
-            blocks: block_compares(records),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::tests::rec;
+    use crate::record::testing::rec;
+    use crate::record::Validation;
 
     /// A user's row of `collective` at `bytes` with median `us`.
     fn row(collective: &str, bytes: usize, us: f64) -> Record {
@@ -771,7 +444,7 @@ mod tests {
         }
         // Every collective named is one the bench knows.
         for c in &needed {
-            assert!(crate::cli::parse_collectives(c).is_ok(), "{c}");
+            assert!(Call::from_name(c).is_some(), "{c}");
         }
         assert_eq!(users_algorithm("allreduce"), "auto");
         assert_eq!(users_algorithm("alltoallv"), "pairwise");
@@ -887,119 +560,5 @@ mod tests {
         let g = guidelines(&other, 0.1);
         assert!(find(&g, rule, 4096).unwrap().context.ranks == 4);
         assert_eq!(g.checks.iter().filter(|c| c.rule == rule).count(), 1);
-    }
-
-    #[test]
-    fn cliffs_count_and_mark_the_sizes_above_the_goal() {
-        let v = vec![
-            rec("auto", 8, 1.0),
-            rec("ring", 8, 1.0),
-            rec("auto", 64, 2.82),
-            rec("ring", 64, 2.0), // 1.41
-            rec("direct", 64, 4.0),
-            rec("auto", 512, 2.6),
-            rec("ring", 512, 2.0), // 1.30
-            rec("auto", 4096, 5.0),
-            rec("ring", 4096, 1.0), // failed: not the best
-            rec("direct", 4096, 4.5),
-            rec("auto", 32768, 1.0), // alone: no best
-        ];
-        let mut v = v;
-        v[8].validation = Validation::Fail;
-        // At 512 B auto ran the best's own algorithm (with another block): noise.
-        v[5].auto_choice = "ring".into();
-        v[6].algorithm = "ring:1KiB".into();
-        v[2].auto_choice = "direct".into();
-        let c = cliffs(&v);
-        assert_eq!(c.len(), 1);
-        let c = &c[0];
-        assert_eq!(c.ratios.len(), 4);
-        assert_eq!(c.above(), 2);
-        assert_eq!(c.above_same(), 1);
-        assert!(c.ratios[2].same_algorithm() && !c.ratios[1].same_algorithm());
-        assert!(!same_algorithm("", "ring") && !same_algorithm("ring", "ring-leaders"));
-        let w = c.worst().unwrap();
-        assert_eq!((w.bytes, w.best.as_str()), (64, "ring"));
-        assert!((w.ratio - 1.41).abs() < 1e-12);
-        assert_eq!(c.ratios[3].best, "direct");
-        assert_eq!(fmt_cliff_ratio(1.41), "1.41!");
-        assert_eq!(fmt_cliff_ratio(1.25), "1.25");
-        let mut out = Vec::new();
-        print_cliffs(&mut out, &cliffs(&v)).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains(
-                "allreduce · f64 sum · 2 ranks · all, compact · warm: 2 of 4 size(s) above \
-                 1.25× (worst 1.41× at 64 B, best ring); at 1 of them auto ran the best's own \
-                 algorithm (the same schedule measured twice: noise)"
-            ),
-            "{text}"
-        );
-        // The summary marks them.
-        let mut out = Vec::new();
-        crate::output::print_summary(&mut out, &v).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.contains(" 1.41! "), "{text}");
-        assert!(text.contains(" 1.00 "), "{text}");
-        // auto alone: no line at all.
-        let mut out = Vec::new();
-        print_cliffs(&mut out, &cliffs(&[rec("auto", 8, 1.0)])).unwrap();
-        assert!(out.is_empty());
-    }
-
-    #[test]
-    fn block_auto_against_the_best_fixed_block() {
-        let mut v = vec![
-            rec("dual-root", 4096, 1.2),
-            rec("dual-root:1KiB", 4096, 1.5),
-            rec("dual-root:4KiB", 4096, 1.0),  // best: 1.20, flagged
-            rec("dual-root:16KiB", 4096, 0.5), // failed
-            rec("two-tree", 4096, 1.0),
-            rec("two-tree:1KiB", 4096, 1.05),      // 0.95, ok
-            rec("pipelined-tree:1KiB", 4096, 1.0), // no Block::Auto row
-            rec("hierarchical", 4096, 1.0),
-            rec("hierarchical:1KiB", 4096, 0.1), // not a swept block
-            rec("dual-root", 64, 1.0),           // no fixed row at 64 B
-        ];
-        v[3].validation = Validation::Fail;
-        let b = block_compares(&v);
-        assert_eq!(b.len(), 2, "{b:?}");
-        assert_eq!(
-            (b[0].algorithm.as_str(), b[0].best_fixed.as_str()),
-            ("dual-root", "dual-root:4KiB")
-        );
-        assert!((b[0].ratio - 1.2).abs() < 1e-12 && b[0].flagged());
-        assert_eq!(b[1].algorithm, "two-tree");
-        assert!(!b[1].flagged());
-        let mut out = Vec::new();
-        print_blocks(&mut out, &b).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains("allreduce · f64 sum · 2 ranks · all, compact · warm · dual-root\n"),
-            "{text}"
-        );
-        let line = text.lines().find(|l| l.contains("dual-root:4KiB")).unwrap();
-        let cells: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(
-            cells,
-            [
-                "4",
-                "KiB",
-                "1.20",
-                "µs",
-                "dual-root:4KiB",
-                "1.00",
-                "µs",
-                "1.20",
-                ">",
-                "1.10"
-            ]
-        );
-        assert!(text.contains("1 row(s) above 1.10"), "{text}");
-        // The JSON form.
-        let checks = Checks::of(&v, DEFAULT_TOLERANCE);
-        let json = serde_json::to_value(&checks).unwrap();
-        assert_eq!(json["blocks"][0]["best_fixed"], "dual-root:4KiB");
-        assert_eq!(json["guidelines"]["tolerance"], 0.1);
     }
 }

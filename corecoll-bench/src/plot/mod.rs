@@ -22,8 +22,8 @@ mod series;
 #[cfg(test)]
 mod tests;
 
+use crate::domain::fmt_bytes;
 use crate::record::Record;
-use crate::sweep::fmt_bytes;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;

@@ -1,17 +1,26 @@
-//! The results as files and groups: the run's description (`RunInfo`), the grouping of records
-//! into comparable sets, the "% of limit" column, and the CSV and JSON files (JSON also read
-//! back, as the MPI baseline's processes hand their records over in it). The printed table and
-//! summary are in `output/text.rs`, the checks of issue 8 over a run (guidelines, cliffs,
-//! blocks) in `output/checks.rs`.
+//! The results as files, groups and text: the run's description ([`RunInfo`]), the grouping
+//! of records into comparable sets ([`groups`]), the "% of limit" column, the CSV and JSON
+//! files (`files.rs`), the printed table, summary and hierarchy's overhead (`table.rs`,
+//! `summary.rs`, `hierarchy.rs`, over the text grids of `grid.rs`), and the checks over a run
+//! (`checks/`).
 
 pub mod checks;
-mod text;
+mod files;
+pub mod grid;
+mod hierarchy;
+mod summary;
+mod table;
+#[cfg(test)]
+mod testing;
 
-pub use text::{print_hierarchy, print_summary, print_table, summary_markdown};
+pub use files::{create_parent, default_dir, read_json, write_csv, write_json};
+pub use hierarchy::{hierarchy_ratios, is_hierarchical, print_hierarchy, HierRatio, HIER_GOAL};
+pub use summary::{print_summary, summary_markdown};
+pub use table::{best, by_size, print_table};
 
+use crate::domain::Machine;
 use crate::record::{Record, Source};
-use serde::{Deserialize, Deserializer, Serialize};
-use std::path::Path;
+use serde::{Deserialize, Serialize};
 
 /// What the JSON file says about the run besides its records: the command and a description of
 /// the machine, with no date or host name, so that two runs on one machine compare equal.
@@ -42,7 +51,7 @@ pub struct RunInfo {
     pub features: String,
     /// The machine the ranks were placed on: `detected`, or the described machine of
     /// `--machine`, e.g. `2x2x4 (synthetic: 2 packages, 4 L3 groups, 16 cores)`, whose cores
-    /// wrap onto the `cores` real ones. Empty in the files of older runs.
+    /// wrap onto the `cores` real ones. Empty in result files without the field.
     #[serde(default)]
     pub machine: String,
 }
@@ -50,15 +59,13 @@ pub struct RunInfo {
 impl RunInfo {
     /// The description of this run of this process on this machine, the ranks placed on
     /// `machine` (the described one of `--machine`) or, without one, on the detected machine.
-    pub fn of_this_run(machine: Option<&crate::cli::Machine>) -> RunInfo {
+    pub fn of_this_run(machine: Option<&Machine>) -> RunInfo {
         RunInfo {
             command: std::env::args().collect::<Vec<_>>().join(" "),
             version: env!("CARGO_PKG_VERSION").into(),
             cores: crate::placement::available_cores().len(),
             sockets: crate::placement::sockets().len(),
-            cpu: std::fs::read_to_string("/proc/cpuinfo")
-                .map(|s| cpu_model(&s))
-                .unwrap_or_default(),
+            cpu: this_cpu(),
             os: format!("{} {}", std::env::consts::OS, std::env::consts::ARCH),
             build: if cfg!(debug_assertions) {
                 "debug"
@@ -85,6 +92,13 @@ impl RunInfo {
             m => format!("machine: {m} on {real}"),
         }
     }
+}
+
+/// This machine's CPU model, from /proc/cpuinfo; empty where it is not readable.
+pub fn this_cpu() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .map(|s| cpu_model(&s))
+        .unwrap_or_default()
 }
 
 /// The CPU model named in the text of /proc/cpuinfo: the first `model name` (x86), else
@@ -249,246 +263,10 @@ pub fn fill_limit_pct(records: &mut [Record]) {
     }
 }
 
-/// Writes `records` as CSV: a header of [`Record`]'s field names in order, then one row per
-/// record; `None` is an empty field and NaN is `NaN`. No records, an empty file.
-pub fn write_csv(path: &Path, records: &[Record]) -> Result<(), String> {
-    let err = |e: csv::Error| format!("{}: {e}", path.display());
-    let mut w = csv::Writer::from_path(path).map_err(err)?;
-    for r in records {
-        w.serialize(r).map_err(err)?;
-    }
-    w.flush().map_err(|e| format!("{}: {e}", path.display()))
-}
-
-/// Reads a CSV file of [`write_csv`] back.
 #[cfg(test)]
-fn read_csv(path: &Path) -> Result<Vec<Record>, String> {
-    let err = |e: csv::Error| format!("{}: {e}", path.display());
-    let mut r = csv::Reader::from_path(path).map_err(err)?;
-    r.deserialize().map(|x| x.map_err(err)).collect()
-}
-
-/// The JSON file as written.
-#[derive(Serialize)]
-struct ResultsOut<'a> {
-    /// The run.
-    info: &'a RunInfo,
-    /// Its records.
-    records: &'a [Record],
-    /// The checks over them, when the caller has them.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    checks: Option<&'a checks::Checks>,
-}
-
-/// The JSON file as read.
-#[derive(Deserialize)]
-struct ResultsIn {
-    /// The run.
-    info: RunInfo,
-    /// Its records.
-    records: Vec<Record>,
-}
-
-/// Writes `{ "info": …, "records": [ … ], "checks": { … } }` (no `checks` when `checks` is
-/// `None`), pretty printed. JSON has no NaN: a failed cell's times are written as `null` (and
-/// read back as NaN by [`read_json`], which ignores the checks).
-pub fn write_json(
-    path: &Path,
-    info: &RunInfo,
-    records: &[Record],
-    checks: Option<&checks::Checks>,
-) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-    let file = std::fs::File::create(path).map_err(|e| err(&e))?;
-    let mut w = std::io::BufWriter::new(file);
-    let out = ResultsOut {
-        info,
-        records,
-        checks,
-    };
-    serde_json::to_writer_pretty(&mut w, &out).map_err(|e| err(&e))?;
-    std::io::Write::write_all(&mut w, b"\n").map_err(|e| err(&e))?;
-    std::io::Write::flush(&mut w).map_err(|e| err(&e))
-}
-
-/// Reads a file of [`write_json`] back.
-pub fn read_json(path: &Path) -> Result<(RunInfo, Vec<Record>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let r: ResultsIn =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok((r.info, r.records))
-}
-
-/// Deserialises an `f64` that may be missing: JSON's `null` (what serde_json writes for NaN)
-/// and an empty CSV field become NaN. For `#[serde(deserialize_with)]` in `record.rs`.
-pub fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
-}
-
-#[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
-    use crate::record::Validation;
-
-    /// A record of `algorithm` at `bytes` with median `median_us`; the rest plausible.
-    pub fn rec(algorithm: &str, bytes: usize, median_us: f64) -> Record {
-        let source = match algorithm {
-            "limit" | "std-naive" | "channels" => Source::Baseline,
-            "mpi" | "mpi-reduce-bcast" => Source::Mpi,
-            _ => Source::Corecoll,
-        };
-        Record {
-            collective: "allreduce".into(),
-            algorithm: algorithm.into(),
-            source,
-            scope: "all".into(),
-            placement: "compact".into(),
-            ranks: 2,
-            dtype: "f64".into(),
-            op: "sum".into(),
-            bytes,
-            count: bytes / 8,
-            cache: "warm".into(),
-            iters: 100,
-            min_us: median_us * 0.9,
-            median_us,
-            p95_us: median_us * 1.5,
-            mean_us: median_us * 1.1,
-            algbw_gbs: bytes as f64 / median_us / 1e3,
-            busbw_gbs: bytes as f64 / median_us / 1e3,
-            limit_pct: None,
-            validation: if algorithm == "limit" {
-                Validation::Skipped
-            } else {
-                Validation::Pass
-            },
-            max_rel_error: None,
-            note: String::new(),
-            auto_choice: String::new(),
-        }
-    }
-
-    /// Equality that takes NaN as equal to NaN (`Record`'s `PartialEq` does not).
-    fn same(a: &[Record], b: &[Record]) -> bool {
-        format!("{a:?}") == format!("{b:?}")
-    }
-
-    /// A file under the temporary directory, unique to this process and `name`.
-    fn temp(name: &str) -> std::path::PathBuf {
-        std::env::temp_dir().join(format!("corecoll-bench-{}-{name}", std::process::id()))
-    }
-
-    /// A set with the awkward values: a failed cell (NaN times, no iterations), an error, a
-    /// limit percentage, a note with a comma, quotes and a line break, non-ASCII text.
-    fn awkward() -> Vec<Record> {
-        let mut v = vec![
-            rec("ring", 8, 1.234_567_890_123_4),
-            rec("limit", 8, 0.1),
-            rec("direct", 1 << 20, 0.1 + 0.2),
-        ];
-        v[0].max_rel_error = Some(3.1e-16);
-        v[0].limit_pct = Some(100.0 / 3.0);
-        v[1].validation = Validation::Skipped;
-        let f = &mut v[2];
-        f.iters = 0;
-        (f.min_us, f.median_us, f.p95_us, f.mean_us) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
-        (f.algbw_gbs, f.busbw_gbs) = (f64::NAN, f64::NAN);
-        f.validation = Validation::Fail;
-        f.note = "rank 1: \"oops\", then\nµ-trouble".into();
-        v
-    }
-
-    #[test]
-    fn csv_header_is_the_schema() {
-        // Changing this list changes the files' schema: do it on purpose, and update
-        // docs/benchmarks.md with it.
-        let fields = [
-            "collective",
-            "algorithm",
-            "source",
-            "scope",
-            "placement",
-            "ranks",
-            "dtype",
-            "op",
-            "bytes",
-            "count",
-            "cache",
-            "iters",
-            "min_us",
-            "median_us",
-            "p95_us",
-            "mean_us",
-            "algbw_gbs",
-            "busbw_gbs",
-            "limit_pct",
-            "validation",
-            "max_rel_error",
-            "note",
-            "auto_choice",
-        ];
-        let path = temp("header.csv");
-        write_csv(&path, &[rec("ring", 8, 1.0)]).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        std::fs::remove_file(&path).ok();
-        let mut lines = text.lines();
-        assert_eq!(lines.next(), Some(fields.join(",").as_str()));
-        let row = lines.next().unwrap();
-        assert!(row.starts_with("allreduce,ring,corecoll,all,compact,2,f64,sum,8,1,warm,100,"));
-        // None is an empty field.
-        assert!(row.ends_with(",,pass,,,"), "{row}");
-    }
-
-    #[test]
-    fn csv_round_trip() {
-        let v = awkward();
-        let path = temp("trip.csv");
-        write_csv(&path, &v).unwrap();
-        let back = read_csv(&path).unwrap();
-        std::fs::remove_file(&path).ok();
-        assert!(same(&v, &back), "{v:?}\n{back:?}");
-    }
-
-    #[test]
-    fn json_round_trip_with_nan() {
-        let v = awkward();
-        let info = RunInfo {
-            command: "corecoll-bench --sizes 8".into(),
-            version: "0.1.0".into(),
-            cores: 2,
-            sockets: 1,
-            cpu: "Some CPU".into(),
-            os: "linux x86_64".into(),
-            build: "release".into(),
-            features: String::new(),
-            machine: "2x2 (synthetic: 2 packages, 2 L3 groups, 4 cores)".into(),
-        };
-        let path = temp("trip.json");
-        let checks = checks::Checks::of(&v, checks::DEFAULT_TOLERANCE);
-        write_json(&path, &info, &v, Some(&checks)).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let (info2, back) = read_json(&path).unwrap();
-        std::fs::remove_file(&path).ok();
-        assert!(text.contains("\"median_us\": null"), "{text}");
-        assert!(text.contains("\"checks\": {"), "{text}");
-        assert_eq!(info2, info);
-        assert!(same(&v, &back), "{v:?}\n{back:?}");
-    }
-
-    #[test]
-    fn json_of_an_older_run_info_reads() {
-        let path = temp("old.json");
-        std::fs::write(
-            &path,
-            r#"{"info": {"command": "x", "version": "0.1.0", "cores": 4}, "records": []}"#,
-        )
-        .unwrap();
-        let (info, records) = read_json(&path).unwrap();
-        std::fs::remove_file(&path).ok();
-        assert_eq!((info.cores, info.cpu.as_str()), (4, ""));
-        assert!(records.is_empty());
-        assert!(read_json(&temp("missing.json")).is_err());
-    }
+    use crate::record::testing::rec;
 
     #[test]
     fn cpu_model_from_cpuinfo() {
@@ -500,7 +278,7 @@ pub(crate) mod tests {
         let info = RunInfo::of_this_run(None);
         assert!(info.cores >= 1 && info.sockets >= 1);
         assert!(info.header().starts_with("machine: detected, "));
-        let m = crate::cli::parse_machine("2x2x4").unwrap();
+        let m = crate::domain::parse_machine("2x2x4").unwrap();
         let info = RunInfo {
             cores: 2,
             sockets: 1,
