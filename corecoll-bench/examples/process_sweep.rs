@@ -52,6 +52,7 @@ mod timing;
 
 use corecoll::algorithm::{Broadcast, Reduce};
 use corecoll::hybrid::ProcessComm;
+use corecoll::tuning::Collective;
 use corecoll::{op, Algorithm};
 use mpi::collective::SystemOperation;
 use mpi::topology::SimpleCommunicator;
@@ -79,62 +80,49 @@ fn stale(i: usize) -> u64 {
     u64::MAX - i as u64
 }
 
-/// A collective of the sweep.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Collective {
-    Allreduce,
-    Broadcast,
-    Reduce,
+/// The MPI library's own collective that does `c`'s job, by its name, for the collectives of
+/// this sweep: allreduce, broadcast and reduce (`None` for the others).
+fn mpi_name(c: Collective) -> Option<&'static str> {
+    match c {
+        Collective::Allreduce => Some("MPI_Allreduce"),
+        Collective::Broadcast => Some("MPI_Bcast"),
+        Collective::Reduce => Some("MPI_Reduce"),
+        _ => None,
+    }
 }
 
-impl Collective {
-    const ALL: [Collective; 3] = [
-        Collective::Allreduce,
-        Collective::Broadcast,
-        Collective::Reduce,
-    ];
+/// The methods of `c`, in column order: the crate's algorithms that run between processes
+/// (every one of the `ALL` list but those that need shared memory; `Auto` first), then the
+/// MPI library's collective; `None` for a collective this sweep does not time.
+fn methods(c: Collective) -> Option<Vec<Method>> {
+    let mut m: Vec<Method> = match c {
+        Collective::Allreduce => Algorithm::ALL
+            .into_iter()
+            .filter(|a| !a.needs_shared_memory())
+            .map(Method::Allreduce)
+            .collect(),
+        Collective::Broadcast => Broadcast::ALL
+            .into_iter()
+            .filter(|a| !a.needs_shared_memory())
+            .map(Method::Broadcast)
+            .collect(),
+        Collective::Reduce => Reduce::ALL
+            .into_iter()
+            .filter(|a| !a.needs_shared_memory())
+            .map(Method::Reduce)
+            .collect(),
+        _ => return None,
+    };
+    m.push(Method::Mpi(c));
+    Some(m)
+}
 
-    fn name(self) -> &'static str {
-        match self {
-            Collective::Allreduce => "allreduce",
-            Collective::Broadcast => "broadcast",
-            Collective::Reduce => "reduce",
-        }
-    }
-
-    /// The MPI library's own collective, by its name.
-    fn mpi_name(self) -> &'static str {
-        match self {
-            Collective::Allreduce => "MPI_Allreduce",
-            Collective::Broadcast => "MPI_Bcast",
-            Collective::Reduce => "MPI_Reduce",
-        }
-    }
-
-    /// The methods, in column order: the crate's algorithms that run between processes
-    /// (every one of the `ALL` list but those that need shared memory; `Auto` first), then
-    /// the MPI library's collective.
-    fn methods(self) -> Vec<Method> {
-        let mut m: Vec<Method> = match self {
-            Collective::Allreduce => Algorithm::ALL
-                .into_iter()
-                .filter(|a| !a.needs_shared_memory())
-                .map(Method::Allreduce)
-                .collect(),
-            Collective::Broadcast => Broadcast::ALL
-                .into_iter()
-                .filter(|a| !a.needs_shared_memory())
-                .map(Method::Broadcast)
-                .collect(),
-            Collective::Reduce => Reduce::ALL
-                .into_iter()
-                .filter(|a| !a.needs_shared_memory())
-                .map(Method::Reduce)
-                .collect(),
-        };
-        m.push(Method::Mpi(self));
-        m
-    }
+/// The collectives this sweep times, in the library's order.
+fn swept() -> Vec<Collective> {
+    Collective::ALL
+        .into_iter()
+        .filter(|&c| mpi_name(c).is_some())
+        .collect()
 }
 
 /// One way of doing a collective.
@@ -153,7 +141,7 @@ enum Method {
 impl Method {
     fn name(self) -> &'static str {
         match self {
-            Method::Mpi(c) => c.mpi_name(),
+            Method::Mpi(c) => mpi_name(c).unwrap_or("MPI"),
             Method::Allreduce(a) => a.name(),
             Method::Broadcast(a) => a.name(),
             Method::Reduce(a) => a.name(),
@@ -183,7 +171,7 @@ struct Options {
 impl Options {
     fn parse() -> Result<Options, String> {
         let mut o = Options {
-            collectives: Collective::ALL.to_vec(),
+            collectives: swept(),
             sizes: None,
             max_bytes: 16 << 20,
             budget: Budget {
@@ -201,10 +189,9 @@ impl Options {
                 "--collective" => {
                     let v = value()?;
                     o.collectives = match v.as_str() {
-                        "all" => Collective::ALL.to_vec(),
-                        name => vec![Collective::ALL
-                            .into_iter()
-                            .find(|c| c.name() == name)
+                        "all" => swept(),
+                        name => vec![Collective::from_name(name)
+                            .filter(|&c| mpi_name(c).is_some())
                             .ok_or(format!(
                                 "--collective {name}: allreduce, broadcast, reduce or all"
                             ))?],
@@ -290,6 +277,7 @@ impl Bench<'_> {
                 }
                 Ok(())
             }
+            Method::Mpi(_) => unreachable!("the sweep has no other collective"),
             Method::Allreduce(alg) => self.pc.allreduce_with(buf, op::Sum, alg),
             Method::Broadcast(alg) => self.pc.broadcast_with(buf, ROOT, alg),
             Method::Reduce(alg) => self.pc.reduce_with(buf, op::Sum, ROOT, alg),
@@ -325,6 +313,7 @@ impl Bench<'_> {
             Collective::Broadcast => input(ROOT, i),
             Collective::Reduce if rank == ROOT => sum(p, i),
             Collective::Reduce => input(rank, i),
+            _ => unreachable!("the sweep has no other collective"),
         }
     }
 
@@ -504,7 +493,7 @@ fn main() -> ExitCode {
     let t0 = Instant::now();
     let mut results = Vec::new();
     for &c in &o.collectives {
-        let methods = c.methods();
+        let methods = methods(c).expect("a collective of the sweep");
         bench.collective = c;
         let mut rows = Vec::new();
         for &n in &counts {

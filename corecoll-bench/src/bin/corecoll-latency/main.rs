@@ -3,10 +3,10 @@
 //! `Ring`) on this machine and prints them in a table beside the goals; then the 8-byte
 //! latency of every collective (`Auto`, one u64 per rank, root 0, `Sum` for the reductions)
 //! at p = 2 beside allreduce's on the same data, with the ratio (goal: at most 2×).
-//! `benches/collectives.rs` measures the same against every algorithm and size.
+//! The library's `benches/collectives.rs` measures the same against every algorithm and size.
 //!
 //! ```text
-//! cargo run --release --bin corecoll-latency
+//! cargo run --release -p corecoll-bench --bin corecoll-latency
 //! ```
 //!
 //! Every row is 30 samples; a sample is one timed loop of N repetitions (N chosen so that a
@@ -18,7 +18,12 @@
 //! splits a communicator, so that a broken build cannot print fast numbers.
 
 use corecoll::op::Sum;
+use corecoll::tuning::Collective;
 use corecoll::{Algorithm, Block, Comm, Team, EAGER_MAX};
+use corecoll_bench::domain::fmt_bytes;
+use corecoll_bench::output::grid;
+use corecoll_bench::output::this_cpu;
+use corecoll_bench::stats::Summary;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -50,70 +55,29 @@ enum Work {
     Allreduce(usize, Algorithm),
     /// Every rank calls a collective (`Auto`) on one u64 of its own (root 0; `Sum`, which
     /// wraps, for the reductions).
-    Collective(Coll),
+    Collective(CollectiveCall),
 }
 
-/// The collectives of the 8-byte table.
-#[derive(Debug, Clone, Copy)]
-enum Coll {
-    Broadcast,
-    Reduce,
-    Scan,
-    Gather,
-    Scatter,
-    Allgather,
-    Alltoall,
-    ReduceScatter,
-    Allreduce,
-}
+/// One call of a collective on a rank's own element and its two buffers of one element per
+/// rank.
+type CollectiveCall = fn(&Comm, &mut [u64], &mut [u64], &mut [u64]) -> corecoll::Result<()>;
 
-impl Coll {
-    const ALL: [Coll; 9] = [
-        Coll::Broadcast,
-        Coll::Reduce,
-        Coll::Scan,
-        Coll::Gather,
-        Coll::Scatter,
-        Coll::Allgather,
-        Coll::Alltoall,
-        Coll::ReduceScatter,
-        Coll::Allreduce,
-    ];
-
-    fn name(self) -> &'static str {
-        match self {
-            Coll::Broadcast => "broadcast",
-            Coll::Reduce => "reduce",
-            Coll::Scan => "scan",
-            Coll::Gather => "gather",
-            Coll::Scatter => "scatter",
-            Coll::Allgather => "allgather",
-            Coll::Alltoall => "alltoall",
-            Coll::ReduceScatter => "reduce_scatter_block",
-            Coll::Allreduce => "allreduce",
-        }
-    }
-
-    /// One call on this rank's `own` (one element) and `all` and `all2` (one per rank each).
-    fn call(
-        self,
-        comm: &Comm,
-        own: &mut [u64],
-        all: &mut [u64],
-        all2: &mut [u64],
-    ) -> corecoll::Result<()> {
-        match self {
-            Coll::Broadcast => comm.broadcast(own, 0),
-            Coll::Reduce => comm.reduce(own, Sum, 0),
-            Coll::Scan => comm.scan(own, Sum),
-            Coll::Gather => comm.gather(own, all, 0),
-            Coll::Scatter => comm.scatter(all, own, 0),
-            Coll::Allgather => comm.allgather(own, all),
-            Coll::Alltoall => comm.alltoall(all, all2),
-            Coll::ReduceScatter => comm.reduce_scatter_block(all, own, Sum),
-            Coll::Allreduce => comm.allreduce(own, Sum),
-        }
-    }
+/// The call of collective `c` in the 8-byte table (`Auto`, root 0, `Sum` for the reductions):
+/// every collective of the library's list but the barrier, which the goals measure on its own
+/// (and a collective this check does not know yet).
+fn collective_call(c: Collective) -> Option<CollectiveCall> {
+    Some(match c {
+        Collective::Allreduce => |comm, own, _, _| comm.allreduce(own, Sum),
+        Collective::Broadcast => |comm, own, _, _| comm.broadcast(own, 0),
+        Collective::Reduce => |comm, own, _, _| comm.reduce(own, Sum, 0),
+        Collective::Scan => |comm, own, _, _| comm.scan(own, Sum),
+        Collective::Gather => |comm, own, all, _| comm.gather(own, all, 0),
+        Collective::Scatter => |comm, own, all, _| comm.scatter(all, own, 0),
+        Collective::Allgather => |comm, own, all, _| comm.allgather(own, all),
+        Collective::Alltoall => |comm, _, all, all2| comm.alltoall(all, all2),
+        Collective::ReduceScatter => |comm, own, all, _| comm.reduce_scatter_block(all, own, Sum),
+        _ => return None,
+    })
 }
 
 /// One rank's message buffers for a `Work`: `a` is sent (or, for a ping-pong, sent and
@@ -205,9 +169,9 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
                 }
             }
         }
-        Work::Collective(coll) => {
+        Work::Collective(call) => {
             for _ in 0..iters {
-                coll.call(comm, &mut bufs.own, &mut bufs.all, &mut bufs.all2)?;
+                call(comm, &mut bufs.own, &mut bufs.all, &mut bufs.all2)?;
             }
         }
         Work::PingPong(_) | Work::Exchange(_) => {}
@@ -248,45 +212,26 @@ fn calibrate(mut time: impl FnMut(u64) -> AnyResult<Duration>) -> AnyResult<u64>
     }
 }
 
-/// Per-repetition statistics over the samples.
-#[derive(Debug, Clone, Copy)]
-struct Stats {
-    median: f64,
-    min: f64,
-    p95: f64,
-}
-
-/// Seconds per repetition: median, minimum and 95th percentile (nearest rank) of the samples,
-/// each divided by `iters * per` (`per` = 2 turns a ping-pong round trip into one way).
-fn stats(samples: &[Duration], iters: u64, per: f64) -> Stats {
-    let mut s: Vec<f64> = samples
+/// Seconds per repetition over the samples (median, minimum and 95th percentile among the
+/// rest), each sample divided by `iters * per` (`per` = 2 turns a ping-pong round trip into
+/// one way).
+fn stats(samples: &[Duration], iters: u64, per: f64) -> Summary {
+    let s: Vec<f64> = samples
         .iter()
         .map(|d| d.as_secs_f64() / (iters as f64 * per))
         .collect();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    let median = if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    };
-    let p95 = s[((n as f64 * 0.95).ceil() as usize).clamp(1, n) - 1];
-    Stats {
-        median,
-        min: s[0],
-        p95,
-    }
+    Summary::of(&s).expect("at least one sample")
 }
 
 /// Measures `work` on `team`; `per` as in [`stats`].
-fn measure(team: &Team, work: Work, per: f64) -> AnyResult<Stats> {
+fn measure(team: &Team, work: Work, per: f64) -> AnyResult<Summary> {
     let iters = calibrate(|i| Ok(run_samples(team, work, 1, i)?[0]))?;
     Ok(stats(&run_samples(team, work, SAMPLES, iters)?, iters, per))
 }
 
 /// Measures a plain memcpy of `n` bytes (`copy_from_slice`) on the calling thread, swapping
 /// source and destination after each copy as the exchange swaps its buffers.
-fn measure_memcpy(n: usize) -> AnyResult<Stats> {
+fn measure_memcpy(n: usize) -> AnyResult<Summary> {
     let mut src = vec![1u8; n];
     let mut dst = vec![0u8; n];
     let mut time = |iters: u64| {
@@ -307,7 +252,7 @@ fn measure_memcpy(n: usize) -> AnyResult<Stats> {
 /// counter back and forth through two cache-line-padded atomics (no library, no payload, no
 /// checks). Reported one way, as the ping-pong rows are, so the two can be compared within one
 /// run (on a virtual machine this floor itself moves from run to run).
-fn measure_handoff(cores: &[Option<usize>]) -> AnyResult<Stats> {
+fn measure_handoff(cores: &[Option<usize>]) -> AnyResult<Summary> {
     use crossbeam_utils::CachePadded;
     use std::sync::atomic::{AtomicU64, Ordering::*};
     let pin = |r: usize| {
@@ -412,30 +357,15 @@ fn self_check() -> AnyResult<()> {
     Ok(())
 }
 
-/// A time in the unit that suits it.
+/// A time in seconds in the unit that suits it, with three significant digits.
 fn fmt_time(secs: f64) -> String {
-    if secs < 1e-6 {
-        format!("{:.0} ns", secs * 1e9)
-    } else if secs < 1e-3 {
-        format!("{:.2} µs", secs * 1e6)
-    } else {
-        format!("{:.3} ms", secs * 1e3)
-    }
-}
-
-/// A byte count as it is usually written (8 B, 4 KiB, 8 MiB; exact otherwise).
-fn fmt_bytes(n: usize) -> String {
-    match n {
-        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
-        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
-        n => format!("{n} B"),
-    }
+    grid::fmt_time(secs * 1e6)
 }
 
 /// One line of the table.
 struct Row {
     what: String,
-    stats: Stats,
+    stats: Summary,
     /// Bytes moved per repetition, for the bandwidth column.
     bytes: Option<usize>,
     /// The goal as text, and whether the median meets it.
@@ -443,7 +373,7 @@ struct Row {
 }
 
 impl Row {
-    fn new(what: impl Into<String>, stats: Stats) -> Row {
+    fn new(what: impl Into<String>, stats: Summary) -> Row {
         Row {
             what: what.into(),
             stats,
@@ -489,12 +419,6 @@ fn print_rows(title: &str, rows: &[Row]) {
     }
 }
 
-fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("model name"))?;
-    Some(line.split_once(':')?.1.trim().to_string())
-}
-
 /// How a team of `p` ranks sits on `cores` cores, for a row label.
 fn placement(p: usize, cores: usize) -> String {
     if p > cores {
@@ -506,7 +430,7 @@ fn placement(p: usize, cores: usize) -> String {
 
 /// `--sweep`: one-way latency over message sizes around the eager/rendezvous boundary and
 /// beyond, the measurement `EAGER_MAX` was chosen by (rebuild with another `EAGER_MAX` in
-/// src/mailbox/mod.rs to compare).
+/// the library's src/mailbox/mod.rs to compare).
 fn sweep() -> AnyResult<()> {
     let team2 = Team::new(2)?;
     println!("one-way latency by size, p=2 (EAGER_MAX = {EAGER_MAX} B)");
@@ -545,7 +469,10 @@ fn main() -> AnyResult<()> {
     println!(
         "  cores: {cores}{}; ranks pinned compactly (rank r on core r mod {cores}); \
          rank 0 = the calling thread",
-        cpu_model().map_or(String::new(), |m| format!(" ({m})"))
+        match this_cpu() {
+            m if m.is_empty() => String::new(),
+            m => format!(" ({m})"),
+        }
     );
     println!(
         "  each row: {SAMPLES} samples of ~{} ms; median / min / p95 per operation; \
@@ -562,7 +489,7 @@ fn main() -> AnyResult<()> {
 
     let team2 = Team::new(2)?;
     let one_way = |n: usize| measure(&team2, Work::PingPong(n), 2.0);
-    let barrier = |p: usize| -> AnyResult<Stats> {
+    let barrier = |p: usize| -> AnyResult<Summary> {
         let team = Team::new(p)?;
         measure(&team, Work::Barrier, 1.0)
     };
@@ -643,16 +570,17 @@ fn main() -> AnyResult<()> {
     print_rows("more", &more);
 
     // Each collective's 8 B latency beside allreduce's on the same data (goal: ≤ 2×).
-    let coll_stats = Coll::ALL
+    let coll_stats = Collective::ALL
         .into_iter()
-        .map(|c| Ok((c, measure(&team2, Work::Collective(c), 1.0)?)))
+        .filter_map(|c| Some((c, collective_call(c)?)))
+        .map(|(c, call)| Ok((c, measure(&team2, Work::Collective(call), 1.0)?)))
         .collect::<AnyResult<Vec<_>>>()?;
     let (_, ar_u64) = *coll_stats
         .iter()
-        .find(|(c, _)| matches!(c, Coll::Allreduce))
+        .find(|(c, _)| *c == Collective::Allreduce)
         .expect("allreduce is in the table");
     let allreduce = ar_u64.median;
-    let ratio_row = |what: String, stats: Stats| {
+    let ratio_row = |what: String, stats: Summary| {
         let ratio = stats.median / allreduce;
         let mut row = Row::new(what, stats);
         row.goal = Some((format!("≤ 2× allreduce (is {ratio:.2}×)"), ratio <= 2.0));
@@ -660,8 +588,8 @@ fn main() -> AnyResult<()> {
     };
     let mut colls: Vec<Row> = coll_stats
         .iter()
-        .filter(|(c, _)| !matches!(c, Coll::Allreduce))
-        .map(|&(c, s)| ratio_row(format!("{} 8 B (one u64, Auto), p=2", c.name()), s))
+        .filter(|(c, _)| *c != Collective::Allreduce)
+        .map(|&(c, s)| ratio_row(format!("{c} 8 B (one u64, Auto), p=2"), s))
         .collect();
     colls.push(ratio_row("barrier p=2 (from the goals)".into(), bar2));
     colls.push(Row::new("allreduce 8 B (one u64, Sum, Auto), p=2", ar_u64));
