@@ -8,8 +8,8 @@
 //! cost constants, derives `Auto`'s decision tables and predicts sweeps with the library's
 //! cost model.
 //!
-//! The modules, from the bottom up; each uses only modules above it in this list, which the
-//! test `tests/module_dag.rs` keeps so:
+//! The modules, from the bottom up; each uses only modules listed before it (and
+//! `tests/module_dag.rs` fails on any cycle among them):
 //!
 //! - `domain`: the vocabulary (calls, algorithms, element types, ops, sizes, placements);
 //! - `stats`, `elem`, `placement`, `measure`: statistics, element types as Rust types, where

@@ -15,7 +15,8 @@
 use crate::cli::Args;
 use crate::output::{create_parent, default_dir, read_json, RunInfo};
 use crate::record::{Record, Source, Validation};
-use corecoll::tuning::{Collective, Rule, Rules, Table};
+use corecoll::tuning::Collective;
+use corecoll::tuning::{Rule, Rules, Table};
 use corecoll::Profile;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,12 +1,12 @@
 //! The baselines that run in the same sweep and table as corecoll's algorithms, timed by the
 //! same method (`measure`) and checked by the same reference (`cell::check`):
 //!
-//! - `limit` ([`limit`]): the ideal data movement of the collective with no synchronisation
+//! - `limit` (`limit.rs`): the ideal data movement of the collective with no synchronisation
 //!   inside a call; every rank reads and writes the other ranks' buffers directly. Its time is
 //!   the "100 %" of the table's "% of limit" column.
-//! - `std-naive` ([`naive`]): what a user would write with the standard library alone, a
+//! - `std-naive` (`naive.rs`): what a user would write with the standard library alone, a
 //!   shared `Mutex<Vec<T>>` and `std::sync::Barrier`s.
-//! - `channels` ([`channels`]): a ring allreduce over crossbeam channels, each message a
+//! - `channels` (`channels.rs`): a ring allreduce over crossbeam channels, each message a
 //!   `Vec<T>` of its own.
 //!
 //! The MPI library's collectives, the fourth baseline, run in other processes

@@ -7,7 +7,7 @@
 //!   recorded as not measured, and says why. Messages go through the crate's own
 //!   `Comm::send` and `Comm::recv`, the calls the schedules make.
 //! - **`oversubscribed`** is not a ping-pong: a chain allreduce on four ranks per core, in
-//!   explicit blocks, fitted to the model's step counts ([`busy`] says how and why). The
+//!   explicit blocks, fitted to the model's step counts (`busy` says how and why). The
 //!   ping-pong of two ranks pinned to one core (passive waiting) is still run and kept in the
 //!   level's `pingpong` record and in the tables, for comparison.
 //!   Sizes are [`SIZES`] (8 B to 4 MiB); per size, a few warm-up round trips, then as many as
@@ -177,7 +177,7 @@ fn line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((my - slope * mx, slope))
 }
 
-/// α (over the eager sizes) and β (from [`BETA_FROM`]) of the module documentation, with R²
+/// α (over the eager sizes) and β (from `BETA_FROM`) of the module documentation, with R²
 /// over every size and the samples. α is at least 1 ns (the lemma divides by it), β at least
 /// 0; where a part has too few sizes, α is the smallest size's time and β the slope between
 /// the first and last sizes.

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 pub struct RunInfo {
     /// The command line.
     pub command: String,
-    /// corecoll's version.
+    /// The version of corecoll and of this benchmark (one for the whole workspace).
     pub version: String,
     /// Cores available to the process (one per core: SMT siblings are not counted).
     pub cores: usize,
