@@ -9,9 +9,9 @@
 //! once and uses `iter_custom`: one `Team::run` per criterion sample, in which every rank warms
 //! up, meets the others at a barrier, and repeats the operation `iters` times; rank 0 (the
 //! calling thread) times the loop and its time is the sample's. The kernels are the ones of
-//! `src/bin/corecoll-latency.rs` (the printed table): a ping-pong sends back what it just received,
-//! and the exchange and the memcpy swap their two buffers after each repetition, so that the
-//! data sent was always just written.
+//! the latency check `corecoll-latency` (the printed table, in the `corecoll-bench` crate): a
+//! ping-pong sends back what it just received, and the exchange and the memcpy swap their two
+//! buffers after each repetition, so that the data sent was always just written.
 
 use corecoll::{Comm, Team};
 use criterion::{Criterion, Throughput};

@@ -598,7 +598,7 @@ fn a_panicking_op_fails_the_call_everywhere() {
     let team = team(p);
     let bytes = 3000 * std::mem::size_of::<u64>();
     let auto_is_linear = team
-        .decide(corecoll::tuning::Collective::Reduce, p, bytes, false)
+        .decide(corecoll::Collective::Reduce, p, bytes, false)
         .is_some_and(|d| d.algorithm == Reduce::Linear.name());
     for alg in ALGORITHMS {
         let only_root_combines = alg == Reduce::Linear || (alg == Reduce::Auto && auto_is_linear);

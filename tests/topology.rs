@@ -611,30 +611,3 @@ proptest! {
         }
     }
 }
-
-/// `corecoll-bench --topology` prints the detected tree and its source and exits; a socket
-/// the machine does not have is refused.
-#[cfg(feature = "cli")]
-#[test]
-fn the_bench_prints_the_topology() {
-    let bin = env!("CARGO_BIN_EXE_corecoll-bench");
-    let out = std::process::Command::new(bin)
-        .arg("--topology")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}");
-    let t = Topology::detect();
-    assert_eq!(stdout.lines().next(), t.to_string().lines().next());
-    assert!(
-        stdout.contains(&format!("(source: {};", t.source())),
-        "{stdout}"
-    );
-    let out = std::process::Command::new(bin)
-        .args(["--placement", "socket:4096"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no socket 4096 here"), "{stderr}");
-}

@@ -2,7 +2,8 @@
 //! right result, the program's rules are what a team decides, and a profile's tables are used.
 
 use corecoll::op::{non_commutative, Sum};
-use corecoll::tuning::{Collective, Source, Table};
+use corecoll::tuning::{Source, Table};
+use corecoll::Collective;
 use corecoll::{Profile, Team};
 
 /// Runs `c` with `Auto` on `team` (each rank's input: rank · 1000 + i over `n` elements, or

@@ -3,7 +3,8 @@
 //! Environment variables are process-wide, so this is the only test in its binary.
 
 use corecoll::op::Sum;
-use corecoll::tuning::{Collective, Source};
+use corecoll::tuning::Source;
+use corecoll::Collective;
 use corecoll::{Error, Team};
 
 #[test]

@@ -4,12 +4,12 @@
 use super::Local;
 use crate::algorithms;
 use crate::algorithms::check::{self, Call};
+use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Algorithm, Decision, Flat};
 use crate::transport::Permuted;
-use crate::tuning::Collective;
 use crate::EAGER_MAX;
 
 impl Local {

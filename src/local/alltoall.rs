@@ -28,11 +28,11 @@
 use super::Local;
 use crate::algorithms::alltoall as sched;
 use crate::algorithms::check::{self, Call};
+use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::hierarchy::alltoall as ring;
 use crate::mailbox::Kind;
 use crate::select::{self, Alltoall, Decision, Flat};
-use crate::tuning::Collective;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` form's messages.
 const V_FORM: u8 = 0x80;

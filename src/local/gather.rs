@@ -26,10 +26,10 @@ use super::Local;
 use crate::algorithms::check::{self, Call};
 use crate::algorithms::gather as sched;
 use crate::algorithms::pair;
+use crate::collective::Collective;
 use crate::error::Result;
 use crate::mailbox::Kind;
 use crate::select::{self, Allgather, Decision, Flat, Gather, Scatter};
-use crate::tuning::Collective;
 
 /// The bit added to the algorithm's id in the tag variant of the `v` forms' messages.
 const V_FORM: u8 = 0x80;

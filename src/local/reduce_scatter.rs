@@ -23,11 +23,11 @@
 use super::Local;
 use crate::algorithms::check::{self, Call};
 use crate::algorithms::reduce_scatter as sched;
+use crate::collective::Collective;
 use crate::error::Result;
 use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Decision, Flat, ReduceScatter};
-use crate::tuning::Collective;
 
 impl Local {
     /// [`Comm::reduce_scatter_block`] with a chosen algorithm (every rank must choose the

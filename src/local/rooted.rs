@@ -5,11 +5,11 @@ use super::Local;
 use crate::algorithms;
 use crate::algorithms::check::{self, Call};
 use crate::algorithms::pair;
+use crate::collective::Collective;
 use crate::error::Result;
 use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Broadcast, Decision, Flat, Reduce};
-use crate::tuning::Collective;
 
 impl Local {
     /// [`Comm::broadcast`] with a chosen algorithm (every rank must choose the same).

@@ -12,11 +12,11 @@ use super::Local;
 use crate::algorithms;
 use crate::algorithms::check::{self, Call};
 use crate::algorithms::pair;
+use crate::collective::Collective;
 use crate::error::Result;
 use crate::mailbox::{op_word, Kind};
 use crate::op::Op;
 use crate::select::{self, Decision, Scan};
-use crate::tuning::Collective;
 
 /// The bit set in the algorithm word of an exclusive scan (the ids of [`Scan`] are small).
 const EXCLUSIVE: u8 = 0x80;

@@ -15,11 +15,11 @@
 
 use super::Local;
 use crate::algorithms;
+use crate::collective::Collective;
 use crate::error::Result;
 use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
 use crate::select::{self, Decision, Flat};
-use crate::tuning::Collective;
 
 impl Local {
     /// A reduce of `buf` to `root` with `Auto`'s flat algorithm, without a call check (see

@@ -11,6 +11,7 @@ mod affinity;
 
 pub use crate::topology::Pinning;
 
+use crate::collective::Collective;
 use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::local::{Local, Settings};
@@ -19,7 +20,7 @@ use crate::shm::{CommShared, Member, Ranks, RunState};
 use crate::sync::park::{wait_until, WaitPolicy};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Mutex, Ordering};
 use crate::topology::{available_cores, Location, Topology};
-use crate::tuning::{Collective, Tuning};
+use crate::tuning::Tuning;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;

@@ -51,7 +51,7 @@ pub use decide::{Decision, Source, Tuning};
 pub use rules::{parse_size, Rule, Rules};
 pub use table::{builtin, Table};
 
-pub use crate::collective::Collective;
+use crate::collective::Collective;
 
 impl Collective {
     /// The algorithms a rule may name for this collective: the flat ones (module docs).

@@ -12,26 +12,24 @@ pub fn on_path(name: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(name).is_file()))
 }
 
-/// Builds example `name` with the features this test was built with (`mpi`, `cli` and `hwloc`
-/// where they are on), in the debug profile, and returns its path. Under
-/// `cargo test --all-features` (as CI runs it) that is the very build cargo made of the
-/// examples for the test run, so nothing is compiled again; a release build of the examples
-/// (the dev-dependencies included) cost CI about a minute, and the checks are latency-bound,
-/// quick in debug too.
+/// Builds example `name` with the library's features this test was built with (`mpi` and
+/// `hwloc` where they are on), in the debug profile, and returns its path. The dependencies'
+/// features are resolved over the whole workspace, so that under `cargo test --workspace
+/// --all-features` (as CI runs it) this is the very build cargo made of the examples for the
+/// test run and nothing is compiled again; a release build of the examples (the
+/// dev-dependencies included) cost CI about a minute, and the checks are latency-bound, quick
+/// in debug too.
 pub fn build_example(name: &str) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut features = Vec::new();
     if cfg!(feature = "mpi") {
-        features.push("mpi");
-    }
-    if cfg!(feature = "cli") {
-        features.push("cli");
+        features.push("corecoll/mpi");
     }
     if cfg!(feature = "hwloc") {
-        features.push("hwloc");
+        features.push("corecoll/hwloc");
     }
     let mut cargo = Command::new(env!("CARGO"));
-    cargo.args(["build", "--example", name]);
+    cargo.args(["build", "--workspace", "--example", name]);
     if !features.is_empty() {
         cargo.args(["--features", &features.join(",")]);
     }

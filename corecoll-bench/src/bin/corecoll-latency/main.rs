@@ -1,0 +1,291 @@
+//! The runtime's latency check: measures point-to-point latency, barriers, a large
+//! pairwise exchange and allreduce (8 B with `Auto`; 1 MiB with `Direct`, `DualRoot` and
+//! `Ring`) on this machine and prints them in a table beside the goals; then the 8-byte
+//! latency of every collective (`Auto`, one u64 per rank, root 0, `Sum` for the reductions)
+//! at p = 2 beside allreduce's on the same data, with the ratio (goal: at most 2×).
+//! The library's `benches/collectives.rs` measures the same against every algorithm and size.
+//!
+//! ```text
+//! cargo run --release -p corecoll-bench --bin corecoll-latency
+//! ```
+//!
+//! Every row is 30 samples; a sample is one timed loop of N repetitions (N chosen so that a
+//! sample lasts about 10 ms), and the table shows the median, minimum and 95th percentile of
+//! the per-repetition time over the samples. Ranks run in one persistent [`Team`] per size,
+//! pinned compactly (rank r on the r-th available core, wrapping around); rank 0 is the calling
+//! thread and its clock is the one reported. One-way latency is half a ping-pong round trip.
+//! Before measuring, a short self-check sends known data around rings of several sizes and
+//! splits a communicator, so that a broken build cannot print fast numbers.
+
+mod self_check;
+mod work;
+
+use corecoll::Collective;
+use corecoll::{Algorithm, Block, Team, EAGER_MAX};
+use corecoll_bench::domain::fmt_bytes;
+use corecoll_bench::output::grid;
+use corecoll_bench::output::this_cpu;
+use corecoll_bench::stats::Summary;
+use self_check::self_check;
+use std::time::Instant;
+use work::{collective_call, measure, measure_handoff, measure_memcpy, AnyResult, Work};
+use work::{SAMPLES, SAMPLE_TARGET};
+
+/// Size of the large exchange and of the memcpy it is compared with.
+const BIG: usize = 8 << 20;
+
+/// A time in seconds in the unit that suits it, with three significant digits.
+fn fmt_time(secs: f64) -> String {
+    grid::fmt_time(secs * 1e6)
+}
+
+/// One line of the table.
+struct Row {
+    what: String,
+    stats: Summary,
+    /// Bytes moved per repetition, for the bandwidth column.
+    bytes: Option<usize>,
+    /// The goal as text, and whether the median meets it.
+    goal: Option<(String, bool)>,
+}
+
+impl Row {
+    fn new(what: impl Into<String>, stats: Summary) -> Row {
+        Row {
+            what: what.into(),
+            stats,
+            bytes: None,
+            goal: None,
+        }
+    }
+    fn bytes(mut self, n: usize) -> Row {
+        self.bytes = Some(n);
+        self
+    }
+    /// Goal: median at most `limit` seconds.
+    fn at_most(mut self, limit: f64) -> Row {
+        self.goal = Some((format!("≤ {}", fmt_time(limit)), self.stats.median <= limit));
+        self
+    }
+}
+
+fn print_rows(title: &str, rows: &[Row]) {
+    println!("\n{title}");
+    println!(
+        "  {:<48} {:>10} {:>10} {:>10} {:>7}   {:<24} met",
+        "measurement", "median", "min", "p95", "GB/s", "goal"
+    );
+    for r in rows {
+        let bw = r.bytes.map_or("".to_string(), |n| {
+            format!("{:.2}", n as f64 / r.stats.median / 1e9)
+        });
+        let (goal, met) = match &r.goal {
+            Some((g, ok)) => (g.as_str(), if *ok { "yes" } else { "NO" }),
+            None => ("", ""),
+        };
+        println!(
+            "  {:<48} {:>10} {:>10} {:>10} {:>7}   {:<24} {}",
+            r.what,
+            fmt_time(r.stats.median),
+            fmt_time(r.stats.min),
+            fmt_time(r.stats.p95),
+            bw,
+            goal,
+            met
+        );
+    }
+}
+
+/// How a team of `p` ranks sits on `cores` cores, for a row label.
+fn placement(p: usize, cores: usize) -> String {
+    if p > cores {
+        format!("p={p}, {p} ranks on {cores} cores")
+    } else {
+        format!("p={p}")
+    }
+}
+
+/// `--sweep`: one-way latency over message sizes around the eager/rendezvous boundary and
+/// beyond, the measurement `EAGER_MAX` was chosen by (rebuild with another `EAGER_MAX` in
+/// the library's src/mailbox/mod.rs to compare).
+fn sweep() -> AnyResult<()> {
+    let team2 = Team::new(2)?;
+    println!("one-way latency by size, p=2 (EAGER_MAX = {EAGER_MAX} B)");
+    println!(
+        "  {:>8}  {:>10}  {:>10}  {:>7}  protocol",
+        "bytes", "median", "min", "GB/s"
+    );
+    for n in [
+        8, 64, 256, 512, 768, 1024, 1025, 1536, 2048, 3072, 4096, 4097, 8192, 16384, 65536,
+    ] {
+        let s = measure(&team2, Work::PingPong(n), 2.0)?;
+        let how = if n <= 16 {
+            "inline"
+        } else if n <= EAGER_MAX {
+            "eager"
+        } else {
+            "rendezvous"
+        };
+        println!(
+            "  {n:>8}  {:>10}  {:>10}  {:>7.2}  {how}",
+            fmt_time(s.median),
+            fmt_time(s.min),
+            n as f64 / s.median / 1e9
+        );
+    }
+    Ok(())
+}
+
+fn main() -> AnyResult<()> {
+    if std::env::args().any(|a| a == "--sweep") {
+        return sweep();
+    }
+    let started = Instant::now();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("corecoll latency: point-to-point, barrier, exchange and allreduce on this machine");
+    println!(
+        "  cores: {cores}{}; ranks pinned compactly (rank r on core r mod {cores}); \
+         rank 0 = the calling thread",
+        match this_cpu() {
+            m if m.is_empty() => String::new(),
+            m => format!(" ({m})"),
+        }
+    );
+    println!(
+        "  each row: {SAMPLES} samples of ~{} ms; median / min / p95 per operation; \
+         GB/s = bytes / median",
+        SAMPLE_TARGET.as_millis()
+    );
+
+    let t = Instant::now();
+    self_check()?;
+    println!(
+        "  self-check: ok (ring sendrecv p = 1, 2, 3, 5, 8, 17 with 0 … 100000 u64; split) in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    let team2 = Team::new(2)?;
+    let one_way = |n: usize| measure(&team2, Work::PingPong(n), 2.0);
+    let barrier = |p: usize| -> AnyResult<Summary> {
+        let team = Team::new(p)?;
+        measure(&team, Work::Barrier, 1.0)
+    };
+
+    let lat8 = one_way(8)?;
+    let floor = measure_handoff(team2.cores())?;
+    let bar2 = measure(&team2, Work::Barrier, 1.0)?;
+    let bar8 = barrier(8)?;
+    let exch = measure(&team2, Work::Exchange(BIG), 1.0)?;
+    let copy = measure_memcpy(BIG)?;
+    let ratio = exch.median / copy.median;
+    let mut exch_row = Row::new(
+        format!("sendrecv {} pairwise exchange, p=2", fmt_bytes(BIG)),
+        exch,
+    )
+    .bytes(BIG);
+    exch_row.goal = Some((format!("≤ 1.2× memcpy (is {ratio:.2}×)"), ratio <= 1.2));
+    let ar8 = measure(&team2, Work::Allreduce(8, Algorithm::Auto), 1.0)?;
+    let goals = [
+        Row::new("one-way latency 8 B, p=2 (ping-pong / 2)", lat8)
+            .bytes(8)
+            .at_most(60e-9),
+        Row::new("  floor: bare cache-line handoff, same cores", floor),
+        Row::new("barrier p=2", bar2).at_most(100e-9),
+        Row::new(format!("barrier {}", placement(8, cores)), bar8).at_most(20e-6),
+        exch_row,
+        Row::new(format!("memcpy {} (copy_from_slice)", fmt_bytes(BIG)), copy).bytes(BIG),
+        Row::new("allreduce 8 B (one f64, Sum, Auto), p=2", ar8).at_most(120e-9),
+    ];
+    print_rows("goals", &goals);
+
+    let mut more = Vec::new();
+    for (n, note) in [
+        (64, String::new()),
+        (EAGER_MAX, " (eager max)".to_string()),
+        (EAGER_MAX + 1, " (first rendezvous)".to_string()),
+        (64 << 10, String::new()),
+        (1 << 20, String::new()),
+    ] {
+        let label = if n == EAGER_MAX + 1 {
+            format!("{}+1", fmt_bytes(EAGER_MAX))
+        } else {
+            fmt_bytes(n)
+        };
+        more.push(Row::new(format!("one-way latency {label}, p=2{note}"), one_way(n)?).bytes(n));
+    }
+    more.push(
+        Row::new(
+            format!("memcpy {} on each of 2 ranks at once", fmt_bytes(BIG)),
+            measure(&team2, Work::Copy(BIG), 1.0)?,
+        )
+        .bytes(BIG),
+    );
+    more.push(Row::new(
+        "send + recv to itself, 8 B, 1 rank (library cost, no waiting)",
+        measure(&Team::new(1)?, Work::SelfMessage(8), 1.0)?,
+    ));
+    for p in [4, 16] {
+        more.push(Row::new(
+            format!("barrier {}", placement(p, cores)),
+            barrier(p)?,
+        ));
+    }
+    for alg in [
+        Algorithm::Direct,
+        Algorithm::DualRoot { block: Block::Auto },
+        Algorithm::Ring { block: Block::Auto },
+    ] {
+        let n = 1 << 20;
+        more.push(
+            Row::new(
+                format!("allreduce {} f64 Sum, p=2, {}", fmt_bytes(n), alg.name()),
+                measure(&team2, Work::Allreduce(n, alg), 1.0)?,
+            )
+            .bytes(n),
+        );
+    }
+    print_rows("more", &more);
+
+    // Each collective's 8 B latency beside allreduce's on the same data (goal: ≤ 2×).
+    let coll_stats = Collective::ALL
+        .into_iter()
+        .filter_map(|c| Some((c, collective_call(c)?)))
+        .map(|(c, call)| Ok((c, measure(&team2, Work::Collective(call), 1.0)?)))
+        .collect::<AnyResult<Vec<_>>>()?;
+    let (_, ar_u64) = *coll_stats
+        .iter()
+        .find(|(c, _)| *c == Collective::Allreduce)
+        .expect("allreduce is in the table");
+    let allreduce = ar_u64.median;
+    let ratio_row = |what: String, stats: Summary| {
+        let ratio = stats.median / allreduce;
+        let mut row = Row::new(what, stats);
+        row.goal = Some((format!("≤ 2× allreduce (is {ratio:.2}×)"), ratio <= 2.0));
+        row
+    };
+    let mut colls: Vec<Row> = coll_stats
+        .iter()
+        .filter(|(c, _)| *c != Collective::Allreduce)
+        .map(|&(c, s)| ratio_row(format!("{c} 8 B (one u64, Auto), p=2"), s))
+        .collect();
+    colls.push(ratio_row("barrier p=2 (from the goals)".into(), bar2));
+    colls.push(Row::new("allreduce 8 B (one u64, Sum, Auto), p=2", ar_u64));
+    print_rows("collectives: 8 B latency beside allreduce's", &colls);
+
+    let met = goals
+        .iter()
+        .filter(|r| matches!(r.goal, Some((_, true))))
+        .count();
+    let total = goals.iter().filter(|r| r.goal.is_some()).count();
+    let coll_met = colls
+        .iter()
+        .filter(|r| matches!(r.goal, Some((_, true))))
+        .count();
+    let coll_total = colls.iter().filter(|r| r.goal.is_some()).count();
+    println!(
+        "\ngoals met: {met} of {total}, collective latency goals met: {coll_met} of {coll_total} \
+         (medians; goals are stated for a 2-core machine). Took {:.1} s.",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,113 @@
+//! The element types (`--type`) and the reduction ops (`--op`) a sweep runs with, by name.
+//! `elem` turns them into the Rust types and the library's op values.
+
+/// An element type of `--type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dtype {
+    /// 64-bit float.
+    F64,
+    /// 32-bit float.
+    F32,
+    /// 64-bit signed integer.
+    I64,
+    /// 32-bit signed integer.
+    I32,
+    /// Byte.
+    U8,
+}
+
+impl Dtype {
+    /// Every element type, in the order of `--help`.
+    pub const ALL: [Dtype; 5] = [Dtype::F64, Dtype::F32, Dtype::I64, Dtype::I32, Dtype::U8];
+
+    /// The name on the command line and in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dtype::F64 => "f64",
+            Dtype::F32 => "f32",
+            Dtype::I64 => "i64",
+            Dtype::I32 => "i32",
+            Dtype::U8 => "u8",
+        }
+    }
+
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Dtype::F64 | Dtype::I64 => 8,
+            Dtype::F32 | Dtype::I32 => 4,
+            Dtype::U8 => 1,
+        }
+    }
+
+    /// Whether it is a floating-point type.
+    pub fn is_float(self) -> bool {
+        matches!(self, Dtype::F64 | Dtype::F32)
+    }
+}
+
+/// A reduction op of `--op` (the library's built-in ops).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpName {
+    /// `op::Sum` (wrapping for integers).
+    Sum,
+    /// `op::Prod`.
+    Prod,
+    /// `op::Min`.
+    Min,
+    /// `op::Max`.
+    Max,
+    /// `op::BitAnd` (integer types).
+    Band,
+    /// `op::BitOr` (integer types).
+    Bor,
+    /// `op::BitXor` (integer types).
+    Bxor,
+}
+
+impl OpName {
+    /// Every op, in the order of `--help`.
+    pub const ALL: [OpName; 7] = [
+        OpName::Sum,
+        OpName::Prod,
+        OpName::Min,
+        OpName::Max,
+        OpName::Band,
+        OpName::Bor,
+        OpName::Bxor,
+    ];
+
+    /// The name on the command line and in the results.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpName::Sum => "sum",
+            OpName::Prod => "prod",
+            OpName::Min => "min",
+            OpName::Max => "max",
+            OpName::Band => "band",
+            OpName::Bor => "bor",
+            OpName::Bxor => "bxor",
+        }
+    }
+
+    /// Whether it is defined on `dtype`.
+    pub fn applies_to(self, dtype: Dtype) -> bool {
+        !dtype.is_float() || matches!(self, OpName::Sum | OpName::Prod | OpName::Min | OpName::Max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ops_and_types() {
+        assert!(OpName::Sum.applies_to(Dtype::F64));
+        assert!(!OpName::Bxor.applies_to(Dtype::F32));
+        assert!(OpName::Band.applies_to(Dtype::U8));
+        assert_eq!(Dtype::U8.size(), 1);
+        let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
+        assert_eq!(names, ["f64", "f32", "i64", "i32", "u8"]);
+        assert_eq!(OpName::ALL.map(OpName::name)[6], "bxor");
+    }
+}
