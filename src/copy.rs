@@ -9,7 +9,7 @@
 //! averaged 12–38 GB/s over a few dozen copies, in five runs, where the same bytes in 64 KiB
 //! calls averaged 57–67 GB/s (the best single calls were within 1.4× of each other). Every
 //! piece from 16 KiB to 512 KiB averaged 54–67 GB/s; 64 KiB is in the middle of that plateau
-//! (`cargo run --release --example memcpy_pieces`).
+//! (`cargo run --release -p corecoll-bench --example memcpy_pieces`).
 //!
 //! What it did to the collectives: the two-rank allgather in message-passing form (ring,
 //! recursive doubling: one single-copy exchange) took 190 µs at 2 MiB and 770 µs at 8 MiB

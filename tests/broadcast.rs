@@ -351,7 +351,7 @@ fn away_from_the_root(team: &Team, alg: Broadcast, runs: usize) -> Vec<usize> {
 
 /// A rank away from the root with another length: every rank fails, the root included,
 /// although the root needs nothing from the others — the agreement of rooted collectives
-/// (`comm::agree`) disseminates the check to every rank before any schedule starts.
+/// (`algorithms::check::agree`) disseminates the check to every rank before any schedule starts.
 #[test]
 fn disagreement_away_from_the_root_fails_on_every_rank() {
     let team = team(3);

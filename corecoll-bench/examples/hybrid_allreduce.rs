@@ -26,7 +26,7 @@
 //! has ranks, the flat-MPI baseline). The exit code is non-zero if any result is wrong.
 //!
 //! **Table mode** (`--table`, for hybrid against flat MPI at the same total ranks; the
-//! `scripts/hybrid_vs_flat.sh` runs): `--counts a,b,c` (u64 per rank; default `--count`'s),
+//! `corecoll-bench/scripts/hybrid_vs_flat.sh` runs): `--counts a,b,c` (u64 per rank; default `--count`'s),
 //! timed by the shared method of the MPI examples (`examples/common/timing.rs`: a barrier over
 //! every rank before each repetition, the slowest rank's time by a `Max` allreduce outside
 //! the timed region, the algorithms in turn per round, minimum and median, `--budget SECONDS`

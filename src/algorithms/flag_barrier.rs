@@ -89,10 +89,10 @@
 //!
 //! A rank making another call (another barrier algorithm, another collective) never stores
 //! these words, so the barrier's ranks would wait for it for ever; the one-hop call check
-//! (`Comm::agree`: each rank's descriptor to rank r + 1) turns that into a mismatch on every
+//! (`check::agree`: each rank's descriptor to rank r + 1) turns that into a mismatch on every
 //! rank, as for `Barrier::Hierarchical`. Here it is split around the arrival: the dispatch
-//! posts the descriptor (`Comm::agree_post`, an eager send), the rank stores its arrival, and
-//! only then reads rank r − 1's descriptor and compares (`check`, `Comm::agree_take`), before
+//! posts the descriptor (`check::agree_post`, an eager send), the rank stores its arrival, and
+//! only then reads rank r − 1's descriptor and compares (`check`, `check::agree_take`), before
 //! it waits for anyone. The check thus costs no wait of its own: a rank reads a descriptor
 //! its neighbour posted before doing anything else. Storing the arrival before the comparison
 //! lets no one out early: leaving needs *every* rank's arrival at this call's epoch, which

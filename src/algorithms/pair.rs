@@ -3,7 +3,7 @@
 //! On a communicator of two ranks, the binomial broadcast, the gather and scatter (linear and
 //! binomial alike), the recursive-doubling scan and the binomial reduce are each one message
 //! between the two ranks (plus, for the reduce, the root's acknowledgement). Run as the
-//! general schedules run them, the call check (`Comm::agree`) is a hop of its own before that
+//! general schedules run them, the call check (`check::agree`) is a hop of its own before that
 //! message, so that a short call costs two message latencies where the allreduce, whose
 //! two-rank exchange checks itself, costs one. Here the check and the message share the hop
 //! ([`agree_pair_sending`]): each rank posts its descriptor, then its message if that is

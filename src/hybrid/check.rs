@@ -293,8 +293,9 @@ mod tests {
             describe(&call.words()),
             format!(
                 "allreduce of 7 elements of 8 bytes (type {:#010x}) with the chain algorithm \
-                 in blocks of 3 with a non-commutative op",
-                type_fingerprint::<u64>() >> 32
+                 in blocks of 3 and op a non-commutative user op (type hash {:#010x})",
+                type_fingerprint::<u64>() >> 32,
+                call.words()[6] as u32
             )
         );
         let b = Call::of::<u8>(
@@ -308,7 +309,9 @@ mod tests {
         let m = Call::of::<i32>(Kind::Coll(Collective::Reduce), Reduce::Native.id(), 5)
             .with_op::<i32, _>(&crate::op::Max);
         assert!(
-            describe(&m.words()).ends_with("with the native algorithm with the built-in op max")
+            describe(&m.words()).ends_with("with the native algorithm and op max"),
+            "{}",
+            describe(&m.words())
         );
         let s = Call::of::<i32>(Kind::Coll(Collective::Reduce), Reduce::Native.id(), 5)
             .with_op::<i32, _>(&crate::op::Sum);

@@ -70,7 +70,7 @@ use std::mem::{size_of, size_of_val};
 
 /// `Auto`'s allreduce between processes for `bytes` per process, `exact` if MPI's own
 /// reduction gives the crate's bits (integers and `bool`, built-in ops): measured with
-/// `examples/process_sweep` on 2, 3 and 4 processes of the development machine (Open MPI
+/// `corecoll-bench/examples/process_sweep.rs` on 2, 3 and 4 processes of the development machine (Open MPI
 /// 4.1.4, 2 cores; docs/hybrid.md, "Auto between processes"). MPI's `MPI_Allreduce` up to
 /// 2 KiB (0.54 against 0.66 µs for recursive doubling at 8 bytes on 2 processes; each also
 /// pays the call check); recursive doubling up to 32 KiB (1.1–1.4× faster than Rabenseifner

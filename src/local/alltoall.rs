@@ -4,7 +4,7 @@
 //! **Validation.** A send buffer whose length is not a multiple of p, or a receive buffer of
 //! another length than the send buffer, fails the run on that rank (`Error::InvalidArgument`)
 //! before anything is sent, so every other rank's call fails too. Then the call check
-//! (`Comm::agree`) compares block length, element type and algorithm in its one-hop form: each
+//! (`check::agree`) compares block length, element type and algorithm in its one-hop form: each
 //! rank compares its call with its left neighbour's, and a rank that finds a difference fails
 //! the run instead of starting the schedule. That is enough because in an all-to-all no rank
 //! can finish without every other rank having started: in `Pairwise` every rank receives a
@@ -95,7 +95,7 @@ impl Local {
         // the check compares (the algorithm in the tag variant, the element type and length
         // checked by the receiving mailbox), and `Direct` starts with the check's own
         // exchange: either rank's first receive meets the other's first message, so a
-        // disagreement fails both without the check's extra hop (`comm::pair`).
+        // disagreement fails both without the check's extra hop (`algorithms::pair`).
         if p != 2 || alg == Alltoall::Direct {
             check::agree(&t, tag, &Call::of::<T, _>(OP, alg, n), false)?;
         }
@@ -106,10 +106,8 @@ impl Local {
         }
     }
 
-    /// [`Comm::alltoallv`] with a chosen algorithm (every rank must choose the same): `Auto`
-    /// and `Pairwise` run the pairwise exchange, `RingLeaders` the hierarchical exchange
-    /// (the pairwise one on a communicator with one group), and `Bruck` and `Direct` are
-    /// `Error::Unsupported` (on every rank: the run fails).
+    /// [`Comm::alltoallv_with`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn alltoallv_with<T>(
         &self,

@@ -3,7 +3,7 @@
 //!
 //! **Validation.** A root out of range, or a buffer of the wrong length on one rank, fails the
 //! run on that rank (`Error::RankOutOfRange`, `Error::InvalidArgument`) before anything is
-//! sent, so every other rank's call fails too. Then the call check (`Comm::agree`) compares
+//! sent, so every other rank's call fails too. Then the call check (`check::agree`) compares
 //! block length, element type, root and algorithm: in its dissemination form for gather and
 //! scatter, whose root or leaves may otherwise finish without hearing of a disagreement; in
 //! its one-hop form for allgather, where no rank can finish without every rank's block, so no
@@ -61,7 +61,7 @@ impl Local {
         };
         let t = self.coll(OP);
         let call = Call::of::<T, _>(OP, alg, send.len()).at(root);
-        // `Direct` sends no message to share the check's hop with (`comm::pair`).
+        // `Direct` sends no message to share the check's hop with (`algorithms::pair`).
         if self.size() == 2 && alg != Gather::Direct {
             let data = tag.with_variant(alg.id());
             return pair::gather_pair(&t, (tag, data), &call, (send, recv), root);
@@ -164,7 +164,7 @@ impl Local {
         // the check compares (the algorithm in the tag variant, the element type and length
         // checked by the receiving mailbox), and `Direct` starts with the check's own
         // exchange: either rank's first receive meets the other's first message, so a
-        // disagreement fails both without the check's extra hop (`comm::pair`).
+        // disagreement fails both without the check's extra hop (`algorithms::pair`).
         if self.size() != 2 || alg == Allgather::Direct {
             check::agree(&t, tag, &Call::of::<T, _>(OP, alg, send.len()), false)?;
         }
@@ -175,12 +175,8 @@ impl Local {
         }
     }
 
-    /// Gathers rank i's `send` into `recv[displs[i] .. displs[i] + counts[i]]` on rank `root`
-    /// (`MPI_Gatherv`). On the root, `counts` and `displs` have `size()` entries, every block
-    /// lies within `recv`, no two non-empty blocks overlap, and rank i's `send.len()` must be
-    /// `counts[i]`; elsewhere `recv`, `counts` and `displs` are not used (pass empty slices).
-    /// The algorithm is linear (every block straight to the root). Anything else is an error
-    /// on every rank.
+    /// [`Comm::gatherv`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     pub(crate) fn gatherv<T>(
         &self,
         send: &[T],
@@ -203,12 +199,8 @@ impl Local {
         sched::gatherv(&t, send, recv, counts, displs, root, tag)
     }
 
-    /// Hands `send[displs[i] .. displs[i] + counts[i]]` on rank `root` to rank i's `recv`
-    /// (`MPI_Scatterv`). On the root, `counts` and `displs` have `size()` entries and every
-    /// block lies within `send` (blocks may overlap); rank i's `recv.len()` must be
-    /// `counts[i]`; elsewhere `send`, `counts` and `displs` are not used (pass empty slices).
-    /// The algorithm is linear (every block straight from the root). Anything else is an error
-    /// on every rank.
+    /// [`Comm::scatterv`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     pub(crate) fn scatterv<T>(
         &self,
         send: &[T],
@@ -231,11 +223,8 @@ impl Local {
         sched::scatterv(&t, send, counts, displs, recv, root, tag)
     }
 
-    /// Gathers rank i's `send` into `recv[displs[i] .. displs[i] + counts[i]]` on every rank
-    /// (`MPI_Allgatherv`). On every rank `counts` and `displs` have `size()` entries, every
-    /// block lies within `recv` and no two non-empty blocks overlap; `counts` must be the same
-    /// everywhere, and rank i's `send.len()` must be `counts[i]` (the displacements may differ
-    /// by rank). The algorithm is the ring. Anything else is an error on every rank.
+    /// [`Comm::allgatherv`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     pub(crate) fn allgatherv<T>(
         &self,
         send: &[T],

@@ -221,28 +221,7 @@ impl Local {
         self.auto_ran.set(Some((A::name_of, alg.id())));
     }
 
-    /// The algorithm `Auto` chose in the last collective call on this communicator: its name
-    /// (as the algorithm enums' `name` spells it; also when a named hierarchical algorithm
-    /// found one group and ran `Auto`'s flat choice), or `None` if that call named its
-    /// algorithm, had nothing to choose, or ran between MPI processes (whose choices are
-    /// their own).
-    /// Every rank of the call sees the same. For performance work: which schedule a call of
-    /// `Auto` ran, e.g. to tell a slow table entry from noise (`corecoll-bench`'s summary
-    /// prints it).
-    ///
-    /// ```
-    /// use corecoll::{op, Team};
-    /// let team = Team::builder().ranks(2).build().unwrap();
-    /// let names = team
-    ///     .run(|comm| {
-    ///         let mut v = vec![1.0f64; 4];
-    ///         comm.allreduce(&mut v, op::Sum).unwrap();
-    ///         comm.auto_choice()
-    ///     })
-    ///     .unwrap();
-    /// assert!(names[0].is_some());
-    /// assert_eq!(names[0], names[1]);
-    /// ```
+    /// What [`Comm::auto_choice`] reports, for a communicator of threads of one process.
     pub(crate) fn auto_choice(&self) -> Option<&'static str> {
         self.auto_ran.get().and_then(|(name_of, id)| name_of(id))
     }
@@ -284,11 +263,7 @@ impl Local {
         self.member.team_rank(rank)
     }
 
-    /// Where communicator rank `rank` runs: its package, NUMA node, L3 group and core in the
-    /// team's [`Comm::topology`], and the OS index of the core it is pinned to. `None` for a
-    /// rank out of range or a team built with [`crate::Pinning::None`]. Every rank of the
-    /// communicator sees the same answer for every rank (ranks of one group need not be
-    /// contiguous: a spread placement interleaves the packages).
+    /// [`Comm::location`] for a communicator of threads of one process.
     pub(crate) fn location(&self, rank: usize) -> Option<Location> {
         self.member.location(rank)
     }
@@ -303,12 +278,8 @@ impl Local {
         }
     }
 
-    /// [`Comm::barrier`] with a chosen algorithm: `Dissemination` (Hensgen, Finkel and Manber
-    /// 1988: ⌈log₂ p⌉ rounds, in round k rank r signals r + 2ᵏ and waits for r − 2ᵏ (mod p);
-    /// p⌈log₂ p⌉ messages) or `Tree` (arrivals up a binomial tree to rank 0, the release back
-    /// down: twice the depth, but about 2.5p messages). Every rank must choose the same
-    /// algorithm (after `Auto`); ranks that do not all fail with [`crate::Error::Mismatch`]
-    /// or [`crate::Error::Aborted`], none hangs or passes.
+    /// [`Comm::barrier_with`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     pub(crate) fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
         self.enter_call("barrier")?;
         let levels = !self.hierarchy_plan(false).levels.is_empty();
@@ -358,10 +329,8 @@ impl Local {
         algorithms::barrier::run(&t, schedule, tag)
     }
 
-    /// Sends `data` to rank `dest`. Up to [`crate::EAGER_MAX`] bytes are copied into the
-    /// mailbox and the call returns at once (unless the receiver is several messages behind);
-    /// larger messages are read by the receiver straight from `data`, and the call returns
-    /// when it has.
+    /// [`Comm::send`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     pub(crate) fn send<T: Copy + Send + Sync + 'static>(
         &self,
         dest: usize,
@@ -370,9 +339,8 @@ impl Local {
         self.p2p("send").send(dest, Tag::P2P, data)
     }
 
-    /// Receives exactly `buf.len()` elements of type `T` from rank `src`: the next message
-    /// `src` sent this rank. A message of another length or element type is an error
-    /// ([`crate::Error::Mismatch`]), not a partial read.
+    /// [`Comm::recv`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     pub(crate) fn recv<T: Copy + Send + Sync + 'static>(
         &self,
         src: usize,

@@ -3,7 +3,7 @@
 //!
 //! **Validation.** A `send` whose length is not p times `recv`'s fails the run on that rank
 //! (`Error::InvalidArgument`) before anything is sent, so every other rank's call fails too.
-//! Then the call check (`Comm::agree`) compares the block length n, the element type and the
+//! Then the call check (`check::agree`) compares the block length n, the element type and the
 //! algorithm (after `Auto`, which every rank resolves from the same n, p and op).
 //!
 //! **Which form of the call check.** The one-hop form: each rank compares its call with its
@@ -62,7 +62,7 @@ impl Local {
         // the check compares (the algorithm in the tag variant, the element type and length
         // checked by the receiving mailbox), and `Direct` starts with the check's own
         // exchange: either rank's first receive meets the other's first message, so a
-        // disagreement fails both without the check's extra hop (`comm::pair`).
+        // disagreement fails both without the check's extra hop (`algorithms::pair`).
         if self.size() != 2 || alg == ReduceScatter::Direct {
             let call = Call::of::<T, _>(OP, alg, recv.len()).with_op(&op);
             check::agree(&t, tag, &call, false)?;

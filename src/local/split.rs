@@ -13,11 +13,8 @@ use crate::shm::{CommShared, Member, SplitRound};
 use std::sync::Arc;
 
 impl Local {
-    /// Splits the communicator as `MPI_Comm_split`: ranks that pass the same `color` form a
-    /// new communicator, ordered by `key` and then by rank in this one; a rank that passes
-    /// `None` takes part in the call but gets `Ok(None)`. Every rank of this communicator must
-    /// call it. The new communicators are full communicators (point-to-point, barrier,
-    /// collectives, further splits).
+    /// [`Comm::split`] among the threads of one process (`Comm` has checked the
+    /// arguments).
     pub(crate) fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Local>> {
         self.enter_call("split")?;
         let tag = self.next_tag(Kind::Split);

@@ -2,7 +2,7 @@
 //! `Auto`'s choice on a sub-communicator of the hierarchy, without a call check of their own.
 //!
 //! A hierarchical collective checks its call once, on the whole communicator, before any stage
-//! runs (`Comm::agree`): every rank then runs the same stages, with the same lengths, element
+//! runs (`check::agree`): every rank then runs the same stages, with the same lengths, element
 //! type, roots and algorithms, in the same order on every sub-communicator, because they all
 //! follow from the checked call and from the plan that every rank derives alike. A second
 //! check per stage would only add a synchronisation round to each stage (with segments, to

@@ -187,14 +187,23 @@ pub(crate) fn op_bits(op: u64) -> u64 {
 
 /// Describes the op that `bits` ([`op_bits`]) stands for, for an error message.
 pub(crate) fn describe_op_bits(bits: u64) -> String {
-    describe_op_word(if bits >> 63 == 1 { 1 << 63 } else { bits >> 32 })
+    if bits >> 63 == 1 {
+        // The fold keeps neither the commutativity nor a hash worth printing.
+        "a user op".to_string()
+    } else {
+        describe_op_word(bits >> 32)
+    }
 }
 
 /// Describes another rank's op word ([`op_word`]) for an error message.
 pub(crate) fn describe_op_word(word: u64) -> String {
     match word {
         0 => "no op".to_string(),
-        w if w & (1 << 63) != 0 => "a user op of another type".to_string(),
+        w if w & (1 << 63) != 0 => format!(
+            "a {}commutative user op (type hash {:#010x})",
+            if w & (1 << 62) != 0 { "" } else { "non-" },
+            w as u32
+        ),
         w => match Builtin::ALL.get(w as usize - 1) {
             Some(b) => b.name().to_string(),
             None => format!("an unknown op {w:#x}"),

@@ -1,7 +1,7 @@
 //! The shared-memory direct allreduce (shm only): single-copy, two synchronisations.
 //!
 //! Every rank publishes its input and output buffers on the communicator's board
-//! (`comm::board`), and once all have arrived, rank `i` reduces slice `i` of the vector
+//! (`shm::board`), and once all have arrived, rank `i` reduces slice `i` of the vector
 //! (`block_start(n, p, i)..block_start(n, p, i + 1)`), reading the p inputs straight from the
 //! other ranks' memory in rank order (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and writes the result straight
 //! into all p outputs. Each input byte is read once and each output byte written once: 2pS
@@ -9,7 +9,7 @@
 //! space allows (DESIGN.md, "Shared-memory direct"; the idea of XHC in Open MPI and of MPICH's
 //! shared-memory collectives, which reduce in place across processes' mapped buffers).
 //!
-//! The slice is processed in chunks of 4 KiB (`comm::board::fold_chunk`): the chunk is accumulated (input 0
+//! The slice is processed in chunks of 4 KiB (`shm::board::fold_chunk`): the chunk is accumulated (input 0
 //! copied, then `fold_right` with inputs 1 … p−1), then copied into the p outputs while it is
 //! still in L1. The accumulator is the rank's own output chunk when that cannot clobber an
 //! operand still to be read (out of place, or in place on rank 0), else a chunk-sized scratch

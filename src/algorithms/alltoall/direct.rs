@@ -1,7 +1,7 @@
 //! The shared-memory direct all-to-all (shm only): single copy, two synchronisations.
 //!
 //! Every rank publishes its send buffer (input) and its receive buffer (output) on the
-//! communicator's board (`comm::board`); once every rank has arrived, rank r copies block r of
+//! communicator's board (`shm::board`); once every rank has arrived, rank r copies block r of
 //! every peer i's send buffer straight into block i of its own receive buffer, and phase 2
 //! keeps each send buffer lent until the last reader is done. Each block moves once, from its
 //! sender's memory into its receiver's, with no intermediate buffer and no hop through other

@@ -1,6 +1,6 @@
 //! The shared-memory direct broadcast (shm only): single copy, two synchronisations.
 //!
-//! The root publishes its buffer on the communicator's board (`comm::board`); once every rank
+//! The root publishes its buffer on the communicator's board (`shm::board`); once every rank
 //! has arrived, every other rank copies the root's buffer straight into its own, and phase 2
 //! keeps the root's buffer lent until the last reader is done. Each byte moves once, from the
 //! root's memory into each receiver's, with no intermediate buffer and no hop through other

@@ -1,7 +1,7 @@
 //! The shared-memory direct allgather (shm only): single copy, two synchronisations.
 //!
 //! Every rank publishes its send block (input) and its receive buffer (output) on the
-//! communicator's board (`comm::board`); once every rank has arrived, every rank copies every
+//! communicator's board (`shm::board`); once every rank has arrived, every rank copies every
 //! peer's block straight from that peer's send buffer into its own receive buffer, and phase 2
 //! keeps each send buffer lent until the last reader is done. Each block moves once from its
 //! owner's memory into each reader's, with no intermediate buffer and no hop through other

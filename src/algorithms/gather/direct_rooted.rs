@@ -1,5 +1,5 @@
 //! The shared-memory direct scatter and gather (shm only): single copy, two synchronisations,
-//! the root's buffer shared through the communicator's board (`comm::board`), as the direct
+//! the root's buffer shared through the communicator's board (`shm::board`), as the direct
 //! broadcast shares the root's (`algorithms::broadcast::direct`, whose [`open_rooted`] both
 //! use).
 //!
@@ -34,7 +34,7 @@
 //! the root, null elsewhere. Lengths or types that differ are seen by every rank, and all
 //! return `Error::Mismatch` without touching a buffer; a disagreement about the root is seen
 //! at least by the ranks whose root does not match the board, whose failure fails every other
-//! rank's phase 2 (as in the direct broadcast; `Comm::agree` normally reports it before).
+//! rank's phase 2 (as in the direct broadcast; `check::agree` normally reports it before).
 //!
 //! Nobody writes a buffer another rank reads: the scatter's readers write only their own
 //! receive buffers, and the gather's writers read only their own send buffers and write
@@ -152,7 +152,7 @@ mod loom;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    //! The board's own checks, which `Comm::agree` normally makes unreachable: the direct
+    //! The board's own checks, which `check::agree` normally makes unreachable: the direct
     //! forms called without the call check, on calls that disagree.
 
     use super::{gather, scatter};

@@ -1,7 +1,7 @@
 //! The shared-memory direct reduce (shm only): single copy into the root, two
 //! synchronisations.
 //!
-//! Every rank publishes its buffer on the communicator's board (`comm::board`), and once all
+//! Every rank publishes its buffer on the communicator's board (`shm::board`), and once all
 //! have arrived, rank `i` reduces slice `i` of the vector (the partition of
 //! `algorithms::allreduce::direct`: `n mod p` slices of ⌈n/p⌉ first), reading the p inputs
 //! straight from the other ranks' memory in rank order (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}), and writes the
@@ -11,7 +11,7 @@
 //! single-copy scheme of XHC in Open MPI and of MPICH's shared-memory collectives (DESIGN.md,
 //! "Shared-memory direct"), reduced to one output.
 //!
-//! The slice is processed in chunks of 4 KiB (`comm::board::fold_chunk`): the chunk is accumulated (input 0,
+//! The slice is processed in chunks of 4 KiB (`shm::board::fold_chunk`): the chunk is accumulated (input 0,
 //! then `fold_right` with inputs 1 … p − 1) and written into the root's buffer while in L1.
 //! The root's buffer is its input too (in place), so the accumulator is the root's own chunk
 //! only where that loses no operand still to be read — root 0 (it holds x₀ already) and root 1

@@ -6,7 +6,7 @@
 //! ranks' operand on the left (`Op::fold_left` / `fold_right`), so any associative op is
 //! computed exactly, and every message-passing schedule sends its messages even for an empty
 //! vector, so that a rank whose length differs meets a mismatch rather than a missing message
-//! (the call agreement in `comm::rooted` usually catches it before).
+//! (the call check made before any schedule, `check::agree`, usually catches it first).
 //!
 //! * [`binomial`]: two binomial trees over the contiguous ranges below and from the root, the
 //!   lower one's result sent to the root last (p − 1 messages in all).
@@ -75,7 +75,7 @@ pub(crate) fn direct<T: Elem, O: Op<T>>(
 /// sends one to each of `sources` (the ranks it received from), in reverse order.
 ///
 /// Without it a rank that only sends (a leaf) could return `Ok` from a call that failed on
-/// another rank: the call agreement (`Comm::agree`) compares each rank with its left
+/// another rank: the call agreement (`check::agree`) compares each rank with its left
 /// neighbour only, so when ranks disagree (different roots, lengths, algorithms) only the
 /// ranks next to the difference fail, and the others run the schedule. A rank's message
 /// reaches the root only once that rank passed its agreement, so the root, having combined

@@ -1,7 +1,7 @@
 //! The shared-memory direct reduce-scatter (shm only): single copy, two synchronisations.
 //!
 //! Every rank publishes its input (`send`, p blocks of n elements) and its output (`recv`, n
-//! elements) on the communicator's board (`comm::board`). Once every rank has arrived, rank r
+//! elements) on the communicator's board (`shm::board`). Once every rank has arrived, rank r
 //! folds block r of all p inputs, read in place from the other ranks' memory in rank order,
 //! straight into its own output: x₀'s block copied in, then `fold_right` with x₁, …, x_{p−1}
 //! (((x₀ ⊙ x₁) ⊙ x₂) ⊙ …, exactly the sequential left fold, so floating-point results are the
@@ -9,7 +9,7 @@
 //! message and no scratch buffer: the traffic lower bound, which only a shared address space
 //! allows (DESIGN.md, "Shared-memory direct"; the allreduce's `algorithms::allreduce::direct`
 //! does the same and then writes every slice into every output). The block is processed in
-//! chunks of 4 KiB (`comm::board::fold_chunk`), so that the accumulator stays in L1 while the p operands stream
+//! chunks of 4 KiB (`shm::board::fold_chunk`), so that the accumulator stays in L1 while the p operands stream
 //! past it.
 //!
 //! **What is checked.** The published `len` is the block length n (the input holds p·n

@@ -3,7 +3,7 @@
 //! level ([`Plan::covered`](super::Plan::covered)), so that what crosses between groups
 //! (packages, else L3 groups) is read there once per group, not once per rank. They keep the
 //! flat direct algorithms' one board session per call and add waits on the board's stage
-//! words in between (`comm::board`), in the manner of XHC in Open MPI.
+//! words in between (`shm::board`), in the manner of XHC in Open MPI.
 //!
 //! Short vectors, where a board session's synchronisations cost more than the data, go by the
 //! flat latency-bound schedules over the ranks in *group order* ([`Plan::order`]
