@@ -16,7 +16,7 @@
 //! from the run, and for the team's timeout; any of these ends the call with an `Err` and (if
 //! it is the first failure) fails the run, which wakes every other rank's waits.
 //!
-//! The protocol in prose, with the argument for each step: `README.md` in this folder; the
+//! The protocol in prose, with the argument for each step: `src/transport/README.md`; the
 //! loom models that check it are the `loom` module beside this file.
 
 use super::wire::{copy_in, header_of, outgoing, reduce_in};

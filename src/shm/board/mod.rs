@@ -79,7 +79,7 @@
 //! Waiting is the crate's spin → yield → park on the rank's own parker; every store a peer may
 //! wait for is followed by a `SeqCst` fence and an `unpark` of every peer, the event-count
 //! protocol of `src/sync/README.md`, so no wake-up is lost. The board's protocol in prose, and
-//! the loom models that check it: `README.md` in this folder.
+//! the loom models that check it: `src/shm/README.md`.
 
 use super::Member;
 use crate::error::{Error, Result};
