@@ -1,0 +1,93 @@
+//! Immediate operations of the MPI transport and their requests: the send it posts
+//! (`MPI_Isend`), and the wait for requests, blocking in MPI or polling politely for processes
+//! whose threads outnumber the cores ([`poll_politely`]).
+
+use super::{ok, MpiTransport};
+use crate::error::Result;
+use crate::mailbox::{Elem, Tag};
+use crate::transport::wire::payload;
+use ::mpi::ffi;
+use ::mpi::traits::AsRaw;
+use std::mem::MaybeUninit;
+use std::os::raw::c_int;
+
+/// Polls `done` until it returns true: crossbeam's `Backoff::snooze` between polls, a few
+/// growing spins and then one `yield_now` per poll. For processes whose threads outnumber the
+/// cores: MPI's blocking calls poll the network without giving the core up, and on a shared
+/// core the peer they wait for (another process, or a thread of this one) then runs only when
+/// the scheduler preempts them, a time slice of milliseconds per message. Figures in
+/// docs/hybrid.md ("Polite MPI waits"), with their command.
+pub(crate) fn poll_politely(mut done: impl FnMut() -> bool) {
+    // No parking: nothing wakes a thread when an MPI message arrives.
+    let backoff = crossbeam_utils::Backoff::new();
+    while !done() {
+        backoff.snooze();
+    }
+}
+
+/// Waits for every request of `reqs` (completed ones are null requests): `MPI_Waitall`, or if
+/// `polite`, `MPI_Testall` until done ([`poll_politely`]).
+pub(crate) fn wait_all(reqs: &mut [ffi::MPI_Request], polite: bool) {
+    if reqs.is_empty() {
+        return;
+    }
+    let n = reqs.len() as c_int;
+    if polite {
+        poll_politely(|| {
+            let mut done: c_int = 0;
+            // SAFETY: `reqs` holds requests returned by MPI (or null requests), writable in
+            // place; the statuses are ignored (RSMPI_STATUSES_IGNORE is MPI's sentinel).
+            let rc = unsafe {
+                ffi::MPI_Testall(n, reqs.as_mut_ptr(), &mut done, ffi::RSMPI_STATUSES_IGNORE)
+            };
+            ok(rc, "MPI_Testall");
+            done != 0
+        });
+        return;
+    }
+    // SAFETY: as for MPI_Testall above.
+    let rc = unsafe { ffi::MPI_Waitall(n, reqs.as_mut_ptr(), ffi::RSMPI_STATUSES_IGNORE) };
+    ok(rc, "MPI_Waitall");
+}
+
+impl MpiTransport<'_> {
+    /// Posts the send of `data` to `dest` with `tag` (`MPI_Isend`; for a zero-sized `T`, of
+    /// `count`, which must hold `data.len()`) and returns its request.
+    ///
+    /// # Safety
+    /// `data` and `count` must stay alive and unchanged until the request is completed.
+    pub(super) unsafe fn isend<T: Elem>(
+        &self,
+        dest: usize,
+        tag: Tag,
+        data: &[T],
+        count: &u64,
+    ) -> Result<ffi::MPI_Request> {
+        let (ptr, bytes) = payload(data, count);
+        let n = self.count(bytes)?;
+        let mut req = MaybeUninit::<ffi::MPI_Request>::uninit();
+        // SAFETY: `ptr` is readable for `bytes` bytes (the slice, or `count`), kept alive and
+        // unchanged per the contract; `req` is a live out-parameter; the datatype is a
+        // predefined one, the communicator valid, `dest` checked by the callers.
+        let rc = unsafe {
+            ffi::MPI_Isend(
+                ptr.cast(),
+                n,
+                ffi::RSMPI_UINT8_T,
+                dest as c_int,
+                self.codec.encode(tag),
+                self.comm.as_raw(),
+                req.as_mut_ptr(),
+            )
+        };
+        ok(rc, "MPI_Isend");
+        // SAFETY: MPI_Isend succeeded and so wrote the request.
+        Ok(unsafe { req.assume_init() })
+    }
+
+    /// Waits for every request of `reqs` (`MPI_Waitall`, or `MPI_Testall` polled politely;
+    /// completed ones are null requests).
+    pub(super) fn wait_all(&self, reqs: &mut [ffi::MPI_Request]) {
+        wait_all(reqs, self.polite);
+    }
+}

@@ -1,0 +1,92 @@
+//! The fast paths of the shared-memory transport: an eager send that finds a free cell, and a
+//! receive whose message is the expected one; and [`ShmTransport::typed`], the way into the
+//! engine for everything else.
+
+use super::{header_of, outgoing, Incoming, ShmTransport};
+use crate::error::Result;
+use crate::mailbox::{Elem, Mailbox, Tag, EAGER_MAX};
+use std::mem::{size_of, size_of_val};
+
+impl ShmTransport<'_> {
+    /// The mailbox from `src` to `dst` if the fast paths may use it: the run has not failed
+    /// and both ranks exist (otherwise the general path reports why).
+    #[inline]
+    fn fast_mailbox(&self, src: usize, dst: usize) -> Option<&Mailbox> {
+        let size = self.member.size();
+        (src < size && dst < size && !self.member.run().is_aborted())
+            .then(|| self.mailbox(src, dst))
+    }
+
+    /// Sends `send` (if any) and receives `n` elements through `read` (if any); checks the
+    /// received count, which differs from `n` only for zero-sized elements.
+    pub(super) fn typed<T: Elem>(
+        &self,
+        send: Option<(usize, Tag, &[T])>,
+        recv: Option<(usize, Tag, usize)>,
+        read: impl FnOnce(*const u8) -> usize,
+    ) -> Result<()> {
+        let count = send.map_or(0, |(_, _, d)| d.len() as u64);
+        let out = send.map(|(dest, tag, data)| outgoing(dest, tag, data, &count));
+        let inc = recv.map(|(src, tag, n)| Incoming {
+            src,
+            expect: header_of::<T>(tag, n),
+            read,
+        });
+        let got = self.exchange(out, inc, Self::mismatch::<T>)?;
+        if let (Some(got), Some((src, tag, n))) = (got, recv) {
+            if got != n {
+                return Err(self.zero_sized_mismatch::<T>(src, tag, n, got));
+            }
+        }
+        Ok(())
+    }
+
+    /// Fast path of every send: posts `data` if it is eager and a cell is free — copy,
+    /// publish, wake — and returns whether it did (if not, the general path takes over).
+    #[inline]
+    pub(super) fn try_send_eager<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> bool {
+        if size_of::<T>() == 0 || size_of_val(data) > EAGER_MAX {
+            return false;
+        }
+        let Some(mb) = self.fast_mailbox(self.member.rank(), dest) else {
+            return false;
+        };
+        let header = header_of::<T>(tag, data.len());
+        // SAFETY: `data` is readable for `header.len` bytes, and an eager payload is copied
+        // before `try_post` returns (it is never lent).
+        let posted = unsafe { mb.try_post(header, data.as_ptr().cast()) }.is_some();
+        if posted {
+            self.unpark(dest);
+        }
+        posted
+    }
+
+    /// Every receive: waits for the next message from `src`; if it is the expected one (`n`
+    /// elements of `T` tagged `tag`), reads it with `read`, releases it and wakes the sender.
+    /// Anything else — a mismatch, a message to oneself that is not there, zero-sized
+    /// elements — goes to the general path, which reports or handles it.
+    #[inline]
+    pub(super) fn recv_with<T: Elem>(
+        &self,
+        src: usize,
+        tag: Tag,
+        n: usize,
+        read: impl FnOnce(*const u8) -> usize,
+    ) -> Result<()> {
+        let me = self.member.rank();
+        if size_of::<T>() != 0 {
+            if let Some(mb) = self.fast_mailbox(src, me) {
+                let expect = header_of::<T>(tag, n);
+                loop {
+                    match mb.front() {
+                        Some(h) if h == expect => return self.take_from(mb, src, read).map(drop),
+                        Some(_) => break,
+                        None if src == me => break,
+                        None => self.wait(&[src], || mb.front().is_some())?,
+                    }
+                }
+            }
+        }
+        self.typed::<T>(None, Some((src, tag, n)), read)
+    }
+}
