@@ -18,6 +18,17 @@ impl Comm {
         self.broadcast_with(buf, root, Broadcast::Auto)
     }
 
+    /// [`Comm::broadcast`] of one value: every rank gets `root`'s `x` (the others' `x` is
+    /// only the type and the place, as a receive buffer is).
+    pub fn broadcast_value<T>(&self, x: T, root: usize) -> Result<T>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        let mut one = [x];
+        self.broadcast(&mut one, root)?;
+        Ok(one[0])
+    }
+
     /// [`Comm::broadcast`] with a chosen algorithm (every rank must choose the same).
     pub fn broadcast_with<T>(&self, buf: &mut [T], root: usize, algorithm: Broadcast) -> Result<()>
     where

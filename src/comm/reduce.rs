@@ -67,6 +67,32 @@ impl Comm {
         }
     }
 
+    /// [`Comm::allreduce`] of one value: every rank passes its `x` and gets
+    /// x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} back (`MPI_Allreduce` with a count of 1), with no slice to
+    /// wrap it in. The call check, the algorithm (`Auto`) and the result bits are those of
+    /// `allreduce` on a one-element slice.
+    pub fn allreduce_value<T, O>(&self, x: T, op: O) -> Result<T>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        let mut one = [x];
+        self.allreduce(&mut one, op)?;
+        Ok(one[0])
+    }
+
+    /// [`Comm::reduce`] of one value: rank `root` gets x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}, every other
+    /// rank gets its own `x` back unchanged (as its buffer is left by `reduce`).
+    pub fn reduce_value<T, O>(&self, x: T, op: O, root: usize) -> Result<T>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        let mut one = [x];
+        self.reduce(&mut one, op, root)?;
+        Ok(one[0])
+    }
+
     /// Combines every rank's `buf` element-wise with `op` in rank order
     /// (x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}, whatever the root) and leaves the result in `buf` on rank
     /// `root` (`MPI_Reduce` with `MPI_IN_PLACE` at the root); the other ranks' `buf` is left
