@@ -100,6 +100,20 @@ pub enum Error {
         /// The operation.
         op: &'static str,
     },
+    /// Every rank of the run that has not returned is blocked waiting for another rank, and no
+    /// message in flight can wake any of them: the program's own deadlock (two ranks that both
+    /// receive first, say). Found among the threads of one process when the last of them is
+    /// about to sleep, without a timeout; between the processes of a hybrid team only the
+    /// team's timeout finds one. `waits` names the cycle of waits, in team ranks.
+    #[error("rank {rank}: {op} can never complete, every rank that has not returned is blocked: {waits}")]
+    Deadlock {
+        /// The blocked rank.
+        rank: usize,
+        /// The operation it is blocked in.
+        op: &'static str,
+        /// Who waits for whom, in team ranks (the rank in the run's world).
+        waits: String,
+    },
     /// A rank's closure panicked.
     #[error("rank {rank} panicked: {message}")]
     Panicked {

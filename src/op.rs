@@ -6,8 +6,8 @@
 //! exactly. [`Op::is_commutative`] tells a schedule whether it may reorder.
 //!
 //! The built-in ops are unit structs ([`Sum`], [`Prod`], [`Min`], [`Max`], [`BitAnd`],
-//! [`BitOr`], [`BitXor`], [`LogicalAnd`], [`LogicalOr`]) implemented for every primitive type
-//! they make sense for; user ops come from [`commutative`] and [`non_commutative`]. Nothing
+//! [`BitOr`], [`BitXor`], [`LogicalAnd`], [`LogicalOr`], and the mean [`Avg`]) implemented for
+//! every primitive type they make sense for; user ops come from [`commutative`] and [`non_commutative`]. Nothing
 //! here allocates.
 //!
 //! Integer `Sum` and `Prod` wrap on overflow (two's complement), so results do not depend on
@@ -28,6 +28,17 @@ pub trait Op<T>: Sync {
     /// MPI's own collectives (`Algorithm::Native`).
     fn builtin(&self) -> Option<Builtin> {
         None
+    }
+    /// What the call check compares of this op, so that ranks that pass different ops fail
+    /// the call instead of computing a wrong result: the built-in op it is, else its type
+    /// (and its commutativity). Provided: an op has no reason to implement it itself.
+    /// What the op does to a complete result over `ranks` ranks' values, once, after the
+    /// combining: nothing for every op but [`Avg`], which divides by `ranks`. The
+    /// communicator's calls apply it to each result they hand back (allreduce: every rank, p;
+    /// reduce: the root, p; reduce-scatter: every block, p; scan: rank r, r + 1; exscan: rank
+    /// r > 0, r); schedules never do. Provided: a user op has no reason to implement it.
+    fn finish(&self, acc: &mut [T], ranks: usize) {
+        let _ = (acc, ranks);
     }
     /// What the call check compares of this op, so that ranks that pass different ops fail
     /// the call instead of computing a wrong result: the built-in op it is, else its type
@@ -96,11 +107,13 @@ pub enum Builtin {
     LogicalAnd,
     /// [`LogicalOr`] (`MPI_LOR`).
     LogicalOr,
+    /// [`Avg`]: `MPI_SUM`, then a division by the number of ranks.
+    Avg,
 }
 
 impl Builtin {
     /// Every built-in op, in code order.
-    pub const ALL: [Builtin; 9] = [
+    pub const ALL: [Builtin; 10] = [
         Builtin::Sum,
         Builtin::Prod,
         Builtin::Min,
@@ -110,6 +123,7 @@ impl Builtin {
         Builtin::BitXor,
         Builtin::LogicalAnd,
         Builtin::LogicalOr,
+        Builtin::Avg,
     ];
 
     /// The op's name (`"sum"`, `"prod"`, …), for messages.
@@ -124,6 +138,7 @@ impl Builtin {
             Builtin::BitXor => "bit-xor",
             Builtin::LogicalAnd => "logical-and",
             Builtin::LogicalOr => "logical-or",
+            Builtin::Avg => "avg",
         }
     }
 }
@@ -140,6 +155,9 @@ impl<T, O: Op<T> + ?Sized> Op<T> for &O {
     }
     fn builtin(&self) -> Option<Builtin> {
         (**self).builtin()
+    }
+    fn finish(&self, acc: &mut [T], ranks: usize) {
+        (**self).finish(acc, ranks)
     }
     fn identity(&self) -> Identity {
         (**self).identity()
@@ -201,6 +219,14 @@ pub struct LogicalAnd;
 /// Logical or (`MPI_LOR`): for integers, nonzero is true and the result is 0 or 1.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LogicalOr;
+/// The mean: the [`Sum`] of the ranks' values divided by the number of ranks that contributed
+/// ([`Op::finish`]; for `scan`, rank r's prefix divided by r + 1). Floats divide in their own
+/// type, after the sum in rank order, so every rank gets the same bits. Integers divide the
+/// wrapping sum and truncate toward zero, as Rust's `/` does (the mean of 1 and 2 is 1, of −1
+/// and −2 is −1); a sum that overflows the type gives a meaningless mean, so average in a
+/// wider type. MPI has no such op: programs divide an `MPI_SUM` themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Avg;
 
 macro_rules! ints {
     ($($t:ty),*) => {$(
@@ -226,6 +252,58 @@ macro_rules! floats {
     };
 }
 floats!(f32, f64);
+
+/// Implements `Op<T>` for [`Avg`]: [`Sum`]'s combining, then `$div(x, ranks)`.
+macro_rules! avg {
+    ($div:expr, $($t:ty),*) => {$(
+        impl Op<$t> for Avg {
+            #[inline]
+            fn fold_right(&self, acc: &mut [$t], rhs: &[$t]) {
+                Sum.fold_right(acc, rhs)
+            }
+            #[inline]
+            fn fold_left(&self, lhs: &[$t], acc: &mut [$t]) {
+                Sum.fold_left(lhs, acc)
+            }
+            fn is_commutative(&self) -> bool {
+                true
+            }
+            fn builtin(&self) -> Option<Builtin> {
+                Some(Builtin::Avg)
+            }
+            fn finish(&self, acc: &mut [$t], ranks: usize) {
+                for a in acc {
+                    *a = $div(*a, ranks);
+                }
+            }
+        }
+    )*};
+}
+// Divided in the widest type of the sign (the rank count may not fit in a narrow one).
+#[allow(clippy::unnecessary_cast)]
+mod avg_ints {
+    use super::{Avg, Builtin, Op, Sum};
+    avg!(
+        |x, n| (x as i128 / n as i128) as _,
+        i8,
+        i16,
+        i32,
+        i64,
+        i128,
+        isize
+    );
+    avg!(
+        |x, n| (x as u128 / n as u128) as _,
+        u8,
+        u16,
+        u32,
+        u64,
+        u128,
+        usize
+    );
+}
+avg!(|x, n| x / n as f32, f32);
+avg!(|x, n| x / n as f64, f64);
 
 builtin!(BitAnd, |a, b| a & b, bool);
 builtin!(BitOr, |a, b| a | b, bool);

@@ -44,3 +44,32 @@ fn hybrid_collectives_match_the_references_and_fail_everywhere() {
         }
     }
 }
+
+/// Point-to-point between the threads of different processes (`examples/hybrid_p2p`): under
+/// `Threading::Multiple` with 1, 2, 3 and unequal threads per process on 2 and 3 processes,
+/// and the refusal under `Funneled`.
+#[test]
+fn hybrid_point_to_point_between_processes() {
+    if !on_path("mpirun") {
+        eprintln!("skipped: mpirun is not on PATH (Debian: openmpi-bin)");
+        return;
+    }
+    let exe = build_example("hybrid_p2p");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let limit = Duration::from_secs(120);
+    for np in [&["-np", "2"][..], &["-np", "3", "--oversubscribe"][..]] {
+        for layout in [
+            &["--threads", "1"][..],
+            &["--threads", "2"][..],
+            &["--threads", "3"][..],
+            &["--threads-by-rank"][..],
+            &["--funneled", "--threads", "2"][..],
+        ] {
+            let mut args = np.to_vec();
+            args.extend(["--bind-to", "none", exe]);
+            args.extend(layout);
+            let what = format!("mpirun {args:?}");
+            mpi_common::assert_passed(&what, "hybrid_p2p: all ", run("mpirun", &args, limit));
+        }
+    }
+}

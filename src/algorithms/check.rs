@@ -68,9 +68,9 @@ impl Call {
     fn describe(&self, w: &[u64; WORDS], own: bool) -> String {
         let alg = (self.name_of)((w[0] & 0xff) as u8).unwrap_or("?");
         let mut d = format!(
-            "{} of {} elements with the {alg} algorithm",
+            "{} of {} with the {alg} algorithm",
             self.op,
-            w[0] >> 8
+            crate::mailbox::names::elements(w[0] >> 8, &crate::mailbox::names::describe(w[1]))
         );
         if w[3] != u64::MAX {
             d += &format!(" at root {}", w[3]);

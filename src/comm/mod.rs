@@ -8,12 +8,15 @@
 //! call check between the ranks, the choice of algorithm and the schedules are below.
 //!
 //! Files: `reduce` holds the reductions, `data` the collectives that move data without
-//! combining it, `validate` the argument checks; the rest (ranks, barrier, point-to-point,
-//! split) is here.
+//! combining it, `p2p` point-to-point, `validate` the argument checks; the rest (ranks,
+//! barrier, split) is here.
 
 mod data;
+mod p2p;
 mod reduce;
 pub(crate) mod validate;
+
+pub use p2p::{Peer, Status, ANY_TAG, TAG_MAX};
 
 use crate::error::{Error, Result};
 #[cfg(feature = "mpi")]
@@ -101,18 +104,6 @@ impl Comm {
             op,
             what,
         })
-    }
-
-    /// The rank among this process's threads of communicator rank `peer`, for point-to-point
-    /// `op`: the same rank on a team of one process; on a team of several, an error (failing
-    /// the run) if `peer` runs in another process.
-    #[cfg_attr(not(feature = "mpi"), allow(unused_variables))]
-    fn peer(&self, op: &'static str, peer: usize) -> Result<usize> {
-        match &self.span {
-            Span::Threads(_) => Ok(peer),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.local_peer(op, peer),
-        }
     }
 
     /// This rank's number in the communicator, `0..size()`.
@@ -214,36 +205,6 @@ impl Comm {
             #[cfg(feature = "mpi")]
             Span::Processes(b) => b.barrier(),
         }
-    }
-
-    /// Sends `data` to rank `dest`. Up to [`crate::EAGER_MAX`] bytes are copied into the
-    /// mailbox and the call returns at once (unless the receiver is several messages behind);
-    /// larger messages are read by the receiver straight from `data`, and the call returns
-    /// when it has.
-    pub fn send<T: Copy + Send + Sync + 'static>(&self, dest: usize, data: &[T]) -> Result<()> {
-        let dest = self.peer("send", dest)?;
-        self.local().send(dest, data)
-    }
-
-    /// Receives exactly `buf.len()` elements of type `T` from rank `src`: the next message
-    /// `src` sent this rank. A message of another length or element type is an error
-    /// ([`crate::Error::Mismatch`]), not a partial read.
-    pub fn recv<T: Copy + Send + Sync + 'static>(&self, src: usize, buf: &mut [T]) -> Result<()> {
-        let src = self.peer("recv", src)?;
-        self.local().recv(src, buf)
-    }
-
-    /// Sends `send` to `dest` and receives `recv` from `src` in one call that cannot deadlock
-    /// against a matching `sendrecv` (as `MPI_Sendrecv`). `dest` and `src` may be this rank.
-    pub fn sendrecv<T: Copy + Send + Sync + 'static>(
-        &self,
-        dest: usize,
-        send: &[T],
-        src: usize,
-        recv: &mut [T],
-    ) -> Result<()> {
-        let (dest, src) = (self.peer("sendrecv", dest)?, self.peer("sendrecv", src)?);
-        self.local().sendrecv(dest, send, src, recv)
     }
 
     /// Splits the communicator as `MPI_Comm_split`: ranks that pass the same `color` form a

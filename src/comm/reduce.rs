@@ -33,10 +33,12 @@ impl Comm {
     {
         self.local().enter_call("allreduce")?;
         match &self.span {
-            Span::Threads(l) => l.allreduce_with(buf, op, algorithm),
+            Span::Threads(l) => l.allreduce_with(buf, &op, algorithm),
             #[cfg(feature = "mpi")]
             Span::Processes(b) => b.allreduce(buf, &op, algorithm),
-        }
+        }?;
+        op.finish(buf, self.size());
+        Ok(())
     }
 
     /// [`Comm::allreduce`] out of place: `send` is left untouched and the result goes to
@@ -57,14 +59,16 @@ impl Comm {
             return Err(self.invalid(OP, what));
         }
         match &self.span {
-            Span::Threads(l) => l.allreduce_into(send, recv, op),
+            Span::Threads(l) => l.allreduce_into(send, recv, &op),
             #[cfg(feature = "mpi")]
             Span::Processes(b) => {
                 // In place on a copy.
                 crate::copy::copy_slice(&mut *recv, send);
                 b.allreduce(recv, &op, Algorithm::Auto)
             }
-        }
+        }?;
+        op.finish(recv, self.size());
+        Ok(())
     }
 
     /// [`Comm::allreduce`] of one value: every rank passes its `x` and gets
@@ -120,10 +124,14 @@ impl Comm {
         self.local().enter_call("reduce")?;
         self.check_root("reduce", root)?;
         match &self.span {
-            Span::Threads(l) => l.reduce_with(buf, op, root, algorithm),
+            Span::Threads(l) => l.reduce_with(buf, &op, root, algorithm),
             #[cfg(feature = "mpi")]
             Span::Processes(b) => b.reduce(buf, &op, root, algorithm),
+        }?;
+        if self.rank() == root {
+            op.finish(buf, self.size());
         }
+        Ok(())
     }
 
     /// Inclusive prefix reduction (`MPI_Scan`, in place): rank r ends with
@@ -146,10 +154,12 @@ impl Comm {
     {
         self.local().enter_call("scan")?;
         match &self.span {
-            Span::Threads(l) => l.scan_with(buf, op, algorithm),
+            Span::Threads(l) => l.scan_with(buf, &op, algorithm),
             #[cfg(feature = "mpi")]
             Span::Processes(b) => b.scan(buf, &op, algorithm),
-        }
+        }?;
+        op.finish(buf, self.rank() + 1);
+        Ok(())
     }
 
     /// Exclusive prefix reduction (`MPI_Exscan`, in place): rank r > 0 ends with
@@ -172,10 +182,14 @@ impl Comm {
     {
         self.local().enter_call("exscan")?;
         match &self.span {
-            Span::Threads(l) => l.exscan_with(buf, op, algorithm),
+            Span::Threads(l) => l.exscan_with(buf, &op, algorithm),
             #[cfg(feature = "mpi")]
             Span::Processes(b) => b.exscan(buf, &op, algorithm),
+        }?;
+        if self.rank() > 0 {
+            op.finish(buf, self.rank());
         }
+        Ok(())
     }
 
     /// Reduces every rank's `send` element-wise with `op`, in rank order
@@ -211,9 +225,11 @@ impl Comm {
         self.local().enter_call(OP)?;
         self.check_whole(OP, "send", send.len(), recv.len())?;
         match &self.span {
-            Span::Threads(l) => l.reduce_scatter_block_with(send, recv, op, algorithm),
+            Span::Threads(l) => l.reduce_scatter_block_with(send, recv, &op, algorithm),
             #[cfg(feature = "mpi")]
             Span::Processes(b) => b.reduce_scatter_block(send, recv, &op, algorithm),
-        }
+        }?;
+        op.finish(recv, self.size());
+        Ok(())
     }
 }

@@ -29,7 +29,7 @@ use super::gather::V_FORM;
 use super::ProcessComm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::mailbox::{describe_op_word, fingerprint_size, op_word, type_fingerprint, Kind};
+use crate::mailbox::{describe_op_word, op_word, type_fingerprint, Kind};
 use crate::op::Op;
 use ::mpi::ffi;
 use ::mpi::traits::*;
@@ -77,6 +77,7 @@ impl Call {
     /// A call of `kind` with algorithm id `alg` on `len` elements of `T` per process, without
     /// root, block or op.
     pub(crate) fn of<T: 'static>(kind: Kind, alg: u8, len: usize) -> Call {
+        crate::mailbox::names::note::<T>();
         Call {
             kind,
             alg,
@@ -168,10 +169,8 @@ fn describe(w: &[u64]) -> String {
         _ => kind.name().to_string(),
     };
     let mut d = format!(
-        "{name} of {} elements of {} bytes (type {:#010x}) with the {alg} algorithm",
-        w[3],
-        fingerprint_size(w[4]),
-        w[4] >> 32
+        "{name} of {} with the {alg} algorithm",
+        crate::mailbox::names::elements(w[3], &crate::mailbox::names::describe(w[4])),
     );
     match (kind, v, w[2]) {
         (_, _, 0) => {}
@@ -292,9 +291,8 @@ mod tests {
         assert_eq!(
             describe(&call.words()),
             format!(
-                "allreduce of 7 elements of 8 bytes (type {:#010x}) with the chain algorithm \
-                 in blocks of 3 and op a non-commutative user op (type hash {:#010x})",
-                type_fingerprint::<u64>() >> 32,
+                "allreduce of 7 elements of u64 with the chain algorithm in blocks of 3 and op \
+                 a non-commutative user op (type hash {:#010x})",
                 call.words()[6] as u32
             )
         );

@@ -172,33 +172,6 @@ impl Bridge {
         self.across("barrier", Call::barrier(), before, |_| Ok(()))?;
         local.barrier_with(Barrier::Auto)
     }
-
-    /// Where `peer` (a rank of the world) is, for point-to-point `op`: its thread in this
-    /// process, or an error (failing this process's run) if it is out of range or in another
-    /// process, which point-to-point between threads cannot reach.
-    pub(crate) fn local_peer(&self, op: &'static str, peer: usize) -> Result<usize> {
-        if peer >= self.size() {
-            return Err(self.fail(Error::RankOutOfRange {
-                rank: self.rank(),
-                op,
-                peer,
-                size: self.size(),
-            }));
-        }
-        let (q, l) = self.layout.locate(peer);
-        if q != self.layout.process() {
-            return Err(self.fail(Error::Unsupported {
-                rank: self.rank(),
-                op,
-                what: format!(
-                    "rank {peer} runs in MPI process {q}, and point-to-point between the \
-                     processes of a hybrid team is not supported (only each process's rank 0 \
-                     calls MPI); use MPI between the processes, or a collective"
-                ),
-            }));
-        }
-        Ok(l)
-    }
 }
 
 impl Bridge {

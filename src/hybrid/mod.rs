@@ -45,6 +45,7 @@ mod check;
 mod collectives;
 mod gather;
 mod native;
+mod p2p;
 mod pipeline;
 mod reduce_scatter;
 mod scan;

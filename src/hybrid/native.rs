@@ -118,7 +118,7 @@ fn mpi_op(b: Builtin, class: Class) -> Option<ffi::MPI_Op> {
     // SAFETY: reading rsmpi's extern statics, the MPI library's predefined op handles.
     unsafe {
         Some(match (class, b) {
-            (Class::Int | Class::Float, Sum) => ffi::RSMPI_SUM,
+            (Class::Int | Class::Float, Sum | Avg) => ffi::RSMPI_SUM,
             (Class::Int | Class::Float, Prod) => ffi::RSMPI_PROD,
             (Class::Int, Min) => ffi::RSMPI_MIN,
             (Class::Int, Max) => ffi::RSMPI_MAX,

@@ -129,7 +129,7 @@ impl ProcessComm {
         } else if r == 1 {
             problem = mismatch(
                 t.recv(0, tag(19), &mut buf),
-                &["from rank 0", "call #19", "call #20"],
+                &["from rank 0", "collective call 20", "collective call 21"],
             );
             if let Err(e) = t.recv(0, tag(21), &mut buf) {
                 problem = problem.or(Some(format!("the next message: {e}")));

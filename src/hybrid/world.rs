@@ -38,9 +38,11 @@
 //! communicator's handler).
 
 use super::check::{Arrival, Call};
+use super::p2p::AsideQueue;
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::local::Local;
+use crate::transport::mpi::Channels;
 use ::mpi::environment::Threading;
 use ::mpi::ffi;
 use ::mpi::topology::Communicator;
@@ -126,6 +128,9 @@ pub(crate) struct Process {
     /// Whether MPI allows calls from its main thread only, so that a run must be started from
     /// that thread.
     funneled: bool,
+    /// The communicators of point-to-point between the processes' threads, under
+    /// `Threading::Multiple` (`hybrid::p2p`).
+    pub(crate) channels: Option<Arc<Channels>>,
     /// Whether a check of this run has failed (on every process alike): no more MPI for the
     /// rest of the run. Reset when a run starts.
     closed: Cell<bool>,
@@ -231,10 +236,20 @@ impl Process {
             index: node.rank() as usize,
         };
         let pc = ProcessComm::new(comm)?;
+        let layout = Layout::new(&counts, rank);
+        // Collective over the processes, as every MPI_Comm_dup: all take the same branch.
+        let channels = if level == Threading::Multiple {
+            let world = comm.duplicate();
+            let ch = Channels::new(&world, layout.most_threads()).map_err(unsupported)?;
+            Some(Arc::new(ch))
+        } else {
+            None
+        };
         let process = Process {
             pc,
-            layout: Arc::new(Layout::new(&counts, rank)),
+            layout: Arc::new(layout),
             funneled,
+            channels,
             closed: Cell::new(false),
             failed_elsewhere: Cell::new(None),
         };
@@ -340,6 +355,10 @@ pub(crate) struct Bridge {
     pub(crate) layout: Arc<Layout>,
     /// The process part, on the process's rank 0 (the leader) only.
     process: Option<Arc<Process>>,
+    /// The communicators of point-to-point between processes (`Threading::Multiple` only).
+    pub(crate) channels: Option<Arc<Channels>>,
+    /// This rank's messages from other processes moved aside by its receives.
+    pub(crate) aside: AsideQueue,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -352,14 +371,16 @@ impl std::fmt::Debug for Bridge {
 }
 
 impl Bridge {
-    /// The link of the rank whose own process's communicator is `local`; `process` must be
-    /// given to the local rank 0, and only to it.
-    pub(crate) fn new(local: Local, layout: Arc<Layout>, process: Option<Arc<Process>>) -> Self {
-        debug_assert_eq!(process.is_some(), local.rank() == 0);
+    /// The link of the rank whose own process's communicator is `local`, in the team whose
+    /// process part is `process` (which the local rank 0 holds).
+    pub(crate) fn new(local: Local, process: &Arc<Process>) -> Self {
+        let leader = local.rank() == 0;
         Bridge {
             local,
-            layout,
-            process,
+            layout: process.layout.clone(),
+            channels: process.channels.clone(),
+            process: leader.then(|| process.clone()),
+            aside: AsideQueue::default(),
         }
     }
 

@@ -22,7 +22,7 @@ use crate::profile::Level;
 use crate::select::{self, Barrier, Decision};
 use crate::shm::{CommShared, Member, RunState};
 use crate::topology::{Location, Topology};
-use crate::transport::shm::ShmTransport;
+use crate::transport::shm::{Found, Matcher, ShmTransport, Want};
 use crate::transport::Transport;
 use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
@@ -71,6 +71,8 @@ pub(crate) struct Local {
     /// ([`Local::auto_choice`]): the id and the name lookup of the algorithm's enum, so that
     /// the call itself only stores two words.
     auto_ran: Cell<Option<AutoRan>>,
+    /// This rank's point-to-point messages set aside by receives that wanted others.
+    matcher: Matcher,
 }
 
 impl std::fmt::Debug for Local {
@@ -92,6 +94,7 @@ impl Local {
             costs: OnceCell::new(),
             auto: Box::default(),
             auto_ran: Cell::new(None),
+            matcher: Matcher::default(),
         }
     }
 
@@ -329,37 +332,44 @@ impl Local {
         algorithms::barrier::run(&t, schedule, tag)
     }
 
-    /// [`Comm::send`] among the threads of one process (`Comm` has checked the
-    /// arguments).
-    pub(crate) fn send<T: Copy + Send + Sync + 'static>(
-        &self,
-        dest: usize,
-        data: &[T],
-    ) -> Result<()> {
-        self.p2p("send").send(dest, Tag::P2P, data)
+    /// Point-to-point send with user tag `tag` among the threads of one process (`Comm` has
+    /// checked the arguments).
+    pub(crate) fn send<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<()> {
+        self.p2p("send").send(dest, Tag::p2p(tag), data)
     }
 
-    /// [`Comm::recv`] among the threads of one process (`Comm` has checked the
-    /// arguments).
-    pub(crate) fn recv<T: Copy + Send + Sync + 'static>(
-        &self,
-        src: usize,
-        buf: &mut [T],
-    ) -> Result<()> {
-        self.p2p("recv").recv(src, Tag::P2P, buf)
+    /// Point-to-point receive of the first message `want` accepts.
+    pub(crate) fn recv<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Found> {
+        self.p2p("recv").recv_matching(&self.matcher, want, buf)
     }
 
-    /// Sends `send` to `dest` and receives `recv` from `src` in one call that cannot deadlock
-    /// against a matching `sendrecv` (as `MPI_Sendrecv`). `dest` and `src` may be this rank.
-    pub(crate) fn sendrecv<T: Copy + Send + Sync + 'static>(
+    /// Sends `send` (destination, tag, data) and receives the first message `want` accepts,
+    /// in one call that cannot deadlock against a matching one.
+    pub(crate) fn sendrecv<T: Elem>(
         &self,
-        dest: usize,
-        send: &[T],
-        src: usize,
+        send: (usize, u32, &[T]),
+        want: Want,
         recv: &mut [T],
-    ) -> Result<()> {
+    ) -> Result<Found> {
         self.p2p("sendrecv")
-            .sendrecv(dest, send, src, recv, Tag::P2P)
+            .sendrecv_matching(&self.matcher, send, want, recv)
+    }
+
+    /// Receives the first message `want` accepts if one has arrived, without waiting.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn try_recv<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Option<Found>> {
+        self.p2p("recv").try_recv_matching(&self.matcher, want, buf)
+    }
+
+    /// Reports the first message `want` accepts without receiving it (waiting for one if
+    /// `block`).
+    pub(crate) fn probe<T: Elem>(
+        &self,
+        op: &'static str,
+        want: Want,
+        block: bool,
+    ) -> Result<Option<Found>> {
+        self.p2p(op).probe::<T>(&self.matcher, want, block)
     }
 }
 

@@ -30,17 +30,18 @@
 //! enough: `README.md` in this folder; its loom models are the `loom` module beside it.
 
 mod arena;
+pub(crate) mod names;
 mod tag;
 
 use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering, UnsafeCell};
 pub(crate) use arena::copy_small;
 use arena::Arena;
 use std::mem::MaybeUninit;
-pub use tag::Elem;
 pub(crate) use tag::{
     describe_op_bits, describe_op_word, fingerprint_size, op_bits, op_word, type_fingerprint, Kind,
     Tag,
 };
+pub use tag::{Elem, TAG_MAX};
 
 /// Largest payload in bytes sent by the eager protocol; larger messages use rendezvous.
 ///

@@ -7,6 +7,11 @@ use crate::op::{Builtin, Identity};
 use std::any::TypeId;
 use std::hash::{Hash, Hasher};
 
+/// The largest tag a point-to-point message may carry: 32767, the least upper bound MPI
+/// guarantees for its tags (`MPI_TAG_UB`), so that a tag means the same between the threads of
+/// a process and between processes.
+pub const TAG_MAX: u32 = 32767;
+
 /// Element types that can travel between ranks: plain `Copy` data with no borrowed parts.
 pub trait Elem: Copy + Send + Sync + 'static {}
 impl<T: Copy + Send + Sync + 'static> Elem for T {}
@@ -69,7 +74,7 @@ pub(crate) struct Tag {
     pub kind: Kind,
     /// Which variant of the operation (the algorithm of a collective; 0 if there is one).
     pub variant: u8,
-    /// Which collective call of the communicator (0 for point-to-point).
+    /// Which collective call of the communicator; for point-to-point, the user's tag.
     pub seq: u64,
     /// The op of a reduction's messages ([`op_word`]; 0 for none): folded into the element
     /// type's fingerprint of each message, so that ranks combining with different ops meet a
@@ -78,13 +83,25 @@ pub(crate) struct Tag {
 }
 
 impl Tag {
-    /// A point-to-point tag.
-    pub(crate) const P2P: Tag = Tag {
-        kind: Kind::P2p,
-        variant: 0,
-        seq: 0,
-        op: 0,
-    };
+    /// A point-to-point tag (user tag 0).
+    #[cfg(test)]
+    pub(crate) const P2P: Tag = Tag::p2p(0);
+
+    /// A point-to-point tag carrying the user's tag `user`.
+    pub(crate) const fn p2p(user: u32) -> Tag {
+        Tag {
+            kind: Kind::P2p,
+            variant: 0,
+            seq: user as u64,
+            op: 0,
+        }
+    }
+
+    /// The user's tag of a packed point-to-point tag word ([`Tag::p2p`]).
+    #[inline]
+    pub(crate) fn user_tag(word: u64) -> u32 {
+        (word >> 16) as u32
+    }
 
     /// The same tag with variant `v`.
     pub(crate) fn with_variant(self, v: u8) -> Tag {
@@ -102,16 +119,20 @@ impl Tag {
         (self.seq << 16) | (u64::from(self.variant) << 8) | u64::from(self.kind.code())
     }
 
-    /// Describes a packed tag for an error message.
+    /// Describes a packed tag for an error message: the operation, and which of the
+    /// communicator's collective calls it belongs to (counted from 1), or the user's tag of a
+    /// point-to-point message. The algorithm (the variant) is not named: two ranks that ran
+    /// different algorithms fail the call check first, which names both.
     pub(crate) fn describe(word: u64) -> String {
-        let (variant, seq) = ((word >> 8) & 0xff, word >> 16);
+        let seq = word >> 16;
         match Kind::from_code((word & 0xff) as u8) {
-            Some(Kind::P2p) => "point-to-point".to_string(),
-            Some(k) if variant != 0 => {
-                format!("{} (collective call #{seq}, variant {variant})", k.name())
-            }
-            Some(k) => format!("{} (collective call #{seq})", k.name()),
-            None => format!("an unknown kind {:#x}", word & 0xff),
+            Some(Kind::P2p) => format!("a point-to-point message with tag {seq}"),
+            Some(k) => format!(
+                "{} (collective call {} on this communicator)",
+                k.name(),
+                seq + 1
+            ),
+            None => format!("a message of an unknown kind {:#x}", word & 0xff),
         }
     }
 }

@@ -71,6 +71,7 @@ impl Call {
     /// A call of collective `op` with algorithm `alg` on `len` elements of `T` per rank, with
     /// no root and no pipeline block (see [`Call::at`], [`Call::in_blocks`]).
     pub(crate) fn of<T: 'static, A: Choice>(op: &'static str, alg: A, len: usize) -> Call {
+        crate::mailbox::names::note::<T>();
         Call {
             op,
             alg: alg.id(),

@@ -14,7 +14,16 @@ use std::sync::Arc;
 /// The members of a `p`-rank communicator of a fresh run (parkers, no timeout, the
 /// oversubscribed waiting policy), and the run, to fail it or mark ranks as returned.
 pub(crate) fn world(p: usize) -> (Vec<Member>, Arc<RunState>) {
-    let ranks = Arc::new(Ranks::new(p, WaitPolicy::OVERSUBSCRIBED, None));
+    world_detecting(p, false)
+}
+
+/// [`world`], with deadlock detection on if `detect` (the team's default; off in the other
+/// models, to keep their state space).
+pub(crate) fn world_detecting(p: usize, detect: bool) -> (Vec<Member>, Arc<RunState>) {
+    let ranks = Arc::new(Ranks {
+        detect_deadlocks: detect,
+        ..Ranks::new(p, WaitPolicy::OVERSUBSCRIBED, None)
+    });
     let run = Arc::new(RunState::new(ranks));
     let shared = Arc::new(CommShared::new((0..p).collect()));
     // Make every mailbox now, on the model's main thread, rather than on first use: the
@@ -51,24 +60,33 @@ pub(crate) fn spmd_with_run<R: Send + 'static>(
     p: usize,
     body: impl Fn(Member, &RunState) -> R + Send + Sync + 'static,
 ) -> Vec<R> {
-    ranks(p, body, false)
+    ranks(world(p), body, false)
+}
+
+/// [`spmd_with_run`] in a world that looks for deadlocks ([`world_detecting`]).
+pub(crate) fn spmd_detecting<R: Send + 'static>(
+    p: usize,
+    body: impl Fn(Member, &RunState) -> R + Send + Sync + 'static,
+) -> Vec<R> {
+    ranks(world_detecting(p, true), body, false)
 }
 
 /// Runs `body(member)` on every rank of a fresh `p`-rank [`world`] while one more loom thread
 /// fails the run as a panic of a rank outside the communicator would (team rank `p`), so that
 /// the failure races with every step of the ranks' calls; rank 0 on the model's main thread.
 pub(crate) fn spmd_while_failing(p: usize, body: impl Fn(Member) + Send + Sync + 'static) {
-    ranks(p, move |member, _| body(member), true);
+    ranks(world(p), move |member, _| body(member), true);
 }
 
-/// [`spmd_with_run`], with a thread that fails the run if `failing`.
+/// Runs `body` on every member of `world`, with a thread that fails the run if `failing`.
 fn ranks<R: Send + 'static>(
-    p: usize,
+    world: (Vec<Member>, Arc<RunState>),
     body: impl Fn(Member, &RunState) -> R + Send + Sync + 'static,
     failing: bool,
 ) -> Vec<R> {
     let body = Arc::new(body);
-    let (members, run) = world(p);
+    let (members, run) = world;
+    let p = members.len();
     let mut members = members.into_iter();
     let first = members.next().expect("p >= 1");
     let others: Vec<_> = members

@@ -5,7 +5,7 @@ use super::scratch::{Pool, Scratch};
 use super::{CommShared, RunState};
 use crate::error::{Error, Result};
 use crate::mailbox::{Kind, Tag};
-use crate::sync::park::wait_until;
+use crate::sync::park::{wait_until_watched, Watch};
 use crate::topology::Location;
 use std::cell::Cell;
 use std::sync::Arc;
@@ -34,6 +34,28 @@ impl std::fmt::Debug for Member {
             .field("rank", &self.rank)
             .field("size", &self.size())
             .finish_non_exhaustive()
+    }
+}
+
+/// A rank's wait as the run's deadlock detection sees it ([`Member::watch`]).
+pub(crate) struct Watcher<'a> {
+    run: &'a RunState,
+    /// This rank's team rank.
+    me: usize,
+    op: &'static str,
+    /// The team rank waited for.
+    pub(crate) peer: Cell<usize>,
+}
+
+impl Watch for Watcher<'_> {
+    fn parking(&self) {
+        self.run.note_wait(self.me, self.op, self.peer.get());
+    }
+
+    fn stuck(&self) {
+        // Whom it waits for may have changed since `parking` (a send and a receive).
+        self.run.note_wait(self.me, self.op, self.peer.get());
+        self.run.detect(Some(self.me));
     }
 }
 
@@ -156,18 +178,34 @@ impl Member {
         let members = &self.shared.members;
         // A timeout too large to add to the start is no limit.
         let deadline = started.and_then(|(s, t)| s.checked_add(t));
-        wait_until(
+        let watch = self.watch(op);
+        wait_until_watched(
             &run.ranks.parkers[members[self.rank]],
             &run.ranks.policy,
             deadline,
             || match pending() {
                 None => true,
-                Some(q) => run.is_aborted() || run.is_done(members[q]),
+                Some(q) => {
+                    watch.peer.set(members[q]);
+                    run.is_aborted() || run.is_done(members[q])
+                }
             },
+            Some(&watch),
         );
         match pending() {
             None => Ok(()),
             Some(peer) => Err(self.stalled(op, peer, started)),
+        }
+    }
+
+    /// What a wait of this rank's in `op` tells the run when it parks (deadlock detection):
+    /// set its `peer` (a team rank) to whom it waits for before it may park.
+    pub(crate) fn watch(&self, op: &'static str) -> Watcher<'_> {
+        Watcher {
+            run: &self.run,
+            me: self.shared.members[self.rank],
+            op,
+            peer: Cell::new(self.shared.members[self.rank]),
         }
     }
 
@@ -182,7 +220,9 @@ impl Member {
         started: Option<(Instant, Duration)>,
     ) -> Error {
         let rank = self.rank;
-        if self.run.is_aborted() {
+        if let Some(waits) = self.run.deadlock() {
+            Error::Deadlock { rank, op, waits }
+        } else if self.run.is_aborted() {
             self.aborted(op)
         } else if self.run.is_done(self.shared.members[peer]) {
             self.fail(Error::PeerExited { rank, peer, op })

@@ -3,8 +3,8 @@
 //! returned).
 
 use crate::error::Error;
-use crate::sync::park::{Parker, WaitPolicy};
-use crate::sync::{AtomicBool, CachePadded, Mutex, Ordering};
+use crate::sync::park::{blocked_state, Parker, WaitPolicy, CONFIRMED};
+use crate::sync::{fence, AtomicBool, AtomicU64, CachePadded, Mutex, Ordering};
 use crate::topology::{Location, Topology};
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +23,9 @@ pub(crate) struct Ranks {
     pub topology: Option<Arc<Topology>>,
     /// Where each team rank runs, by team rank (`None`: not pinned).
     pub locations: Box<[Option<Location>]>,
+    /// Whether runs look for deadlocks among their ranks ([`RunState::detect`]): not on a
+    /// team whose ranks span processes, where a rank may wait for another process.
+    pub detect_deadlocks: bool,
 }
 
 impl Ranks {
@@ -34,6 +37,9 @@ impl Ranks {
             timeout,
             topology: None,
             locations: vec![None; n].into_boxed_slice(),
+            // The loom models that check the detection turn it on (`shm::loom_world`); the
+            // others keep their state space.
+            detect_deadlocks: !cfg!(loom),
         }
     }
 
@@ -59,6 +65,12 @@ pub(crate) struct RunState {
     panic: Mutex<Option<Error>>,
     /// Per team rank: set by that rank when its closure has returned.
     done: Box<[CachePadded<AtomicBool>]>,
+    /// Ranks that have begun and finished returning ([`RunState::mark_done`]): a rank between
+    /// the two may still wake others, so deadlock detection waits until they are equal.
+    exits: [AtomicU64; 2],
+    /// Per team rank: what it waits in and for whom (a team rank), written by that rank when
+    /// it is about to park in a watched wait ([`RunState::note_wait`]).
+    waits: Box<[Mutex<(&'static str, usize)>]>,
 }
 
 impl RunState {
@@ -73,6 +85,8 @@ impl RunState {
             done: (0..n)
                 .map(|_| CachePadded::new(AtomicBool::new(false)))
                 .collect(),
+            exits: [AtomicU64::new(0), AtomicU64::new(0)],
+            waits: (0..n).map(|r| Mutex::new(("", r))).collect(),
         }
     }
 
@@ -121,8 +135,13 @@ impl RunState {
 
     /// Team rank `rank` has returned from its closure: wake whoever waits for it.
     pub(crate) fn mark_done(&self, rank: usize) {
-        self.done[rank].store(true, Ordering::Release);
+        self.exits[0].fetch_add(1, Ordering::SeqCst);
+        self.done[rank].store(true, Ordering::SeqCst);
         self.wake_all();
+        self.exits[1].fetch_add(1, Ordering::SeqCst);
+        // The ranks it woke may have looked for a deadlock before this return was complete;
+        // if they are all blocked again, nobody else would look.
+        self.detect(None);
     }
 
     /// Whether team rank `rank` has returned from its closure.
@@ -131,9 +150,131 @@ impl RunState {
         self.done[rank].load(Ordering::Acquire)
     }
 
+    /// Team rank `rank` is about to park in `op`, waiting for team rank `peer`: what a
+    /// deadlock's error says of it.
+    pub(crate) fn note_wait(&self, rank: usize, op: &'static str, peer: usize) {
+        *self.waits[rank].lock() = (op, peer);
+    }
+
+    /// The deadlock check, made by team rank `me` when it is about to sleep in a watched wait
+    /// (`sync::park`), and by a rank that has just returned (`None`): if every rank that has not returned is marked blocked at one instant —
+    /// two readings of every rank's blocked word and done flag agree, and the words only grow —
+    /// then no rank can wake another, and the run fails with [`Error::Deadlock`]. Returns
+    /// whether it did.
+    ///
+    /// Each mark was set before its rank's last look at its condition and is cleared by any
+    /// wake-up, so a marked rank has nothing to act on until another rank acts; when all are
+    /// marked at once, none will. (This is Chandy, Misra and Haas's "all processes of a set
+    /// blocked on each other" condition, read here from shared memory in one consistent
+    /// snapshot by the double collect.)
+    pub(crate) fn detect(&self, me: Option<usize>) -> bool {
+        if !self.ranks.detect_deadlocks || self.is_aborted() {
+            return false;
+        }
+        // Orders this rank's own confirmed mark before its reads of the others' (the
+        // store-buffering pattern again: of two ranks confirming at once, at least one sees
+        // the other's mark; a fence is the form of `SeqCst` that loom models).
+        fence(Ordering::SeqCst);
+        // Every live rank confirmed blocked, and no rank in the middle of returning.
+        let read = || -> Option<Vec<u64>> {
+            let started = self.exits[0].load(Ordering::SeqCst);
+            let mut words = Vec::with_capacity(self.done.len() + 1);
+            for (r, parker) in self.ranks.parkers.iter().enumerate() {
+                if self.done[r].load(Ordering::SeqCst) {
+                    words.push(u64::MAX);
+                    continue;
+                }
+                let w = parker.blocked_word();
+                if blocked_state(w) != CONFIRMED {
+                    return None;
+                }
+                words.push(w);
+            }
+            let finished = self.exits[1].load(Ordering::SeqCst);
+            (started == finished).then_some(())?;
+            words.push(finished);
+            Some(words)
+        };
+        let Some(first) = read() else {
+            return false;
+        };
+        if read().as_ref() != Some(&first) {
+            return false;
+        }
+        let waits: Vec<Option<(&'static str, usize)>> = first[..self.done.len()]
+            .iter()
+            .enumerate()
+            .map(|(r, &w)| (w != u64::MAX).then(|| *self.waits[r].lock()))
+            .collect();
+        // Described from `me`, or from the first blocked rank.
+        let Some(from) = me.or_else(|| waits.iter().position(Option::is_some)) else {
+            // Every rank has returned: nothing is blocked.
+            return false;
+        };
+        let (op, _) = waits[from].unwrap_or(("", from));
+        self.abort(Error::Deadlock {
+            rank: from,
+            op,
+            waits: describe_waits(&waits, from),
+        });
+        true
+    }
+
+    /// The waits of a deadlock this run failed with, if it did.
+    pub(crate) fn deadlock(&self) -> Option<String> {
+        if !self.is_aborted() {
+            return None;
+        }
+        match &*self.cause.lock() {
+            Some(Error::Deadlock { waits, .. }) => Some(waits.clone()),
+            _ => None,
+        }
+    }
+
     fn wake_all(&self) {
         for p in self.ranks.parkers.iter() {
             p.unpark();
         }
     }
+}
+
+/// Describes a deadlock's waits (per team rank: its operation and the team rank it waits for,
+/// `None` for a rank that has returned): the cycle that team rank `from` is on, or leads to,
+/// then every other blocked rank.
+fn describe_waits(waits: &[Option<(&'static str, usize)>], from: usize) -> String {
+    let one = |r: usize| match waits[r] {
+        Some((op, peer)) => format!("team rank {r} waits in {op} for team rank {peer}"),
+        None => format!("team rank {r} has returned"),
+    };
+    // Follow the waits from `from` until a rank repeats (or one has returned).
+    let mut path = vec![from];
+    let cycle_start = loop {
+        let last = *path.last().expect("non-empty");
+        let Some((_, next)) = waits[last] else {
+            break None;
+        };
+        if let Some(i) = path.iter().position(|&r| r == next) {
+            break Some(i);
+        }
+        if next >= waits.len() {
+            break None;
+        }
+        path.push(next);
+    };
+    let shown: Vec<usize> = match cycle_start {
+        Some(i) => path[i..].to_vec(),
+        None => path.clone(),
+    };
+    let mut text = shown.iter().map(|&r| one(r)).collect::<Vec<_>>().join(", ");
+    if cycle_start.is_some() && shown.len() > 1 {
+        text = format!("a cycle of waits: {text}");
+    }
+    let others: Vec<String> = (0..waits.len())
+        .filter(|r| !shown.contains(r) && waits[*r].is_some())
+        .map(one)
+        .collect();
+    if !others.is_empty() {
+        text += &format!("; also blocked: {}", others.join(", "));
+    }
+    text
 }

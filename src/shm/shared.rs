@@ -73,4 +73,13 @@ impl CommShared {
         self.boxes[(ctx as usize * p + src) * p + dst]
             .get_or_init(|| Box::new(Mailbox::new(DEFAULT_SLOTS)))
     }
+
+    /// The mailbox from `src` to `dst` in `ctx` if it has been made.
+    #[inline]
+    pub(crate) fn mailbox_if_made(&self, ctx: Context, src: usize, dst: usize) -> Option<&Mailbox> {
+        let p = self.members.len();
+        self.boxes[(ctx as usize * p + src) * p + dst]
+            .get()
+            .map(|b| &**b)
+    }
 }

@@ -18,8 +18,17 @@
 //! Several threads may wait on one parker at once (a rank may hand a sub-communicator to a
 //! helper thread), which is why it counts waiters and notifies all of them rather than keeping
 //! a single sleeping flag.
+//!
+//! A wait that may be part of a deadlock between ranks is *watched* ([`Watch`]): each time it
+//! is about to sleep it marks its parker *tentatively* blocked before the last check of its
+//! condition, and *confirms* the mark only if the condition was false; a writer's `unpark` that
+//! finds waiters clears the mark, whichever it is. So a confirmed mark belongs to a waiter whose
+//! condition was false after the mark and that no writer has woken since — a writer whose
+//! publication the check missed saw the waiter announced, and clears the mark (it is running
+//! until it has). When every live rank's parker is confirmed blocked at one instant, no rank
+//! can ever wake another (`shm::run`'s deadlock detection reads the marks).
 
-use super::{fence, spin_hint, yield_now, AtomicUsize, Condvar, Mutex, Ordering};
+use super::{fence, spin_hint, yield_now, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 use std::time::{Duration, Instant};
 
 /// Where a waiting thread sleeps once spinning and yielding have not satisfied it.
@@ -35,6 +44,34 @@ pub(crate) struct Parker {
     lock: Mutex<()>,
     /// Where waiters sleep.
     cv: Condvar,
+    /// The blocked mark of a watched waiter: a count of changes above the mark's state in the
+    /// low two bits (`CLEAR`, `TENTATIVE`, `CONFIRMED`; module doc). Set and confirmed by the
+    /// waiter, cleared by the waiter when it leaves and by any `unpark` that finds waiters.
+    /// Every change raises the count, so two equal readings mean no change in between.
+    blocked: AtomicU64,
+}
+
+/// A blocked mark's state: no watched waiter is marked.
+const CLEAR: u64 = 0;
+/// A blocked mark's state: a watched waiter is about to check its condition a last time.
+const TENTATIVE: u64 = 1;
+/// A blocked mark's state: a watched waiter found its condition false and nobody has woken it.
+pub(crate) const CONFIRMED: u64 = 2;
+
+/// The state of a blocked word ([`Parker::blocked_word`]).
+#[inline]
+pub(crate) fn blocked_state(word: u64) -> u64 {
+    word & 3
+}
+
+/// What a watched wait tells its observer ([`wait_until_watched`]).
+pub(crate) trait Watch {
+    /// The waiter is about to park for the first time in this wait.
+    fn parking(&self);
+    /// The waiter has confirmed its parker blocked (its condition was false after the mark):
+    /// it is about to sleep. (Deadlock detection runs here; it may fail the run, which must
+    /// make the condition true.)
+    fn stuck(&self);
 }
 
 impl Default for Parker {
@@ -50,7 +87,39 @@ impl Parker {
             waiters: AtomicUsize::new(0),
             lock: Mutex::new(()),
             cv: Condvar::new(),
+            blocked: AtomicU64::new(0),
         }
+    }
+
+    /// The blocked word (see the field), for deadlock detection: its state is
+    /// [`blocked_state`]`(word)`.
+    #[inline]
+    pub(crate) fn blocked_word(&self) -> u64 {
+        self.blocked.load(Ordering::SeqCst)
+    }
+
+    /// Moves the mark from a state in `from` to `to`, raising the count; false if the mark
+    /// is in no state of `from`.
+    fn mark(&self, from: &[u64], to: u64) -> bool {
+        let mut w = self.blocked.load(Ordering::SeqCst);
+        loop {
+            if !from.contains(&blocked_state(w)) {
+                return false;
+            }
+            let next = ((w >> 2) + 1) << 2 | to;
+            match self
+                .blocked
+                .compare_exchange(w, next, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return true,
+                Err(now) => w = now,
+            }
+        }
+    }
+
+    /// Clears the blocked mark if it is set.
+    fn unblock(&self) {
+        self.mark(&[TENTATIVE, CONFIRMED], CLEAR);
     }
 
     /// Wakes every thread parked here. Call it after publishing (with a release store or any
@@ -67,6 +136,8 @@ impl Parker {
 
     #[cold]
     fn wake_slow(&self) {
+        // A waiter marked blocked is blocked no longer: it has something to look at.
+        self.unblock();
         // Taking the lock orders this notification after any waiter's re-check that is
         // already under way: that waiter is then inside `cv.wait` and receives it.
         drop(self.lock.lock());
@@ -74,27 +145,74 @@ impl Parker {
     }
 
     /// Sleeps until `ready()` is true or `deadline` passes; returns whether `ready()` held.
-    /// `ready` must only read (acquire loads of what writers publish before `unpark`).
+    /// `ready` must only read (acquire loads of what writers publish before `unpark`). (The
+    /// crate parks through [`wait_until`]; the loom models park here directly.)
+    #[cfg(all(test, loom))]
     pub(crate) fn park_until(
+        &self,
+        ready: impl FnMut() -> bool,
+        deadline: Option<Instant>,
+    ) -> bool {
+        self.park_watched(ready, deadline, None)
+    }
+
+    /// [`Parker::park_until`], marking the parker blocked before each sleep and telling
+    /// `watch` when it finds itself stuck (module doc).
+    fn park_watched(
         &self,
         mut ready: impl FnMut() -> bool,
         deadline: Option<Instant>,
+        watch: Option<&dyn Watch>,
     ) -> bool {
+        let expired = || deadline.is_some_and(|d| Instant::now() >= d);
         self.waiters.fetch_add(1, Ordering::Relaxed);
-        // Orders the announcement before `ready`'s reads (see the module doc).
-        fence(Ordering::SeqCst);
-        let mut guard = self.lock.lock();
-        let satisfied = loop {
-            if ready() {
-                break true;
+        let satisfied = match watch {
+            None => {
+                // Orders the announcement before `ready`'s reads (see the module doc).
+                fence(Ordering::SeqCst);
+                let mut guard = self.lock.lock();
+                loop {
+                    if ready() {
+                        break true;
+                    }
+                    if expired() {
+                        break false;
+                    }
+                    self.cv.wait(&mut guard, deadline);
+                }
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                break false;
-            }
-            self.cv.wait(&mut guard, deadline);
+            Some(watch) => loop {
+                self.mark(&[CLEAR, TENTATIVE, CONFIRMED], TENTATIVE);
+                // Orders the announcement and the mark before `ready`'s reads.
+                fence(Ordering::SeqCst);
+                if ready() {
+                    break true;
+                }
+                // Not confirmed if a writer cleared the mark meanwhile: it has woken us.
+                if self.mark(&[TENTATIVE], CONFIRMED) {
+                    watch.stuck();
+                }
+                let mut guard = self.lock.lock();
+                if ready() {
+                    break true;
+                }
+                if expired() {
+                    break false;
+                }
+                // A writer that cleared the mark since has notified before we held the lock:
+                // mark and look again rather than sleep unmarked. (One that clears it from now
+                // on notifies after we sleep.)
+                if blocked_state(self.blocked.load(Ordering::SeqCst)) != CONFIRMED {
+                    continue;
+                }
+                // Woken (or timed out): mark and look again.
+                self.cv.wait(&mut guard, deadline);
+            },
         };
-        drop(guard);
         self.waiters.fetch_sub(1, Ordering::Relaxed);
+        if watch.is_some() {
+            self.unblock();
+        }
         satisfied
     }
 }
@@ -168,7 +286,20 @@ pub(crate) fn wait_until(
     parker: &Parker,
     policy: &WaitPolicy,
     deadline: Option<Instant>,
+    ready: impl FnMut() -> bool,
+) -> bool {
+    wait_until_watched(parker, policy, deadline, ready, None)
+}
+
+/// [`wait_until`] for a wait that may be part of a deadlock between ranks: parks watched by
+/// `watch` (module doc).
+#[inline]
+pub(crate) fn wait_until_watched(
+    parker: &Parker,
+    policy: &WaitPolicy,
+    deadline: Option<Instant>,
     mut ready: impl FnMut() -> bool,
+    watch: Option<&dyn Watch>,
 ) -> bool {
     if ready() {
         return true;
@@ -199,7 +330,10 @@ pub(crate) fn wait_until(
             }
         }
     }
-    parker.park_until(ready, deadline)
+    if let Some(w) = watch {
+        w.parking();
+    }
+    parker.park_watched(ready, deadline, watch)
 }
 
 #[cfg(all(test, loom))]

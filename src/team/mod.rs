@@ -76,6 +76,8 @@ pub struct TeamBuilder {
     pinning: Pinning,
     topology: Option<Topology>,
     timeout: Option<Duration>,
+    /// Whether runs look for deadlocks (`None`: the default, on).
+    deadlocks: Option<bool>,
     wait: Wait,
     profile: Option<Profile>,
     /// `algorithm_rules`' overrides, parsed when the team is built.
@@ -159,6 +161,19 @@ impl TeamBuilder {
     /// ([`Error::PeerExited`]), but one that waits elsewhere forever is not.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Whether a run looks for deadlocks among its ranks; default on. When every rank that
+    /// has not returned is blocked waiting for another, every one of them gets
+    /// [`Error::Deadlock`] naming the waits, without a timeout: the check is made only by a
+    /// rank that is about to sleep, never on the fast path. Turn it off only if a rank's
+    /// communicator is used from a thread other than the rank's own while the rank waits:
+    /// the check counts a rank as blocked while its own thread waits, and cannot see a helper
+    /// thread that is still computing what it will send. (Between the processes of a hybrid
+    /// team the check is off and only the timeout finds a deadlock.)
+    pub fn deadlock_detection(mut self, on: bool) -> Self {
+        self.deadlocks = Some(on);
         self
     }
 
@@ -251,8 +266,10 @@ impl TeamBuilder {
     }
 
     /// [`TeamBuilder::build`], with `Wait::Auto` judging the load from `load` threads (those
-    /// of every process on the node) instead of the team's own.
+    /// of every process on the node) instead of the team's own. A hybrid team (a `load`) does
+    /// not look for deadlocks: its ranks may wait for another process.
     fn build_for(self, load: Option<usize>) -> Result<Team> {
+        let detect_deadlocks = load.is_none() && self.deadlocks.unwrap_or(true);
         let topology = self.topology.unwrap_or_else(Topology::detect);
         let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
         if ranks == 0 {
@@ -270,7 +287,10 @@ impl TeamBuilder {
             .wait
             .resolve(load.unwrap_or(ranks).max(ranks), available_cores().len());
         let shared = Arc::new(Shared {
-            ranks: Arc::new(Ranks::new(ranks, policy, self.timeout).placed(topology, locations)),
+            ranks: Arc::new(Ranks {
+                detect_deadlocks,
+                ..Ranks::new(ranks, policy, self.timeout).placed(topology, locations)
+            }),
             settings: Arc::new(Settings { profile, tuning }),
             epoch: CachePadded::new(AtomicU64::new(0)),
             job: Mutex::new(None),
@@ -468,9 +488,7 @@ impl Team {
         let local = Local::new(member, self.shared.settings.clone());
         #[cfg(feature = "mpi")]
         if let Some(p) = &self.process {
-            let process = (rank == 0).then(|| p.clone());
-            let bridge = crate::hybrid::Bridge::new(local, p.layout.clone(), process);
-            return Comm::processes(bridge);
+            return Comm::processes(crate::hybrid::Bridge::new(local, p));
         }
         Comm::threads(local)
     }

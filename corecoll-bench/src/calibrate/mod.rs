@@ -95,7 +95,9 @@ impl Link for Comm {
         Comm::send(self, 1 - self.rank(), data).map_err(|e| e.to_string())
     }
     fn recv(&self, buf: &mut [u8]) -> Result<(), String> {
-        Comm::recv(self, 1 - self.rank(), buf).map_err(|e| e.to_string())
+        Comm::recv(self, 1 - self.rank(), buf)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
     fn send_count(&self, n: u64) -> Result<(), String> {
         Comm::send(self, 1 - self.rank(), &[n]).map_err(|e| e.to_string())

@@ -90,7 +90,7 @@ pub(crate) use session::Session;
 use super::Member;
 use crate::error::{Error, Result};
 use crate::mailbox::{type_fingerprint, Tag};
-use crate::sync::park::wait_until;
+use crate::sync::park::wait_until_watched;
 use crate::sync::{fence, AtomicU64, CachePadded, Ordering, UnsafeCell};
 
 /// What a rank publishes about one call: where its data is and what it is.
@@ -250,14 +250,19 @@ impl Board {
         // finishes the call, so they need not be read again.
         let mut next = 0;
         let mut scan = || self.scan(me, target, &mut next);
-        wait_until(
+        let watch = comm.watch(op);
+        wait_until_watched(
             &run.ranks.parkers[members[me]],
             &run.ranks.policy,
             deadline,
             || match scan() {
-                Scan::Pending(peer) => run.is_aborted() || run.is_done(members[peer]),
+                Scan::Pending(peer) => {
+                    watch.peer.set(members[peer]);
+                    run.is_aborted() || run.is_done(members[peer])
+                }
                 _ => true,
             },
+            Some(&watch),
         );
         let e = match scan() {
             Scan::Pass => return Ok(session),
@@ -266,7 +271,10 @@ impl Board {
                 rank: me,
                 peer,
                 op,
-                expected: format!("direct {op}, collective call #{}", epoch.wrapping_sub(1)),
+                expected: format!(
+                    "direct {op} (collective call {} on this communicator)",
+                    epoch
+                ),
                 found: "a later direct collective call".into(),
             }),
             Scan::Pending(peer) => comm.stalled(op, peer, started),

@@ -44,10 +44,12 @@
 //! says why it is sound. What was learnt from: the rsmpi 0.8 sources (`point_to_point.rs`,
 //! `request.rs`, `attribute.rs`) and the MPI 3.1 standard, sections cited where used.
 
+mod p2p;
 mod recv;
 mod request;
 mod tag;
 
+pub(crate) use p2p::{Arrived, Channels};
 pub(crate) use recv::{scratch_bytes, Chunk, Scratch};
 pub(crate) use request::{poll_politely, wait_all};
 pub(crate) use tag::TagCodec;

@@ -2,20 +2,34 @@
 //! receive in flight at once, each step taken as soon as it can be, and between steps a wait
 //! for whichever of them the call still needs (module docs of `transport::shm`).
 
-use super::{Incoming, Lent, Outgoing, ShmTransport};
+use super::{Lent, Outgoing, ShmTransport};
 use crate::error::{Error, Result};
-use crate::mailbox::Header;
 use crate::transport::Transport;
+
+/// A receive as the engine drives it: the next message from one rank (`Incoming`), or the
+/// first that matches a source and tag among all that have arrived (`p2p::Matching`).
+pub(super) trait Receive {
+    /// What the completed receive returns.
+    type Out;
+    /// The rank the receive waits for, or `None` for any rank.
+    fn source(&self) -> Option<usize>;
+    /// Completes the receive if its message is there (`Ok(Some)`), or reports that it is
+    /// not yet (`Ok(None)`; it may have moved other messages aside), or that the message
+    /// there is not what was expected (`Err`, the run failed).
+    fn poll(&mut self, t: &ShmTransport<'_>) -> Result<Option<Self::Out>>;
+    /// Whether anything has arrived that [`Receive::poll`] would look at: the condition the
+    /// engine waits for. Only reads.
+    fn arrived(&self, t: &ShmTransport<'_>) -> bool;
+}
 
 impl ShmTransport<'_> {
     /// The engine: posts `send` (if any), receives `recv` (if any), and returns once both are
     /// complete — for a rendezvous send, once the receiver has released the lent slice.
-    pub(super) fn exchange<R, F: FnOnce(*const u8) -> R>(
+    pub(super) fn exchange<Rc: Receive>(
         &self,
         send: Option<Outgoing>,
-        recv: Option<Incoming<F>>,
-        mismatch: fn(&Self, usize, &Header, &Header) -> Error,
-    ) -> Result<Option<R>> {
+        recv: Option<Rc>,
+    ) -> Result<Option<Rc::Out>> {
         let run = self.member.run();
         if run.is_aborted() {
             return Err(self.aborted());
@@ -24,14 +38,12 @@ impl ShmTransport<'_> {
         if let Some(o) = &send {
             self.check_rank(o.dest)?;
         }
-        if let Some(i) = &recv {
-            self.check_rank(i.src)?;
+        if let Some(src) = recv.as_ref().and_then(Receive::source) {
+            self.check_rank(src)?;
         }
         let out = send.as_ref().map(|o| (o, self.mailbox(me, o.dest)));
-        let inb = recv
-            .as_ref()
-            .map(|i| (i.src, i.expect, self.mailbox(i.src, me)));
-        let mut read = recv.map(|i| i.read);
+        let source = recv.as_ref().map(Receive::source);
+        let mut read = recv;
         let parker = &run.ranks.parkers[self.member.shared().members[me]];
         let policy = &run.ranks.policy;
         // Not yet posted (no cell or arena room so far)?
@@ -61,17 +73,15 @@ impl ShmTransport<'_> {
                     self.unpark(o.dest);
                 }
             }
-            if let (true, Some((src, expect, mb))) = (read.is_some(), inb) {
-                if let Some(found) = mb.front() {
-                    if found != expect {
-                        break Err(mismatch(self, src, &expect, &found));
+            if let Some(r) = &mut read {
+                match r.poll(self) {
+                    Ok(Some(got)) => {
+                        result = Some(got);
+                        read = None;
+                        progressed = true;
                     }
-                    let f = read.take().expect("reader present");
-                    match self.take_from(mb, src, f) {
-                        Ok(r) => result = Some(r),
-                        Err(e) => break Err(e),
-                    }
-                    progressed = true;
+                    Ok(None) => {}
+                    Err(e) => break Err(e),
                 }
             }
             if let Some(l) = &mut lent {
@@ -95,11 +105,14 @@ impl ShmTransport<'_> {
                 peers[np] = o.dest;
                 np += 1;
             }
-            if let (true, Some((src, _, _))) = (receiving, inb) {
+            // A receive from any rank waits for every other rank.
+            let any = receiving && source == Some(None);
+            if let (true, Some(Some(src))) = (receiving, source) {
                 peers[np] = src;
                 np += 1;
             }
-            if peers[..np].iter().all(|&p| p == me) {
+            let alone = any && self.member.size() == 1;
+            if (alone || !any) && peers[..np].iter().all(|&p| p == me) {
                 let why = if receiving {
                     "nothing was sent to this rank by itself, and it would wait for itself"
                 } else {
@@ -112,9 +125,9 @@ impl ShmTransport<'_> {
                     why,
                 }));
             }
-            let waited = self.wait(&peers[..np], || {
+            let waited = self.wait(&peers[..np], any, || {
                 let can_post = pending && out.is_some_and(|(o, mb)| mb.has_room(o.header.len));
-                let arrived = receiving && inb.is_some_and(|(_, _, mb)| mb.front().is_some());
+                let arrived = read.as_ref().is_some_and(|r| r.arrived(self));
                 let acked = lent.as_ref().is_some_and(|l| l.mb.is_consumed(l.n));
                 can_post || arrived || acked
             });

@@ -4,7 +4,7 @@
 
 use super::{header_of, outgoing, Incoming, ShmTransport};
 use crate::error::Result;
-use crate::mailbox::{Elem, Mailbox, Tag, EAGER_MAX};
+use crate::mailbox::{Elem, Header, Mailbox, Tag, EAGER_MAX};
 use std::mem::{size_of, size_of_val};
 
 impl ShmTransport<'_> {
@@ -27,12 +27,13 @@ impl ShmTransport<'_> {
     ) -> Result<()> {
         let count = send.map_or(0, |(_, _, d)| d.len() as u64);
         let out = send.map(|(dest, tag, data)| outgoing(dest, tag, data, &count));
-        let inc = recv.map(|(src, tag, n)| Incoming {
+        let inc = recv.map(|(src, tag, n)| Incoming::<T, _> {
             src,
             expect: header_of::<T>(tag, n),
-            read,
+            read: Some(read),
+            elem: std::marker::PhantomData,
         });
-        let got = self.exchange(out, inc, Self::mismatch::<T>)?;
+        let got = self.exchange(out, inc)?;
         if let (Some(got), Some((src, tag, n))) = (got, recv) {
             if got != n {
                 return Err(self.zero_sized_mismatch::<T>(src, tag, n, got));
@@ -73,20 +74,36 @@ impl ShmTransport<'_> {
         n: usize,
         read: impl FnOnce(*const u8) -> usize,
     ) -> Result<()> {
+        match self.recv_fast::<T, _, _>(src, header_of::<T>(tag, n), read)? {
+            Ok(_) => Ok(()),
+            Err(read) => self.typed::<T>(None, Some((src, tag, n)), read),
+        }
+    }
+
+    /// The fast path of a receive from `src`: waits for the next message from `src` and, if
+    /// its header is `expect`, reads it with `read` (`Ok(Ok)`). Anything else — another
+    /// message, a message to oneself that is not there, zero-sized elements, a failed run —
+    /// hands `read` back (`Ok(Err)`) for the general path, which handles or reports it.
+    #[inline]
+    pub(super) fn recv_fast<T: Elem, R, F: FnOnce(*const u8) -> R>(
+        &self,
+        src: usize,
+        expect: Header,
+        read: F,
+    ) -> Result<std::result::Result<R, F>> {
         let me = self.member.rank();
         if size_of::<T>() != 0 {
             if let Some(mb) = self.fast_mailbox(src, me) {
-                let expect = header_of::<T>(tag, n);
                 loop {
                     match mb.front() {
-                        Some(h) if h == expect => return self.take_from(mb, src, read).map(drop),
+                        Some(h) if h == expect => return self.take_from(mb, src, read).map(Ok),
                         Some(_) => break,
                         None if src == me => break,
-                        None => self.wait(&[src], || mb.front().is_some())?,
+                        None => self.wait(&[src], false, || mb.front().is_some())?,
                     }
                 }
             }
         }
-        self.typed::<T>(None, Some((src, tag, n)), read)
+        Ok(Err(read))
     }
 }

@@ -11,7 +11,7 @@
 use super::ShmTransport;
 use crate::error::{Error, Result};
 use crate::mailbox::{Elem, Tag, EAGER_MAX};
-use crate::shm::loom_world::{fail_as_panic, spmd, world};
+use crate::shm::loom_world::{fail_as_panic, spmd, spmd_detecting, world};
 use crate::shm::Member;
 use crate::sync::loom_support::{quiet_panics, Tracked, QUIET};
 use crate::transport::Transport;
@@ -212,5 +212,89 @@ fn unwinding_exchange_does_not_leave_its_send_lent() {
         assert!(caught.is_err());
         buf.free();
         peer.join().unwrap();
+    });
+}
+
+/// Two ranks that both receive first, nothing in flight: whatever the interleaving, the last
+/// to park finds every rank blocked, and both calls end in `Deadlock` (a missed detection
+/// would leave both asleep, which loom reports).
+#[test]
+fn receives_from_each_other_are_found_as_a_deadlock() {
+    ::loom::model(|| {
+        let out = spmd_detecting(2, |comm, _| recv(&comm, 1 - comm.rank(), &mut [0u8]));
+        for (r, res) in out.iter().enumerate() {
+            assert!(
+                matches!(res, Err(Error::Deadlock { rank, op: "recv", .. }) if *rank == r),
+                "rank {r}: {res:?}"
+            );
+        }
+    });
+}
+
+/// A message sent while its receiver is marking itself blocked: the sender's wake-up clears
+/// the mark (or the receiver's last look sees the message), so no interleaving reports a
+/// deadlock — rank 0 receives, then sends; rank 1 sends, then receives.
+#[test]
+fn a_message_in_flight_is_never_a_deadlock() {
+    ::loom::model(|| {
+        let out = spmd_detecting(2, |comm, _| -> Result<u8> {
+            let mut got = [0u8];
+            if comm.rank() == 0 {
+                recv(&comm, 1, &mut got)?;
+                send(&comm, 1, &[got[0] + 1])?;
+            } else {
+                send(&comm, 0, &[5u8])?;
+                recv(&comm, 0, &mut got)?;
+            }
+            Ok(got[0])
+        });
+        assert_eq!(out, vec![Ok(5), Ok(6)]);
+    });
+}
+
+/// A third rank returns: before or after the other two block on each other, its return
+/// (whose wake-ups may still be under way) is never missed nor mistaken: they end in
+/// `Deadlock`, each naming the other.
+#[test]
+fn a_rank_returning_completes_a_deadlock() {
+    ::loom::model(|| {
+        let out = spmd_detecting(3, |comm, run| {
+            if comm.rank() == 2 {
+                run.mark_done(2);
+                return Ok(());
+            }
+            recv(&comm, 1 - comm.rank(), &mut [0u8])
+        });
+        assert!(
+            out[..2]
+                .iter()
+                .all(|r| matches!(r, Err(Error::Deadlock { .. }))),
+            "{out:?}"
+        );
+    });
+}
+
+/// A rank that sends and then returns, its message waking a rank that then sends on: no
+/// interleaving reports a deadlock.
+#[test]
+fn a_rank_returning_after_its_send_is_not_a_deadlock() {
+    ::loom::model(|| {
+        let out = spmd_detecting(3, |comm, run| -> Result<u8> {
+            let mut got = [0u8];
+            match comm.rank() {
+                2 => {
+                    send(&comm, 0, &[4u8])?;
+                    run.mark_done(2);
+                    return Ok(0);
+                }
+                0 => {
+                    recv(&comm, 2, &mut got)?;
+                    send(&comm, 1, &got)?;
+                }
+                _ => recv(&comm, 0, &mut got)?,
+            }
+            Ok(got[0])
+        });
+        assert_eq!(out, vec![Ok(4), Ok(4), Ok(0)]);
     });
 }

@@ -174,7 +174,7 @@ impl ShmTransport<'_> {
                     why,
                 }));
             }
-            let waited = self.wait(&peers, || {
+            let waited = self.wait(&peers, false, || {
                 let can_post = outs
                     .iter()
                     .enumerate()
@@ -210,8 +210,9 @@ impl ShmTransport<'_> {
         } = &mut e
         {
             let what = Tag::describe(expect.tag);
-            *expected = format!("{what}: {n} elements of a zero-sized type");
-            *found = format!("{what}: {got} elements of a zero-sized type");
+            let of = "a zero-sized type";
+            *expected = format!("{what}: {}", crate::mailbox::names::elements(n, of));
+            *found = format!("{what}: {}", crate::mailbox::names::elements(got, of));
         }
         e
     }

@@ -22,17 +22,20 @@
 use super::wire::{copy_in, header_of, outgoing, reduce_in};
 use super::Transport;
 use crate::error::{Error, Result};
-use crate::mailbox::{describe_op_bits, fingerprint_size, type_fingerprint, Elem, Tag};
+use crate::mailbox::{describe_op_bits, fingerprint_size, names, type_fingerprint, Elem, Tag};
 use crate::mailbox::{Header, Mailbox};
 use crate::op::Builtin;
 use crate::shm::{Context, Member};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
+use engine::Receive;
+pub(crate) use p2p::{Found, Matcher, Want};
 
 mod engine;
 mod fast;
 #[cfg(all(test, loom))]
 mod loom;
 mod many;
+mod p2p;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
@@ -52,10 +55,40 @@ pub(super) struct Outgoing {
 }
 
 /// A message to receive: who from, what it must look like, and what to do with its bytes.
-struct Incoming<F> {
+/// Anything else at the front of the mailbox from `src` is a mismatch.
+struct Incoming<T, F> {
     src: usize,
     expect: Header,
-    read: F,
+    /// Taken when the message is read.
+    read: Option<F>,
+    /// The element type the caller expects, for the mismatch's message.
+    elem: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Elem, R, F: FnOnce(*const u8) -> R> Receive for Incoming<T, F> {
+    type Out = R;
+
+    fn source(&self) -> Option<usize> {
+        Some(self.src)
+    }
+
+    fn poll(&mut self, t: &ShmTransport<'_>) -> Result<Option<R>> {
+        let mb = t.mailbox(self.src, t.member.rank());
+        match mb.front() {
+            None => Ok(None),
+            Some(found) if found != self.expect => {
+                Err(t.mismatch::<T>(self.src, &self.expect, &found))
+            }
+            Some(_) => {
+                let read = self.read.take().expect("a receive is read once");
+                t.take_from(mb, self.src, read).map(Some)
+            }
+        }
+    }
+
+    fn arrived(&self, t: &ShmTransport<'_>) -> bool {
+        t.mailbox(self.src, t.member.rank()).front().is_some()
+    }
 }
 
 /// A rendezvous send in flight: the caller's slice is lent to the receiver. Dropping it —
@@ -116,6 +149,13 @@ impl<'a> ShmTransport<'a> {
         self.member.shared().mailbox(self.ctx, src, dst)
     }
 
+    /// The mailbox from `src` to `dst` if a message was ever posted on it (a sender makes it),
+    /// without making it: what a receive from any rank looks at.
+    #[inline]
+    fn mailbox_if_made(&self, src: usize, dst: usize) -> Option<&'a Mailbox> {
+        self.member.shared().mailbox_if_made(self.ctx, src, dst)
+    }
+
     #[inline]
     fn unpark(&self, peer: usize) {
         self.member.unpark(peer);
@@ -142,10 +182,11 @@ impl<'a> ShmTransport<'a> {
         }
     }
 
-    /// Waits until `ready()`, the run fails, one of `peers` returns from the run, or the
-    /// timeout passes; `Ok` only in the first case (`Member::wait_for`, naming a peer that
-    /// returned if there is one, else the first of `peers`).
-    fn wait(&self, peers: &[usize], mut ready: impl FnMut() -> bool) -> Result<()> {
+    /// Waits until `ready()`, the run fails, one of `peers` returns from the run (with `any`,
+    /// a receive from any rank in flight: every other rank has returned), or the timeout
+    /// passes; `Ok` only in the first case (`Member::wait_for`, naming a peer that returned if
+    /// there is one, else the first of `peers`, else a rank that has not returned).
+    fn wait(&self, peers: &[usize], any: bool, mut ready: impl FnMut() -> bool) -> Result<()> {
         let run = self.member.run();
         let members = &self.member.shared().members;
         let me = self.member.rank();
@@ -154,8 +195,17 @@ impl<'a> ShmTransport<'a> {
             if ready() {
                 return None;
             }
-            let gone = peers.iter().copied().find(|&p| run.is_done(members[p]));
-            Some(gone.or(peers.first().copied()).unwrap_or(me))
+            let done = |p: usize| run.is_done(members[p]);
+            if let Some(gone) = peers.iter().copied().find(|&p| done(p)) {
+                return Some(gone);
+            }
+            if any {
+                // Some rank that may still send, or (all have returned) the last other one.
+                let mut others = (0..members.len()).filter(|&q| q != me);
+                let last = others.clone().next_back();
+                return Some(others.find(|&q| !done(q)).or(last).unwrap_or(me));
+            }
+            Some(peers.first().copied().unwrap_or(me))
         })
     }
 
@@ -176,28 +226,43 @@ impl<'a> ShmTransport<'a> {
     /// The error for a message that is not the one expected: `found` against `expect`, for
     /// elements of type `T` on this side.
     fn mismatch<T: Elem>(&self, src: usize, expect: &Header, found: &Header) -> Error {
-        let describe = |h: &Header, name: Option<&str>| {
+        let describe = |h: &Header, name: Option<String>| {
             let what = Tag::describe(h.tag);
-            let name = name.map(|n| format!(", {n}")).unwrap_or_default();
-            match fingerprint_size(h.typ) {
-                0 => format!("{what}: elements of a zero-sized type{name}"),
-                size => format!(
-                    "{what}: {} bytes ({} elements of {size} bytes{name})",
-                    h.len,
-                    h.len / size
-                ),
+            match (fingerprint_size(h.typ), name) {
+                (0, Some(name)) => format!("{what} with elements of {name}"),
+                (0, None) => format!("{what} with elements of a zero-sized type"),
+                (size, Some(name)) => {
+                    format!("{what} with {}", names::elements(h.len / size, &name))
+                }
+                (size, None) => {
+                    let of = format!("a type of {size} bytes");
+                    format!("{what} with {}", names::elements(h.len / size, &of))
+                }
             }
         };
         // The high half of a type word carries a reduction's op (`mailbox::op_bits`): with the
         // element type's own bits taken out, what is left names each side's op.
         let own = type_fingerprint::<T>();
         let op_of = |h: &Header| h.typ ^ own;
-        let mut expected = describe(expect, Some(std::any::type_name::<T>()));
-        let mut found_s = describe(found, None);
+        let mut expected = describe(expect, Some(std::any::type_name::<T>().to_string()));
+        // The sender's type: this one, or one a thread of this process noted (with this
+        // call's op, or with none).
+        let theirs = if found.typ == expect.typ {
+            Some(std::any::type_name::<T>().to_string())
+        } else {
+            names::name_of(found.typ ^ op_of(expect))
+                .or_else(|| names::name_of(found.typ))
+                .map(str::to_string)
+        };
+        let named = theirs.is_some();
+        let mut found_s = describe(found, theirs);
         if op_of(expect) != 0 {
             expected += &format!(", op {}", describe_op_bits(op_of(expect)));
         }
-        if found.typ != expect.typ {
+        if (found.tag ^ expect.tag) & 0xff != 0 {
+            // Another operation altogether: its elements say nothing more.
+            found_s = Tag::describe(found.tag);
+        } else if found.typ != expect.typ {
             let theirs = op_of(found);
             // A built-in op's number stands out; anything else may be another element type as
             // well as another user op.
@@ -205,10 +270,15 @@ impl<'a> ShmTransport<'a> {
                 && (1..=Builtin::ALL.len() as u64).contains(&(theirs >> 32))
             {
                 found_s += &format!(", op {}", describe_op_bits(theirs));
+            } else if named {
+                // The type's name says it.
+            } else if theirs & 0xffff_ffff == 0 && theirs >> 63 == 1 {
+                // The same element size, and the mark of a user op (`op_bits`).
+                found_s.push_str(" (with a user op, or of another element type)");
             } else if op_of(expect) != 0 {
-                found_s.push_str(" of another element type or op");
-            } else {
-                found_s.push_str(" of another element type");
+                found_s.push_str(" (another element type or op)");
+            } else if !named {
+                found_s.push_str(" (another element type)");
             }
         }
         self.fail(Error::Mismatch {

@@ -1,0 +1,398 @@
+//! User point-to-point between threads of different MPI processes ([`Channels`]), for a hybrid
+//! team whose processes run under `MPI_THREAD_MULTIPLE`: every thread calls MPI itself.
+//!
+//! **Channels.** The team owns one duplicate of its communicator per thread index: a message
+//! *to* thread i of a process travels on duplicate i, so each duplicate has one receiving
+//! thread per process and threads never contend on one matching queue, and no message of
+//! this layer can match the leaders' collectives or the user's own MPI traffic. The MPI tag of a
+//! message says which thread of the sending process sent it and the user's tag:
+//! `thread · (TAG_MAX + 1) + tag`, which fits under `MPI_TAG_UB` for as many threads as
+//! `MPI_TAG_UB / 32768` (65535 under Open MPI's 2³¹ − 1); the team refuses more.
+//!
+//! **Wire.** A message starts with a 16-byte header — the element type's fingerprint and the
+//! element count — so that a receiver can check both (MPI's own envelope says neither). Up to
+//! [`INLINE_MAX`] payload bytes travel in the same MPI message as the header, copied into a
+//! staging buffer; a larger payload follows in a second message with the same tag, sent
+//! straight from the caller's slice and received straight into the receiver's, which MPI's
+//! order between a pair of processes on one communicator keeps right behind its header. The
+//! count's top bit says whether a payload message follows.
+//!
+//! **Progress.** Everything is immediate (`MPI_Isend`, `MPI_Improbe`, `MPI_Imrecv`,
+//! `MPI_Irecv`), so that the caller can poll, watch its run's failure and the team's timeout, and
+//! give up: an operation given up is cancelled and then waited for (`MPI_Cancel` and
+//! `MPI_Wait`, which MPI 3.1 §3.8.4 guarantees to return for a cancelled operation), so no
+//! buffer of the caller's is touched by MPI after the call returns.
+
+use super::ok;
+use crate::mailbox::{fingerprint_size, type_fingerprint, Elem, TAG_MAX};
+use ::mpi::ffi;
+use ::mpi::topology::{Communicator, SimpleCommunicator};
+use ::mpi::traits::AsRaw;
+use std::mem::{size_of, size_of_val, MaybeUninit};
+use std::os::raw::{c_int, c_void};
+
+/// Payload bytes that travel in the header's own MPI message (copied); larger payloads follow
+/// in a message of their own, straight from and into the callers' buffers.
+pub(crate) const INLINE_MAX: usize = 8 << 10;
+/// Bytes of the header.
+const HEADER: usize = 16;
+/// Top bit of the header's count: a payload message follows.
+const FOLLOWS: u64 = 1 << 63;
+/// User tags per thread in the MPI tag.
+const STRIDE: c_int = TAG_MAX as c_int + 1;
+
+/// The duplicates of a hybrid team's communicator that carry point-to-point between its
+/// processes' threads, one per thread index (module docs).
+pub(crate) struct Channels {
+    comms: Vec<SimpleCommunicator>,
+}
+
+// SAFETY: the team makes `Channels` only when MPI runs under MPI_THREAD_MULTIPLE, where any
+// thread may call MPI on any communicator at any time (MPI 3.1 §12.4.3); the handles are not
+// changed after they are made, and freed (on drop) only once no thread uses them.
+unsafe impl Send for Channels {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Channels {}
+
+impl std::fmt::Debug for Channels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channels")
+            .field("threads", &self.comms.len())
+            .finish()
+    }
+}
+
+/// A message that has arrived for this thread: who sent it, with which tag, what its header
+/// says, and its payload (in hand, or still to receive).
+pub(crate) struct Arrived {
+    /// The sending process.
+    pub process: usize,
+    /// The sending thread of that process.
+    pub thread: usize,
+    /// The user's tag.
+    pub tag: u32,
+    /// The element type's fingerprint.
+    pub typ: u64,
+    /// The number of elements.
+    pub count: usize,
+    /// The payload bytes, if they came with the header; `None` if a payload message follows.
+    inline: Option<Vec<u8>>,
+    /// The payload's size in bytes.
+    bytes: usize,
+    /// The MPI tag, to receive a following payload with.
+    mpi_tag: c_int,
+}
+
+impl Arrived {
+    /// Bytes of payload.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+}
+
+/// A send in flight: its requests and the staged header it reads.
+pub(crate) struct Sending {
+    reqs: [ffi::MPI_Request; 2],
+    n: usize,
+    _staged: Vec<u8>,
+}
+
+impl Channels {
+    /// Duplicates `comm` `threads` times (collective over `comm`'s processes, as
+    /// `MPI_Comm_dup`), each with MPI errors fatal; an error if `threads` threads' tags do not
+    /// fit under `MPI_TAG_UB`.
+    pub(crate) fn new(comm: &SimpleCommunicator, threads: usize) -> Result<Channels, String> {
+        let tag_ub = super::tag::tag_ub(comm);
+        let need = i64::from(STRIDE) * threads as i64 - 1;
+        if need > i64::from(tag_ub) {
+            return Err(format!(
+                "point-to-point between processes needs MPI tags up to {need} for {threads} \
+                 threads per process, and this MPI's MPI_TAG_UB is {tag_ub}"
+            ));
+        }
+        let comms = (0..threads)
+            .map(|_| {
+                let dup = comm.duplicate();
+                // SAFETY: `dup` is a valid communicator owned here; RSMPI_ERRORS_ARE_FATAL is
+                // the predefined handler.
+                let rc = unsafe {
+                    ffi::MPI_Comm_set_errhandler(dup.as_raw(), ffi::RSMPI_ERRORS_ARE_FATAL)
+                };
+                ok(rc, "MPI_Comm_set_errhandler");
+                dup
+            })
+            .collect();
+        Ok(Channels { comms })
+    }
+
+    fn comm(&self, thread: usize) -> ffi::MPI_Comm {
+        self.comms[thread].as_raw()
+    }
+
+    /// Posts the send of `data` with user tag `tag` from thread `from` to thread `to` of
+    /// process `process`.
+    ///
+    /// # Safety
+    /// `data` must stay alive and unchanged until the returned send is complete
+    /// ([`Channels::test`]) or given up ([`Channels::give_up`]).
+    pub(crate) unsafe fn post<T: Elem>(
+        &self,
+        (process, to): (usize, usize),
+        from: usize,
+        tag: u32,
+        data: &[T],
+    ) -> Sending {
+        let bytes = if size_of::<T>() == 0 {
+            0
+        } else {
+            size_of_val(data)
+        };
+        let follows = bytes > INLINE_MAX;
+        let mut staged = Vec::with_capacity(HEADER + if follows { 0 } else { bytes });
+        staged.extend_from_slice(&type_fingerprint::<T>().to_le_bytes());
+        let count = data.len() as u64 | if follows { FOLLOWS } else { 0 };
+        staged.extend_from_slice(&count.to_le_bytes());
+        if !follows {
+            // SAFETY: `data` is readable for `bytes` bytes (0 for a zero-sized type).
+            staged.extend_from_slice(unsafe {
+                std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes)
+            });
+        }
+        let mpi_tag = from as c_int * STRIDE + tag as c_int;
+        let comm = self.comm(to);
+        let mut s = Sending {
+            reqs: [null_request(); 2],
+            n: 0,
+            _staged: Vec::new(),
+        };
+        // SAFETY: `staged` is moved into the returned `Sending` below and so lives (a Vec's
+        // heap buffer does not move) until the request completes or is given up.
+        unsafe {
+            isend(
+                staged.as_ptr(),
+                staged.len(),
+                process,
+                mpi_tag,
+                comm,
+                &mut s.reqs[0],
+            )
+        };
+        s.n = 1;
+        if follows {
+            // SAFETY: per the contract, `data` outlives the request.
+            unsafe {
+                isend(
+                    data.as_ptr().cast(),
+                    bytes,
+                    process,
+                    mpi_tag,
+                    comm,
+                    &mut s.reqs[1],
+                )
+            };
+            s.n = 2;
+        }
+        s._staged = staged;
+        s
+    }
+
+    /// Whether send `s` is complete (`MPI_Testall`).
+    pub(crate) fn test(&self, s: &mut Sending) -> bool {
+        test_all(&mut s.reqs[..s.n])
+    }
+
+    /// Gives up send `s`: cancels what is not complete and waits for it (module docs).
+    pub(crate) fn give_up(&self, s: &mut Sending) {
+        cancel_all(&mut s.reqs[..s.n]);
+    }
+
+    /// Looks once for a message to thread `me` from process `process` (`None`: any) with any
+    /// tag, and receives its header (and inline payload) if there is one.
+    pub(crate) fn poll(&self, me: usize, process: Option<usize>) -> Option<Arrived> {
+        let (any_source, any_tag) = wildcards();
+        let source = process.map_or(any_source, |q| q as c_int);
+        let mut found: c_int = 0;
+        let mut msg = MaybeUninit::<ffi::MPI_Message>::uninit();
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        // SAFETY: the out-parameters point to live locals; the communicator is valid; source
+        // and tag are ranks and tags of it or MPI's wildcards.
+        let rc = unsafe {
+            ffi::MPI_Improbe(
+                source,
+                any_tag,
+                self.comm(me),
+                &mut found,
+                msg.as_mut_ptr(),
+                status.as_mut_ptr(),
+            )
+        };
+        ok(rc, "MPI_Improbe");
+        if found == 0 {
+            return None;
+        }
+        // SAFETY: MPI_Improbe found a message and so wrote both.
+        let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
+        let mut len: c_int = 0;
+        // SAFETY: `status` describes the probed message; `len` is a live out-parameter.
+        ok(
+            unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut len) },
+            "MPI_Get_count",
+        );
+        let len = usize::try_from(len).unwrap_or(0);
+        let mut first = vec![0u8; len.max(HEADER)];
+        // SAFETY: `first` is writable for the message's `len` bytes; `msg` is the matched
+        // message, received exactly once, here. The message is already here (it was probed),
+        // so the receive completes without waiting for the sender.
+        let rc = unsafe {
+            ffi::MPI_Mrecv(
+                first.as_mut_ptr().cast(),
+                len as c_int,
+                ffi::RSMPI_UINT8_T,
+                &mut msg,
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        ok(rc, "MPI_Mrecv");
+        let word = |i: usize| u64::from_le_bytes(first[i..i + 8].try_into().expect("8 bytes"));
+        let (typ, count) = (word(0), word(8));
+        let elem = fingerprint_size(typ);
+        let n = (count & !FOLLOWS) as usize;
+        let bytes = n * elem;
+        let inline = (count & FOLLOWS == 0).then(|| first[HEADER..len].to_vec());
+        Some(Arrived {
+            process: status.MPI_SOURCE as usize,
+            thread: (status.MPI_TAG / STRIDE) as usize,
+            tag: (status.MPI_TAG % STRIDE) as u32,
+            typ,
+            count: n,
+            inline,
+            bytes,
+            mpi_tag: status.MPI_TAG,
+        })
+    }
+
+    /// Starts taking the payload of `a` into `dst`, which must hold [`Arrived::bytes`] bytes:
+    /// copies an inline payload at once (`None`), or posts the receive of the payload message
+    /// that follows and returns its request.
+    ///
+    /// # Safety
+    /// `dst` must be writable for `a.bytes()` bytes and stay alive and untouched until the
+    /// returned request is complete ([`Channels::test_one`]) or given up
+    /// ([`Channels::give_up_one`]).
+    pub(crate) unsafe fn payload(
+        &self,
+        me: usize,
+        a: &Arrived,
+        dst: *mut u8,
+    ) -> Option<ffi::MPI_Request> {
+        if let Some(bytes) = &a.inline {
+            let n = bytes.len().min(a.bytes);
+            // SAFETY: `dst` is writable for `a.bytes` bytes (contract), `bytes` is ours.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n) };
+            return None;
+        }
+        let mut req = null_request();
+        // SAFETY: per the contract; the source and tag are the header's, whose payload message
+        // MPI delivers next from that process on this communicator with that tag.
+        let rc = unsafe {
+            ffi::MPI_Irecv(
+                dst.cast::<c_void>(),
+                a.bytes as c_int,
+                ffi::RSMPI_UINT8_T,
+                a.process as c_int,
+                a.mpi_tag,
+                self.comm(me),
+                &mut req,
+            )
+        };
+        ok(rc, "MPI_Irecv");
+        Some(req)
+    }
+
+    /// Whether the payload receive `req` is complete.
+    pub(crate) fn test_one(&self, req: &mut ffi::MPI_Request) -> bool {
+        test_all(std::slice::from_mut(req))
+    }
+
+    /// Gives up the payload receive `req` (cancels and waits).
+    pub(crate) fn give_up_one(&self, req: &mut ffi::MPI_Request) {
+        cancel_all(std::slice::from_mut(req));
+    }
+}
+
+/// MPI's null request (`MPI_REQUEST_NULL`).
+fn null_request() -> ffi::MPI_Request {
+    // SAFETY: reading rsmpi's extern static, a constant the MPI library defines.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+
+/// MPI's wildcards for a source and a tag (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`).
+fn wildcards() -> (c_int, c_int) {
+    // SAFETY: reading rsmpi's extern statics, constants the MPI library defines.
+    unsafe { (ffi::RSMPI_ANY_SOURCE, ffi::RSMPI_ANY_TAG) }
+}
+
+/// Posts `MPI_Isend` of `bytes` bytes at `ptr` into `req`.
+///
+/// # Safety
+/// `ptr` must be readable for `bytes` bytes until the request completes or is given up.
+unsafe fn isend(
+    ptr: *const u8,
+    bytes: usize,
+    process: usize,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    req: &mut ffi::MPI_Request,
+) {
+    // SAFETY: per the contract; the datatype is predefined, the communicator valid, `process`
+    // one of its ranks (the layout's), `req` a live out-parameter.
+    let rc = unsafe {
+        ffi::MPI_Isend(
+            ptr.cast(),
+            bytes as c_int,
+            ffi::RSMPI_UINT8_T,
+            process as c_int,
+            tag,
+            comm,
+            req,
+        )
+    };
+    ok(rc, "MPI_Isend");
+}
+
+/// `MPI_Testall` on `reqs` (completed ones are null requests).
+fn test_all(reqs: &mut [ffi::MPI_Request]) -> bool {
+    let mut done: c_int = 0;
+    // SAFETY: `reqs` holds requests MPI returned (or null requests), writable in place; the
+    // statuses are ignored (MPI's sentinel).
+    let rc = unsafe {
+        ffi::MPI_Testall(
+            reqs.len() as c_int,
+            reqs.as_mut_ptr(),
+            &mut done,
+            ffi::RSMPI_STATUSES_IGNORE,
+        )
+    };
+    ok(rc, "MPI_Testall");
+    done != 0
+}
+
+/// Cancels every request of `reqs` that is not complete, then waits for all of them.
+fn cancel_all(reqs: &mut [ffi::MPI_Request]) {
+    for req in reqs.iter_mut() {
+        if *req != null_request() {
+            // SAFETY: `req` is a live request MPI returned; cancelling a completed one is a
+            // no-op.
+            ok(unsafe { ffi::MPI_Cancel(req) }, "MPI_Cancel");
+        }
+    }
+    // SAFETY: as in `test_all`; a cancelled request's wait returns whatever the peers do.
+    let rc = unsafe {
+        ffi::MPI_Waitall(
+            reqs.len() as c_int,
+            reqs.as_mut_ptr(),
+            ffi::RSMPI_STATUSES_IGNORE,
+        )
+    };
+    ok(rc, "MPI_Waitall");
+}
