@@ -16,7 +16,8 @@
 //! among them (moved aside); receives from any rank, each sender's messages in order; a probe
 //! then a receive of a message of unknown length; a halo exchange with no peer at the ends;
 //! a message of another element type and one longer than the buffer, each an `Err` on the
-//! receiver that names both types; `dup` refused on every rank. With `--funneled` (MPI initialised with `Funneled`), a
+//! receiver that names both types; `dup` refused on every rank; a thread that panics while a
+//! thread of another process waits for its message fails every rank of every process. With `--funneled` (MPI initialised with `Funneled`), a
 //! message between processes is instead refused with `Unsupported` on both sides, while
 //! messages within a process still work.
 
@@ -250,6 +251,39 @@ fn mismatches(team: &Team, process: usize) -> bool {
     ok
 }
 
+/// A thread of the last process panics while rank 0 waits for a message from it: every rank
+/// of every process fails (rank 0 with the other process's failure), none hangs.
+fn a_panic_elsewhere(team: &Team, process: usize, processes: usize) -> bool {
+    if processes < 2 {
+        return true;
+    }
+    let out = team.run(|comm| -> Result<()> {
+        let victim = comm.size() - 1;
+        if comm.rank() == victim {
+            panic!("a thread panics on purpose (hybrid_p2p checks that every rank fails)");
+        }
+        if comm.rank() == 0 {
+            comm.recv(victim, &mut [0u8])?;
+        }
+        Ok(())
+    });
+    let last = process + 1 == processes;
+    let ok = match &out {
+        Err(Error::Panicked { .. }) => last,
+        Err(Error::ProcessFailed { .. }) => !last,
+        Ok(out) if process == 0 => matches!(
+            out[0].as_ref().map_err(Error::root_cause),
+            Err(Error::ProcessFailed { .. })
+        ),
+        Ok(_) => !last,
+        Err(_) => false,
+    };
+    if !ok {
+        eprintln!("FAIL a panic elsewhere: process {process} got {out:?}");
+    }
+    ok
+}
+
 /// Whether a run whose ranks all expected a refusal passed: every rank's check `Ok`, or (in
 /// the processes whose ranks were not refused first) the run failed by another process's
 /// refusal.
@@ -331,6 +365,7 @@ fn main() -> ExitCode {
         tally(run(&team, "probe", probe));
         tally(run(&team, "halo", halo));
         tally(mismatches(&team, process));
+        tally(a_panic_elsewhere(&team, process, processes as usize));
         tally(refused(team.run(|comm| match comm.dup() {
             Err(Error::Unsupported { op: "dup", .. }) if processes > 1 => Ok(()),
             Ok(_) if processes == 1 => Ok(()),

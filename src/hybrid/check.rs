@@ -29,7 +29,7 @@ use super::gather::V_FORM;
 use super::ProcessComm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::mailbox::{describe_op_word, op_word, type_fingerprint, Kind};
+use crate::mailbox::{describe_op_word, fingerprint_size, op_word, type_fingerprint, Kind};
 use crate::op::Op;
 use ::mpi::ffi;
 use ::mpi::traits::*;
@@ -170,7 +170,16 @@ fn describe(w: &[u64]) -> String {
     };
     let mut d = format!(
         "{name} of {} with the {alg} algorithm",
-        crate::mailbox::names::elements(w[3], &crate::mailbox::names::describe(w[4])),
+        // Not the type's name: a process knows the names of the types its own threads used,
+        // and every process must describe a mismatch in the same words.
+        crate::mailbox::names::elements(
+            w[3],
+            &format!(
+                "{} bytes (type {:#010x})",
+                fingerprint_size(w[4]),
+                w[4] >> 32
+            )
+        ),
     );
     match (kind, v, w[2]) {
         (_, _, 0) => {}
@@ -291,8 +300,9 @@ mod tests {
         assert_eq!(
             describe(&call.words()),
             format!(
-                "allreduce of 7 elements of u64 with the chain algorithm in blocks of 3 and op \
-                 a non-commutative user op (type hash {:#010x})",
+                "allreduce of 7 elements of 8 bytes (type {:#010x}) with the chain algorithm \
+                 in blocks of 3 and op a non-commutative user op (type hash {:#010x})",
+                type_fingerprint::<u64>() >> 32,
                 call.words()[6] as u32
             )
         );

@@ -18,15 +18,17 @@
 //! is [`Error::Mismatch`] on the receiver, which still takes the message so that its sender's
 //! call completes.
 //!
-//! Every wait for another process polls (MPI wakes nobody), yielding the core, and gives up
-//! when this process's run fails or the team's timeout passes; an operation given up is
-//! cancelled and waited for, so MPI never touches a caller's buffer after its call returns.
-//! Deadlock detection does not reach across processes: only the team's timeout ends a wait
-//! for a process that will never send.
+//! Every wait for another process polls (MPI wakes nobody), spinning and then yielding the
+//! core, and gives up when this process's run fails, another process's run fails (its notice,
+//! `Channels::notice`; a failing process sends one to every other), or the team's timeout
+//! passes; an operation given up is cancelled and waited for, so MPI never touches a caller's
+//! buffer after its call returns. Deadlock detection does not reach across processes: only
+//! the team's timeout ends a cycle of waits between processes.
 
 use super::world::Bridge;
 use crate::error::{Error, Result};
 use crate::mailbox::{names, type_fingerprint, Elem};
+use crate::sync::{spin_hint, yield_now};
 use crate::transport::mpi::{Arrived, Channels};
 use crate::transport::shm::{Found, Want};
 use std::collections::VecDeque;
@@ -88,7 +90,9 @@ impl Bridge {
         })
     }
 
-    /// Polls `done` until it holds, yielding the core between polls; an error (failing this
+    /// Polls `done` until it holds — as the team's waits do, spinning first (the team's spin
+    /// budget, `WaitPolicy`) and then yielding the core between polls, but never parking,
+    /// since nothing wakes a thread when an MPI message arrives; an error (failing this
     /// process's run) if the run fails or the team's timeout passes first.
     fn poll_until(
         &self,
@@ -97,18 +101,39 @@ impl Bridge {
         mut done: impl FnMut() -> Result<bool>,
     ) -> Result<()> {
         let started = self.local.member().wait_start();
-        let backoff = crossbeam_utils::Backoff::new();
+        let spins = self.local.run().ranks.policy.spins;
+        let mut polls: u32 = 0;
         loop {
             if done()? {
                 return Ok(());
             }
+            polls = polls.wrapping_add(1);
+            if polls < spins {
+                spin_hint();
+                if !polls.is_multiple_of(64) {
+                    continue;
+                }
+            } else {
+                yield_now();
+            }
             let run = self.local.run();
             if run.is_aborted() {
+                if let Some(ch) = &self.channels {
+                    // Threads of other processes may be waiting for this one.
+                    ch.notify(self.layout.processes(), self.layout.process());
+                }
                 return Err(Error::Aborted {
                     rank: self.rank(),
                     op,
                     cause: Box::new(run.cause()),
                 });
+            }
+            if let Some(process) = self.channels.as_ref().and_then(|ch| ch.notice()) {
+                return Err(self.local.fail(Error::ProcessFailed {
+                    rank: self.rank(),
+                    op,
+                    process,
+                }));
             }
             if let Some((start, limit)) = started {
                 if start.elapsed() >= limit {
@@ -120,7 +145,6 @@ impl Bridge {
                     }));
                 }
             }
-            backoff.snooze();
         }
     }
 

@@ -137,6 +137,8 @@ pub(crate) struct Process {
     /// The first other process whose failure a check of this run reported: `Team::run` then
     /// fails here too ([`Process::end`]). Reset when a run starts.
     failed_elsewhere: Cell<Option<usize>>,
+    /// Runs started, for the failure notices of point-to-point (`Channels`).
+    runs: Cell<u64>,
 }
 
 // SAFETY: a `Process` is reached only from a hybrid team: its `Team` holds it, and hands it
@@ -252,6 +254,7 @@ impl Process {
             channels,
             closed: Cell::new(false),
             failed_elsewhere: Cell::new(None),
+            runs: Cell::new(0),
         };
         Ok((process, share))
     }
@@ -287,6 +290,10 @@ impl Process {
         }
         self.closed.set(false);
         self.failed_elsewhere.set(None);
+        self.runs.set(self.runs.get() + 1);
+        if let Some(ch) = &self.channels {
+            ch.begin_run(self.runs.get());
+        }
         Ok(())
     }
 
@@ -311,6 +318,10 @@ impl Process {
     pub(crate) fn end(&self, failed: bool) -> Result<()> {
         let layout = &self.layout;
         let rank = layout.offset(layout.process());
+        if let (true, Some(ch)) = (failed, &self.channels) {
+            // Threads of other processes may be waiting for a message from this one.
+            ch.notify(layout.processes(), layout.process());
+        }
         if self.closed.get() {
             return match self.failed_elsewhere.get() {
                 Some(process) => Err(Error::ProcessFailed {

@@ -17,6 +17,13 @@
 //! order between a pair of processes on one communicator keeps right behind its header. The
 //! count's top bit says whether a payload message follows.
 //!
+//! **Failure notices.** One more duplicate carries notices: a process whose run failed tells
+//! every other process (`notify`), and a thread of theirs that waits for another process
+//! looks for a notice of the current run between its polls (`notice`), so that a thread
+//! blocked on a message from a process whose thread panicked fails instead of waiting for the
+//! team's timeout. A notice names its run (the team counts runs), so that a late one is
+//! recognised and dropped.
+//!
 //! **Progress.** Everything is immediate (`MPI_Isend`, `MPI_Improbe`, `MPI_Imrecv`,
 //! `MPI_Irecv`), so that the caller can poll, watch its run's failure and the team's timeout, and
 //! give up: an operation given up is cancelled and then waited for (`MPI_Cancel` and
@@ -30,6 +37,7 @@ use ::mpi::topology::{Communicator, SimpleCommunicator};
 use ::mpi::traits::AsRaw;
 use std::mem::{size_of, size_of_val, MaybeUninit};
 use std::os::raw::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Payload bytes that travel in the header's own MPI message (copied); larger payloads follow
 /// in a message of their own, straight from and into the callers' buffers.
@@ -45,6 +53,17 @@ const STRIDE: c_int = TAG_MAX as c_int + 1;
 /// processes' threads, one per thread index (module docs).
 pub(crate) struct Channels {
     comms: Vec<SimpleCommunicator>,
+    /// Where failure notices travel.
+    control: SimpleCommunicator,
+    /// The number of the current run (set by the team's rank 0 before the ranks start).
+    run: AtomicU64,
+    /// Whether this process has sent its notices for the current run (the run number).
+    notified: AtomicU64,
+    /// The notices' payloads (run numbers) sent so far, kept until the sends are done (they
+    /// are detached: `MPI_Request_free`), that is for the channels' life. Boxed so that each
+    /// keeps its address while the vector grows.
+    #[allow(clippy::vec_box)]
+    sent: parking_lot::Mutex<Vec<Box<u64>>>,
 }
 
 // SAFETY: the team makes `Channels` only when MPI runs under MPI_THREAD_MULTIPLE, where any
@@ -110,19 +129,102 @@ impl Channels {
                  threads per process, and this MPI's MPI_TAG_UB is {tag_ub}"
             ));
         }
-        let comms = (0..threads)
-            .map(|_| {
-                let dup = comm.duplicate();
-                // SAFETY: `dup` is a valid communicator owned here; RSMPI_ERRORS_ARE_FATAL is
-                // the predefined handler.
-                let rc = unsafe {
-                    ffi::MPI_Comm_set_errhandler(dup.as_raw(), ffi::RSMPI_ERRORS_ARE_FATAL)
-                };
-                ok(rc, "MPI_Comm_set_errhandler");
-                dup
-            })
-            .collect();
-        Ok(Channels { comms })
+        let fatal_dup = || {
+            let dup = comm.duplicate();
+            // SAFETY: `dup` is a valid communicator owned here; RSMPI_ERRORS_ARE_FATAL is the
+            // predefined handler.
+            let rc =
+                unsafe { ffi::MPI_Comm_set_errhandler(dup.as_raw(), ffi::RSMPI_ERRORS_ARE_FATAL) };
+            ok(rc, "MPI_Comm_set_errhandler");
+            dup
+        };
+        let comms = (0..threads).map(|_| fatal_dup()).collect();
+        Ok(Channels {
+            comms,
+            control: fatal_dup(),
+            run: AtomicU64::new(0),
+            notified: AtomicU64::new(0),
+            sent: parking_lot::Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A run begins (on the team's rank 0, before the ranks start): its number, and the
+    /// notices of earlier runs still undelivered are dropped.
+    pub(crate) fn begin_run(&self, run: u64) {
+        self.run.store(run, Ordering::SeqCst);
+        while self.notice().is_some() {}
+    }
+
+    /// Tells every other process of `processes` that this process's current run failed,
+    /// once per run.
+    pub(crate) fn notify(&self, processes: usize, me: usize) {
+        let run = self.run.load(Ordering::SeqCst);
+        if self.notified.swap(run, Ordering::SeqCst) == run {
+            return;
+        }
+        let mut sent = self.sent.lock();
+        for q in (0..processes).filter(|&q| q != me) {
+            let payload = Box::new(run);
+            let mut req = null_request();
+            // SAFETY: `payload` is kept in `sent` for the channels' life, so it outlives the
+            // detached send; the control communicator is valid and `q` one of its ranks.
+            unsafe {
+                isend(
+                    (&*payload as *const u64).cast(),
+                    size_of::<u64>(),
+                    q,
+                    0,
+                    self.control.as_raw(),
+                    &mut req,
+                );
+                ok(ffi::MPI_Request_free(&mut req), "MPI_Request_free");
+            }
+            sent.push(payload);
+        }
+    }
+
+    /// A notice of the current run's failure from another process, if one has arrived: that
+    /// process. Notices of earlier runs are received and dropped.
+    pub(crate) fn notice(&self) -> Option<usize> {
+        let (any_source, _) = wildcards();
+        loop {
+            let mut found: c_int = 0;
+            let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+            // SAFETY: the out-parameters point to live locals; the communicator is valid.
+            let rc = unsafe {
+                ffi::MPI_Iprobe(
+                    any_source,
+                    0,
+                    self.control.as_raw(),
+                    &mut found,
+                    status.as_mut_ptr(),
+                )
+            };
+            ok(rc, "MPI_Iprobe");
+            if found == 0 {
+                return None;
+            }
+            // SAFETY: MPI_Iprobe found a message and wrote the status.
+            let source = unsafe { status.assume_init() }.MPI_SOURCE;
+            let mut run: u64 = 0;
+            // SAFETY: `run` is writable for the notice's 8 bytes; the message is there, so the
+            // receive completes at once.
+            let rc = unsafe {
+                ffi::MPI_Recv(
+                    (&mut run as *mut u64).cast(),
+                    size_of::<u64>() as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    source,
+                    0,
+                    self.control.as_raw(),
+                    ffi::RSMPI_STATUS_IGNORE,
+                )
+            };
+            ok(rc, "MPI_Recv");
+            if run == self.run.load(Ordering::SeqCst) {
+                return Some(source as usize);
+            }
+        }
     }
 
     fn comm(&self, thread: usize) -> ffi::MPI_Comm {
