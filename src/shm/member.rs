@@ -190,7 +190,8 @@ impl Member {
                     run.is_aborted() || run.is_done(members[q])
                 }
             },
-            Some(&watch),
+            // Unwatched where the team does not look for deadlocks: no marks to keep.
+            run.ranks.detect_deadlocks.then_some(&watch as &dyn Watch),
         );
         match pending() {
             None => Ok(()),

@@ -51,6 +51,11 @@ pub(crate) struct Parker {
     blocked: AtomicU64,
 }
 
+/// What a watched waiter adds to `waiters` besides its 1, so that a writer knows from the one
+/// word it reads whether a watched waiter may be marked (a parker has far fewer than 2^16
+/// waiters).
+const WATCHED: usize = 1 << 16;
+
 /// A blocked mark's state: no watched waiter is marked.
 const CLEAR: u64 = 0;
 /// A blocked mark's state: a watched waiter is about to check its condition a last time.
@@ -129,15 +134,20 @@ impl Parker {
     pub(crate) fn unpark(&self) {
         // Orders the caller's publication before the read of `waiters` (see the module doc).
         fence(Ordering::SeqCst);
-        if self.waiters.load(Ordering::Relaxed) > 0 {
-            self.wake_slow();
+        let waiters = self.waiters.load(Ordering::Relaxed);
+        if waiters > 0 {
+            self.wake_slow(waiters);
         }
     }
 
     #[cold]
-    fn wake_slow(&self) {
-        // A waiter marked blocked is blocked no longer: it has something to look at.
-        self.unblock();
+    fn wake_slow(&self, waiters: usize) {
+        // A watched waiter marked blocked is blocked no longer: it has something to look at.
+        // (Unwatched waiters never mark, and skipping the word keeps their wake-ups as they
+        // were, also for loom.)
+        if waiters >= WATCHED {
+            self.unblock();
+        }
         // Taking the lock orders this notification after any waiter's re-check that is
         // already under way: that waiter is then inside `cv.wait` and receives it.
         drop(self.lock.lock());
@@ -165,7 +175,8 @@ impl Parker {
         watch: Option<&dyn Watch>,
     ) -> bool {
         let expired = || deadline.is_some_and(|d| Instant::now() >= d);
-        self.waiters.fetch_add(1, Ordering::Relaxed);
+        let count = if watch.is_some() { 1 + WATCHED } else { 1 };
+        self.waiters.fetch_add(count, Ordering::Relaxed);
         let satisfied = match watch {
             None => {
                 // Orders the announcement before `ready`'s reads (see the module doc).
@@ -209,7 +220,7 @@ impl Parker {
                 self.cv.wait(&mut guard, deadline);
             },
         };
-        self.waiters.fetch_sub(1, Ordering::Relaxed);
+        self.waiters.fetch_sub(count, Ordering::Relaxed);
         if watch.is_some() {
             self.unblock();
         }

@@ -90,7 +90,7 @@ pub(crate) use session::Session;
 use super::Member;
 use crate::error::{Error, Result};
 use crate::mailbox::{type_fingerprint, Tag};
-use crate::sync::park::wait_until_watched;
+use crate::sync::park::{wait_until_watched, Watch};
 use crate::sync::{fence, AtomicU64, CachePadded, Ordering, UnsafeCell};
 
 /// What a rank publishes about one call: where its data is and what it is.
@@ -262,7 +262,7 @@ impl Board {
                 }
                 _ => true,
             },
-            Some(&watch),
+            run.ranks.detect_deadlocks.then_some(&watch as &dyn Watch),
         );
         let e = match scan() {
             Scan::Pass => return Ok(session),
