@@ -85,7 +85,9 @@ pub struct Args {
     /// described one.
     #[arg(long)]
     pub topology: bool,
-    /// A different buffer every iteration (caches cold) instead of reusing one (warm).
+    /// A different buffer every iteration (caches cold) instead of reusing one (warm). The
+    /// buffers of all ranks together span twice the last-level cache, or the size in
+    /// `CORECOLL_COLD_BYTES` (e.g. `64MiB`) when it is set.
     #[arg(long)]
     pub cold: bool,
     /// Check the self-consistent performance guidelines (Träff, Gropp and Thakur): sweep the

@@ -170,10 +170,19 @@ pub struct Pool<T> {
     at: usize,
 }
 
-/// Bytes that the buffers of all ranks together should span under `--cold`: twice the
-/// last-level cache (read from sysfs; 32 MiB if unreadable).
+/// Bytes that the buffers of all ranks together should span under `--cold`: the size in
+/// `CORECOLL_COLD_BYTES` if it is set and parses (`64MiB`, `1048576`), else twice the
+/// last-level cache (read from sysfs; 32 MiB if unreadable). The unit tests use 1 MiB, which
+/// is enough buffers to check that every one of them is used and quick to fill in a debug
+/// build.
 pub fn cold_bytes() -> usize {
-    2 * llc_bytes().unwrap_or(32 << 20)
+    if cfg!(test) {
+        return 1 << 20;
+    }
+    std::env::var("CORECOLL_COLD_BYTES")
+        .ok()
+        .and_then(|v| crate::domain::parse_size(v.trim()).ok())
+        .unwrap_or_else(|| 2 * llc_bytes().unwrap_or(32 << 20))
 }
 
 /// The size of CPU 0's largest cache, from sysfs.

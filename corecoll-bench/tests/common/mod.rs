@@ -18,10 +18,13 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs the bench with `args` and returns its exit status and output.
+/// Runs the bench with `args` and returns its exit status and output. `--cold` buffers span
+/// 1 MiB (`CORECOLL_COLD_BYTES`): enough of them to use each in turn, quick to fill in a
+/// debug build.
 pub fn run(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
+        .env("CORECOLL_COLD_BYTES", "1MiB")
         .output()
         .expect("corecoll-bench starts")
 }
