@@ -47,7 +47,7 @@ fn hybrid_collectives_match_the_references_and_fail_everywhere() {
 
 /// Point-to-point between the threads of different processes (`examples/hybrid_p2p`): under
 /// `Threading::Multiple` with 1, 2 and unequal threads per process on 2 and 3 processes, and
-/// the refusal under `Funneled`.
+/// under `Funneled` (the leaders relay) with 2 threads per process.
 #[test]
 fn hybrid_point_to_point_between_processes() {
     if !on_path("mpirun") {
@@ -74,8 +74,9 @@ fn hybrid_point_to_point_between_processes() {
 }
 
 /// `examples/cg` (a conjugate-gradient solver written once against `Comm`) as 4 threads of
-/// one process, as 2 processes × 2 threads and as 4 processes × 1 thread: each converges, with
-/// the residual check the example makes, in the same number of iterations.
+/// one process, as 2 processes × 2 threads (under `Multiple` and, the leaders relaying, under
+/// `Funneled`) and as 4 processes × 1 thread: each converges, with the residual check the
+/// example makes, in the same number of iterations.
 #[test]
 fn one_cg_solver_on_threads_hybrid_and_processes() {
     let exe = build_example("cg");
@@ -121,6 +122,17 @@ fn one_cg_solver_on_threads_hybrid_and_processes() {
             "--mpi",
             "--threads",
             "1",
+        ],
+        &[
+            "-np",
+            "2",
+            "--bind-to",
+            "none",
+            exe,
+            "--mpi",
+            "--funneled",
+            "--threads",
+            "2",
         ],
     ] {
         let mut args = args.to_vec();

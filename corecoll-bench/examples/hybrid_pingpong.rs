@@ -9,6 +9,11 @@
 //!
 //! (As root, Open MPI also wants `OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1`.)
 //!
+//! With `--funneled`, MPI is initialised with `Threading::Funneled` and the team has two
+//! threads per process: the crate's ping-pong runs between the two processes' second threads,
+//! each message relayed by both processes' leaders (which only wait for the run to end), against
+//! the same MPI ping-pong between the processes' main threads.
+//!
 //! For each size (`--sizes` in bytes, default 8, 1024, 65536 and 1 MiB) and each of `--rounds`
 //! rounds (default 15), the two take turns: a timed loop of MPI ping-pongs, then a timed loop
 //! of the crate's inside one `Team::run` (so no run's start is timed), each loop about
@@ -41,16 +46,27 @@ fn main() -> ExitCode {
     let sizes: Vec<usize> = option::<String>(&args, "--sizes")
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![8, 1024, 65536, 1 << 20]);
-    let (universe, level) =
-        mpi::initialize_with_threading(Threading::Multiple).expect("MPI initialises once");
+    let funneled = args.iter().any(|a| a == "--funneled");
+    let asked = if funneled {
+        Threading::Funneled
+    } else {
+        Threading::Multiple
+    };
+    let (universe, level) = mpi::initialize_with_threading(asked).expect("MPI initialises once");
     let world = universe.world();
-    if world.size() != 2 || level < Threading::Multiple {
-        eprintln!("hybrid_pingpong: run on 2 processes, with MPI_THREAD_MULTIPLE");
+    if world.size() != 2 || level < asked {
+        eprintln!("hybrid_pingpong: run on 2 processes, with MPI giving {asked:?}");
         return ExitCode::FAILURE;
     }
     let me = world.rank() as usize;
     let other = world.process_at_rank(1 - world.rank());
-    let team = Team::builder().ranks(1).mpi(&world).expect("a hybrid team");
+    // The pair of world ranks that ping-pong, and the local rank whose result is read.
+    let threads = if funneled { 2 } else { 1 };
+    let (a, b) = if funneled { (1, 3) } else { (0, 1) };
+    let team = Team::builder()
+        .ranks(threads)
+        .mpi(&world)
+        .expect("a hybrid team");
     let mut wrong = false;
     if me == 0 {
         println!("| bytes | MPI one-way | corecoll one-way | latency ratio | MPI GB/s | corecoll GB/s | bandwidth ratio |");
@@ -90,26 +106,30 @@ fn main() -> ExitCode {
             mpi_t.push(t.elapsed().as_secs_f64() / iters as f64 / 2.0);
             let out = team
                 .run(|comm| {
-                    let peer = 1 - comm.rank();
-                    let mut b = vec![mark; bytes];
+                    let r = comm.rank();
+                    let mut m = vec![mark; bytes];
                     let mut ok = true;
                     comm.barrier()?;
+                    if r != a && r != b {
+                        return Ok((0.0, true));
+                    }
+                    let peer = a + b - r;
                     let t = Instant::now();
                     for _ in 0..iters {
-                        if comm.rank() == 0 {
-                            comm.send(peer, &b)?;
-                            comm.recv(peer, &mut b)?;
+                        if r == a {
+                            comm.send(peer, &m)?;
+                            comm.recv(peer, &mut m)?;
                         } else {
-                            comm.recv(peer, &mut b)?;
-                            comm.send(peer, &b)?;
+                            comm.recv(peer, &mut m)?;
+                            comm.send(peer, &m)?;
                         }
-                        ok &= b.first().is_none_or(|&x| x == mark)
-                            && b.last().is_none_or(|&x| x == mark);
+                        ok &= m.first().is_none_or(|&x| x == mark)
+                            && m.last().is_none_or(|&x| x == mark);
                     }
                     Ok::<_, corecoll::Error>((t.elapsed().as_secs_f64() / iters as f64 / 2.0, ok))
                 })
                 .expect("the team runs");
-            let (secs, ok) = out[0].clone().expect("the ping-pong runs");
+            let (secs, ok) = out[threads - 1].clone().expect("the ping-pong runs");
             wrong |= !ok;
             ours_t.push(secs);
         }

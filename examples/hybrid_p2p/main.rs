@@ -1,5 +1,5 @@
 //! Checks point-to-point on a hybrid team (feature `mpi`: the threads of several MPI processes,
-//! `TeamBuilder::mpi`, MPI initialised with `Threading::Multiple`) against what each message
+//! `TeamBuilder::mpi`, MPI initialised with `Threading::Multiple` or `Funneled`) against what each message
 //! must carry: every payload is a function of (sender, tag, number, index), so the receiver
 //! knows it exactly.
 //!
@@ -17,9 +17,9 @@
 //! then a receive of a message of unknown length; a halo exchange with no peer at the ends;
 //! a message of another element type and one longer than the buffer, each an `Err` on the
 //! receiver that names both types; `dup` refused on every rank; a thread that panics while a
-//! thread of another process waits for its message fails every rank of every process. With `--funneled` (MPI initialised with `Funneled`), a
-//! message between processes is instead refused with `Unsupported` on both sides, while
-//! messages within a process still work.
+//! thread of another process waits for its message fails every rank of every process. With
+//! `--funneled` (MPI initialised with `Funneled`) the same checks run with each process's
+//! leader relaying its threads' messages.
 
 use corecoll::{Comm, Error, Peer, Result, Team, ANY_TAG};
 use mpi::environment::Threading;
@@ -341,38 +341,20 @@ fn main() -> ExitCode {
     let mut failed = 0;
     let mut tally = |ok: bool| if ok { passed += 1 } else { failed += 1 };
     let processes = world.size();
-    if funneled {
-        // Every rank's exchange with another process is refused; a run that failed in one
-        // process is reported by the others' `Team::run` as that process's failure.
-        let out = team.run(|comm| {
-            let (r, p) = (comm.rank(), comm.size());
-            let (to, from) = ((r + 1) % p, (r + p - 1) % p);
-            match comm.sendrecv(to, &[1u8], from, &mut [0u8]) {
-                Ok(_) if processes == 1 => Ok(()),
-                Err(Error::Unsupported { what, .. }) if what.contains("Threading::Multiple") => {
-                    Ok(())
-                }
-                Err(Error::Aborted { .. }) => Ok(()),
-                other => Err(format!("rank {r}: expected Unsupported, got {other:?}")),
-            }
-        });
-        tally(refused(out));
-    } else {
-        tally(run(&team, "rings", rings));
-        tally(run(&team, "all pairs", all_pairs));
-        tally(run(&team, "tags out of order", tags_out_of_order));
-        tally(run(&team, "any source", any_source));
-        tally(run(&team, "probe", probe));
-        tally(run(&team, "halo", halo));
-        tally(mismatches(&team, process));
-        tally(a_panic_elsewhere(&team, process, processes as usize));
-        tally(refused(team.run(|comm| match comm.dup() {
-            Err(Error::Unsupported { op: "dup", .. }) if processes > 1 => Ok(()),
-            Ok(_) if processes == 1 => Ok(()),
-            other => Err(format!("rank {}: dup gave {other:?}", comm.rank())),
-        })));
-        tally(run(&team, "a normal run after the failures", rings));
-    }
+    tally(run(&team, "rings", rings));
+    tally(run(&team, "all pairs", all_pairs));
+    tally(run(&team, "tags out of order", tags_out_of_order));
+    tally(run(&team, "any source", any_source));
+    tally(run(&team, "probe", probe));
+    tally(run(&team, "halo", halo));
+    tally(mismatches(&team, process));
+    tally(a_panic_elsewhere(&team, process, processes as usize));
+    tally(refused(team.run(|comm| match comm.dup() {
+        Err(Error::Unsupported { op: "dup", .. }) if processes > 1 => Ok(()),
+        Ok(_) if processes == 1 => Ok(()),
+        other => Err(format!("rank {}: dup gave {other:?}", comm.rank())),
+    })));
+    tally(run(&team, "a normal run after the failures", rings));
     let mut total = [passed as u64, failed as u64];
     let mine_tally = total;
     world.all_reduce_into(

@@ -47,7 +47,9 @@ mod gather;
 mod native;
 mod p2p;
 mod pipeline;
+mod probe;
 mod reduce_scatter;
+mod relay;
 mod scan;
 #[cfg(all(test, not(loom)))]
 mod selftest;

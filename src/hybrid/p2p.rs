@@ -1,11 +1,12 @@
 //! Point-to-point on a communicator whose ranks are the threads of several MPI processes.
 //!
 //! A message between two threads of one process goes through that process's mailboxes, as on
-//! any team, and never touches MPI. A message to a thread of another process goes over MPI,
-//! sent and received by the calling threads themselves on the team's [`Channels`] (one
-//! duplicate communicator per receiving thread index, `transport::mpi::p2p`), which needs MPI
-//! initialised with `Threading::Multiple`; under `Funneled` such a call is
-//! [`Error::Unsupported`], naming what to use instead.
+//! any team, and never touches MPI. A message to a thread of another process goes over MPI:
+//! under `Threading::Multiple` sent and received by the calling threads themselves on the
+//! team's [`Channels`] (one duplicate communicator per receiving thread index,
+//! `transport::mpi::p2p`); under `Funneled` or `Serialized` through the process's leader,
+//! which relays it ([`Relay`]: the sender's send completes once the leader has it, the
+//! receiver takes it from its inbox).
 //!
 //! MPI's matching rules hold across both paths: a receive takes the first message from its
 //! source with its tag (either may be "any"), and messages of one sender and tag arrive in
@@ -19,35 +20,74 @@
 //! call completes.
 //!
 //! Every wait for another process polls (MPI wakes nobody), spinning and then yielding the
-//! core, and gives up when this process's run fails, another process's run fails (its notice,
-//! `Channels::notice`; a failing process sends one to every other), or the team's timeout
-//! passes; an operation given up is cancelled and waited for, so MPI never touches a caller's
-//! buffer after its call returns. Deadlock detection does not reach across processes: only
-//! the team's timeout ends a cycle of waits between processes.
+//! core (and running the leader's relay, if it is the leader of a relaying process), and gives
+//! up when this process's run fails, another process's run fails (its notice,
+//! `Channels::notice`; a failing process sends one to every other, and a relaying leader that
+//! receives one fails its process's run), or the team's timeout passes; an operation given up
+//! is cancelled and waited for, so MPI never touches a caller's buffer after its call returns.
+//! Deadlock detection does not reach across processes: only the team's timeout ends a cycle of
+//! waits between processes.
 
+use super::relay::{Pending, Relay};
 use super::world::Bridge;
 use crate::error::{Error, Result};
 use crate::mailbox::{names, type_fingerprint, Elem};
 use crate::sync::{spin_hint, yield_now};
-use crate::transport::mpi::{Arrived, Channels};
+use crate::transport::mpi::{new_stage, Arrived, Channels, Receiving, Stage};
 use crate::transport::shm::{Found, Want};
+use std::cell::{RefCell, RefMut};
 use std::collections::VecDeque;
 use std::mem::{size_of, size_of_val};
 
-/// A message from another process moved aside by a receive that wanted another.
+/// A message from another process held for a later receive: moved aside by a receive that
+/// wanted another, or put in a thread's inbox by its relaying leader.
 pub(crate) struct Aside {
-    src: usize,
-    tag: u32,
-    typ: u64,
-    count: usize,
-    bytes: Vec<u8>,
+    /// The sender's world rank.
+    pub(crate) src: usize,
+    /// The user's tag.
+    pub(crate) tag: u32,
+    /// The element type's fingerprint.
+    pub(crate) typ: u64,
+    /// The number of elements.
+    pub(crate) count: usize,
+    /// The payload.
+    pub(crate) bytes: Vec<u8>,
+    /// In an inbox: the payload's receive, while the leader has not completed it; the message
+    /// cannot be taken until then.
+    pub(crate) pending: Option<Pending>,
 }
 
 /// This rank's messages from other processes moved aside, oldest first.
-pub(crate) type AsideQueue = std::cell::RefCell<VecDeque<Aside>>;
+pub(crate) type AsideQueue = RefCell<VecDeque<Aside>>;
+
+/// A rank's staging buffers for messages to and from other processes, made on first use and
+/// reused, so that a short message costs no allocation.
+#[derive(Default)]
+pub(crate) struct Stages {
+    /// The header (and short payload) of the send in flight.
+    send: RefCell<Vec<u8>>,
+    /// Where the next header message is received.
+    recv: RefCell<Option<Box<Stage>>>,
+}
+
+impl Stages {
+    pub(super) fn recv(&self) -> RefMut<'_, Box<Stage>> {
+        RefMut::map(self.recv.borrow_mut(), |stage| {
+            stage.get_or_insert_with(new_stage)
+        })
+    }
+}
+
+/// How this rank reaches the threads of other processes.
+pub(super) enum Link<'a> {
+    /// Over MPI itself (`Threading::Multiple`).
+    Direct(&'a Channels),
+    /// Through its process's leader.
+    Relay(&'a Relay),
+}
 
 /// Where a rank of the world runs, seen from this rank.
-enum Place {
+pub(super) enum Place {
     /// In this process: its thread (local rank).
     Here(usize),
     /// In another process: the process and its thread there.
@@ -55,13 +95,13 @@ enum Place {
 }
 
 impl Want {
-    fn takes(&self, src: usize, tag: u32) -> bool {
+    pub(super) fn takes(&self, src: usize, tag: u32) -> bool {
         self.src.is_none_or(|s| s == src) && self.tag.is_none_or(|t| t == tag)
     }
 }
 
 impl Bridge {
-    fn place(&self, rank: usize) -> Place {
+    pub(super) fn place(&self, rank: usize) -> Place {
         let (q, i) = self.layout.locate(rank);
         if q == self.layout.process() {
             Place::Here(i)
@@ -71,30 +111,24 @@ impl Bridge {
     }
 
     /// The world rank of this process's thread `i`.
-    fn world(&self, i: usize) -> usize {
+    pub(super) fn world(&self, i: usize) -> usize {
         self.layout.offset(self.layout.process()) + i
     }
 
-    /// The channels to other processes, or why there are none.
-    fn channels(&self, op: &'static str) -> Result<&Channels> {
-        self.channels.as_deref().ok_or_else(|| {
-            self.local.fail(Error::Unsupported {
-                rank: self.rank(),
-                op,
-                what: "point-to-point between the processes of a hybrid team needs MPI \
-                       initialised with Threading::Multiple (every thread calls MPI itself); \
-                       under Funneled only each process's rank 0 may, so exchange across \
-                       processes with a collective"
-                    .into(),
-            })
-        })
+    /// How this rank reaches other processes.
+    pub(super) fn link(&self) -> Link<'_> {
+        match (&self.channels, &self.relay) {
+            (Some(ch), _) => Link::Direct(ch),
+            (None, Some(relay)) => Link::Relay(relay),
+            (None, None) => unreachable!("a hybrid team has channels or a relay"),
+        }
     }
 
     /// Polls `done` until it holds — as the team's waits do, spinning first (the team's spin
     /// budget, `WaitPolicy`) and then yielding the core between polls, but never parking,
     /// since nothing wakes a thread when an MPI message arrives; an error (failing this
     /// process's run) if the run fails or the team's timeout passes first.
-    fn poll_until(
+    pub(super) fn poll_until(
         &self,
         op: &'static str,
         peer: usize,
@@ -116,6 +150,8 @@ impl Bridge {
             } else {
                 yield_now();
             }
+            // A relaying leader relays (its own message may be among what it brings in).
+            crate::sync::idle::run();
             let run = self.local.run();
             if run.is_aborted() {
                 if let Some(ch) = &self.channels {
@@ -150,15 +186,45 @@ impl Bridge {
 
     /// Point-to-point send of `data` with `tag` to world rank `dest`.
     pub(crate) fn send<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<()> {
-        match self.place(dest) {
-            Place::Here(i) => self.local.send(i, tag, data),
-            Place::There(q, i) => {
-                let ch = self.channels("send")?;
-                // SAFETY: `data` is borrowed for this whole call, and the send completes or is
-                // given up (cancelled and waited for) before it returns.
-                let mut s = unsafe { ch.post((q, i), self.local.rank(), tag, data) };
+        let Place::There(q, i) = self.place(dest) else {
+            let Place::Here(i) = self.place(dest) else {
+                unreachable!()
+            };
+            return self.local.send(i, tag, data);
+        };
+        let from = self.local.rank();
+        match self.link() {
+            Link::Direct(ch) => {
+                let mut staged = self.stages.send.borrow_mut();
+                // SAFETY: `data` is borrowed and `staged` held for this whole call, and the
+                // send completes or is given up (cancelled and waited for) before it returns.
+                let mut s = unsafe { ch.post((q, i), from, tag, data, &mut staged) };
                 self.poll_until("send", dest, || Ok(ch.test(&mut s)))
                     .inspect_err(|_| ch.give_up(&mut s))
+            }
+            Link::Relay(relay) => {
+                if self.local.run().is_aborted() {
+                    return Err(self.local.member().aborted("send"));
+                }
+                let bytes = if size_of::<T>() == 0 {
+                    Vec::new()
+                } else {
+                    // SAFETY: `data` is readable as `size_of_val(data)` initialised bytes
+                    // (`Elem` types are plain data).
+                    unsafe {
+                        std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), size_of_val(data))
+                    }
+                    .to_vec()
+                };
+                relay.send(
+                    (q, i),
+                    (from, tag),
+                    (type_fingerprint::<T>(), data.len()),
+                    bytes,
+                );
+                // On the leader: out at once.
+                crate::sync::idle::run();
+                Ok(())
             }
         }
     }
@@ -179,68 +245,117 @@ impl Bridge {
         if want.src.is_none() && self.layout.processes() == 1 {
             return self.local.recv(want, buf);
         }
-        let ch = self.channels(OP)?;
-        let peer = want.src.unwrap_or(self.rank());
+        let ch = match self.link() {
+            Link::Direct(ch) => ch,
+            Link::Relay(relay) => return self.recv_relayed(relay, want, buf, OP),
+        };
+        if let Some(found) = take(&mut self.aside.borrow_mut(), want)
+            .map(|a| self.unpack(a, buf, OP))
+            .transpose()?
+        {
+            return Ok(found);
+        }
+        let mut stage = self.stages.recv();
+        let stage: *mut Stage = &mut **stage;
+        loop {
+            // SAFETY: the staging buffer is this rank's, borrowed (the `RefMut` above) for
+            // this whole call and touched only through `stage`; the receive is complete or
+            // given up before the next one is posted and before this call returns.
+            let mut r = unsafe { ch.post_recv(self.local.rank(), self.mpi_source(want), stage) };
+            let (a, local) = self.wait_recv(ch, want, &mut r, buf, OP)?;
+            if let Some(found) = local {
+                if let Some(a) = a {
+                    // It came anyway: aside with it, for a later receive.
+                    self.set_aside(ch, a, stage, OP)?;
+                }
+                return Ok(found);
+            }
+            let a = a.expect("a message came");
+            if want.takes(self.sender(&a), a.tag) {
+                return self.deliver(ch, a, stage, buf, OP);
+            }
+            self.set_aside(ch, a, stage, OP)?;
+        }
+    }
+
+    /// Waits for posted receive `r` to complete or, for a receive from any rank, a message
+    /// within this process that `want` accepts (taken into `buf`): what came over MPI, and
+    /// what came from this process. On an error `r` is given up.
+    fn wait_recv<T: Elem>(
+        &self,
+        ch: &Channels,
+        want: Want,
+        r: &mut Receiving,
+        buf: &mut [T],
+        op: &'static str,
+    ) -> Result<(Option<Arrived>, Option<Found>)> {
+        let mut arrived = None;
+        let mut local = None;
+        let waited = self.poll_until(op, want.src.unwrap_or(self.rank()), || {
+            if want.src.is_none() {
+                let here = Want { src: None, ..want };
+                local = self.local.try_recv(here, &mut *buf)?.map(|f| Found {
+                    src: self.world(f.src),
+                    ..f
+                });
+                if local.is_some() {
+                    return Ok(true);
+                }
+            }
+            arrived = ch.test_recv(r);
+            Ok(arrived.is_some())
+        });
+        if waited.is_err() || local.is_some() && arrived.is_none() {
+            arrived = ch.cancel_recv(r);
+        }
+        waited.map(|()| (arrived, local))
+    }
+
+    /// The process MPI's receives look at for `want`: its sender's, or any.
+    pub(super) fn mpi_source(&self, want: Want) -> Option<usize> {
+        match want.src.map(|s| self.place(s)) {
+            Some(Place::There(q, _)) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The world rank that sent `a`.
+    fn sender(&self, a: &Arrived) -> usize {
+        self.layout.offset(a.process) + a.thread
+    }
+
+    /// A receive through the relay: polls this rank's inbox (and for a receive from any rank,
+    /// this process's mailboxes) until a message `want` accepts is there.
+    fn recv_relayed<T: Elem>(
+        &self,
+        relay: &Relay,
+        want: Want,
+        buf: &mut [T],
+        op: &'static str,
+    ) -> Result<Found> {
         let mut got = None;
-        self.poll_until(OP, peer, || {
-            got = self.recv_once(ch, want, &mut *buf, OP)?;
+        self.poll_until(op, want.src.unwrap_or(self.rank()), || {
+            // The leader relays on every poll: what it waits for comes only that way.
+            crate::sync::idle::run();
+            if want.src.is_none() {
+                let here = Want { src: None, ..want };
+                if let Some(f) = self.local.try_recv(here, &mut *buf)? {
+                    got = Some(Found {
+                        src: self.world(f.src),
+                        ..f
+                    });
+                    return Ok(true);
+                }
+            }
+            let taken = take(&mut relay.inbox(self.local.rank()), want);
+            got = taken.map(|a| self.unpack(a, &mut *buf, op)).transpose()?;
             Ok(got.is_some())
         })?;
         Ok(got.expect("polled until a message came"))
     }
 
-    /// One look for a message `want` accepts: the messages moved aside, this process's
-    /// mailboxes (for a receive from any rank), and MPI; takes the first found into `buf`.
-    fn recv_once<T: Elem>(
-        &self,
-        ch: &Channels,
-        want: Want,
-        buf: &mut [T],
-        op: &'static str,
-    ) -> Result<Option<Found>> {
-        if let Some(found) = self.take_aside(want, buf, op)? {
-            return Ok(Some(found));
-        }
-        if want.src.is_none() {
-            let local = Want { src: None, ..want };
-            if let Some(f) = self.local.try_recv(local, buf)? {
-                return Ok(Some(Found {
-                    src: self.world(f.src),
-                    ..f
-                }));
-            }
-        }
-        // MPI's filter: the process only. Any tag, so that messages sent before the one
-        // wanted, with other tags or from other threads of that process, are seen and moved
-        // aside — which completes their senders' calls, as between threads.
-        let process = match want.src.map(|s| self.place(s)) {
-            Some(Place::There(q, _)) => Some(q),
-            _ => None,
-        };
-        let me = self.local.rank();
-        while let Some(a) = ch.poll(me, process) {
-            let src = self.layout.offset(a.process) + a.thread;
-            if want.takes(src, a.tag) {
-                return self.deliver(ch, a, buf, op).map(Some);
-            }
-            self.set_aside(ch, a, src, op)?;
-        }
-        Ok(None)
-    }
-
-    /// The first message moved aside that `want` accepts, taken into `buf`.
-    fn take_aside<T: Elem>(
-        &self,
-        want: Want,
-        buf: &mut [T],
-        op: &'static str,
-    ) -> Result<Option<Found>> {
-        let mut aside = self.aside.borrow_mut();
-        let Some(i) = aside.iter().position(|a| want.takes(a.src, a.tag)) else {
-            return Ok(None);
-        };
-        let a = aside.remove(i).expect("found above");
-        drop(aside);
+    /// Checks held message `a` against `buf` and copies it there.
+    fn unpack<T: Elem>(&self, a: Aside, buf: &mut [T], op: &'static str) -> Result<Found> {
         self.check::<T>((a.src, a.tag, a.typ, a.count), Some(buf.len()), op)?;
         if size_of::<T>() != 0 {
             // SAFETY: the type matched and `count` elements fit: the bytes are `count` `T`s'.
@@ -252,16 +367,16 @@ impl Bridge {
                 )
             };
         }
-        Ok(Some(Found {
+        Ok(Found {
             src: a.src,
             tag: a.tag,
             count: a.count,
-        }))
+        })
     }
 
     /// Fails (the run) unless a message of `count` elements of the type of fingerprint `typ`
     /// from `src` with `tag` fits `capacity` elements of `T` (`None`: a probe, type only).
-    fn check<T: Elem>(
+    pub(super) fn check<T: Elem>(
         &self,
         (src, tag, typ, count): (usize, u32, u64, usize),
         capacity: Option<usize>,
@@ -274,19 +389,21 @@ impl Bridge {
         Err(self.local.fail(e))
     }
 
-    /// Takes arrived message `a` into `buf` after checking it (a message that does not fit is
-    /// still taken, into a throw-away buffer, so that its sender completes).
+    /// Takes arrived message `a` (its header in `stage`) into `buf` after checking it (a
+    /// message that does not fit is still taken, into a throw-away buffer, so that its sender
+    /// completes).
     fn deliver<T: Elem>(
         &self,
         ch: &Channels,
         a: Arrived,
+        stage: *const Stage,
         buf: &mut [T],
         op: &'static str,
     ) -> Result<Found> {
-        let src = self.layout.offset(a.process) + a.thread;
+        let src = self.sender(&a);
         if let Err(e) = self.check::<T>((src, a.tag, a.typ, a.count), Some(buf.len()), op) {
             let mut sink = vec![0u8; a.bytes()];
-            self.payload(ch, &a, sink.as_mut_ptr(), op, src)?;
+            self.payload(ch, &a, stage, sink.as_mut_ptr(), op)?;
             return Err(e);
         }
         let dst = if size_of::<T>() == 0 {
@@ -295,7 +412,7 @@ impl Bridge {
             buf.as_mut_ptr().cast::<u8>()
         };
         debug_assert!(a.bytes() <= size_of_val(buf));
-        self.payload(ch, &a, dst, op, src)?;
+        self.payload(ch, &a, stage, dst, op)?;
         Ok(Found {
             src,
             tag: a.tag,
@@ -303,37 +420,45 @@ impl Bridge {
         })
     }
 
-    /// Receives `a`'s payload into `dst` (writable for `a.bytes()` bytes), waiting for a
-    /// payload message that follows.
+    /// Receives `a`'s payload into `dst` (writable for `a.bytes()` bytes): from `stage`, where
+    /// its header came, or waiting for a payload message that follows.
     fn payload(
         &self,
         ch: &Channels,
         a: &Arrived,
+        stage: *const Stage,
         dst: *mut u8,
         op: &'static str,
-        src: usize,
     ) -> Result<()> {
         let me = self.local.rank();
-        // SAFETY: `dst` is writable for `a.bytes()` bytes (every caller's buffer holds them)
-        // and outlives this call, which completes the receive or gives it up before it
+        // SAFETY: `stage` holds `a`'s header (every caller passes the buffer it was just
+        // received into); `dst` is writable for `a.bytes()` bytes (every caller's buffer holds
+        // them) and outlives this call, which completes the receive or gives it up before it
         // returns.
-        let Some(mut req) = (unsafe { ch.payload(me, a, dst) }) else {
+        let Some(mut req) = (unsafe { ch.payload(me, a, stage, dst) }) else {
             return Ok(());
         };
-        self.poll_until(op, src, || Ok(ch.test_one(&mut req)))
+        self.poll_until(op, self.sender(a), || Ok(ch.test_one(&mut req)))
             .inspect_err(|_| ch.give_up_one(&mut req))
     }
 
-    /// Moves arrived message `a` (from world rank `src`) aside with its payload.
-    fn set_aside(&self, ch: &Channels, a: Arrived, src: usize, op: &'static str) -> Result<()> {
+    /// Moves arrived message `a` (its header in `stage`) aside with its payload.
+    pub(super) fn set_aside(
+        &self,
+        ch: &Channels,
+        a: Arrived,
+        stage: *const Stage,
+        op: &'static str,
+    ) -> Result<()> {
         let mut bytes = vec![0u8; a.bytes()];
-        self.payload(ch, &a, bytes.as_mut_ptr(), op, src)?;
+        self.payload(ch, &a, stage, bytes.as_mut_ptr(), op)?;
         self.aside.borrow_mut().push_back(Aside {
-            src,
+            src: self.sender(&a),
             tag: a.tag,
             typ: a.typ,
             count: a.count,
             bytes,
+            pending: None,
         });
         Ok(())
     }
@@ -367,10 +492,18 @@ impl Bridge {
                 self.local.send(d, tag, data)?;
                 self.recv(want, buf)
             }
+            (Place::There(..), _) if matches!(self.link(), Link::Relay(_)) => {
+                // The relay's send completes at once.
+                self.send(dest, tag, data)?;
+                self.recv(want, buf)
+            }
             (Place::There(q, i), _) => {
-                let ch = self.channels(OP)?;
+                let Link::Direct(ch) = self.link() else {
+                    unreachable!("the relay's case is above")
+                };
+                let mut staged = self.stages.send.borrow_mut();
                 // SAFETY: as in `send`: completed or given up before this call returns.
-                let mut s = unsafe { ch.post((q, i), self.local.rank(), tag, data) };
+                let mut s = unsafe { ch.post((q, i), self.local.rank(), tag, data, &mut staged) };
                 let got = self.recv(want, buf);
                 let sent = match &got {
                     Ok(_) => self.poll_until(OP, dest, || Ok(ch.test(&mut s))),
@@ -388,81 +521,14 @@ impl Bridge {
             }
         }
     }
+}
 
-    /// Reports the first message `want` accepts without receiving it, waiting for one if
-    /// `block`: from this process, as its threads' probe does; from another (or any), by
-    /// moving MPI's next matching message aside and reporting it from there.
-    pub(crate) fn probe<T: Elem>(
-        &self,
-        op: &'static str,
-        want: Want,
-        block: bool,
-    ) -> Result<Option<Found>> {
-        if let Some(Place::Here(i)) = want.src.map(|s| self.place(s)) {
-            let local = Want {
-                src: Some(i),
-                ..want
-            };
-            let f = self.local.probe::<T>(op, local, block)?;
-            return Ok(f.map(|f| Found {
-                src: self.world(f.src),
-                ..f
-            }));
-        }
-        if want.src.is_none() && self.layout.processes() == 1 {
-            return self.local.probe::<T>(op, want, block);
-        }
-        let ch = self.channels(op)?;
-        let mut found = None;
-        let mut look = || -> Result<bool> {
-            found = self.probe_once::<T>(ch, want, op)?;
-            Ok(found.is_some() || !block)
-        };
-        if block {
-            self.poll_until(op, want.src.unwrap_or(self.rank()), look)?;
-        } else {
-            look()?;
-        }
-        Ok(found)
+/// Takes out of `queue` the first message `want` accepts, unless its payload is still coming
+/// (then nothing: a later one of the same sender and tag must not overtake it).
+fn take(queue: &mut VecDeque<Aside>, want: Want) -> Option<Aside> {
+    let i = queue.iter().position(|a| want.takes(a.src, a.tag))?;
+    if queue[i].pending.is_some() {
+        return None;
     }
-
-    /// One look for [`Bridge::probe`].
-    fn probe_once<T: Elem>(
-        &self,
-        ch: &Channels,
-        want: Want,
-        op: &'static str,
-    ) -> Result<Option<Found>> {
-        if want.src.is_none() {
-            let local = Want { src: None, ..want };
-            if let Some(f) = self.local.probe::<T>(op, local, false)? {
-                return Ok(Some(Found {
-                    src: self.world(f.src),
-                    ..f
-                }));
-            }
-        }
-        loop {
-            let seen = {
-                let aside = self.aside.borrow();
-                aside
-                    .iter()
-                    .find(|a| want.takes(a.src, a.tag))
-                    .map(|a| (a.src, a.tag, a.typ, a.count))
-            };
-            if let Some((src, tag, typ, count)) = seen {
-                self.check::<T>((src, tag, typ, count), None, op)?;
-                return Ok(Some(Found { src, tag, count }));
-            }
-            let process = match want.src.map(|s| self.place(s)) {
-                Some(Place::There(q, _)) => Some(q),
-                _ => None,
-            };
-            let Some(a) = ch.poll(self.local.rank(), process) else {
-                return Ok(None);
-            };
-            let src = self.layout.offset(a.process) + a.thread;
-            self.set_aside(ch, a, src, op)?;
-        }
-    }
+    queue.remove(i)
 }

@@ -38,7 +38,8 @@
 //! communicator's handler).
 
 use super::check::{Arrival, Call};
-use super::p2p::AsideQueue;
+use super::p2p::{AsideQueue, Stages};
+use super::relay::Relay;
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::local::Local;
@@ -128,9 +129,13 @@ pub(crate) struct Process {
     /// Whether MPI allows calls from its main thread only, so that a run must be started from
     /// that thread.
     funneled: bool,
-    /// The communicators of point-to-point between the processes' threads, under
-    /// `Threading::Multiple` (`hybrid::p2p`).
-    pub(crate) channels: Option<Arc<Channels>>,
+    /// The communicators of point-to-point between the processes' threads (`hybrid::p2p`).
+    channels: Arc<Channels>,
+    /// Whether every thread may call MPI (`Threading::Multiple`) and so uses the channels
+    /// itself; otherwise the leader relays.
+    direct: bool,
+    /// The leader's relay, unless `direct`.
+    relay: Option<Arc<Relay>>,
     /// Whether a check of this run has failed (on every process alike): no more MPI for the
     /// rest of the run. Reset when a run starts.
     closed: Cell<bool>,
@@ -239,19 +244,19 @@ impl Process {
         };
         let pc = ProcessComm::new(comm)?;
         let layout = Layout::new(&counts, rank);
-        // Collective over the processes, as every MPI_Comm_dup: all take the same branch.
-        let channels = if level == Threading::Multiple {
-            let world = comm.duplicate();
-            let ch = Channels::new(&world, layout.most_threads()).map_err(unsupported)?;
-            Some(Arc::new(ch))
-        } else {
-            None
-        };
+        // Collective over the processes, as every MPI_Comm_dup.
+        let world = comm.duplicate();
+        let channels = Arc::new(Channels::new(&world, layout.most_threads()).map_err(unsupported)?);
+        let layout = Arc::new(layout);
+        let direct = level == Threading::Multiple;
+        let relay = (!direct).then(|| Arc::new(Relay::new(channels.clone(), layout.clone())));
         let process = Process {
             pc,
-            layout: Arc::new(layout),
+            layout,
             funneled,
             channels,
+            direct,
+            relay,
             closed: Cell::new(false),
             failed_elsewhere: Cell::new(None),
             runs: Cell::new(0),
@@ -291,10 +296,30 @@ impl Process {
         self.closed.set(false);
         self.failed_elsewhere.set(None);
         self.runs.set(self.runs.get() + 1);
-        if let Some(ch) = &self.channels {
-            ch.begin_run(self.runs.get());
-        }
+        self.channels.begin_run(self.runs.get());
         Ok(())
+    }
+
+    /// Runs `f` — on the thread that runs the team: rank 0's work and the wait for the other
+    /// ranks of this process — with this process's relay, if it has one, as that thread's idle
+    /// hook (`hybrid::relay`); a failure notice the relay receives fails `run`.
+    pub(crate) fn lead<R>(&self, run: &crate::shm::RunState, f: impl FnOnce() -> R) -> R {
+        let Some(relay) = &self.relay else {
+            return f();
+        };
+        let rank = self.layout.offset(self.layout.process());
+        let hook = || {
+            let (worked, failed) = relay.progress();
+            if let Some(process) = failed {
+                run.abort(Error::ProcessFailed {
+                    rank,
+                    op: "point-to-point",
+                    process,
+                });
+            }
+            worked
+        };
+        crate::sync::idle::with_idle(&hook, f)
     }
 
     /// Records that a check failed with `e` (the same on every process): no more MPI in this
@@ -318,12 +343,16 @@ impl Process {
     pub(crate) fn end(&self, failed: bool) -> Result<()> {
         let layout = &self.layout;
         let rank = layout.offset(layout.process());
-        if let (true, Some(ch)) = (failed, &self.channels) {
+        if let Some(relay) = &self.relay {
+            // What this process's threads sent last leaves now.
+            relay.progress();
+        }
+        if failed {
             // Threads of other processes may be waiting for a message from this one.
-            ch.notify(layout.processes(), layout.process());
+            self.channels.notify(layout.processes(), layout.process());
         }
         if self.closed.get() {
-            return match self.failed_elsewhere.get() {
+            return match self.failed_elsewhere.get().or(self.channels.noticed()) {
                 Some(process) => Err(Error::ProcessFailed {
                     rank,
                     op: "Team::run",
@@ -349,8 +378,18 @@ impl Process {
         }
         match r {
             // This process's own failure: its ranks' results carry it, as in a team of one
-            // process (whose `run` fails only for a panic).
-            Err(Error::ProcessFailed { process, .. }) if process == layout.process() => Ok(()),
+            // process (whose `run` fails only for a panic) — unless it failed because another
+            // process's did (that process's notice, `hybrid::p2p`).
+            Err(Error::ProcessFailed { process, .. }) if process == layout.process() => {
+                match self.channels.noticed() {
+                    Some(process) => Err(Error::ProcessFailed {
+                        rank,
+                        op: "Team::run",
+                        process,
+                    }),
+                    None => Ok(()),
+                }
+            }
             r => r,
         }
     }
@@ -366,10 +405,15 @@ pub(crate) struct Bridge {
     pub(crate) layout: Arc<Layout>,
     /// The process part, on the process's rank 0 (the leader) only.
     process: Option<Arc<Process>>,
-    /// The communicators of point-to-point between processes (`Threading::Multiple` only).
+    /// The communicators of point-to-point between processes, if this thread may call MPI
+    /// itself (`Threading::Multiple`).
     pub(crate) channels: Option<Arc<Channels>>,
+    /// The process's relay, if its leader relays instead.
+    pub(crate) relay: Option<Arc<Relay>>,
     /// This rank's messages from other processes moved aside by its receives.
     pub(crate) aside: AsideQueue,
+    /// This rank's staging buffers for messages between processes.
+    pub(crate) stages: Stages,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -389,9 +433,11 @@ impl Bridge {
         Bridge {
             local,
             layout: process.layout.clone(),
-            channels: process.channels.clone(),
+            channels: process.direct.then(|| process.channels.clone()),
+            relay: process.relay.clone(),
             process: leader.then(|| process.clone()),
             aside: AsideQueue::default(),
+            stages: Stages::default(),
         }
     }
 
@@ -428,6 +474,8 @@ impl Bridge {
         let Some(p) = &self.process else {
             return before;
         };
+        // A relaying leader sends what its threads sent before it blocks in MPI's collective.
+        crate::sync::idle::run();
         if p.closed.get() {
             // An earlier check failed on every process: this run's ranks all fail already.
             return before.and_then(|()| {

@@ -4,10 +4,12 @@
 //! `--cfg loom` the same names resolve to loom's model-checked versions, so the mailbox and the
 //! parker are verified exactly as they run (the pattern of tokio's `src/loom` shim).
 //!
-//! [`park`] holds the spin → yield → park waiting loop and the parker it ends in. The parking
+//! [`park`] holds the spin → yield → park waiting loop and the parker it ends in; `idle`, the
+//! work a thread may give its waits to do between polls (a relaying leader's). The parking
 //! protocol, the argument that no wake-up is lost, and how the crate's loom models are laid
 //! out and run: `README.md` in this folder.
 
+pub(crate) mod idle;
 pub(crate) mod park;
 
 #[cfg(all(test, loom))]

@@ -326,16 +326,34 @@ pub(crate) fn wait_until_watched(
                 return true;
             }
         }
-        let start = Instant::now();
+        // Yield until `yield_for` has passed since the wait began, or, for a thread with an
+        // idle hook (`idle`), since the hook last found work: its work wakes nobody, so such a
+        // thread then sleeps in short stretches and runs the hook between them instead of
+        // parking until woken.
+        let hook = super::idle::installed();
+        let mut active = Instant::now();
         loop {
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
                 return ready();
             }
-            if now.duration_since(start) >= policy.yield_for {
+            if now.duration_since(active) < policy.yield_for {
+                yield_now();
+            } else if hook {
+                if let Some(w) = watch {
+                    w.parking();
+                }
+                let slice = now + super::idle::IDLE_PARK;
+                let until = deadline.map_or(slice, |d| d.min(slice));
+                if parker.park_watched(&mut ready, Some(until), watch) {
+                    return true;
+                }
+            } else {
                 break;
             }
-            yield_now();
+            if super::idle::run() {
+                active = Instant::now();
+            }
             if ready() {
                 return true;
             }

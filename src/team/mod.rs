@@ -449,17 +449,27 @@ impl Team {
             affinity::pin_current(c);
             saved
         });
-        body(0);
-        if let Some(saved) = saved {
-            affinity::restore(saved);
-        }
         let remaining = &self.shared.remaining;
-        wait_until(
-            &self.shared.ranks.parkers[0],
-            &self.shared.ranks.policy,
-            None,
-            || remaining.load(Ordering::SeqCst) == 0,
-        );
+        let lead = || {
+            body(0);
+            if let Some(saved) = saved {
+                affinity::restore(saved);
+            }
+            wait_until(
+                &self.shared.ranks.parkers[0],
+                &self.shared.ranks.policy,
+                None,
+                || remaining.load(Ordering::SeqCst) == 0,
+            );
+        };
+        // A hybrid team's leader relays its threads' messages while it runs and waits.
+        #[cfg(feature = "mpi")]
+        match &self.process {
+            Some(p) => p.lead(&run, lead),
+            None => lead(),
+        }
+        #[cfg(not(feature = "mpi"))]
+        lead();
         *self.shared.job.lock() = None;
 
         // A hybrid team's last check: every process's run ended, and none failed.

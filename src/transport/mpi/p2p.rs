@@ -11,11 +11,16 @@
 //!
 //! **Wire.** A message starts with a 16-byte header — the element type's fingerprint and the
 //! element count — so that a receiver can check both (MPI's own envelope says neither). Up to
-//! [`INLINE_MAX`] payload bytes travel in the same MPI message as the header, copied into a
-//! staging buffer; a larger payload follows in a second message with the same tag, sent
-//! straight from the caller's slice and received straight into the receiver's, which MPI's
-//! order between a pair of processes on one communicator keeps right behind its header. The
-//! count's top bit says whether a payload message follows.
+//! [`INLINE_MAX`] payload bytes travel in the same MPI message as the header, copied into the
+//! sending thread's staging buffer; a larger payload follows in a second message with the same
+//! tag, sent straight from the caller's slice and received straight into the receiver's, which
+//! MPI's order between a pair of processes on one communicator keeps right behind its header.
+//! The count's top bit says whether a payload message follows. A receiving thread takes
+//! headers into a staging buffer of its own ([`STAGE`] bytes, enough for any header message),
+//! with a receive posted before the message comes ([`Channels::post_recv`]: the message then
+//! lands in place, where a probe would first queue it as unexpected and copy it again) or,
+//! for a probe, by `MPI_Improbe` and `MPI_Mrecv` ([`Channels::poll`]). The buffers are the
+//! threads' own and reused, so a short message costs no allocation.
 //!
 //! **Failure notices.** One more duplicate carries notices: a process whose run failed tells
 //! every other process (`notify`), and a thread of theirs that waits for another process
@@ -31,6 +36,7 @@
 //! buffer of the caller's is touched by MPI after the call returns.
 
 use super::ok;
+use super::request::{cancel_all, isend, null_request, test_all, wildcards};
 use crate::mailbox::{fingerprint_size, type_fingerprint, Elem, TAG_MAX};
 use ::mpi::ffi;
 use ::mpi::topology::{Communicator, SimpleCommunicator};
@@ -44,6 +50,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) const INLINE_MAX: usize = 8 << 10;
 /// Bytes of the header.
 const HEADER: usize = 16;
+/// Bytes of a receiving thread's staging buffer: the largest header message.
+pub(crate) const STAGE: usize = HEADER + INLINE_MAX;
 /// Top bit of the header's count: a payload message follows.
 const FOLLOWS: u64 = 1 << 63;
 /// User tags per thread in the MPI tag.
@@ -59,6 +67,8 @@ pub(crate) struct Channels {
     run: AtomicU64,
     /// Whether this process has sent its notices for the current run (the run number).
     notified: AtomicU64,
+    /// The first process whose notice of the current run was received, plus one (0: none).
+    noticed: AtomicU64,
     /// The notices' payloads (run numbers) sent so far, kept until the sends are done (they
     /// are detached: `MPI_Request_free`), that is for the channels' life. Boxed so that each
     /// keeps its address while the vector grows.
@@ -94,8 +104,9 @@ pub(crate) struct Arrived {
     pub typ: u64,
     /// The number of elements.
     pub count: usize,
-    /// The payload bytes, if they came with the header; `None` if a payload message follows.
-    inline: Option<Vec<u8>>,
+    /// Whether the payload came with the header (it is in the staging buffer, after the
+    /// header) or follows in a message of its own.
+    inline: bool,
     /// The payload's size in bytes.
     bytes: usize,
     /// The MPI tag, to receive a following payload with.
@@ -109,11 +120,28 @@ impl Arrived {
     }
 }
 
-/// A send in flight: its requests and the staged header it reads.
+/// A send in flight: its requests.
 pub(crate) struct Sending {
     reqs: [ffi::MPI_Request; 2],
     n: usize,
-    _staged: Vec<u8>,
+}
+
+/// A receive of the next header message posted into a staging buffer
+/// ([`Channels::post_recv`]).
+pub(crate) struct Receiving {
+    req: ffi::MPI_Request,
+    stage: *mut u8,
+}
+
+/// A receiving thread's staging buffer: room for the largest header message.
+pub(crate) type Stage = [u8; STAGE];
+
+/// A new zeroed staging buffer, on the heap.
+pub(crate) fn new_stage() -> Box<Stage> {
+    vec![0u8; STAGE]
+        .into_boxed_slice()
+        .try_into()
+        .expect("a slice of STAGE bytes")
 }
 
 impl Channels {
@@ -144,6 +172,7 @@ impl Channels {
             control: fatal_dup(),
             run: AtomicU64::new(0),
             notified: AtomicU64::new(0),
+            noticed: AtomicU64::new(0),
             sent: parking_lot::Mutex::new(Vec::new()),
         })
     }
@@ -153,6 +182,13 @@ impl Channels {
     pub(crate) fn begin_run(&self, run: u64) {
         self.run.store(run, Ordering::SeqCst);
         while self.notice().is_some() {}
+        self.noticed.store(0, Ordering::SeqCst);
+    }
+
+    /// The first process whose failure notice of the current run has been received.
+    pub(crate) fn noticed(&self) -> Option<usize> {
+        let q = self.noticed.load(Ordering::SeqCst);
+        (q > 0).then(|| q as usize - 1)
     }
 
     /// Tells every other process of `processes` that this process's current run failed,
@@ -222,6 +258,10 @@ impl Channels {
             };
             ok(rc, "MPI_Recv");
             if run == self.run.load(Ordering::SeqCst) {
+                let first = source as u64 + 1;
+                let _ = self
+                    .noticed
+                    .compare_exchange(0, first, Ordering::SeqCst, Ordering::SeqCst);
                 return Some(source as usize);
             }
         }
@@ -232,43 +272,61 @@ impl Channels {
     }
 
     /// Posts the send of `data` with user tag `tag` from thread `from` to thread `to` of
-    /// process `process`.
+    /// process `process`, staging the header (and a short payload) in `staged`.
     ///
     /// # Safety
-    /// `data` must stay alive and unchanged until the returned send is complete
+    /// `data` and `staged` must stay alive and unchanged until the returned send is complete
     /// ([`Channels::test`]) or given up ([`Channels::give_up`]).
     pub(crate) unsafe fn post<T: Elem>(
         &self,
-        (process, to): (usize, usize),
+        to: (usize, usize),
         from: usize,
         tag: u32,
         data: &[T],
+        staged: &mut Vec<u8>,
     ) -> Sending {
         let bytes = if size_of::<T>() == 0 {
             0
         } else {
             size_of_val(data)
         };
+        let typ = (type_fingerprint::<T>(), data.len());
+        // SAFETY: `data` is readable for `bytes` bytes (0 for a zero-sized type, which any
+        // pointer is), and the caller keeps it and `staged` as `post_bytes` needs.
+        unsafe { self.post_bytes(to, (from, tag), typ, (data.as_ptr().cast(), bytes), staged) }
+    }
+
+    /// [`Channels::post`] of a payload already in bytes: `count` elements of the type whose
+    /// fingerprint is `typ`, `bytes` bytes at `ptr`, from thread `from` with user tag `tag`.
+    ///
+    /// # Safety
+    /// `ptr` must be readable for `bytes` bytes; it and `staged` must stay alive and unchanged
+    /// until the returned send is complete ([`Channels::test`]) or given up.
+    pub(crate) unsafe fn post_bytes(
+        &self,
+        (process, to): (usize, usize),
+        (from, tag): (usize, u32),
+        (typ, count): (u64, usize),
+        (ptr, bytes): (*const u8, usize),
+        staged: &mut Vec<u8>,
+    ) -> Sending {
         let follows = bytes > INLINE_MAX;
-        let mut staged = Vec::with_capacity(HEADER + if follows { 0 } else { bytes });
-        staged.extend_from_slice(&type_fingerprint::<T>().to_le_bytes());
-        let count = data.len() as u64 | if follows { FOLLOWS } else { 0 };
+        staged.clear();
+        staged.extend_from_slice(&typ.to_le_bytes());
+        let count = count as u64 | if follows { FOLLOWS } else { 0 };
         staged.extend_from_slice(&count.to_le_bytes());
-        if !follows {
-            // SAFETY: `data` is readable for `bytes` bytes (0 for a zero-sized type).
-            staged.extend_from_slice(unsafe {
-                std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), bytes)
-            });
+        if !follows && bytes > 0 {
+            // SAFETY: `ptr` is readable for `bytes` bytes (contract).
+            staged.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, bytes) });
         }
         let mpi_tag = from as c_int * STRIDE + tag as c_int;
         let comm = self.comm(to);
         let mut s = Sending {
             reqs: [null_request(); 2],
             n: 0,
-            _staged: Vec::new(),
         };
-        // SAFETY: `staged` is moved into the returned `Sending` below and so lives (a Vec's
-        // heap buffer does not move) until the request completes or is given up.
+        // SAFETY: the caller keeps `staged` alive and untouched until the request completes
+        // or is given up (contract).
         unsafe {
             isend(
                 staged.as_ptr(),
@@ -281,20 +339,10 @@ impl Channels {
         };
         s.n = 1;
         if follows {
-            // SAFETY: per the contract, `data` outlives the request.
-            unsafe {
-                isend(
-                    data.as_ptr().cast(),
-                    bytes,
-                    process,
-                    mpi_tag,
-                    comm,
-                    &mut s.reqs[1],
-                )
-            };
+            // SAFETY: per the contract, `ptr` outlives the request.
+            unsafe { isend(ptr, bytes, process, mpi_tag, comm, &mut s.reqs[1]) };
             s.n = 2;
         }
-        s._staged = staged;
         s
     }
 
@@ -309,8 +357,16 @@ impl Channels {
     }
 
     /// Looks once for a message to thread `me` from process `process` (`None`: any) with any
-    /// tag, and receives its header (and inline payload) if there is one.
-    pub(crate) fn poll(&self, me: usize, process: Option<usize>) -> Option<Arrived> {
+    /// tag, and receives its header (and inline payload) into `stage` if there is one.
+    ///
+    /// # Safety
+    /// `stage` must be writable for [`STAGE`] bytes and not referenced during the call.
+    pub(crate) unsafe fn poll(
+        &self,
+        me: usize,
+        process: Option<usize>,
+        stage: *mut Stage,
+    ) -> Option<Arrived> {
         let (any_source, any_tag) = wildcards();
         let source = process.map_or(any_source, |q| q as c_int);
         let mut found: c_int = 0;
@@ -334,63 +390,118 @@ impl Channels {
         }
         // SAFETY: MPI_Improbe found a message and so wrote both.
         let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
-        let mut len: c_int = 0;
-        // SAFETY: `status` describes the probed message; `len` is a live out-parameter.
-        ok(
-            unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut len) },
-            "MPI_Get_count",
-        );
-        let len = usize::try_from(len).unwrap_or(0);
-        let mut first = vec![0u8; len.max(HEADER)];
-        // SAFETY: `first` is writable for the message's `len` bytes; `msg` is the matched
-        // message, received exactly once, here. The message is already here (it was probed),
-        // so the receive completes without waiting for the sender.
+        // SAFETY: `stage` is writable for STAGE bytes (contract), as many as the largest
+        // header message (a payload message, which may be longer, is never probed: it is
+        // received right after its header); `msg` is the matched message, received exactly
+        // once, here. The message is already here (it was probed), so the receive completes
+        // without waiting.
         let rc = unsafe {
             ffi::MPI_Mrecv(
-                first.as_mut_ptr().cast(),
-                len as c_int,
+                stage.cast(),
+                STAGE as c_int,
                 ffi::RSMPI_UINT8_T,
                 &mut msg,
                 ffi::RSMPI_STATUS_IGNORE,
             )
         };
         ok(rc, "MPI_Mrecv");
-        let word = |i: usize| u64::from_le_bytes(first[i..i + 8].try_into().expect("8 bytes"));
-        let (typ, count) = (word(0), word(8));
-        let elem = fingerprint_size(typ);
-        let n = (count & !FOLLOWS) as usize;
-        let bytes = n * elem;
-        let inline = (count & FOLLOWS == 0).then(|| first[HEADER..len].to_vec());
-        Some(Arrived {
-            process: status.MPI_SOURCE as usize,
-            thread: (status.MPI_TAG / STRIDE) as usize,
-            tag: (status.MPI_TAG % STRIDE) as u32,
-            typ,
-            count: n,
-            inline,
-            bytes,
-            mpi_tag: status.MPI_TAG,
-        })
+        // SAFETY: the receive is complete, and `stage` holds its header.
+        Some(unsafe { arrived(&status, stage.cast()) })
+    }
+
+    /// Posts the receive of the next message to thread `me` from process `process` (`None`:
+    /// any), any tag, into `stage`.
+    ///
+    /// # Safety
+    /// `stage` must be writable for [`STAGE`] bytes, and stay alive and unreferenced until
+    /// the receive is complete ([`Channels::test_recv`]) or given up
+    /// ([`Channels::cancel_recv`]).
+    pub(crate) unsafe fn post_recv(
+        &self,
+        me: usize,
+        process: Option<usize>,
+        stage: *mut Stage,
+    ) -> Receiving {
+        let (any_source, any_tag) = wildcards();
+        let source = process.map_or(any_source, |q| q as c_int);
+        let mut req = null_request();
+        // SAFETY: `stage` is writable for STAGE bytes, the largest header message (payload
+        // messages are received by their own receive, posted right after their header's
+        // arrival and completed before another receive is posted on this communicator), and
+        // outlives the request (contract).
+        let rc = unsafe {
+            ffi::MPI_Irecv(
+                stage.cast(),
+                STAGE as c_int,
+                ffi::RSMPI_UINT8_T,
+                source,
+                any_tag,
+                self.comm(me),
+                &mut req,
+            )
+        };
+        ok(rc, "MPI_Irecv");
+        Receiving {
+            req,
+            stage: stage.cast(),
+        }
+    }
+
+    /// The message received by `r` into its staging buffer, if it has come (`MPI_Test`).
+    pub(crate) fn test_recv(&self, r: &mut Receiving) -> Option<Arrived> {
+        let mut done: c_int = 0;
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        // SAFETY: `r.req` is the live request `post_recv` returned; the out-parameters are
+        // live locals.
+        let rc = unsafe { ffi::MPI_Test(&mut r.req, &mut done, status.as_mut_ptr()) };
+        ok(rc, "MPI_Test");
+        // SAFETY: a completed MPI_Test wrote the status, and the message is in the staging
+        // buffer, alive per `post_recv`'s contract.
+        (done != 0).then(|| unsafe { arrived(&status.assume_init(), r.stage) })
+    }
+
+    /// Gives up receive `r` (cancels it and waits): the message it had already received into
+    /// its staging buffer, if the cancel came too late.
+    pub(crate) fn cancel_recv(&self, r: &mut Receiving) -> Option<Arrived> {
+        if r.req == null_request() {
+            return None;
+        }
+        let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
+        let mut cancelled: c_int = 0;
+        // SAFETY: `r.req` is a live request; a cancelled receive's wait returns at once (MPI
+        // 3.1 §3.8.4), and the status it writes says whether the cancel took effect; if it
+        // did not, the message is in the staging buffer (alive per `post_recv`).
+        unsafe {
+            ok(ffi::MPI_Cancel(&mut r.req), "MPI_Cancel");
+            ok(ffi::MPI_Wait(&mut r.req, status.as_mut_ptr()), "MPI_Wait");
+            let status = status.assume_init();
+            ok(
+                ffi::MPI_Test_cancelled(&status, &mut cancelled),
+                "MPI_Test_cancelled",
+            );
+            (cancelled == 0).then(|| arrived(&status, r.stage))
+        }
     }
 
     /// Starts taking the payload of `a` into `dst`, which must hold [`Arrived::bytes`] bytes:
-    /// copies an inline payload at once (`None`), or posts the receive of the payload message
-    /// that follows and returns its request.
+    /// copies an inline payload from `stage` (where `a` was received) at once (`None`), or
+    /// posts the receive of the payload message that follows and returns its request.
     ///
     /// # Safety
-    /// `dst` must be writable for `a.bytes()` bytes and stay alive and untouched until the
-    /// returned request is complete ([`Channels::test_one`]) or given up
-    /// ([`Channels::give_up_one`]).
+    /// `stage` must be the staging buffer `a` was received into, unchanged since; `dst` must
+    /// be writable for `a.bytes()` bytes and stay alive and untouched until the returned
+    /// request is complete ([`Channels::test_one`]) or given up ([`Channels::give_up_one`]).
     pub(crate) unsafe fn payload(
         &self,
         me: usize,
         a: &Arrived,
+        stage: *const Stage,
         dst: *mut u8,
     ) -> Option<ffi::MPI_Request> {
-        if let Some(bytes) = &a.inline {
-            let n = bytes.len().min(a.bytes);
-            // SAFETY: `dst` is writable for `a.bytes` bytes (contract), `bytes` is ours.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, n) };
+        if a.inline {
+            // SAFETY: `dst` is writable for `a.bytes` bytes (contract); an inline payload of
+            // `a.bytes ≤ INLINE_MAX` bytes follows the header in `stage`.
+            unsafe { std::ptr::copy_nonoverlapping(stage.cast::<u8>().add(HEADER), dst, a.bytes) };
             return None;
         }
         let mut req = null_request();
@@ -422,79 +533,23 @@ impl Channels {
     }
 }
 
-/// MPI's null request (`MPI_REQUEST_NULL`).
-fn null_request() -> ffi::MPI_Request {
-    // SAFETY: reading rsmpi's extern static, a constant the MPI library defines.
-    unsafe { ffi::RSMPI_REQUEST_NULL }
-}
-
-/// MPI's wildcards for a source and a tag (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`).
-fn wildcards() -> (c_int, c_int) {
-    // SAFETY: reading rsmpi's extern statics, constants the MPI library defines.
-    unsafe { (ffi::RSMPI_ANY_SOURCE, ffi::RSMPI_ANY_TAG) }
-}
-
-/// Posts `MPI_Isend` of `bytes` bytes at `ptr` into `req`.
+/// What the header message received into `stage` with `status` says.
 ///
 /// # Safety
-/// `ptr` must be readable for `bytes` bytes until the request completes or is given up.
-unsafe fn isend(
-    ptr: *const u8,
-    bytes: usize,
-    process: usize,
-    tag: c_int,
-    comm: ffi::MPI_Comm,
-    req: &mut ffi::MPI_Request,
-) {
-    // SAFETY: per the contract; the datatype is predefined, the communicator valid, `process`
-    // one of its ranks (the layout's), `req` a live out-parameter.
-    let rc = unsafe {
-        ffi::MPI_Isend(
-            ptr.cast(),
-            bytes as c_int,
-            ffi::RSMPI_UINT8_T,
-            process as c_int,
-            tag,
-            comm,
-            req,
-        )
-    };
-    ok(rc, "MPI_Isend");
-}
-
-/// `MPI_Testall` on `reqs` (completed ones are null requests).
-fn test_all(reqs: &mut [ffi::MPI_Request]) -> bool {
-    let mut done: c_int = 0;
-    // SAFETY: `reqs` holds requests MPI returned (or null requests), writable in place; the
-    // statuses are ignored (MPI's sentinel).
-    let rc = unsafe {
-        ffi::MPI_Testall(
-            reqs.len() as c_int,
-            reqs.as_mut_ptr(),
-            &mut done,
-            ffi::RSMPI_STATUSES_IGNORE,
-        )
-    };
-    ok(rc, "MPI_Testall");
-    done != 0
-}
-
-/// Cancels every request of `reqs` that is not complete, then waits for all of them.
-fn cancel_all(reqs: &mut [ffi::MPI_Request]) {
-    for req in reqs.iter_mut() {
-        if *req != null_request() {
-            // SAFETY: `req` is a live request MPI returned; cancelling a completed one is a
-            // no-op.
-            ok(unsafe { ffi::MPI_Cancel(req) }, "MPI_Cancel");
-        }
+/// `stage` must hold a complete header message.
+unsafe fn arrived(status: &ffi::MPI_Status, stage: *const u8) -> Arrived {
+    // SAFETY: the header's two words are the first 16 bytes of `stage` (contract).
+    let word = |i: usize| u64::from_le(unsafe { stage.add(i).cast::<u64>().read_unaligned() });
+    let (typ, count) = (word(0), word(8));
+    let n = (count & !FOLLOWS) as usize;
+    Arrived {
+        process: status.MPI_SOURCE as usize,
+        thread: (status.MPI_TAG / STRIDE) as usize,
+        tag: (status.MPI_TAG % STRIDE) as u32,
+        typ,
+        count: n,
+        inline: count & FOLLOWS == 0,
+        bytes: n * fingerprint_size(typ),
+        mpi_tag: status.MPI_TAG,
     }
-    // SAFETY: as in `test_all`; a cancelled request's wait returns whatever the peers do.
-    let rc = unsafe {
-        ffi::MPI_Waitall(
-            reqs.len() as c_int,
-            reqs.as_mut_ptr(),
-            ffi::RSMPI_STATUSES_IGNORE,
-        )
-    };
-    ok(rc, "MPI_Waitall");
 }

@@ -1,6 +1,8 @@
 //! Immediate operations of the MPI transport and their requests: the send it posts
 //! (`MPI_Isend`), and the wait for requests, blocking in MPI or polling politely for processes
-//! whose threads outnumber the cores ([`poll_politely`]).
+//! whose threads outnumber the cores ([`poll_politely`]); and the byte-level requests of
+//! point-to-point between threads of different processes (`p2p`): posting, testing, and
+//! giving up (cancel, then wait).
 
 use super::{ok, MpiTransport};
 use crate::error::Result;
@@ -90,4 +92,81 @@ impl MpiTransport<'_> {
     pub(super) fn wait_all(&self, reqs: &mut [ffi::MPI_Request]) {
         wait_all(reqs, self.polite);
     }
+}
+
+/// MPI's null request (`MPI_REQUEST_NULL`).
+pub(super) fn null_request() -> ffi::MPI_Request {
+    // SAFETY: reading rsmpi's extern static, a constant the MPI library defines.
+    unsafe { ffi::RSMPI_REQUEST_NULL }
+}
+
+/// MPI's wildcards for a source and a tag (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`).
+pub(super) fn wildcards() -> (c_int, c_int) {
+    // SAFETY: reading rsmpi's extern statics, constants the MPI library defines.
+    unsafe { (ffi::RSMPI_ANY_SOURCE, ffi::RSMPI_ANY_TAG) }
+}
+
+/// Posts `MPI_Isend` of `bytes` bytes at `ptr` into `req`.
+///
+/// # Safety
+/// `ptr` must be readable for `bytes` bytes until the request completes or is given up.
+pub(super) unsafe fn isend(
+    ptr: *const u8,
+    bytes: usize,
+    process: usize,
+    tag: c_int,
+    comm: ffi::MPI_Comm,
+    req: &mut ffi::MPI_Request,
+) {
+    // SAFETY: per the contract; the datatype is predefined, the communicator valid, `process`
+    // one of its ranks (the layout's), `req` a live out-parameter.
+    let rc = unsafe {
+        ffi::MPI_Isend(
+            ptr.cast(),
+            bytes as c_int,
+            ffi::RSMPI_UINT8_T,
+            process as c_int,
+            tag,
+            comm,
+            req,
+        )
+    };
+    ok(rc, "MPI_Isend");
+}
+
+/// `MPI_Testall` on `reqs` (completed ones are null requests).
+pub(super) fn test_all(reqs: &mut [ffi::MPI_Request]) -> bool {
+    let mut done: c_int = 0;
+    // SAFETY: `reqs` holds requests MPI returned (or null requests), writable in place; the
+    // statuses are ignored (MPI's sentinel).
+    let rc = unsafe {
+        ffi::MPI_Testall(
+            reqs.len() as c_int,
+            reqs.as_mut_ptr(),
+            &mut done,
+            ffi::RSMPI_STATUSES_IGNORE,
+        )
+    };
+    ok(rc, "MPI_Testall");
+    done != 0
+}
+
+/// Cancels every request of `reqs` that is not complete, then waits for all of them.
+pub(super) fn cancel_all(reqs: &mut [ffi::MPI_Request]) {
+    for req in reqs.iter_mut() {
+        if *req != null_request() {
+            // SAFETY: `req` is a live request MPI returned; cancelling a completed one is a
+            // no-op.
+            ok(unsafe { ffi::MPI_Cancel(req) }, "MPI_Cancel");
+        }
+    }
+    // SAFETY: as in `test_all`; a cancelled request's wait returns whatever the peers do.
+    let rc = unsafe {
+        ffi::MPI_Waitall(
+            reqs.len() as c_int,
+            reqs.as_mut_ptr(),
+            ffi::RSMPI_STATUSES_IGNORE,
+        )
+    };
+    ok(rc, "MPI_Waitall");
 }
