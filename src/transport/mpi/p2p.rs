@@ -131,6 +131,9 @@ pub(crate) struct Sending {
 pub(crate) struct Receiving {
     req: ffi::MPI_Request,
     stage: *mut u8,
+    /// Where it was posted, to post it again after a stray message.
+    comm: ffi::MPI_Comm,
+    source: c_int,
 }
 
 /// A receiving thread's staging buffer: room for the largest header message.
@@ -390,23 +393,37 @@ impl Channels {
         }
         // SAFETY: MPI_Improbe found a message and so wrote both.
         let (mut msg, status) = unsafe { (msg.assume_init(), status.assume_init()) };
-        // SAFETY: `stage` is writable for STAGE bytes (contract), as many as the largest
-        // header message (a payload message, which may be longer, is never probed: it is
-        // received right after its header); `msg` is the matched message, received exactly
-        // once, here. The message is already here (it was probed), so the receive completes
-        // without waiting.
+        let mut len: c_int = 0;
+        // SAFETY: `status` describes the probed message; `len` is a live out-parameter.
+        let rc = unsafe { ffi::MPI_Get_count(&status, ffi::RSMPI_UINT8_T, &mut len) };
+        ok(rc, "MPI_Get_count");
+        // A header message fits the stage; a longer one is a stray payload (`arrived`), taken
+        // into a buffer of its own and dropped.
+        let mut stray = Vec::new();
+        let into: *mut u8 = if len as usize > STAGE {
+            stray.resize(len as usize, 0u8);
+            stray.as_mut_ptr()
+        } else {
+            stage.cast()
+        };
+        // SAFETY: `into` is writable for the message's `len` bytes (the stage holds STAGE,
+        // contract); `msg` is the matched message, received exactly once, here. The message
+        // is already here (it was probed), so the receive completes without waiting.
         let rc = unsafe {
             ffi::MPI_Mrecv(
-                stage.cast(),
-                STAGE as c_int,
+                into.cast(),
+                len,
                 ffi::RSMPI_UINT8_T,
                 &mut msg,
                 ffi::RSMPI_STATUS_IGNORE,
             )
         };
         ok(rc, "MPI_Mrecv");
+        if !stray.is_empty() {
+            return None;
+        }
         // SAFETY: the receive is complete, and `stage` holds its header.
-        Some(unsafe { arrived(&status, stage.cast()) })
+        unsafe { arrived(&status, stage.cast()) }
     }
 
     /// Posts the receive of the next message to thread `me` from process `process` (`None`:
@@ -422,29 +439,16 @@ impl Channels {
         process: Option<usize>,
         stage: *mut Stage,
     ) -> Receiving {
-        let (any_source, any_tag) = wildcards();
-        let source = process.map_or(any_source, |q| q as c_int);
-        let mut req = null_request();
-        // SAFETY: `stage` is writable for STAGE bytes, the largest header message (payload
-        // messages are received by their own receive, posted right after their header's
-        // arrival and completed before another receive is posted on this communicator), and
-        // outlives the request (contract).
-        let rc = unsafe {
-            ffi::MPI_Irecv(
-                stage.cast(),
-                STAGE as c_int,
-                ffi::RSMPI_UINT8_T,
-                source,
-                any_tag,
-                self.comm(me),
-                &mut req,
-            )
-        };
-        ok(rc, "MPI_Irecv");
-        Receiving {
-            req,
+        let source = process.map_or(wildcards().0, |q| q as c_int);
+        let mut r = Receiving {
+            req: null_request(),
             stage: stage.cast(),
-        }
+            comm: self.comm(me),
+            source,
+        };
+        // SAFETY: per the contract.
+        unsafe { repost(&mut r) };
+        r
     }
 
     /// The message received by `r` into its staging buffer, if it has come (`MPI_Test`).
@@ -455,9 +459,17 @@ impl Channels {
         // live locals.
         let rc = unsafe { ffi::MPI_Test(&mut r.req, &mut done, status.as_mut_ptr()) };
         ok(rc, "MPI_Test");
+        if done == 0 {
+            return None;
+        }
         // SAFETY: a completed MPI_Test wrote the status, and the message is in the staging
         // buffer, alive per `post_recv`'s contract.
-        (done != 0).then(|| unsafe { arrived(&status.assume_init(), r.stage) })
+        let a = unsafe { arrived(&status.assume_init(), r.stage) };
+        if a.is_none() {
+            // A stray message, dropped: wait for the next one. SAFETY: as `post_recv`.
+            unsafe { repost(r) };
+        }
+        a
     }
 
     /// Gives up receive `r` (cancels it and waits): the message it had already received into
@@ -479,7 +491,11 @@ impl Channels {
                 ffi::MPI_Test_cancelled(&status, &mut cancelled),
                 "MPI_Test_cancelled",
             );
-            (cancelled == 0).then(|| arrived(&status, r.stage))
+            if cancelled == 0 {
+                arrived(&status, r.stage)
+            } else {
+                None
+            }
         }
     }
 
@@ -533,23 +549,62 @@ impl Channels {
     }
 }
 
-/// What the header message received into `stage` with `status` says.
+/// (Re)posts receive `r` (any tag, from its source) into its staging buffer.
 ///
 /// # Safety
-/// `stage` must hold a complete header message.
-unsafe fn arrived(status: &ffi::MPI_Status, stage: *const u8) -> Arrived {
-    // SAFETY: the header's two words are the first 16 bytes of `stage` (contract).
+/// As [`Channels::post_recv`]; `r`'s request must be complete or never posted.
+unsafe fn repost(r: &mut Receiving) {
+    // SAFETY: the staging buffer is writable for STAGE bytes, the largest header message
+    // (payload messages are received by their own receive, posted right after their header's
+    // arrival and completed before another receive is posted on this communicator), and
+    // outlives the request (`post_recv`'s contract).
+    let rc = unsafe {
+        ffi::MPI_Irecv(
+            r.stage.cast(),
+            STAGE as c_int,
+            ffi::RSMPI_UINT8_T,
+            r.source,
+            wildcards().1,
+            r.comm,
+            &mut r.req,
+        )
+    };
+    ok(rc, "MPI_Irecv");
+}
+
+/// What the header message received into `stage` with `status` says, or `None` for a stray
+/// message whose length does not match its header: a payload left behind by a run that
+/// failed while it was in flight (its header taken, the payload's receive given up), which is
+/// dropped.
+///
+/// # Safety
+/// `stage` must hold the received message (at least [`STAGE`] bytes readable).
+unsafe fn arrived(status: &ffi::MPI_Status, stage: *const u8) -> Option<Arrived> {
+    let mut len: c_int = 0;
+    // SAFETY: `status` describes a completed receive; `len` is a live out-parameter.
+    ok(
+        unsafe { ffi::MPI_Get_count(status, ffi::RSMPI_UINT8_T, &mut len) },
+        "MPI_Get_count",
+    );
+    let len = usize::try_from(len).ok()?;
+    // SAFETY: the stage holds STAGE ≥ 16 readable bytes (contract).
     let word = |i: usize| u64::from_le(unsafe { stage.add(i).cast::<u64>().read_unaligned() });
     let (typ, count) = (word(0), word(8));
-    let n = (count & !FOLLOWS) as usize;
-    Arrived {
+    let n = usize::try_from(count & !FOLLOWS).ok()?;
+    let bytes = n.checked_mul(fingerprint_size(typ))?;
+    let inline = count & FOLLOWS == 0;
+    let expected = if inline { HEADER + bytes } else { HEADER };
+    if len < HEADER || len != expected || !inline && bytes <= INLINE_MAX {
+        return None;
+    }
+    Some(Arrived {
         process: status.MPI_SOURCE as usize,
         thread: (status.MPI_TAG / STRIDE) as usize,
         tag: (status.MPI_TAG % STRIDE) as u32,
         typ,
         count: n,
-        inline: count & FOLLOWS == 0,
-        bytes: n * fingerprint_size(typ),
+        inline,
+        bytes,
         mpi_tag: status.MPI_TAG,
-    }
+    })
 }
