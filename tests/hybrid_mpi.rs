@@ -47,7 +47,7 @@ fn hybrid_collectives_match_the_references_and_fail_everywhere() {
 
 /// Point-to-point between the threads of different processes (`examples/hybrid_p2p`): under
 /// `Threading::Multiple` with 1, 2 and unequal threads per process on 2 and 3 processes, and
-/// under `Funneled` (the leaders relay) with 2 threads per process.
+/// under `Funneled` (the leaders relay) with 2 and unequal threads per process.
 #[test]
 fn hybrid_point_to_point_between_processes() {
     if !on_path("mpirun") {
@@ -63,6 +63,7 @@ fn hybrid_point_to_point_between_processes() {
             &["--threads", "2"][..],
             &["--threads-by-rank"][..],
             &["--funneled", "--threads", "2"][..],
+            &["--funneled", "--threads-by-rank"][..],
         ] {
             let mut args = np.to_vec();
             args.extend(["--bind-to", "none", exe]);
