@@ -16,10 +16,14 @@
 //! among them (moved aside); receives from any rank, each sender's messages in order; a probe
 //! then a receive of a message of unknown length; a halo exchange with no peer at the ends;
 //! a message of another element type and one longer than the buffer, each an `Err` on the
-//! receiver that names both types; `dup` refused on every rank; a thread that panics while a
+//! receiver that names both types; messages and collectives on a `dup` apart from the
+//! original's, and a `Mismatch` on every rank where the leaders call a collective of each in
+//! different orders; a thread that panics while a
 //! thread of another process waits for its message fails every rank of every process. With
 //! `--funneled` (MPI initialised with `Funneled`) the same checks run with each process's
 //! leader relaying its threads' messages.
+
+mod dup;
 
 use corecoll::{Comm, Error, Peer, Result, Team, ANY_TAG};
 use mpi::environment::Threading;
@@ -284,26 +288,6 @@ fn a_panic_elsewhere(team: &Team, process: usize, processes: usize) -> bool {
     ok
 }
 
-/// Whether a run whose ranks all expected a refusal passed: every rank's check `Ok`, or (in
-/// the processes whose ranks were not refused first) the run failed by another process's
-/// refusal.
-fn refused(out: corecoll::Result<Vec<std::result::Result<(), String>>>) -> bool {
-    match out {
-        Ok(out) => out.iter().all(|r| match r {
-            Ok(()) => true,
-            Err(e) => {
-                eprintln!("FAIL refusal: {e}");
-                false
-            }
-        }),
-        Err(Error::ProcessFailed { .. }) => true,
-        Err(e) => {
-            eprintln!("FAIL refusal: {e}");
-            false
-        }
-    }
-}
-
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| args.iter().any(|a| a == name);
@@ -349,11 +333,8 @@ fn main() -> ExitCode {
     tally(run(&team, "halo", halo));
     tally(mismatches(&team, process));
     tally(a_panic_elsewhere(&team, process, processes as usize));
-    tally(refused(team.run(|comm| match comm.dup() {
-        Err(Error::Unsupported { op: "dup", .. }) if processes > 1 => Ok(()),
-        Ok(_) if processes == 1 => Ok(()),
-        other => Err(format!("rank {}: dup gave {other:?}", comm.rank())),
-    })));
+    tally(run(&team, "dup", dup::isolation));
+    tally(dup::crossed(&team, process, processes as usize));
     tally(run(&team, "a normal run after the failures", rings));
     let mut total = [passed as u64, failed as u64];
     let mine_tally = total;

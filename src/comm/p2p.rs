@@ -317,21 +317,20 @@ impl Comm {
     /// one's (as `MPI_Comm_dup`): a library can talk on its own duplicate without receiving
     /// its caller's messages. Every rank of the communicator must call it.
     ///
-    /// On a communicator whose ranks span MPI processes this is [`Error::Unsupported`] on
-    /// every rank: its duplicate would need leaders and MPI communicators of its own, which
-    /// only building a team makes.
+    /// On a communicator whose ranks span MPI processes, each process's leader duplicates the
+    /// team's point-to-point communicators (`MPI_Comm_dup`, collective over the processes), and
+    /// the duplicate's collectives run their stage between processes on the team's leaders'
+    /// communicator as this one's do: the leaders must therefore call the collectives of a
+    /// communicator and of its duplicates in the same order on every process (MPI calls a
+    /// program whose blocking collectives on two communicators cross erroneous, as they may
+    /// deadlock); a process whose leader calls them in another order makes the call an
+    /// [`Error::Mismatch`] on every rank instead.
     pub fn dup(&self) -> Result<Comm> {
         #[cfg(feature = "mpi")]
         if let Span::Processes(b) = &self.span {
             if b.layout.processes() > 1 {
-                return Err(self.fail(Error::Unsupported {
-                    rank: self.rank(),
-                    op: "dup",
-                    what: "dup of a communicator whose ranks span MPI processes is not \
-                           supported: build another team on a duplicate of the MPI \
-                           communicator instead"
-                        .into(),
-                }));
+                self.local().enter_call("dup")?;
+                return b.dup().map(Comm::processes);
             }
         }
         let dup = self.split(Some(0), self.rank())?;

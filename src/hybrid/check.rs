@@ -37,6 +37,8 @@ use std::ffi::c_int;
 
 /// Words in a call's descriptor.
 const WORDS: usize = 7;
+/// The algorithm id that tells a `dup` from a `split` (`Kind::Split`).
+const DUP: u8 = 1;
 
 /// How a process comes to the check of a call of a team that spans processes (the hybrid
 /// world, `hybrid::world`): its leader brings, besides the call, whether its own threads got
@@ -71,6 +73,11 @@ pub(crate) struct Call {
     /// The op, for reducing collectives: which built-in op it is, else whether it is
     /// commutative ([`op_word`]).
     op: Option<u64>,
+    /// Which communicator of the team: 0 for those that share the team's leaders (the world
+    /// and what `split` makes), k for its k-th duplicate (`Comm::dup`), so that processes
+    /// whose leaders call collectives of a communicator and of its duplicate in different
+    /// orders fail instead of combining one's data with the other's.
+    context: u64,
 }
 
 impl Call {
@@ -86,7 +93,21 @@ impl Call {
             elem: type_fingerprint::<T>(),
             root: None,
             op: None,
+            context: 0,
         }
+    }
+
+    /// `Comm::dup`: nothing to compare but the call.
+    pub(crate) fn dup() -> Call {
+        Call {
+            elem: 0,
+            ..Call::of::<()>(Kind::Split, DUP, 0)
+        }
+    }
+
+    /// The same call on the communicator of context `context`.
+    pub(crate) fn in_context(self, context: u64) -> Call {
+        Call { context, ..self }
     }
 
     /// A barrier: no data, nothing else to compare.
@@ -123,7 +144,7 @@ impl Call {
     /// The words compared.
     fn words(&self) -> [u64; WORDS] {
         [
-            u64::from(self.kind.code()),
+            u64::from(self.kind.code()) | self.context << 8,
             u64::from(self.alg),
             self.block as u64,
             self.len as u64,
@@ -140,12 +161,23 @@ fn describe(w: &[u64]) -> String {
     if w.get(WORDS) == Some(&(Arrival::Finished as u64)) {
         return "the end of its run (every thread returned from the team's closure)".to_string();
     }
-    let kind = u8::try_from(w[0]).ok().and_then(Kind::from_code);
+    let on = match w[0] >> 8 {
+        0 => String::new(),
+        k => format!(" on duplicate {k} of the team's communicator"),
+    };
+    format!("{}{on}", describe_call(w))
+}
+
+/// [`describe`] without the communicator.
+fn describe_call(w: &[u64]) -> String {
+    let kind = u8::try_from(w[0] & 0xff).ok().and_then(Kind::from_code);
     let Some(kind) = kind else {
         return format!("an unknown collective {:#x}", w[0]);
     };
-    if kind == Kind::Coll(Collective::Barrier) {
-        return "barrier".to_string();
+    match kind {
+        Kind::Coll(Collective::Barrier) => return "barrier".to_string(),
+        Kind::Split if w[1] == u64::from(DUP) => return "dup".to_string(),
+        _ => {}
     }
     let id = u8::try_from(w[1]).unwrap_or(u8::MAX);
     // The hybrid world's `v` forms (and exscan) set the top bit of the algorithm id.
@@ -314,6 +346,12 @@ mod tests {
         .at(2);
         assert!(describe(&b.words()).ends_with("with the binomial algorithm at root 2"));
         assert_eq!(describe(&Call::barrier().words()), "barrier");
+        assert_eq!(
+            describe(&Call::barrier().in_context(2).words()),
+            "barrier on duplicate 2 of the team's communicator"
+        );
+        assert_eq!(describe(&Call::dup().words()), "dup");
+        assert_ne!(Call::dup().words(), Call::barrier().words());
         let m = Call::of::<i32>(Kind::Coll(Collective::Reduce), Reduce::Native.id(), 5)
             .with_op::<i32, _>(&crate::op::Max);
         assert!(

@@ -22,7 +22,7 @@
 //! Every wait for another process polls (MPI wakes nobody), spinning and then yielding the
 //! core (and running the leader's relay, if it is the leader of a relaying process), and gives
 //! up when this process's run fails, another process's run fails (its notice,
-//! `Channels::notice`; a failing process sends one to every other, and a relaying leader that
+//! `Notices::notice`; a failing process sends one to every other, and a relaying leader that
 //! receives one fails its process's run), or the team's timeout passes; an operation given up
 //! is cancelled and waited for, so MPI never touches a caller's buffer after its call returns.
 //! Deadlock detection does not reach across processes: only the team's timeout ends a cycle of
@@ -156,7 +156,8 @@ impl Bridge {
             if run.is_aborted() {
                 if let Some(ch) = &self.channels {
                     // Threads of other processes may be waiting for this one.
-                    ch.notify(self.layout.processes(), self.layout.process());
+                    ch.notices()
+                        .notify(self.layout.processes(), self.layout.process());
                 }
                 return Err(Error::Aborted {
                     rank: self.rank(),
@@ -164,7 +165,7 @@ impl Bridge {
                     cause: Box::new(run.cause()),
                 });
             }
-            if let Some(process) = self.channels.as_ref().and_then(|ch| ch.notice()) {
+            if let Some(process) = self.channels.as_ref().and_then(|ch| ch.notices().notice()) {
                 return Err(self.local.fail(Error::ProcessFailed {
                     rank: self.rank(),
                     op,

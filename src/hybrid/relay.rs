@@ -207,7 +207,10 @@ impl Relay {
             }
         }
         st.passes = st.passes.wrapping_add(1);
-        let failed = st.passes.is_multiple_of(NOTICE_EVERY).then(|| ch.notice());
+        let failed = st
+            .passes
+            .is_multiple_of(NOTICE_EVERY)
+            .then(|| ch.notices().notice());
         (worked, failed.flatten())
     }
 }

@@ -48,7 +48,9 @@ use ::mpi::environment::Threading;
 use ::mpi::ffi;
 use ::mpi::topology::Communicator;
 use ::mpi::traits::*;
-use std::cell::Cell;
+use parking_lot::Mutex;
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 /// Which ranks each process holds: process q has the ranks `offsets[q]..offsets[q + 1]`.
@@ -119,11 +121,15 @@ impl Layout {
     }
 }
 
-/// What a hybrid team keeps between runs: its process communicator and the layout. Used by
-/// the team's rank 0 only (see the `Send`/`Sync` impls).
+/// What a hybrid team keeps between runs: its process communicator and the layout, shared by
+/// the communicators of a run that span processes (the world and its duplicates) on their
+/// leader ranks (see the `Send`/`Sync` impls).
 pub(crate) struct Process {
-    /// The leaders' communicator (a duplicate of the one the team was built on).
-    pc: ProcessComm,
+    /// The leaders' communicator (a duplicate of the one the team was built on), locked for
+    /// each stage between processes: every communicator of the team that spans processes runs
+    /// its collectives' stages between processes on it, in the order its leader makes them,
+    /// which the check compares on every process (with the communicator's context, `Call`).
+    pc: Mutex<ProcessComm>,
     /// Which ranks each process holds.
     pub(crate) layout: Arc<Layout>,
     /// Whether MPI allows calls from its main thread only, so that a run must be started from
@@ -136,25 +142,37 @@ pub(crate) struct Process {
     direct: bool,
     /// The leader's relay, unless `direct`.
     relay: Option<Arc<Relay>>,
+    /// The relays of the duplicates of the team's communicator (`Comm::dup`), unless `direct`:
+    /// the leader serves them beside its own, and drops each on its own thread (which alone
+    /// may call MPI, to free their channels) once nothing else holds it.
+    dup_relays: Mutex<Vec<Arc<Relay>>>,
+    /// Duplicates made so far, the same number on every process (each is agreed): the next
+    /// one's context is one more.
+    contexts: AtomicU64,
     /// Whether a check of this run has failed (on every process alike): no more MPI for the
     /// rest of the run. Reset when a run starts.
-    closed: Cell<bool>,
-    /// The first other process whose failure a check of this run reported: `Team::run` then
-    /// fails here too ([`Process::end`]). Reset when a run starts.
-    failed_elsewhere: Cell<Option<usize>>,
-    /// Runs started, for the failure notices of point-to-point (`Channels`).
-    runs: Cell<u64>,
+    closed: AtomicBool,
+    /// The first other process whose failure a check of this run reported (`usize::MAX`:
+    /// none): `Team::run` then fails here too ([`Process::end`]). Reset when a run starts.
+    failed_elsewhere: AtomicUsize,
+    /// Runs started, for the failure notices of point-to-point (`Notices`).
+    runs: AtomicU64,
 }
 
+/// No process: the value of [`Process::failed_elsewhere`] before any failure.
+const NONE: usize = usize::MAX;
+
 // SAFETY: a `Process` is reached only from a hybrid team: its `Team` holds it, and hands it
-// to the rank-0 `Comm` of a run (`Bridge::process`) and uses it itself in `Team::run` before
-// the ranks start and after they have all finished. Rank 0 of a run is the thread that called
-// `Team::run`, and the team's `running` lock keeps runs from overlapping, so at any time only
-// one thread touches it, and `Process::begin` makes sure that thread may call MPI. MPI's own
-// handles (the duplicate communicator inside `pc`) may move between threads; what MPI
-// restricts is which thread calls it, which is that check.
+// to the leader `Comm`s of a run (`Bridge::process`: the world's rank 0 and its duplicates')
+// and uses it itself in `Team::run` before the ranks start and after they have all finished.
+// Its mutable state is atomics, and the leaders' communicator and the duplicates' relays
+// behind locks, so threads that use it at once (a leader `Comm` and its duplicate moved to
+// another thread) take turns. MPI's own handles may move between threads; what MPI restricts
+// is which thread calls it: `Process::begin` and `Bridge::across` check that under
+// `Threading::Funneled` it is MPI's main thread, and under `Serialized` the locks make the
+// calls one at a time.
 unsafe impl Send for Process {}
-// SAFETY: see `Send`: no two threads use a `Process` at the same time.
+// SAFETY: see `Send`.
 unsafe impl Sync for Process {}
 
 impl std::fmt::Debug for Process {
@@ -242,11 +260,12 @@ impl Process {
             total: on_node.iter().sum(),
             index: node.rank() as usize,
         };
-        let pc = ProcessComm::new(comm)?;
+        let pc = Mutex::new(ProcessComm::new(comm)?);
         let layout = Layout::new(&counts, rank);
         // Collective over the processes, as every MPI_Comm_dup.
         let world = comm.duplicate();
-        let channels = Arc::new(Channels::new(&world, layout.most_threads()).map_err(unsupported)?);
+        let channels =
+            Arc::new(Channels::new(&world, layout.most_threads(), None).map_err(unsupported)?);
         let layout = Arc::new(layout);
         let direct = level == Threading::Multiple;
         let relay = (!direct).then(|| Arc::new(Relay::new(channels.clone(), layout.clone())));
@@ -257,9 +276,11 @@ impl Process {
             channels,
             direct,
             relay,
-            closed: Cell::new(false),
-            failed_elsewhere: Cell::new(None),
-            runs: Cell::new(0),
+            dup_relays: Mutex::new(Vec::new()),
+            contexts: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            failed_elsewhere: AtomicUsize::new(NONE),
+            runs: AtomicU64::new(0),
         };
         Ok((process, share))
     }
@@ -267,49 +288,84 @@ impl Process {
     /// Makes the leaders' waits poll and yield the core instead of blocking in MPI (for a node
     /// with more threads than cores: `transport::mpi::poll_politely`).
     pub(crate) fn set_polite(&self, polite: bool) {
-        self.pc.set_polite(polite);
+        self.pc.lock().set_polite(polite);
     }
 
     /// Takes the `mpi` level of the team's profile for the stage between the processes.
     pub(crate) fn set_profile(&self, profile: &crate::Profile) {
-        self.pc.set_profile(profile);
+        self.pc.lock().set_profile(profile);
     }
 
     /// Called by `Team::run` on its calling thread before the ranks start: that thread must
     /// be allowed to call MPI; the run starts with no failed check.
     pub(crate) fn begin(&self) -> Result<()> {
-        if self.funneled {
-            let mut main = 0;
-            // SAFETY: `main` is a valid place for the flag; MPI is initialised (the team's
-            // communicator exists).
-            unsafe { ffi::MPI_Is_thread_main(&mut main) };
-            if main == 0 {
-                return Err(Error::Unsupported {
-                    rank: self.layout.offset(self.layout.process()),
-                    op: "Team::run",
-                    what: "a hybrid team runs from the thread that initialised MPI (under \
-                           Threading::Funneled only it may call MPI, and rank 0 does)"
-                        .to_string(),
-                });
-            }
-        }
-        self.closed.set(false);
-        self.failed_elsewhere.set(None);
-        self.runs.set(self.runs.get() + 1);
-        self.channels.begin_run(self.runs.get());
+        self.on_main_thread("Team::run")?;
+        self.closed.store(false, Ordering::SeqCst);
+        self.failed_elsewhere.store(NONE, Ordering::SeqCst);
+        let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        self.channels.notices().begin_run(run);
         Ok(())
+    }
+
+    /// Under `Threading::Funneled`, an error unless the calling thread is MPI's main thread
+    /// (the only one that may call MPI), which the leader's `op` is about to call.
+    fn on_main_thread(&self, op: &'static str) -> Result<()> {
+        if !self.funneled {
+            return Ok(());
+        }
+        let mut main = 0;
+        // SAFETY: `main` is a valid place for the flag; MPI is initialised (the team's
+        // communicator exists).
+        unsafe { ffi::MPI_Is_thread_main(&mut main) };
+        if main != 0 {
+            return Ok(());
+        }
+        Err(Error::Unsupported {
+            rank: self.layout.offset(self.layout.process()),
+            op,
+            what: "under Threading::Funneled a hybrid team's leaders (each process's rank 0, \
+                   of the world and of its duplicates) call MPI, so they run on the thread \
+                   that initialised MPI, which runs the team"
+                .to_string(),
+        })
+    }
+
+    /// The leader's part of `Comm::dup` (inside its stage between processes, on the locked
+    /// leaders' communicator `pc`): the duplicate's point-to-point channels (collective over
+    /// the processes, as `MPI_Comm_dup`) and relay, and its context.
+    fn duplicate(&self, pc: &ProcessComm) -> Result<Links> {
+        let rank = self.layout.offset(self.layout.process());
+        let threads = self.layout.most_threads();
+        let notices = Some(self.channels.notices().clone());
+        let channels =
+            Channels::new(&pc.comm, threads, notices).map_err(|what| Error::Unsupported {
+                rank,
+                op: "dup",
+                what,
+            })?;
+        let channels = Arc::new(channels);
+        let relay = (!self.direct).then(|| {
+            let relay = Arc::new(Relay::new(channels.clone(), self.layout.clone()));
+            self.dup_relays.lock().push(relay.clone());
+            relay
+        });
+        Ok(Links {
+            context: self.contexts.fetch_add(1, Ordering::SeqCst) + 1,
+            channels: self.direct.then_some(channels),
+            relay,
+        })
     }
 
     /// Runs `f` — on the thread that runs the team: rank 0's work and the wait for the other
     /// ranks of this process — with this process's relay, if it has one, as that thread's idle
     /// hook (`hybrid::relay`); a failure notice the relay receives fails `run`.
     pub(crate) fn lead<R>(&self, run: &crate::shm::RunState, f: impl FnOnce() -> R) -> R {
-        let Some(relay) = &self.relay else {
+        if self.relay.is_none() {
             return f();
-        };
+        }
         let rank = self.layout.offset(self.layout.process());
         let hook = || {
-            let (worked, failed) = relay.progress();
+            let (worked, failed) = self.relay_all();
             if let Some(process) = failed {
                 run.abort(Error::ProcessFailed {
                     rank,
@@ -322,15 +378,45 @@ impl Process {
         crate::sync::idle::with_idle(&hook, f)
     }
 
+    /// One pass of every relay of the team (its own and its duplicates'), on the leader:
+    /// whether any had work, and the process whose failure notice one of them received.
+    /// Duplicates' relays that nothing else holds any more are dropped (here, on the thread
+    /// that may call MPI).
+    fn relay_all(&self) -> (bool, Option<usize>) {
+        let Some(relay) = &self.relay else {
+            return (false, None);
+        };
+        let (mut worked, mut failed) = relay.progress();
+        let mut dups = self.dup_relays.lock();
+        dups.retain(|r| Arc::strong_count(r) > 1);
+        for r in dups.iter() {
+            let (w, f) = r.progress();
+            worked |= w;
+            failed = failed.or(f);
+        }
+        (worked, failed)
+    }
+
     /// Records that a check failed with `e` (the same on every process): no more MPI in this
     /// run, and if `e` names another process's failure, `Team::run` fails here too.
     fn close(&self, e: &Error) {
-        self.closed.set(true);
+        self.closed.store(true, Ordering::SeqCst);
         if let Error::ProcessFailed { process, .. } = *e {
-            if process != self.layout.process() && self.failed_elsewhere.get().is_none() {
-                self.failed_elsewhere.set(Some(process));
+            if process != self.layout.process() {
+                let _ = self.failed_elsewhere.compare_exchange(
+                    NONE,
+                    process,
+                    Ordering::SeqCst,
+                    Ordering::SeqCst,
+                );
             }
         }
+    }
+
+    /// The other process whose failure a check of this run reported first.
+    fn failed_elsewhere(&self) -> Option<usize> {
+        let q = self.failed_elsewhere.load(Ordering::SeqCst);
+        (q != NONE).then_some(q)
     }
 
     /// Called by `Team::run` after every rank of this process has returned: the last check
@@ -343,16 +429,21 @@ impl Process {
     pub(crate) fn end(&self, failed: bool) -> Result<()> {
         let layout = &self.layout;
         let rank = layout.offset(layout.process());
-        if let Some(relay) = &self.relay {
-            // What this process's threads sent last leaves now.
-            relay.progress();
+        // What this process's threads sent last leaves now.
+        self.relay_all();
+        let closed = self.closed.load(Ordering::SeqCst);
+        if failed && !closed {
+            // Threads of other processes may be waiting for a message from this one. (After a
+            // failed check they are not: every process's run failed at that check.)
+            self.channels
+                .notices()
+                .notify(layout.processes(), layout.process());
         }
-        if failed {
-            // Threads of other processes may be waiting for a message from this one.
-            self.channels.notify(layout.processes(), layout.process());
-        }
-        if self.closed.get() {
-            return match self.failed_elsewhere.get().or(self.channels.noticed()) {
+        if closed {
+            return match self
+                .failed_elsewhere()
+                .or(self.channels.notices().noticed())
+            {
                 Some(process) => Err(Error::ProcessFailed {
                     rank,
                     op: "Team::run",
@@ -366,7 +457,7 @@ impl Process {
         } else {
             Arrival::Finished
         };
-        let r = self.pc.agree_across(
+        let r = self.pc.lock().agree_across(
             &Call::barrier(),
             arrival,
             rank,
@@ -381,7 +472,7 @@ impl Process {
             // process (whose `run` fails only for a panic) — unless it failed because another
             // process's did (that process's notice, `hybrid::p2p`).
             Err(Error::ProcessFailed { process, .. }) if process == layout.process() => {
-                match self.channels.noticed() {
+                match self.channels.notices().noticed() {
                     Some(process) => Err(Error::ProcessFailed {
                         rank,
                         op: "Team::run",
@@ -414,6 +505,21 @@ pub(crate) struct Bridge {
     pub(crate) aside: AsideQueue,
     /// This rank's staging buffers for messages between processes.
     pub(crate) stages: Stages,
+    /// Which of the team's communicators this is: 0 for the world, k for the k-th duplicate
+    /// (`Call`'s context).
+    context: u64,
+}
+
+/// What the ranks of a duplicate of a communicator that spans processes need of MPI besides
+/// the team's leaders' communicator: made by each process's leader, and handed to its other
+/// threads through the duplicate's shared state (`CommShared::attached`).
+struct Links {
+    /// The duplicate's context (`Call`).
+    context: u64,
+    /// Its point-to-point channels, for threads that call MPI themselves.
+    channels: Option<Arc<Channels>>,
+    /// Its relay, where the leader relays.
+    relay: Option<Arc<Relay>>,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -438,6 +544,7 @@ impl Bridge {
             process: leader.then(|| process.clone()),
             aside: AsideQueue::default(),
             stages: Stages::default(),
+            context: 0,
         }
     }
 
@@ -476,7 +583,11 @@ impl Bridge {
         };
         // A relaying leader sends what its threads sent before it blocks in MPI's collective.
         crate::sync::idle::run();
-        if p.closed.get() {
+        if let Err(e) = p.on_main_thread(op) {
+            return Err(self.local.fail(e));
+        }
+        let pc = p.pc.lock();
+        if p.closed.load(Ordering::SeqCst) {
             // An earlier check failed on every process: this run's ranks all fail already.
             return before.and_then(|()| {
                 Err(self.local.fail(Error::Aborted {
@@ -492,16 +603,66 @@ impl Bridge {
             Arrival::Failed
         };
         let layout = &self.layout;
-        let agreed =
-            p.pc.agree_across(&call, arrival, self.rank(), layout.leaders(), op);
+        let call = call.in_context(self.context);
+        let agreed = pc.agree_across(&call, arrival, self.rank(), layout.leaders(), op);
         let result = match (before, agreed) {
             (Err(e), _) => Err(e),
             (Ok(()), Err(e)) => Err(e),
-            (Ok(()), Ok(())) => stage(&p.pc),
+            (Ok(()), Ok(())) => stage(&pc),
         };
         result.map_err(|e| {
             p.close(&e);
             self.local.fail(e)
+        })
+    }
+}
+
+impl Bridge {
+    /// `Comm::dup` of a communicator that spans processes: the ranks of each process duplicate
+    /// their own threads' communicator, the leaders agree on the call and make the duplicate's
+    /// links between processes (`Links`), and the process's other threads pick them up. The
+    /// duplicate shares the team's leaders' communicator (its collectives' stages between
+    /// processes are told apart by its context in the check) and has point-to-point channels
+    /// of its own, so its messages never match this communicator's.
+    pub(crate) fn dup(&self) -> Result<Bridge> {
+        const OP: &str = "dup";
+        let split = self.local.split(Some(0), self.local.rank());
+        let mut links = None;
+        let agreed = self.across(
+            OP,
+            Call::dup(),
+            split.as_ref().map(|_| ()).map_err(Clone::clone),
+            |pc| {
+                let p = self.process.as_ref().expect("only a leader runs the stage");
+                links = Some(p.duplicate(pc)?);
+                Ok(())
+            },
+        );
+        let local = split?.expect("every rank passes a color");
+        agreed?;
+        if let Some(links) = links {
+            let links: Arc<dyn Any + Send + Sync> = Arc::new(links);
+            let _ = local.shared().attached.set(links);
+        }
+        // The leader attaches the links before it arrives; a leader that failed has failed the
+        // run, and the barrier with it.
+        local.barrier_with(crate::select::Barrier::Auto)?;
+        let links = local
+            .shared()
+            .attached
+            .get()
+            .cloned()
+            .and_then(|a| a.downcast::<Links>().ok())
+            .expect("the leader attached the duplicate's links before the barrier");
+        Ok(Bridge {
+            layout: self.layout.clone(),
+            process: self.process.clone(),
+            channels: links.channels.clone(),
+            relay: links.relay.clone(),
+            aside: AsideQueue::default(),
+            stages: Stages::default(),
+            context: links.context,
+            local,
         })
     }
 }

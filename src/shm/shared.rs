@@ -6,6 +6,7 @@ use super::board::Board;
 use super::flags::Flags;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
 use crate::sync::Mutex;
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
@@ -46,6 +47,9 @@ pub(crate) struct CommShared {
     /// The flags of the hierarchical direct barrier; each rank's written by that rank only
     /// (see `algorithms::flag_barrier`).
     pub barrier: Flags,
+    /// What a layer above attaches to the communicator for all its ranks, set once by one of
+    /// them (a hybrid team's duplicate: its links between processes, made by the leader).
+    pub attached: OnceLock<Arc<dyn Any + Send + Sync>>,
 }
 
 impl CommShared {
@@ -58,6 +62,7 @@ impl CommShared {
             splits: Mutex::new(HashMap::new()),
             board: Board::new(p),
             barrier: Flags::new(p),
+            attached: OnceLock::new(),
         }
     }
 

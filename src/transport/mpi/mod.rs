@@ -44,6 +44,7 @@
 //! says why it is sound. What was learnt from: the rsmpi 0.8 sources (`point_to_point.rs`,
 //! `request.rs`, `attribute.rs`) and the MPI 3.1 standard, sections cited where used.
 
+mod notice;
 mod p2p;
 mod recv;
 mod request;

@@ -22,12 +22,8 @@
 //! for a probe, by `MPI_Improbe` and `MPI_Mrecv` ([`Channels::poll`]). The buffers are the
 //! threads' own and reused, so a short message costs no allocation.
 //!
-//! **Failure notices.** One more duplicate carries notices: a process whose run failed tells
-//! every other process (`notify`), and a thread of theirs that waits for another process
-//! looks for a notice of the current run between its polls (`notice`), so that a thread
-//! blocked on a message from a process whose thread panicked fails instead of waiting for the
-//! team's timeout. A notice names its run (the team counts runs), so that a late one is
-//! recognised and dropped.
+//! **Failure notices** travel on one more duplicate, shared with the channels of the team's
+//! duplicates ([`Notices`], `transport::mpi::notice`).
 //!
 //! **Progress.** Everything is immediate (`MPI_Isend`, `MPI_Improbe`, `MPI_Imrecv`,
 //! `MPI_Irecv`), so that the caller can poll, watch its run's failure and the team's timeout, and
@@ -35,6 +31,7 @@
 //! `MPI_Wait`, which MPI 3.1 §3.8.4 guarantees to return for a cancelled operation), so no
 //! buffer of the caller's is touched by MPI after the call returns.
 
+use super::notice::Notices;
 use super::ok;
 use super::request::{cancel_all, isend, null_request, test_all, wildcards};
 use crate::mailbox::{fingerprint_size, type_fingerprint, Elem, TAG_MAX};
@@ -43,7 +40,7 @@ use ::mpi::topology::{Communicator, SimpleCommunicator};
 use ::mpi::traits::AsRaw;
 use std::mem::{size_of, size_of_val, MaybeUninit};
 use std::os::raw::{c_int, c_void};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// Payload bytes that travel in the header's own MPI message (copied); larger payloads follow
 /// in a message of their own, straight from and into the callers' buffers.
@@ -61,24 +58,15 @@ const STRIDE: c_int = TAG_MAX as c_int + 1;
 /// processes' threads, one per thread index (module docs).
 pub(crate) struct Channels {
     comms: Vec<SimpleCommunicator>,
-    /// Where failure notices travel.
-    control: SimpleCommunicator,
-    /// The number of the current run (set by the team's rank 0 before the ranks start).
-    run: AtomicU64,
-    /// Whether this process has sent its notices for the current run (the run number).
-    notified: AtomicU64,
-    /// The first process whose notice of the current run was received, plus one (0: none).
-    noticed: AtomicU64,
-    /// The notices' payloads (run numbers) sent so far, kept until the sends are done (they
-    /// are detached: `MPI_Request_free`), that is for the channels' life. Boxed so that each
-    /// keeps its address while the vector grows.
-    #[allow(clippy::vec_box)]
-    sent: parking_lot::Mutex<Vec<Box<u64>>>,
+    /// The team's failure notices.
+    notices: Arc<Notices>,
 }
 
-// SAFETY: the team makes `Channels` only when MPI runs under MPI_THREAD_MULTIPLE, where any
-// thread may call MPI on any communicator at any time (MPI 3.1 §12.4.3); the handles are not
-// changed after they are made, and freed (on drop) only once no thread uses them.
+// SAFETY: under MPI_THREAD_MULTIPLE any thread may call MPI on any communicator at any time
+// (MPI 3.1 §12.4.3), and a hybrid team's threads use their channels themselves; otherwise only
+// the process's relaying leader uses them, and the team drops them on that thread
+// (`hybrid::world`). The handles are not changed after they are made, and freed (on drop) only
+// once no thread uses them.
 unsafe impl Send for Channels {}
 // SAFETY: see `Send`.
 unsafe impl Sync for Channels {}
@@ -149,9 +137,14 @@ pub(crate) fn new_stage() -> Box<Stage> {
 
 impl Channels {
     /// Duplicates `comm` `threads` times (collective over `comm`'s processes, as
-    /// `MPI_Comm_dup`), each with MPI errors fatal; an error if `threads` threads' tags do not
-    /// fit under `MPI_TAG_UB`.
-    pub(crate) fn new(comm: &SimpleCommunicator, threads: usize) -> Result<Channels, String> {
+    /// `MPI_Comm_dup`), each with MPI errors fatal, and once more for new [`Notices`] unless
+    /// `notices` are given (those of the channels this is a duplicate of); an error if
+    /// `threads` threads' tags do not fit under `MPI_TAG_UB`.
+    pub(crate) fn new(
+        comm: &SimpleCommunicator,
+        threads: usize,
+        notices: Option<Arc<Notices>>,
+    ) -> Result<Channels, String> {
         let tag_ub = super::tag::tag_ub(comm);
         let need = i64::from(STRIDE) * threads as i64 - 1;
         if need > i64::from(tag_ub) {
@@ -170,104 +163,13 @@ impl Channels {
             dup
         };
         let comms = (0..threads).map(|_| fatal_dup()).collect();
-        Ok(Channels {
-            comms,
-            control: fatal_dup(),
-            run: AtomicU64::new(0),
-            notified: AtomicU64::new(0),
-            noticed: AtomicU64::new(0),
-            sent: parking_lot::Mutex::new(Vec::new()),
-        })
+        let notices = notices.unwrap_or_else(|| Arc::new(Notices::new(fatal_dup())));
+        Ok(Channels { comms, notices })
     }
 
-    /// A run begins (on the team's rank 0, before the ranks start): its number, and the
-    /// notices of earlier runs still undelivered are dropped.
-    pub(crate) fn begin_run(&self, run: u64) {
-        self.run.store(run, Ordering::SeqCst);
-        while self.notice().is_some() {}
-        self.noticed.store(0, Ordering::SeqCst);
-    }
-
-    /// The first process whose failure notice of the current run has been received.
-    pub(crate) fn noticed(&self) -> Option<usize> {
-        let q = self.noticed.load(Ordering::SeqCst);
-        (q > 0).then(|| q as usize - 1)
-    }
-
-    /// Tells every other process of `processes` that this process's current run failed,
-    /// once per run.
-    pub(crate) fn notify(&self, processes: usize, me: usize) {
-        let run = self.run.load(Ordering::SeqCst);
-        if self.notified.swap(run, Ordering::SeqCst) == run {
-            return;
-        }
-        let mut sent = self.sent.lock();
-        for q in (0..processes).filter(|&q| q != me) {
-            let payload = Box::new(run);
-            let mut req = null_request();
-            // SAFETY: `payload` is kept in `sent` for the channels' life, so it outlives the
-            // detached send; the control communicator is valid and `q` one of its ranks.
-            unsafe {
-                isend(
-                    (&*payload as *const u64).cast(),
-                    size_of::<u64>(),
-                    q,
-                    0,
-                    self.control.as_raw(),
-                    &mut req,
-                );
-                ok(ffi::MPI_Request_free(&mut req), "MPI_Request_free");
-            }
-            sent.push(payload);
-        }
-    }
-
-    /// A notice of the current run's failure from another process, if one has arrived: that
-    /// process. Notices of earlier runs are received and dropped.
-    pub(crate) fn notice(&self) -> Option<usize> {
-        let (any_source, _) = wildcards();
-        loop {
-            let mut found: c_int = 0;
-            let mut status = MaybeUninit::<ffi::MPI_Status>::uninit();
-            // SAFETY: the out-parameters point to live locals; the communicator is valid.
-            let rc = unsafe {
-                ffi::MPI_Iprobe(
-                    any_source,
-                    0,
-                    self.control.as_raw(),
-                    &mut found,
-                    status.as_mut_ptr(),
-                )
-            };
-            ok(rc, "MPI_Iprobe");
-            if found == 0 {
-                return None;
-            }
-            // SAFETY: MPI_Iprobe found a message and wrote the status.
-            let source = unsafe { status.assume_init() }.MPI_SOURCE;
-            let mut run: u64 = 0;
-            // SAFETY: `run` is writable for the notice's 8 bytes; the message is there, so the
-            // receive completes at once.
-            let rc = unsafe {
-                ffi::MPI_Recv(
-                    (&mut run as *mut u64).cast(),
-                    size_of::<u64>() as c_int,
-                    ffi::RSMPI_UINT8_T,
-                    source,
-                    0,
-                    self.control.as_raw(),
-                    ffi::RSMPI_STATUS_IGNORE,
-                )
-            };
-            ok(rc, "MPI_Recv");
-            if run == self.run.load(Ordering::SeqCst) {
-                let first = source as u64 + 1;
-                let _ = self
-                    .noticed
-                    .compare_exchange(0, first, Ordering::SeqCst, Ordering::SeqCst);
-                return Some(source as usize);
-            }
-        }
+    /// The team's failure notices.
+    pub(crate) fn notices(&self) -> &Arc<Notices> {
+        &self.notices
     }
 
     fn comm(&self, thread: usize) -> ffi::MPI_Comm {
