@@ -76,7 +76,7 @@ mod transport;
 pub mod tuning;
 
 pub use collective::Collective;
-pub use comm::{Comm, Peer, Status, ANY_TAG, TAG_MAX};
+pub use comm::{Comm, Peer, Persistent, Request, Scope, Status, ANY_TAG, TAG_MAX};
 pub use error::{Error, Result};
 pub use mailbox::EAGER_MAX;
 pub use profile::Profile;

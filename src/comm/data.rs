@@ -245,15 +245,7 @@ impl Comm {
     {
         const OP: &str = "alltoall";
         self.local().enter_call(OP)?;
-        let p = self.size();
-        if !send.len().is_multiple_of(p) {
-            let what = format!(
-                "send holds {} elements, not a multiple of the {p} ranks",
-                send.len()
-            );
-            return Err(self.invalid(OP, what));
-        }
-        self.check_whole(OP, "recv", recv.len(), send.len() / p)?;
+        self.check_alltoall(OP, send.len(), recv.len())?;
         match &self.span {
             Span::Threads(l) => l.alltoall_with(send, recv, algorithm),
             #[cfg(feature = "mpi")]

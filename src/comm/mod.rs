@@ -12,11 +12,16 @@
 //! barrier, split) is here.
 
 mod data;
+mod nonblocking;
 mod p2p;
+mod persistent;
 mod reduce;
+mod scope;
 pub(crate) mod validate;
 
 pub use p2p::{Peer, Status, ANY_TAG, TAG_MAX};
+pub use persistent::Persistent;
+pub use scope::{Request, Scope};
 
 use crate::error::{Error, Result};
 #[cfg(feature = "mpi")]
@@ -43,6 +48,8 @@ use crate::topology::{Location, Topology};
 pub struct Comm {
     /// The kind of team: where the ranks are, and so how a collective runs.
     span: Span,
+    /// The shadows its non-blocking collectives run on (`scope`).
+    shadows: scope::Shadows,
 }
 
 /// Where a communicator's ranks are, chosen when its team is built.
@@ -70,6 +77,7 @@ impl Comm {
     pub(crate) fn threads(local: Local) -> Comm {
         Comm {
             span: Span::Threads(local),
+            shadows: scope::Shadows::default(),
         }
     }
 
@@ -78,6 +86,7 @@ impl Comm {
     pub(crate) fn processes(bridge: Bridge) -> Comm {
         Comm {
             span: Span::Processes(Box::new(bridge)),
+            shadows: scope::Shadows::default(),
         }
     }
 

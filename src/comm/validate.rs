@@ -48,6 +48,17 @@ impl Comm {
         self.check_arg(op, own_problem(buffer, len, count))
     }
 
+    /// Fails the run unless `send` and `recv`, of `send` and `recv` elements, are the buffers
+    /// of an all-to-all: `size()` blocks each, of the same length.
+    pub(crate) fn check_alltoall(&self, op: &'static str, send: usize, recv: usize) -> Result<()> {
+        let p = self.size();
+        if !send.is_multiple_of(p) {
+            let what = format!("send holds {send} elements, not a multiple of the {p} ranks");
+            return Err(self.invalid(op, what));
+        }
+        self.check_whole(op, "recv", recv, send / p)
+    }
+
     /// Fails the run unless `buffer`'s length `len` is `size()` blocks of `block` elements.
     pub(crate) fn check_whole(
         &self,

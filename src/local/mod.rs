@@ -2,6 +2,7 @@
 //! the run of the schedule (`algorithms`), the single-copy collective (`shm`'s board) or the
 //! hierarchy (`hierarchy`). Arguments arrive checked (`comm::validate`).
 
+pub(crate) mod agree;
 mod allreduce;
 mod alltoall;
 pub(crate) mod gather;
@@ -111,6 +112,14 @@ impl Local {
 
     pub(crate) fn shared(&self) -> &CommShared {
         self.member.shared()
+    }
+
+    /// This rank of the communicator's shadow `k` (`CommShared::shadow`): a communicator of its
+    /// own over the same ranks, for a non-blocking collective.
+    pub(crate) fn shadow(&self, k: usize) -> Local {
+        let shared = self.member.shared_arc().shadow(k);
+        let member = Member::new(self.rank(), shared, self.member.run_arc().clone());
+        Local::new(member, self.settings.clone())
     }
 
     pub(crate) fn run(&self) -> &RunState {

@@ -95,6 +95,11 @@ impl Member {
         &self.run
     }
 
+    /// What the communicator's ranks share, to make a member of one of its shadows.
+    pub(crate) fn shared_arc(&self) -> &Arc<CommShared> {
+        &self.shared
+    }
+
     /// The run's state, to hand to a new communicator of the same run (`split`).
     pub(crate) fn run_arc(&self) -> &Arc<RunState> {
         &self.run

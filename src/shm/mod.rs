@@ -26,4 +26,4 @@ pub(crate) use board::{fold_chunk, reached, Call, Session};
 pub(crate) use flags::Flag;
 pub(crate) use member::Member;
 pub(crate) use run::{Ranks, RunState};
-pub(crate) use shared::{CommShared, Context, SplitRound};
+pub(crate) use shared::{CommShared, Context, SplitRound, SHADOWS};

@@ -49,8 +49,17 @@ pub(crate) struct CommShared {
     pub barrier: Flags,
     /// What a layer above attaches to the communicator for all its ranks, set once by one of
     /// them (a hybrid team's duplicate: its links between processes, made by the leader).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub attached: OnceLock<Arc<dyn Any + Send + Sync>>,
+    /// The communicators on which the ranks run their non-blocking collectives (the k-th
+    /// started runs on shadow k mod [`SHADOWS`]), each with the same members and mailboxes and
+    /// a board of its own, made by the first rank that needs it.
+    shadows: Box<[OnceLock<Arc<CommShared>>]>,
 }
+
+/// Shadow communicators per communicator: how many non-blocking collectives a rank can have
+/// running at once on one communicator (more are started as earlier ones finish).
+pub(crate) const SHADOWS: usize = 8;
 
 impl CommShared {
     /// A communicator over the given team ranks (in communicator-rank order).
@@ -63,7 +72,15 @@ impl CommShared {
             board: Board::new(p),
             barrier: Flags::new(p),
             attached: OnceLock::new(),
+            shadows: (0..SHADOWS).map(|_| OnceLock::new()).collect(),
         }
+    }
+
+    /// Shadow `k` (below [`SHADOWS`]), made on first use.
+    pub(crate) fn shadow(&self, k: usize) -> Arc<CommShared> {
+        self.shadows[k]
+            .get_or_init(|| Arc::new(CommShared::new(self.members.to_vec())))
+            .clone()
     }
 
     /// Number of ranks.

@@ -10,7 +10,9 @@
 //! instead of sleeping until woken, since what the hook serves (messages from other
 //! processes) wakes nobody. Threads without a
 //! hook wait as before; the check costs one thread-local read per poll once a wait has spun.
-//! The hook does not run inside itself (a wait in the hook would find it already running).
+//! Hooks nest: each [`with_idle`] adds one for its stretch, and the waits inside run all of
+//! them, innermost first. The hooks do not run inside themselves (a wait in a hook would find
+//! them already running).
 
 use std::cell::Cell;
 use std::time::Duration;
@@ -18,44 +20,56 @@ use std::time::Duration;
 /// The longest a thread with an idle hook sleeps before it runs the hook again.
 pub(crate) const IDLE_PARK: Duration = Duration::from_micros(50);
 
+/// An installed hook and the one installed before it, which runs too.
+struct Node {
+    hook: *const (dyn Fn() -> bool + 'static),
+    below: Option<*const Node>,
+}
+
 thread_local! {
-    /// The calling thread's hook while [`with_idle`] runs, and whether it is running.
-    static HOOK: Cell<Option<*const (dyn Fn() -> bool + 'static)>> = const { Cell::new(None) };
+    /// The calling thread's innermost hook while [`with_idle`] runs, and whether the hooks are
+    /// running.
+    static TOP: Cell<Option<*const Node>> = const { Cell::new(None) };
     static RUNNING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Runs `f` with `hook` as this thread's idle hook (module doc), restoring the hook before it
-/// (if any) when `f` returns or unwinds.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+/// Runs `f` with `hook` as one of this thread's idle hooks (module doc) — the hooks installed
+/// around this call run too — and removes it when `f` returns or unwinds.
 pub(crate) fn with_idle<R>(hook: &dyn Fn() -> bool, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<*const (dyn Fn() -> bool + 'static)>);
+    struct Restore(Option<*const Node>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            HOOK.with(|h| h.set(self.0));
+            TOP.with(|h| h.set(self.0));
         }
     }
-    // SAFETY: only the lifetime is erased. The pointer is stored for the duration of `f`
-    // alone: `Restore` puts the previous hook back when `f` returns or unwinds, and it is a
-    // local of this function that nothing else can forget, so `run` never calls the hook
-    // after `hook`'s borrow has ended.
+    // SAFETY: only the lifetime is erased. The node, which points to `hook`, is reachable for
+    // the duration of `f` alone: `Restore` puts the previous top back when `f` returns or
+    // unwinds, and it is a local of this function that nothing else can forget, so `run`
+    // never calls the hook after `hook`'s borrow has ended or reads the node after it is gone.
     let erased: *const (dyn Fn() -> bool + 'static) = unsafe {
         std::mem::transmute::<*const (dyn Fn() -> bool + '_), *const (dyn Fn() -> bool + 'static)>(
             hook,
         )
     };
-    let _restore = Restore(HOOK.with(|h| h.replace(Some(erased))));
+    let below = TOP.with(|h| h.get());
+    let node = Node {
+        hook: erased,
+        below,
+    };
+    let _restore = Restore(below);
+    TOP.with(|h| h.set(Some(&node)));
     f()
 }
 
 /// Whether this thread has an idle hook.
 pub(crate) fn installed() -> bool {
-    HOOK.with(|h| h.get().is_some())
+    TOP.with(|h| h.get().is_some())
 }
 
-/// Runs this thread's idle hook, if it has one and is not already running it: whether the
-/// hook found work (which keeps the thread's wait awake a while longer).
+/// Runs this thread's idle hooks, innermost first, unless they are already running: whether
+/// one found work (which keeps the thread's wait awake a while longer).
 pub(crate) fn run() -> bool {
-    let Some(hook) = HOOK.with(|h| h.get()) else {
+    let Some(top) = TOP.with(|h| h.get()) else {
         return false;
     };
     if RUNNING.with(|r| r.replace(true)) {
@@ -68,8 +82,17 @@ pub(crate) fn run() -> bool {
         }
     }
     let _done = Done;
-    // SAFETY: the hook is installed only while `with_idle`'s borrow of it lasts (see there).
-    unsafe { (*hook)() }
+    let mut worked = false;
+    let mut node = Some(top);
+    while let Some(n) = node {
+        // SAFETY: a node and its hook are reachable only while the `with_idle` call that made
+        // them runs (see there), and this runs inside it.
+        unsafe {
+            worked |= (*(*n).hook)();
+            node = (*n).below;
+        }
+    }
+    worked
 }
 
 #[cfg(all(test, not(loom)))]
@@ -110,5 +133,24 @@ mod tests {
             assert!(run());
         });
         assert_eq!(outer_runs.get(), 1);
+    }
+
+    #[test]
+    fn every_installed_hook_runs() {
+        let (outer_runs, inner_runs) = (Cell::new(0), Cell::new(0));
+        let outer = || {
+            outer_runs.set(outer_runs.get() + 1);
+            false
+        };
+        let inner = || {
+            inner_runs.set(inner_runs.get() + 1);
+            true
+        };
+        with_idle(&outer, || {
+            assert!(!run());
+            with_idle(&inner, || assert!(run()));
+            assert!(!run());
+        });
+        assert_eq!((outer_runs.get(), inner_runs.get()), (3, 1));
     }
 }

@@ -5,12 +5,15 @@
 //! parker are verified exactly as they run (the pattern of tokio's `src/loom` shim).
 //!
 //! [`park`] holds the spin → yield → park waiting loop and the parker it ends in; `idle`, the
-//! work a thread may give its waits to do between polls (a relaying leader's). The parking
+//! work a thread may give its waits to do between polls (a relaying leader's, a scope's
+//! requests); `task`, code on a stack of its own whose waits suspend it instead of blocking
+//! (the non-blocking collectives). The parking
 //! protocol, the argument that no wake-up is lost, and how the crate's loom models are laid
 //! out and run: `README.md` in this folder.
 
 pub(crate) mod idle;
 pub(crate) mod park;
+pub(crate) mod task;
 
 #[cfg(all(test, loom))]
 pub(crate) mod loom_support;

@@ -315,6 +315,10 @@ pub(crate) fn wait_until_watched(
     if ready() {
         return true;
     }
+    if super::task::inside() {
+        // A task does not wait: it stops here until its resumer finds the condition true.
+        return super::task::suspend_until(parker, policy, deadline, &mut ready, watch);
+    }
     if !cfg!(loom) {
         // The first polls go without a spin hint: a hint costs 30-60 ns on some cores, which
         // would be added to the latency of a message that arrives during it.

@@ -2,7 +2,9 @@
 //! pairwise exchange and allreduce (8 B with `Auto`; 1 MiB with `Direct`, `DualRoot` and
 //! `Ring`) on this machine and prints them in a table beside the goals; then the 8-byte
 //! latency of every collective (`Auto`, one u64 per rank, root 0, `Sum` for the reductions)
-//! at p = 2 beside allreduce's on the same data, with the ratio (goal: at most 2×).
+//! at p = 2 beside allreduce's on the same data, with the ratio (goal: at most 2×); last, the
+//! persistent and non-blocking 8-byte allreduce beside the blocking call and the handoff floor
+//! measured in the same run (goal: persistent ≤ 0.75× blocking and ≤ 2× the floor).
 //! The library's `benches/collectives.rs` measures the same against every algorithm and size.
 //!
 //! ```text
@@ -271,6 +273,29 @@ fn main() -> AnyResult<()> {
     colls.push(ratio_row("barrier p=2 (from the goals)".into(), bar2));
     colls.push(Row::new("allreduce 8 B (one u64, Sum, Auto), p=2", ar_u64));
     print_rows("collectives: 8 B latency beside allreduce's", &colls);
+
+    // Persistent and non-blocking allreduce beside the blocking call and the handoff floor,
+    // measured here, in the same run.
+    let pers = measure(&team2, Work::Persistent(8), 1.0)?;
+    let nonb = measure(&team2, Work::Nonblocking(8), 1.0)?;
+    let blocking = measure(&team2, Work::Allreduce(8, Algorithm::Auto), 1.0)?;
+    let floor2 = measure_handoff(team2.cores())?;
+    let (vs_blocking, vs_floor) = (pers.median / blocking.median, pers.median / floor2.median);
+    let mut pers_row = Row::new("persistent allreduce 8 B, start + wait, p=2", pers);
+    pers_row.goal = Some((
+        format!("≤ 0.75× blocking (is {vs_blocking:.2}×), ≤ 2× floor (is {vs_floor:.2}×)"),
+        vs_blocking <= 0.75 && vs_floor <= 2.0,
+    ));
+    let requests = [
+        pers_row,
+        Row::new(
+            "non-blocking allreduce 8 B, scope + start + wait, p=2",
+            nonb,
+        ),
+        Row::new("blocking allreduce 8 B (Auto), p=2, same run", blocking),
+        Row::new("  floor: bare cache-line handoff, same run", floor2),
+    ];
+    print_rows("requests: persistent and non-blocking allreduce", &requests);
 
     let met = goals
         .iter()

@@ -36,6 +36,12 @@ pub enum Work {
     SelfMessage(usize),
     /// Every rank calls `allreduce_with` on `n` bytes of f64 with `Sum` and this algorithm.
     Allreduce(usize, Algorithm),
+    /// Every rank starts and waits for a persistent allreduce (`Auto`) of `n` bytes of f64
+    /// with `Sum`, set up once per sample.
+    Persistent(usize),
+    /// Every rank starts and waits for a non-blocking allreduce (`Auto`) of `n` bytes of f64
+    /// with `Sum`, in a scope per repetition.
+    Nonblocking(usize),
     /// Every rank calls a collective (`Auto`) on one u64 of its own (root 0; `Sum`, which
     /// wraps, for the reductions).
     Collective(CollectiveCall),
@@ -83,11 +89,17 @@ impl Buffers {
     fn new(work: Work, rank: usize, size: usize) -> Buffers {
         let n = match work {
             Work::PingPong(n) | Work::Exchange(n) | Work::Copy(n) | Work::SelfMessage(n) => n,
-            Work::Barrier | Work::Allreduce(..) | Work::Collective(_) => 0,
+            Work::Barrier
+            | Work::Allreduce(..)
+            | Work::Persistent(_)
+            | Work::Nonblocking(_)
+            | Work::Collective(_) => 0,
         };
         let k = usize::from(matches!(work, Work::Collective(_)));
         let f = match work {
-            Work::Allreduce(n, _) => vec![1.0 + rank as f64; n / 8],
+            Work::Allreduce(n, _) | Work::Persistent(n) | Work::Nonblocking(n) => {
+                vec![1.0 + rank as f64; n / 8]
+            }
             _ => Vec::new(),
         };
         Buffers {
@@ -147,6 +159,26 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
                 comm.allreduce_with(&mut bufs.f, Sum, alg)?;
                 // Sums double every value; start again (on every rank alike: the values are
                 // equal everywhere) long before they would overflow.
+                if bufs.f.first().is_some_and(|&x| x > 1e300) {
+                    bufs.f.fill(1.0);
+                }
+            }
+        }
+        Work::Persistent(_) => comm.scope(|s| {
+            let mut ar = s.allreduce_init(&mut bufs.f, Sum)?;
+            for _ in 0..iters {
+                ar.start()?;
+                ar.wait()?;
+                let f = ar.buffer()?;
+                if f.first().is_some_and(|&x| x > 1e300) {
+                    f.fill(1.0);
+                }
+            }
+            Ok(())
+        })?,
+        Work::Nonblocking(_) => {
+            for _ in 0..iters {
+                comm.scope(|s| s.iallreduce(&mut bufs.f, Sum)?.wait())?;
                 if bufs.f.first().is_some_and(|&x| x > 1e300) {
                     bufs.f.fill(1.0);
                 }

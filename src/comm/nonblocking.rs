@@ -1,0 +1,236 @@
+//! The non-blocking collectives of a [`Scope`]: each starts the blocking call of the same name
+//! with the same arguments as a request (`scope`), so it validates, chooses and computes
+//! exactly as that call: the same errors, the same algorithm for `Auto`, the same bits.
+
+use super::scope::{Request, Scope};
+use super::Comm;
+use crate::error::Result;
+use crate::op::Op;
+use crate::select::{
+    Algorithm, Allgather, Alltoall, Barrier, Broadcast, Reduce, ReduceScatter, Scan,
+};
+
+impl<'scope> Scope<'scope, '_> {
+    fn start(
+        &'scope self,
+        op: &'static str,
+        f: impl FnOnce(&Comm) -> Result<()> + 'scope,
+    ) -> Result<Request<'scope>> {
+        self.core().start(op, f)
+    }
+
+    /// [`Comm::allreduce`] as a request: `buf` holds every rank's combined vector once the
+    /// request completes, and must not be touched before.
+    pub fn iallreduce<T, O>(&'scope self, buf: &'scope mut [T], op: O) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.iallreduce_with(buf, op, Algorithm::Auto)
+    }
+
+    /// [`Comm::allreduce_with`] as a request.
+    pub fn iallreduce_with<T, O>(
+        &'scope self,
+        buf: &'scope mut [T],
+        op: O,
+        algorithm: Algorithm,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.start("iallreduce", move |c| c.allreduce_with(buf, op, algorithm))
+    }
+
+    /// [`Comm::broadcast`] as a request.
+    pub fn ibroadcast<T>(&'scope self, buf: &'scope mut [T], root: usize) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.ibroadcast_with(buf, root, Broadcast::Auto)
+    }
+
+    /// [`Comm::broadcast_with`] as a request.
+    pub fn ibroadcast_with<T>(
+        &'scope self,
+        buf: &'scope mut [T],
+        root: usize,
+        algorithm: Broadcast,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.start("ibroadcast", move |c| {
+            c.broadcast_with(buf, root, algorithm)
+        })
+    }
+
+    /// [`Comm::reduce`] as a request.
+    pub fn ireduce<T, O>(
+        &'scope self,
+        buf: &'scope mut [T],
+        op: O,
+        root: usize,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.ireduce_with(buf, op, root, Reduce::Auto)
+    }
+
+    /// [`Comm::reduce_with`] as a request.
+    pub fn ireduce_with<T, O>(
+        &'scope self,
+        buf: &'scope mut [T],
+        op: O,
+        root: usize,
+        algorithm: Reduce,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.start("ireduce", move |c| c.reduce_with(buf, op, root, algorithm))
+    }
+
+    /// [`Comm::scan`] as a request.
+    pub fn iscan<T, O>(&'scope self, buf: &'scope mut [T], op: O) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.iscan_with(buf, op, Scan::Auto)
+    }
+
+    /// [`Comm::scan_with`] as a request.
+    pub fn iscan_with<T, O>(
+        &'scope self,
+        buf: &'scope mut [T],
+        op: O,
+        algorithm: Scan,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.start("iscan", move |c| c.scan_with(buf, op, algorithm))
+    }
+
+    /// [`Comm::exscan`] as a request.
+    pub fn iexscan<T, O>(&'scope self, buf: &'scope mut [T], op: O) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.iexscan_with(buf, op, Scan::Auto)
+    }
+
+    /// [`Comm::exscan_with`] as a request.
+    pub fn iexscan_with<T, O>(
+        &'scope self,
+        buf: &'scope mut [T],
+        op: O,
+        algorithm: Scan,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.start("iexscan", move |c| c.exscan_with(buf, op, algorithm))
+    }
+
+    /// [`Comm::allgather`] as a request.
+    pub fn iallgather<T>(
+        &'scope self,
+        send: &'scope [T],
+        recv: &'scope mut [T],
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.iallgather_with(send, recv, Allgather::Auto)
+    }
+
+    /// [`Comm::allgather_with`] as a request.
+    pub fn iallgather_with<T>(
+        &'scope self,
+        send: &'scope [T],
+        recv: &'scope mut [T],
+        algorithm: Allgather,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.start("iallgather", move |c| {
+            c.allgather_with(send, recv, algorithm)
+        })
+    }
+
+    /// [`Comm::alltoall`] as a request.
+    pub fn ialltoall<T>(
+        &'scope self,
+        send: &'scope [T],
+        recv: &'scope mut [T],
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.ialltoall_with(send, recv, Alltoall::Auto)
+    }
+
+    /// [`Comm::alltoall_with`] as a request.
+    pub fn ialltoall_with<T>(
+        &'scope self,
+        send: &'scope [T],
+        recv: &'scope mut [T],
+        algorithm: Alltoall,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+    {
+        self.start("ialltoall", move |c| c.alltoall_with(send, recv, algorithm))
+    }
+
+    /// [`Comm::reduce_scatter_block`] as a request.
+    pub fn ireduce_scatter_block<T, O>(
+        &'scope self,
+        send: &'scope [T],
+        recv: &'scope mut [T],
+        op: O,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.ireduce_scatter_block_with(send, recv, op, ReduceScatter::Auto)
+    }
+
+    /// [`Comm::reduce_scatter_block_with`] as a request.
+    pub fn ireduce_scatter_block_with<T, O>(
+        &'scope self,
+        send: &'scope [T],
+        recv: &'scope mut [T],
+        op: O,
+        algorithm: ReduceScatter,
+    ) -> Result<Request<'scope>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T> + 'scope,
+    {
+        self.start("ireduce_scatter_block", move |c| {
+            c.reduce_scatter_block_with(send, recv, op, algorithm)
+        })
+    }
+
+    /// [`Comm::barrier`] as a request: it completes once every rank has started it.
+    pub fn ibarrier(&'scope self) -> Result<Request<'scope>> {
+        self.ibarrier_with(Barrier::Auto)
+    }
+
+    /// [`Comm::barrier_with`] as a request.
+    pub fn ibarrier_with(&'scope self, algorithm: Barrier) -> Result<Request<'scope>> {
+        self.start("ibarrier", move |c| c.barrier_with(algorithm))
+    }
+}

@@ -1,0 +1,475 @@
+//! Scopes and requests: non-blocking collectives (`docs/nonblocking.md`).
+//!
+//! A request is the blocking collective run as a task (`sync::task`) on one of the
+//! communicator's *shadows*: communicators over the same ranks with mailboxes and a board of
+//! their own (`CommShared::shadow`), so that its messages never meet those of the blocking
+//! calls or of other requests made meanwhile. Ranks start their non-blocking collectives on a
+//! communicator in the same order (MPI's rule), so the n-th start of every rank runs on the
+//! same shadow, n mod `SHADOWS`; on each rank a shadow runs its requests one after the other
+//! in start order ([`Shadows`]), so at most `SHADOWS` of a communicator's requests run at once
+//! and later ones start as earlier ones finish.
+//!
+//! A request makes progress when its rank resumes its task: at `test`, at `wait`, and in
+//! every wait of the rank's other calls inside the scope (the scope's idle hook,
+//! `sync::idle`). A task never blocks: where the blocking call would wait, it stops, and
+//! `wait` waits for whichever of the scope's tasks can go on, on the rank's parker, as the
+//! blocking call would have.
+//!
+//! **Soundness.** A task borrows its buffers for the scope's lifetime `'scope`, and
+//! [`Comm::scope`] returns only once every task started in it has finished — after a panic
+//! too, having failed the run first so that every wait ends — so forgetting a request
+//! (`mem::forget`) leaves its collective to finish at the end of the scope, and no peer can
+//! touch a buffer after its borrow ends.
+
+use super::Comm;
+use crate::error::{Error, Result};
+use crate::shm::SHADOWS;
+use crate::sync::task::{self, Task};
+use std::cell::{Cell, OnceCell, RefCell};
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+
+/// A communicator's shadows and the order in which this rank runs its requests on them.
+#[derive(Default)]
+pub(crate) struct Shadows {
+    /// Non-blocking collectives started on the communicator by this rank.
+    starts: Cell<u64>,
+    /// Per shadow, the start numbers of this rank's requests on it not yet finished, in start
+    /// order: the first runs, the others wait for it.
+    queues: RefCell<[VecDeque<u64>; SHADOWS]>,
+    /// This rank's communicator of each shadow, made on first use.
+    comms: OnceCell<Box<[OnceCell<Comm>]>>,
+}
+
+impl Shadows {
+    /// A new start: its number, queued on its shadow.
+    fn start(&self) -> u64 {
+        let n = self.starts.get();
+        self.starts.set(n + 1);
+        self.queues.borrow_mut()[shadow_of(n)].push_back(n);
+        n
+    }
+
+    /// Whether start `n` is the first unfinished one of its shadow.
+    fn may_run(&self, n: u64) -> bool {
+        self.queues.borrow()[shadow_of(n)].front() == Some(&n)
+    }
+
+    /// Start `n` has finished: the next of its shadow may run.
+    fn finished(&self, n: u64) {
+        let mut queues = self.queues.borrow_mut();
+        let queue = &mut queues[shadow_of(n)];
+        debug_assert_eq!(queue.front(), Some(&n));
+        queue.pop_front();
+    }
+}
+
+fn shadow_of(n: u64) -> usize {
+    (n % SHADOWS as u64) as usize
+}
+
+impl Comm {
+    /// This rank's communicator of shadow `k`.
+    fn shadow(&self, op: &'static str, k: usize) -> Result<&Comm> {
+        #[cfg(feature = "mpi")]
+        if let super::Span::Processes(_) = &self.span {
+            return Err(self.fail(Error::Unsupported {
+                rank: self.rank(),
+                op,
+                what: "non-blocking and persistent collectives on a communicator whose ranks \
+                       span MPI processes are not supported: use the blocking calls there"
+                    .into(),
+            }));
+        }
+        let _ = op;
+        let comms = self
+            .shadows
+            .comms
+            .get_or_init(|| (0..SHADOWS).map(|_| OnceCell::new()).collect());
+        Ok(comms[k].get_or_init(|| Comm::threads(self.local().shadow(k))))
+    }
+
+    /// Runs `f` with a [`Scope`] in which it can start non-blocking collectives on this
+    /// communicator, and returns once every request started in it has completed, as
+    /// `std::thread::scope` returns once every thread spawned in it has finished. Returns `f`'s
+    /// value, or the error of a request that failed and was never waited for (or tested to
+    /// completion). While `f` runs, every wait of this rank's other calls also advances the
+    /// scope's requests.
+    ///
+    /// ```
+    /// use corecoll::op;
+    /// let sums = corecoll::run(3, |comm| {
+    ///     let mut grad = vec![comm.rank() as f64; 4];
+    ///     comm.scope(|s| {
+    ///         let req = s.iallreduce(&mut grad, op::Sum)?;
+    ///         // ... work that does not touch `grad` ...
+    ///         req.wait()
+    ///     })?;
+    ///     Ok::<_, corecoll::Error>(grad[0])
+    /// })
+    /// .unwrap();
+    /// assert!(sums.iter().all(|s| *s.as_ref().unwrap() == 3.0));
+    /// ```
+    pub fn scope<'env, R>(
+        &'env self,
+        f: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> Result<R>,
+    ) -> Result<R> {
+        let scope = Scope {
+            core: Core {
+                comm: self,
+                entries: RefCell::new(Vec::new()),
+                driving: Cell::new(false),
+            },
+            _env: PhantomData,
+        };
+        let out = {
+            let finish = Finish(&scope.core);
+            let hook = || scope.core.hook();
+            let out = crate::sync::idle::with_idle(&hook, || f(&scope));
+            std::mem::forget(finish);
+            out
+        };
+        scope.core.finish();
+        let unseen = scope.core.unseen();
+        match (out, unseen) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Some(e)) => Err(e),
+            (Ok(r), None) => Ok(r),
+        }
+    }
+}
+
+/// Where a rank starts non-blocking collectives on a communicator ([`Comm::scope`]); every
+/// request started here completes before the scope ends. `'scope` is the scope's lifetime,
+/// which the buffers of its requests must outlive; `'env` the communicator's borrow.
+pub struct Scope<'scope, 'env: 'scope> {
+    core: Core<'scope>,
+    _env: PhantomData<&'env mut &'env ()>,
+}
+
+impl<'scope> Scope<'scope, '_> {
+    /// The scope's state, which its requests point to.
+    pub(crate) fn core(&'scope self) -> &'scope Core<'scope> {
+        &self.core
+    }
+
+    /// The communicator of the scope.
+    pub(crate) fn comm(&self) -> &'scope Comm {
+        self.core.comm
+    }
+}
+
+impl std::fmt::Debug for Scope<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scope")
+            .field("rank", &self.core.comm.rank())
+            .field("requests", &self.core.entries.borrow().len())
+            .finish()
+    }
+}
+
+/// The state of a scope, which its requests point to.
+pub(crate) struct Core<'scope> {
+    comm: &'scope Comm,
+    /// Every request started in the scope, by number.
+    entries: RefCell<Vec<Entry<'scope>>>,
+    /// Whether a `wait` of this scope is waiting on its tasks' conditions (their wait frames
+    /// must not move meanwhile, so the scope's idle hook leaves them alone).
+    driving: Cell<bool>,
+}
+
+/// One request of a scope.
+struct Entry<'scope> {
+    /// Its task; done once the collective has returned.
+    task: Task<'scope, Result<()>>,
+    /// Its start number on the communicator.
+    start: u64,
+    /// Whether its task has been resumed yet (it is the first of its shadow).
+    running: bool,
+    /// Its result, once finished and until its owner looks at it.
+    result: Option<Result<()>>,
+    /// Whether its owner has seen its outcome.
+    seen: bool,
+}
+
+/// Finishes a scope's requests if its closure unwinds: fails the run first, so that every wait
+/// of theirs ends, then runs them to completion, so that no peer touches their buffers after.
+struct Finish<'a, 'scope>(&'a Core<'scope>);
+
+impl Drop for Finish<'_, '_> {
+    fn drop(&mut self) {
+        let core = self.0;
+        if core.entries.borrow().iter().any(|e| !e.task.done()) {
+            let _ = core.comm.fail(Error::Panicked {
+                rank: core.comm.team_rank(core.comm.rank()).unwrap_or(0),
+                message: "a panic left a scope with non-blocking collectives in flight".into(),
+            });
+        }
+        core.finish();
+    }
+}
+
+impl<'scope> Core<'scope> {
+    /// The communicator of the scope.
+    pub(crate) fn comm(&self) -> &'scope Comm {
+        self.comm
+    }
+
+    /// Starts a request on the communicator: `f` runs the blocking collective on the shadow
+    /// given to it. An error of its first steps (its arguments) is returned here.
+    pub(crate) fn start(
+        &'scope self,
+        op: &'static str,
+        f: impl FnOnce(&Comm) -> Result<()> + 'scope,
+    ) -> Result<Request<'scope>> {
+        let shadows = &self.comm.shadows;
+        let n = shadows.start();
+        let comm = match self.comm.shadow(op, shadow_of(n)) {
+            Ok(c) => c,
+            Err(e) => {
+                shadows.finished(n);
+                return Err(e);
+            }
+        };
+        // SAFETY: the task borrows for `'scope` at most (`f`, and `comm`, which lives as long
+        // as `self.comm`), and the scope runs every task to completion before `'scope` ends
+        // (`Comm::scope`, on its normal path and in `Finish` when unwinding).
+        let task = unsafe { Task::new(move || f(comm)) };
+        let id = {
+            let mut entries = self.entries.borrow_mut();
+            entries.push(Entry {
+                task,
+                start: n,
+                running: false,
+                result: None,
+                seen: false,
+            });
+            entries.len() - 1
+        };
+        self.progress();
+        let failed = {
+            let mut entries = self.entries.borrow_mut();
+            let e = &mut entries[id];
+            match &e.result {
+                Some(Err(_)) => {
+                    e.seen = true;
+                    e.result.clone()
+                }
+                _ => None,
+            }
+        };
+        match failed {
+            Some(Err(e)) => Err(e),
+            _ => Ok(Request {
+                core: self,
+                id,
+                _not_send: PhantomData,
+            }),
+        }
+    }
+
+    /// Resumes every request that can go on (the first of its shadow, whose wait's condition
+    /// holds): whether one did.
+    fn progress(&self) -> bool {
+        let mut worked = false;
+        let shadows = &self.comm.shadows;
+        let mut entries = self.entries.borrow_mut();
+        for e in entries.iter_mut().filter(|e| e.result.is_none()) {
+            if e.running && e.task.done() {
+                // It panicked, and the panic went on out of the resume that ran it (its shadow
+                // was released as it unwound).
+                e.result = Some(Err(Error::Panicked {
+                    rank: self.comm.team_rank(self.comm.rank()).unwrap_or(0),
+                    message: "a non-blocking collective panicked".into(),
+                }));
+                continue;
+            }
+            if !e.running {
+                if !shadows.may_run(e.start) {
+                    continue;
+                }
+                e.running = true;
+            } else if !e.task.may_go_on() {
+                continue;
+            }
+            worked = true;
+            let finished = Resumed(shadows, e.start);
+            if e.task.resume() {
+                e.result = Some(e.task.take().unwrap_or(Ok(())));
+                drop(finished);
+            } else {
+                std::mem::forget(finished);
+            }
+        }
+        worked
+    }
+
+    /// The scope's idle hook: advances its requests during the rank's other waits, unless a
+    /// `wait` of the scope is looking at them or the wait is a task's own.
+    fn hook(&self) -> bool {
+        if self.driving.get() || task::inside() || self.entries.try_borrow_mut().is_err() {
+            return false;
+        }
+        self.progress()
+    }
+
+    /// Runs the scope until request `id` (or, for `None`, every request) has finished.
+    fn drive(&self, id: Option<usize>) {
+        loop {
+            self.progress();
+            {
+                let entries = self.entries.borrow();
+                let finished = |e: &Entry<'_>| e.result.is_some();
+                let done = match id {
+                    Some(i) => finished(&entries[i]),
+                    None => entries.iter().all(finished),
+                };
+                if done {
+                    return;
+                }
+            }
+            self.wait_for_any();
+        }
+    }
+
+    /// Waits until one of the scope's suspended requests may go on.
+    fn wait_for_any(&self) {
+        let blocked: Vec<task::Blocked> = self
+            .entries
+            .borrow()
+            .iter()
+            .filter(|e| e.result.is_none())
+            .filter_map(|e| e.task.blocked().copied())
+            .collect();
+        if blocked.is_empty() {
+            // Every unfinished request waits for one of an enclosing scope on its shadow,
+            // which that scope's hook advances.
+            crate::sync::idle::run();
+            crate::sync::yield_now();
+            return;
+        }
+        struct Undrive<'a>(&'a Cell<bool>);
+        impl Drop for Undrive<'_> {
+            fn drop(&mut self) {
+                self.0.set(false);
+            }
+        }
+        self.driving.set(true);
+        let _undrive = Undrive(&self.driving);
+        // SAFETY: every task of `blocked` is suspended in the wait that made its entry, and
+        // none is resumed until `wait_any` returns: the scope's hook stands aside while
+        // `driving` is set, and nothing else resumes this scope's tasks.
+        unsafe { task::wait_any(&blocked) };
+    }
+
+    /// Runs every request to completion.
+    fn finish(&self) {
+        self.drive(None);
+    }
+
+    /// The first error of a request whose owner never saw its outcome.
+    fn unseen(&self) -> Option<Error> {
+        let mut entries = self.entries.borrow_mut();
+        entries
+            .iter_mut()
+            .filter(|e| !e.seen)
+            .find_map(|e| e.result.take().and_then(Result::err))
+    }
+
+    /// The outcome of request `id`, if it has finished, marked as seen.
+    fn outcome(&self, id: usize) -> Option<Result<()>> {
+        let mut entries = self.entries.borrow_mut();
+        let e = &mut entries[id];
+        let r = e.result.clone()?;
+        e.seen = true;
+        Some(r)
+    }
+}
+
+/// Marks a start finished on its shadow when dropped: after its task returned, or when its
+/// resume unwinds (a panic inside the collective, which has then finished too).
+struct Resumed<'a>(&'a Shadows, u64);
+
+impl Drop for Resumed<'_> {
+    fn drop(&mut self) {
+        self.0.finished(self.1);
+    }
+}
+
+/// A non-blocking collective in flight, started in a [`Scope`]. It completes by [`Request::wait`]
+/// or a [`Request::test`] that returns `true`; one that is dropped or forgotten completes when
+/// its scope ends (which then returns its error, if it failed). Used on the rank's own thread
+/// (not `Send`).
+#[must_use = "a request completes at `wait`, or at the end of its scope"]
+pub struct Request<'scope> {
+    core: &'scope Core<'scope>,
+    id: usize,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl std::fmt::Debug for Request<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request").field("id", &self.id).finish()
+    }
+}
+
+impl Request<'_> {
+    /// Advances the scope's requests without blocking: `true` once this one has completed
+    /// (its buffers then hold the result), `false` while it is in flight; its error, once, if it
+    /// failed.
+    pub fn test(&mut self) -> Result<bool> {
+        if self.core.entries.borrow()[self.id].result.is_none() {
+            self.core.progress();
+        }
+        match self.core.outcome(self.id) {
+            None => Ok(false),
+            Some(r) => r.map(|()| true),
+        }
+    }
+
+    /// Blocks until this request has completed (advancing the scope's other requests
+    /// meanwhile): its result, as the blocking collective's.
+    pub fn wait(self) -> Result<()> {
+        self.core.drive(Some(self.id));
+        self.core
+            .outcome(self.id)
+            .expect("a driven request has finished")
+    }
+
+    /// Waits for every request of `requests` (in any order) and returns the first error among
+    /// them, if one failed.
+    pub fn wait_all(requests: impl IntoIterator<Item = Self>) -> Result<()> {
+        let mut first = Ok(());
+        for r in requests {
+            let out = r.wait();
+            if first.is_ok() {
+                first = out;
+            }
+        }
+        first
+    }
+
+    /// Waits until one request of `requests` has completed, removes it and returns its index
+    /// in `requests` and its result; `None` if `requests` is empty.
+    pub fn wait_any(requests: &mut Vec<Self>) -> Option<(usize, Result<()>)> {
+        let core = requests.first()?.core;
+        loop {
+            let mut done = None;
+            for (i, r) in requests.iter_mut().enumerate() {
+                match r.test() {
+                    Ok(false) => {}
+                    Ok(true) => done = Some((i, Ok(()))),
+                    Err(e) => done = Some((i, Err(e))),
+                }
+                if done.is_some() {
+                    break;
+                }
+            }
+            if let Some((i, r)) = done {
+                drop(requests.remove(i));
+                return Some((i, r));
+            }
+            core.wait_for_any();
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Tasks: code that runs on a stack of its own, on the thread that resumes it, and stops where
+//! it would wait.
+//!
+//! A non-blocking collective is the blocking one run as a [`Task`]: every wait of the crate goes
+//! through [`super::park::wait_until_watched`], and a wait inside a task that finds its
+//! condition false does not spin or park but *suspends* the task ([`suspend_until`]), handing
+//! its resumer what it waits for ([`Blocked`]). [`Task::resume`] thus runs the task until it
+//! would wait or until it is done, and never blocks; whoever drives tasks to completion waits
+//! for any of the suspended ones at once ([`wait_any`]), on the parker their waits named, with
+//! their policy, deadline and deadlock watch, and resumes them when woken. So the schedule that
+//! runs inside a task is the very code of the blocking call, waits included, and gives the same
+//! bits; what a task adds is a stack and two context switches per wait.
+//!
+//! The stacks are those of `corosensei` (Amanieu d'Antras' stackful coroutines: a stack of its
+//! own with a guard page, panics carried out to the resumer), reused through a per-thread pool
+//! so that a task costs no `mmap` once the pool is warm.
+//!
+//! A task borrows what its code borrows. Dropping or forgetting a suspended task would leave
+//! those borrows to end while the peers it published to may still read or write through them,
+//! so [`Task::new`] is `unsafe`: its caller must run every task to completion before anything
+//! it borrows goes away (`comm`'s scopes do, as `std::thread::scope` joins its threads).
+
+use super::park::{wait_until_watched, Parker, WaitPolicy, Watch};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::{Cell, RefCell};
+use std::time::Instant;
+
+/// Bytes of a task's stack (mapped lazily: only the pages a task touches cost memory).
+const STACK_BYTES: usize = 1 << 20;
+/// Stacks a thread keeps for its next tasks.
+const POOLED_STACKS: usize = 16;
+
+/// What a suspended task waits for: the arguments of the wait it stopped in. The pointers are
+/// into that wait's frame on the task's own stack, valid while the task stays suspended there
+/// (that is, until it is resumed).
+#[derive(Clone, Copy)]
+pub(crate) struct Blocked {
+    parker: *const Parker,
+    policy: *const WaitPolicy,
+    deadline: Option<Instant>,
+    ready: *mut (dyn FnMut() -> bool + 'static),
+    watch: Option<*const (dyn Watch + 'static)>,
+}
+
+thread_local! {
+    /// The yielder of the task running on this thread, if one is.
+    static CURRENT: Cell<Option<*const Yielder<(), Blocked>>> = const { Cell::new(None) };
+    /// Stacks of finished tasks, for the next ones.
+    static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether the calling code runs inside a task.
+#[inline]
+pub(crate) fn inside() -> bool {
+    CURRENT.with(|c| c.get().is_some())
+}
+
+/// The rest of a wait inside a task (called by `wait_until_watched` once `ready()` has been
+/// false): suspends the task until a resume finds `ready()` true or `deadline` passed, and
+/// returns whether `ready()` held, as the wait would.
+pub(crate) fn suspend_until(
+    parker: &Parker,
+    policy: &WaitPolicy,
+    deadline: Option<Instant>,
+    ready: &mut dyn FnMut() -> bool,
+    watch: Option<&dyn Watch>,
+) -> bool {
+    let yielder = CURRENT
+        .with(|c| c.get())
+        .expect("suspend_until runs inside a task");
+    // SAFETY: only lifetimes are erased. The resumer reads these pointers only while the task
+    // is suspended in this very call (`Blocked`'s contract, kept by `Task::blocked` and
+    // `wait_any`), during which everything they point to is alive in this frame.
+    let blocked = unsafe {
+        Blocked {
+            parker,
+            policy,
+            deadline,
+            ready: std::mem::transmute::<
+                *mut (dyn FnMut() -> bool + '_),
+                *mut (dyn FnMut() -> bool + 'static),
+            >(ready),
+            watch: watch.map(|w| {
+                std::mem::transmute::<*const (dyn Watch + '_), *const (dyn Watch + 'static)>(w)
+            }),
+        }
+    };
+    loop {
+        CURRENT.with(|c| c.set(None));
+        // SAFETY: `yielder` is the running task's, set by its body for as long as it runs
+        // (and it is running: this code is on its stack).
+        unsafe { (*yielder).suspend(blocked) };
+        CURRENT.with(|c| c.set(Some(yielder)));
+        if ready() {
+            return true;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return ready();
+        }
+    }
+}
+
+/// A task: a closure that runs on its own stack when resumed (module docs). Not `Send`: it runs
+/// on the thread that made it.
+pub(crate) struct Task<'a, R> {
+    co: Option<Coroutine<(), Blocked, R, DefaultStack>>,
+    /// Where the task is suspended, if it is.
+    blocked: Option<Blocked>,
+    /// The closure's value once it has returned.
+    done: Option<R>,
+    _borrows: std::marker::PhantomData<&'a mut R>,
+}
+
+impl<'a, R: 'a> Task<'a, R> {
+    /// A task that will run `f` when first resumed.
+    ///
+    /// # Safety
+    /// The task must be resumed until it is done ([`Task::done`]) before anything `f` borrows
+    /// is freed or used elsewhere: dropping it suspended runs its destructors from the wait it
+    /// stopped in (which aborts the process if one of them waits), and forgetting it leaves its
+    /// peers free to touch what it published.
+    pub(crate) unsafe fn new(f: impl FnOnce() -> R + 'a) -> Self {
+        let stack = STACKS
+            .with(|s| s.borrow_mut().pop())
+            .unwrap_or_else(|| DefaultStack::new(STACK_BYTES).expect("a task's stack maps"));
+        let body = move |yielder: &Yielder<(), Blocked>, ()| -> R {
+            struct Leave;
+            impl Drop for Leave {
+                fn drop(&mut self) {
+                    CURRENT.with(|c| c.set(None));
+                }
+            }
+            CURRENT.with(|c| c.set(Some(yielder)));
+            let _leave = Leave;
+            f()
+        };
+        // SAFETY: what `body` borrows outlives the task's run by this function's contract.
+        let co = unsafe { Coroutine::with_stack_unchecked(stack, body) };
+        Task {
+            co: Some(co),
+            blocked: None,
+            done: None,
+            _borrows: std::marker::PhantomData,
+        }
+    }
+
+    /// Runs the task until it would wait or returns: whether it is done. A panic in the task
+    /// carries on out of this call (the task is then done, without a value). Must not be
+    /// called from inside a task.
+    pub(crate) fn resume(&mut self) -> bool {
+        debug_assert!(!inside(), "tasks are resumed from outside any task");
+        let Some(co) = &mut self.co else {
+            return true;
+        };
+        self.blocked = None;
+        let step = co.resume(());
+        match step {
+            CoroutineResult::Yield(b) => {
+                self.blocked = Some(b);
+                false
+            }
+            CoroutineResult::Return(value) => {
+                self.done = Some(value);
+                if let Some(co) = self.co.take() {
+                    let stack = co.into_stack();
+                    STACKS.with(|s| {
+                        let mut s = s.borrow_mut();
+                        if s.len() < POOLED_STACKS {
+                            s.push(stack);
+                        }
+                    });
+                }
+                true
+            }
+        }
+    }
+
+    /// Whether the task has returned (or panicked).
+    pub(crate) fn done(&self) -> bool {
+        self.co.as_ref().is_none_or(|co| co.done())
+    }
+
+    /// The closure's value, once, after it has returned.
+    pub(crate) fn take(&mut self) -> Option<R> {
+        self.done.take()
+    }
+
+    /// What the task waits for, while it is suspended.
+    pub(crate) fn blocked(&self) -> Option<&Blocked> {
+        self.blocked.as_ref()
+    }
+
+    /// Whether resuming the task would let it go on: it has not started, or the condition of
+    /// the wait it is suspended in holds, or that wait's deadline has passed.
+    pub(crate) fn may_go_on(&mut self) -> bool {
+        let Some(b) = &self.blocked else {
+            return !self.done();
+        };
+        // SAFETY: the task is suspended in the wait that made `b` (it is reset at every
+        // resume), so the condition is alive, and only this thread calls it.
+        b.deadline.is_some_and(|d| Instant::now() >= d) || unsafe { (*b.ready)() }
+    }
+}
+
+/// Waits until one of the waits `blocked` may go on — its condition holds or its deadline has
+/// passed — spinning, yielding and parking as that wait would have (the first one's parker,
+/// policy and watch: the tasks of one thread wait on its parker). Must not be called from
+/// inside a task.
+///
+/// # Safety
+/// Each task whose wait made an element of `blocked` must stay suspended in that wait until
+/// this returns (nothing may resume it meanwhile, not even an idle hook of this thread).
+pub(crate) unsafe fn wait_any(blocked: &[Blocked]) {
+    let Some(first) = blocked.first() else {
+        return;
+    };
+    debug_assert!(!inside());
+    let deadline = blocked.iter().filter_map(|b| b.deadline).min();
+    let mut any = || {
+        blocked.iter().any(|b| {
+            // SAFETY: each task is suspended in the wait that made `b` (this function's
+            // contract), so its `ready` is alive, and nothing else calls it meanwhile.
+            unsafe { (*b.ready)() }
+        })
+    };
+    // SAFETY: as above, the parker, policy and watch are alive in the suspended waits' frames
+    // (and the parker, a rank's, for the whole run).
+    unsafe {
+        let watch = first.watch.map(|w| &*w);
+        wait_until_watched(&*first.parker, &*first.policy, deadline, &mut any, watch);
+    }
+}
