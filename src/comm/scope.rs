@@ -117,7 +117,7 @@ impl Comm {
         let scope = Scope {
             core: Core {
                 comm: self,
-                entries: RefCell::new(Vec::new()),
+                entries: RefCell::new(Entries::default()),
                 driving: Cell::new(false),
             },
             _env: PhantomData,
@@ -163,7 +163,7 @@ impl std::fmt::Debug for Scope<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Scope")
             .field("rank", &self.core.comm.rank())
-            .field("requests", &self.core.entries.borrow().len())
+            .field("requests", &self.core.entries.borrow().iter().count())
             .finish()
     }
 }
@@ -171,8 +171,9 @@ impl std::fmt::Debug for Scope<'_, '_> {
 /// The state of a scope, which its requests point to.
 pub(crate) struct Core<'scope> {
     comm: &'scope Comm,
-    /// Every request started in the scope, by number.
-    entries: RefCell<Vec<Entry<'scope>>>,
+    /// The scope's requests that are in flight, or whose owner still holds them or has not
+    /// seen their failure.
+    entries: RefCell<Entries<'scope>>,
     /// Whether a `wait` of this scope is waiting on its tasks' conditions (their wait frames
     /// must not move meanwhile, so the scope's idle hook leaves them alone).
     driving: Cell<bool>,
@@ -190,6 +191,51 @@ struct Entry<'scope> {
     result: Option<Result<()>>,
     /// Whether its owner has seen its outcome.
     seen: bool,
+}
+
+/// A scope's requests by number; a number is reused once its request is gone, so that a
+/// scope that runs many requests (a persistent collective started thousands of times) keeps
+/// only those in flight.
+#[derive(Default)]
+struct Entries<'scope> {
+    slots: Vec<Option<Entry<'scope>>>,
+    free: Vec<usize>,
+}
+
+impl<'scope> Entries<'scope> {
+    fn insert(&mut self, e: Entry<'scope>) -> usize {
+        match self.free.pop() {
+            Some(id) => {
+                self.slots[id] = Some(e);
+                id
+            }
+            None => {
+                self.slots.push(Some(e));
+                self.slots.len() - 1
+            }
+        }
+    }
+
+    fn remove(&mut self, id: usize) -> Entry<'scope> {
+        self.free.push(id);
+        self.slots[id].take().expect("a live request")
+    }
+
+    fn get(&self, id: usize) -> &Entry<'scope> {
+        self.slots[id].as_ref().expect("a live request")
+    }
+
+    fn get_mut(&mut self, id: usize) -> &mut Entry<'scope> {
+        self.slots[id].as_mut().expect("a live request")
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Entry<'scope>> {
+        self.slots.iter().flatten()
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Entry<'scope>> {
+        self.slots.iter_mut().flatten()
+    }
 }
 
 /// Finishes a scope's requests if its closure unwinds: fails the run first, so that every wait
@@ -235,37 +281,24 @@ impl<'scope> Core<'scope> {
         // as `self.comm`), and the scope runs every task to completion before `'scope` ends
         // (`Comm::scope`, on its normal path and in `Finish` when unwinding).
         let task = unsafe { Task::new(move || f(comm)) };
-        let id = {
-            let mut entries = self.entries.borrow_mut();
-            entries.push(Entry {
-                task,
-                start: n,
-                running: false,
-                result: None,
-                seen: false,
-            });
-            entries.len() - 1
-        };
+        let id = self.entries.borrow_mut().insert(Entry {
+            task,
+            start: n,
+            running: false,
+            result: None,
+            seen: false,
+        });
         self.progress();
-        let failed = {
-            let mut entries = self.entries.borrow_mut();
-            let e = &mut entries[id];
-            match &e.result {
-                Some(Err(_)) => {
-                    e.seen = true;
-                    e.result.clone()
-                }
-                _ => None,
-            }
-        };
-        match failed {
-            Some(Err(e)) => Err(e),
-            _ => Ok(Request {
-                core: self,
-                id,
-                _not_send: PhantomData,
-            }),
+        let mut entries = self.entries.borrow_mut();
+        if matches!(entries.get(id).result, Some(Err(_))) {
+            let failed = entries.remove(id).result;
+            return Err(failed.and_then(Result::err).expect("a failed request"));
         }
+        Ok(Request {
+            core: self,
+            id,
+            _not_send: PhantomData,
+        })
     }
 
     /// Resumes every request that can go on (the first of its shadow, whose wait's condition
@@ -321,7 +354,7 @@ impl<'scope> Core<'scope> {
                 let entries = self.entries.borrow();
                 let finished = |e: &Entry<'_>| e.result.is_some();
                 let done = match id {
-                    Some(i) => finished(&entries[i]),
+                    Some(i) => finished(entries.get(i)),
                     None => entries.iter().all(finished),
                 };
                 if done {
@@ -370,19 +403,35 @@ impl<'scope> Core<'scope> {
     /// The first error of a request whose owner never saw its outcome.
     fn unseen(&self) -> Option<Error> {
         let mut entries = self.entries.borrow_mut();
-        entries
+        let first = entries
             .iter_mut()
             .filter(|e| !e.seen)
-            .find_map(|e| e.result.take().and_then(Result::err))
+            .find_map(|e| e.result.take().and_then(Result::err));
+        first
     }
 
     /// The outcome of request `id`, if it has finished, marked as seen.
     fn outcome(&self, id: usize) -> Option<Result<()>> {
         let mut entries = self.entries.borrow_mut();
-        let e = &mut entries[id];
+        let e = entries.get_mut(id);
         let r = e.result.clone()?;
         e.seen = true;
         Some(r)
+    }
+
+    /// Request `id`'s handle is gone: its entry goes too, unless it is in flight (the scope
+    /// still runs it) or failed unseen (the scope reports it).
+    fn release(&self, id: usize) {
+        let mut entries = self.entries.borrow_mut();
+        let e = entries.get(id);
+        let keep = match &e.result {
+            None => true,
+            Some(Err(_)) => !e.seen,
+            Some(Ok(())) => false,
+        };
+        if !keep {
+            entries.remove(id);
+        }
     }
 }
 
@@ -418,7 +467,7 @@ impl Request<'_> {
     /// (its buffers then hold the result), `false` while it is in flight; its error, once, if it
     /// failed.
     pub fn test(&mut self) -> Result<bool> {
-        if self.core.entries.borrow()[self.id].result.is_none() {
+        if self.core.entries.borrow().get(self.id).result.is_none() {
             self.core.progress();
         }
         match self.core.outcome(self.id) {
@@ -435,7 +484,15 @@ impl Request<'_> {
             .outcome(self.id)
             .expect("a driven request has finished")
     }
+}
 
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        self.core.release(self.id);
+    }
+}
+
+impl Request<'_> {
     /// Waits for every request of `requests` (in any order) and returns the first error among
     /// them, if one failed.
     pub fn wait_all(requests: impl IntoIterator<Item = Self>) -> Result<()> {
