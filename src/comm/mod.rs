@@ -90,6 +90,11 @@ impl Comm {
         }
     }
 
+    /// Whether the communicator's ranks are threads of this process only.
+    pub(crate) fn is_threads(&self) -> bool {
+        matches!(self.span, Span::Threads(_))
+    }
+
     /// This rank's part among the threads of its own process: the whole communicator on a
     /// team of one process.
     pub(crate) fn local(&self) -> &Local {

@@ -12,7 +12,7 @@ use super::scope::{Core, Request, Scope};
 use super::Comm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::local::agree::Setup;
+use crate::local::persistent::{Folded, Setup};
 use crate::op::Op;
 use crate::select::{
     Algorithm, Allgather, Alltoall, Barrier, Broadcast, Choice, Reduce, ReduceScatter,
@@ -41,7 +41,17 @@ pub struct Persistent<'scope, T> {
     start: Start<'scope, T>,
     /// The start in flight, if one is.
     current: Option<Request<'scope>>,
+    /// The setup's start number on the communicator (the same on every rank).
+    setup: u64,
+    /// A short allreduce that runs folded on slots instead of as requests.
+    fold: Option<Fold<'scope, T>>,
     _buffers: PhantomData<&'scope mut [T]>,
+}
+
+/// A persistent allreduce folded on slots (`local::persistent::Folded`), with its op.
+struct Fold<'scope, T> {
+    state: Folded,
+    op: Rc<dyn Op<T> + 'scope>,
 }
 
 impl<T> std::fmt::Debug for Persistent<'_, T> {
@@ -56,8 +66,13 @@ impl<T> std::fmt::Debug for Persistent<'_, T> {
 impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     /// Starts the collective (as `MPI_Start`); an error while a start is in flight.
     pub fn start(&mut self) -> Result<()> {
-        if self.current.is_some() {
+        if self.in_flight() {
             return Err(self.refuse("start", "a start is in flight".into()));
+        }
+        if let Some(f) = &mut self.fold {
+            // SAFETY: as in `recv_buffer`: no start is in flight.
+            let buf = unsafe { std::slice::from_raw_parts(self.recv, self.recv_len) };
+            return self.core.comm().local().fold_start(&mut f.state, buf);
         }
         let (send, send_len, recv, recv_len) = (self.send, self.send_len, self.recv, self.recv_len);
         let start = self.start.clone();
@@ -83,6 +98,16 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     /// Advances the scope's requests without blocking: `true` once the start in flight has
     /// completed, or if none is; its error, once, if it failed.
     pub fn test(&mut self) -> Result<bool> {
+        if let Some(f) = &mut self.fold {
+            let local = self.core.comm().local();
+            if !local.fold_ready(&f.state) {
+                return Ok(false);
+            }
+            // SAFETY: as in `recv_buffer`: the buffer is the one this start published, and
+            // only this `Persistent` reaches it.
+            let buf = unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) };
+            return local.fold_finish(&mut f.state, buf, &*f.op).map(|()| true);
+        }
         let Some(req) = &mut self.current else {
             return Ok(true);
         };
@@ -95,6 +120,15 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
 
     /// Blocks until the start in flight (if any) has completed: its result.
     pub fn wait(&mut self) -> Result<()> {
+        if let Some(f) = &mut self.fold {
+            // SAFETY: as in `test`.
+            let buf = unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) };
+            return self
+                .core
+                .comm()
+                .local()
+                .fold_finish(&mut f.state, buf, &*f.op);
+        }
         match self.current.take() {
             Some(req) => req.wait(),
             None => Ok(()),
@@ -122,7 +156,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
                 "this collective works in place on one buffer (buffer)".into(),
             ));
         }
-        if self.current.is_some() {
+        if self.in_flight() {
             return Err(self.refuse("send_buffer", "a start is in flight".into()));
         }
         // SAFETY: the send buffer was borrowed mutably for 'scope at setup, no start is in
@@ -132,11 +166,16 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
 
     /// The receive (or in-place) buffer, between starts: an error while a start is in flight.
     pub fn recv_buffer(&mut self) -> Result<&mut [T]> {
-        if self.current.is_some() {
+        if self.in_flight() {
             return Err(self.refuse("recv_buffer", "a start is in flight".into()));
         }
         // SAFETY: as in `send_buffer`.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) })
+    }
+
+    /// Whether a start has not completed yet.
+    fn in_flight(&self) -> bool {
+        self.current.is_some() || self.fold.as_ref().is_some_and(|f| f.state.in_flight())
     }
 
     fn refuse(&self, what: &'static str, why: String) -> Error {
@@ -184,18 +223,18 @@ impl<'scope> Scope<'scope, '_> {
             combine,
             start,
         } = plan;
-        self.core()
-            .start(op, move |c| {
-                let setup = Setup {
-                    op,
-                    kind,
-                    len,
-                    root,
-                    combine: combine.as_deref(),
-                };
-                c.local().agree_setup(&setup, alg)
-            })?
-            .wait()?;
+        let check = self.core().start(op, move |c| {
+            let setup = Setup {
+                op,
+                kind,
+                len,
+                root,
+                combine: combine.as_deref(),
+            };
+            c.local().agree_setup(&setup, alg)
+        })?;
+        let setup = check.start_number();
+        check.wait()?;
         let in_place = send.is_none();
         let (send, send_len) = match send {
             Some(s) => (s.as_mut_ptr(), s.len()),
@@ -211,6 +250,8 @@ impl<'scope> Scope<'scope, '_> {
             recv_len: recv.len(),
             start,
             current: None,
+            setup,
+            fold: None,
             _buffers: PhantomData,
         })
     }
@@ -241,6 +282,7 @@ impl<'scope> Scope<'scope, '_> {
     {
         let op = Rc::new(op);
         let o = op.clone();
+        let kept = op.clone();
         let plan = Plan {
             op: "allreduce",
             kind: Collective::Allreduce,
@@ -250,7 +292,18 @@ impl<'scope> Scope<'scope, '_> {
             combine: Some(op),
             start: Rc::new(move |c, _, b| c.allreduce_with(b, &*o, algorithm)),
         };
-        self.persistent(plan, None, buf)
+        let len = buf.len();
+        let commutative = kept.is_commutative();
+        let mut persistent = self.persistent(plan, None, buf)?;
+        // Decided from what every rank agreed, so the same on every rank.
+        let comm = self.comm();
+        if comm.is_threads() && comm.local().folds::<T>(len, algorithm, commutative) {
+            persistent.fold = Some(Fold {
+                state: comm.local().folded(persistent.setup),
+                op: kept,
+            });
+        }
+        Ok(persistent)
     }
 
     /// [`Comm::broadcast`] as a persistent collective on `buf` (in place).

@@ -486,6 +486,13 @@ impl Request<'_> {
     }
 }
 
+impl Request<'_> {
+    /// The request's start number on its communicator (the same on every rank).
+    pub(crate) fn start_number(&self) -> u64 {
+        self.core.entries.borrow().get(self.id).start
+    }
+}
+
 impl Drop for Request<'_> {
     fn drop(&mut self) {
         self.core.release(self.id);

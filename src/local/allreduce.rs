@@ -29,6 +29,39 @@ impl Local {
         self.allreduce_impl(None, buf, op, algorithm)
     }
 
+    /// `Auto`'s flat allreduce for `bytes` per rank: the team's tables, else the fixed rules.
+    fn allreduce_auto(
+        &self,
+        bytes: usize,
+        commutative: bool,
+    ) -> Flat<algorithms::allreduce::Schedule> {
+        self.tuned(Collective::Allreduce, bytes, commutative, || {
+            select::choose_allreduce(self.size(), bytes, commutative)
+        })
+    }
+
+    /// Whether a persistent allreduce of `len` elements of `T` with `algorithm` runs folded on
+    /// slots (`algorithms::allreduce::folded`) and still gives the blocking call's bits: it
+    /// fits the slots, and the algorithm is `Linear` (whose order the fold keeps), or `Auto`
+    /// choosing `Linear`, or any at p ≤ 2 (where every algorithm computes x₀ ⊙ x₁).
+    pub(crate) fn folds<T>(&self, len: usize, algorithm: Algorithm, commutative: bool) -> bool {
+        if !algorithms::allreduce::folded::fits::<T>(len) {
+            return false;
+        }
+        let bytes = len * std::mem::size_of::<T>();
+        let levels = !self.hierarchy_plan(!commutative).levels.is_empty();
+        match algorithm {
+            Algorithm::Ring { .. } if !commutative => false,
+            _ if self.size() <= 2 => true,
+            Algorithm::Linear => true,
+            Algorithm::Auto => {
+                !(levels && select::prefer_hierarchy(bytes, self.oversubscribed()))
+                    && self.allreduce_auto(bytes, commutative).alg() == Algorithm::Linear
+            }
+            _ => false,
+        }
+    }
+
     /// The allreduce behind every entry point: `send` is the input when out of place.
     fn allreduce_impl<T, O>(
         &self,
@@ -43,12 +76,7 @@ impl Local {
     {
         self.enter_call("allreduce")?;
         let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
-        let auto = || {
-            let (bytes, commutative) = (std::mem::size_of_val(buf), op.is_commutative());
-            self.tuned(Collective::Allreduce, bytes, commutative, || {
-                select::choose_allreduce(self.size(), bytes, commutative)
-            })
-        };
+        let auto = || self.allreduce_auto(std::mem::size_of_val(buf), op.is_commutative());
         let levels = !self.hierarchy_plan(!op.is_commutative()).levels.is_empty();
         // The algorithm, and how it runs if it is flat (`None`: a hierarchy).
         let (alg, flat) = match algorithm {

@@ -2,10 +2,10 @@
 //! the run of the schedule (`algorithms`), the single-copy collective (`shm`'s board) or the
 //! hierarchy (`hierarchy`). Arguments arrive checked (`comm::validate`).
 
-pub(crate) mod agree;
 mod allreduce;
 mod alltoall;
 pub(crate) mod gather;
+pub(crate) mod persistent;
 mod reduce_scatter;
 mod rooted;
 mod scan;

@@ -21,9 +21,11 @@ mod member;
 mod run;
 mod scratch;
 mod shared;
+mod slots;
 
 pub(crate) use board::{fold_chunk, reached, Call, Session};
 pub(crate) use flags::Flag;
 pub(crate) use member::Member;
 pub(crate) use run::{Ranks, RunState};
 pub(crate) use shared::{CommShared, Context, SplitRound, SHADOWS};
+pub(crate) use slots::{Slots, SLOT_BYTES};

@@ -4,6 +4,7 @@
 
 use super::board::Board;
 use super::flags::Flags;
+use super::slots::Slots;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
 use crate::sync::Mutex;
 use std::any::Any;
@@ -41,6 +42,9 @@ pub(crate) struct CommShared {
     boxes: Box<[OnceLock<Box<Mailbox>>]>,
     /// Split rounds in progress, by the parent's collective call number.
     pub splits: Mutex<HashMap<u64, SplitRound>>,
+    /// The slots of persistent short allreduces being set up, by the setup's number, with the
+    /// ranks that have not picked them up yet.
+    folded: Mutex<HashMap<u64, (Arc<Slots>, usize)>>,
     /// Where the shared-memory direct collectives publish their buffers and meet; each slot
     /// written by its rank only (see `board`).
     pub board: Board,
@@ -69,11 +73,28 @@ impl CommShared {
             members: members.into_boxed_slice(),
             boxes: (0..2 * p * p).map(|_| OnceLock::new()).collect(),
             splits: Mutex::new(HashMap::new()),
+            folded: Mutex::new(HashMap::new()),
             board: Board::new(p),
             barrier: Flags::new(p),
             attached: OnceLock::new(),
             shadows: (0..SHADOWS).map(|_| OnceLock::new()).collect(),
         }
+    }
+
+    /// The slots of the persistent short allreduce whose setup is numbered `key` (the same on
+    /// every rank): made by the first rank that asks, dropped from here once every rank has.
+    pub(crate) fn folded(&self, key: u64) -> Arc<Slots> {
+        let mut all = self.folded.lock();
+        let p = self.size();
+        let entry = all
+            .entry(key)
+            .or_insert_with(|| (Arc::new(Slots::new(p)), p));
+        let slots = entry.0.clone();
+        entry.1 -= 1;
+        if entry.1 == 0 {
+            all.remove(&key);
+        }
+        slots
     }
 
     /// Shadow `k` (below [`SHADOWS`]), made on first use.

@@ -11,6 +11,7 @@ mod binomial;
 mod chain;
 pub(crate) mod direct;
 mod dual_root;
+pub(crate) mod folded;
 mod linear;
 pub(crate) mod pipeline;
 mod pipelined_tree;

@@ -1,0 +1,73 @@
+//! The persistent short allreduce (shared memory only): every rank publishes its vector in its
+//! slots (`shm::Slots`) at each start, and every rank folds all p vectors in rank order,
+//! x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1} (`Op::fold_right`, the linear allreduce's order, so the same bits as
+//! `Linear` and, at p ≤ 2, as every algorithm), when it completes the start.
+//!
+//! Set up once (a persistent collective's setup agrees the call), a start costs a copy into the
+//! rank's own cache lines and a release store; completion waits for every rank's sequence
+//! number and reads their lines: for 8 bytes at p = 2, about one cache-line handoff, with no
+//! call check (the setup made it) and no message. p ranks each read all p vectors, so this is
+//! for short vectors only (`shm::slots::SLOT_BYTES`).
+
+#[cfg(all(test, loom))]
+mod loom;
+
+use crate::error::Result;
+use crate::op::Op;
+use crate::shm::{Member, Slots};
+use std::mem::{align_of, size_of_val};
+
+/// Whether a vector of `len` elements of `T` fits the slots.
+pub(crate) fn fits<T>(len: usize) -> bool {
+    align_of::<T>() <= 8 && len.saturating_mul(size_of::<T>()) <= crate::shm::SLOT_BYTES
+}
+
+use std::mem::size_of;
+
+/// Publishes this rank's `buf` as its contribution to start `k` and wakes the other ranks.
+///
+/// # Safety
+/// `slots` are this communicator's for this persistent allreduce; `buf` fits them
+/// ([`fits`]); this rank's start `k − 1` has completed ([`finish`]) and it starts `k` once.
+pub(crate) unsafe fn start<T: Copy>(member: &Member, slots: &Slots, k: u64, buf: &[T]) {
+    // SAFETY: the caller's contract is `publish`'s.
+    unsafe { slots.publish(member.rank(), k, buf.as_ptr().cast(), size_of_val(buf)) };
+    for q in (0..member.size()).filter(|&q| q != member.rank()) {
+        member.unpark(q);
+    }
+}
+
+/// The first rank that has not yet published start `k`, if one has not.
+pub(crate) fn pending(slots: &Slots, p: usize, k: u64) -> Option<usize> {
+    (0..p).find(|&q| !slots.reached(q, k))
+}
+
+/// Completes start `k`: waits until every rank has published it (giving up as every wait of
+/// the crate does), then leaves x₀ ⊙ … ⊙ x_{p−1} in `buf`.
+///
+/// # Safety
+/// As [`start`], after this rank's `start` of `k` with a `buf` of the same length.
+pub(crate) unsafe fn finish<T: Copy, O: Op<T> + ?Sized>(
+    member: &Member,
+    slots: &Slots,
+    k: u64,
+    buf: &mut [T],
+    op: &O,
+) -> Result<()> {
+    let p = member.size();
+    member.wait_for("allreduce", member.wait_start(), || pending(slots, p, k))?;
+    // SAFETY: every rank has reached `k`, and this rank publishes `k + 1` only after this
+    // returns; each contribution holds `buf.len()` elements of `T` (every rank agreed the
+    // length at setup), aligned to 8 ≥ align_of::<T>() ([`fits`]).
+    unsafe {
+        slots.read(0, k, |x0| {
+            std::ptr::copy_nonoverlapping(x0.cast::<T>(), buf.as_mut_ptr(), buf.len())
+        });
+        for q in 1..p {
+            slots.read(q, k, |xq| {
+                op.fold_right(buf, std::slice::from_raw_parts(xq.cast::<T>(), buf.len()))
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,94 @@
+//! The slots of a persistent short allreduce (`algorithms::allreduce::folded`): each rank has
+//! two halves, written only by it, each a sequence number and the rank's contribution to one
+//! start, in the same cache lines (a contribution of up to 56 bytes shares the sequence
+//! number's line, so that reading it costs one line transfer).
+//!
+//! Start k (1, 2, …) of rank r writes r's contribution into its half k mod 2 and then stores k
+//! into that half's sequence number (release); a reader that loads k or more there (acquire)
+//! reads the contribution. Why the writer never overwrites a half while a reader is in it: the
+//! next write to half k mod 2 is start k + 2, and a rank starts k + 2 only after its own start
+//! k + 1 has completed, which it does only after every rank has published k + 1 — and a rank
+//! publishes k + 1 only after it has finished reading every rank's half of start k. The loom
+//! model beside the algorithm checks this.
+
+use crate::sync::{AtomicU64, Ordering, UnsafeCell};
+use std::mem::MaybeUninit;
+
+/// Bytes of a contribution a half holds.
+pub(crate) const SLOT_BYTES: usize = 248;
+
+/// One half of a rank's slots: a sequence number and a contribution, 256 bytes aligned to a
+/// cache line.
+#[repr(C, align(64))]
+struct Half {
+    /// The start whose contribution `data` holds (0: none yet). Written by the owner only.
+    seq: AtomicU64,
+    /// The contribution, at offset 8 (aligned to 8). Written by the owner only, before `seq`.
+    data: UnsafeCell<[MaybeUninit<u8>; SLOT_BYTES]>,
+}
+
+/// The slots of one persistent short allreduce, shared by its ranks.
+pub(crate) struct Slots {
+    halves: Box<[[Half; 2]]>,
+}
+
+// SAFETY: the halves' cells are written by their owner only, and read by others only after
+// the owner's release store of the sequence number and before its next write to that half
+// (module docs); the sequence numbers are atomics.
+unsafe impl Sync for Slots {}
+// SAFETY: see `Sync`; nothing in `Slots` is tied to a thread.
+unsafe impl Send for Slots {}
+
+impl std::fmt::Debug for Slots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slots")
+            .field("ranks", &self.halves.len())
+            .finish()
+    }
+}
+
+impl Slots {
+    /// Slots for `p` ranks, none published.
+    pub(crate) fn new(p: usize) -> Slots {
+        let half = || Half {
+            seq: AtomicU64::new(0),
+            data: UnsafeCell::new([MaybeUninit::uninit(); SLOT_BYTES]),
+        };
+        Slots {
+            halves: (0..p).map(|_| [half(), half()]).collect(),
+        }
+    }
+
+    /// Rank `r`'s contribution to start `k`: `bytes` bytes at `src`, then the sequence number.
+    ///
+    /// # Safety
+    /// Only rank `r` publishes into its slots; `bytes ≤ SLOT_BYTES` and `src` is readable for
+    /// `bytes` bytes; start `k − 1` of rank `r` has completed (every rank has published it,
+    /// [`Slots::reached`]), and so every rank has finished reading start `k − 2`.
+    pub(crate) unsafe fn publish(&self, r: usize, k: u64, src: *const u8, bytes: usize) {
+        debug_assert!(bytes <= SLOT_BYTES);
+        let half = &self.halves[r][(k % 2) as usize];
+        // SAFETY: no reader is in this half (contract), and `src` is readable for `bytes`.
+        half.data
+            .with_mut(|d| unsafe { std::ptr::copy_nonoverlapping(src, d.cast::<u8>(), bytes) });
+        half.seq.store(k, Ordering::Release);
+    }
+
+    /// Whether rank `q` has published start `k` (or a later one).
+    #[inline]
+    pub(crate) fn reached(&self, q: usize, k: u64) -> bool {
+        // A later start in the same half (k + 2 …) implies start k too.
+        self.halves[q][(k % 2) as usize].seq.load(Ordering::Acquire) >= k
+    }
+
+    /// Runs `f` on rank `q`'s contribution to start `k` (a pointer to it, aligned to 8).
+    ///
+    /// # Safety
+    /// [`Slots::reached`]`(q, k)` has returned true on this thread, and the caller has not yet
+    /// published start `k + 1` (module docs: the half stays as it is until then).
+    pub(crate) unsafe fn read<R>(&self, q: usize, k: u64, f: impl FnOnce(*const u8) -> R) -> R {
+        self.halves[q][(k % 2) as usize]
+            .data
+            .with(|d| f(d.cast::<u8>()))
+    }
+}
