@@ -566,3 +566,34 @@ fn requests_advance_inside_other_calls() {
         }
     }
 }
+
+/// A genuine deadlock inside a scope is still found: the ranks' requests complete (each rank's
+/// waits advance them), then every rank receives from its left neighbour, which never sends.
+/// A rank waiting with requests of its scope still able to go on is not counted as blocked
+/// (`requests_advance_inside_other_calls` would then fail with a false deadlock).
+#[test]
+fn a_deadlock_inside_a_scope_is_found() {
+    for p in [2, 3] {
+        let out = corecoll::Team::builder()
+            .ranks(p)
+            .build()
+            .unwrap()
+            .run(|comm| -> Result<()> {
+                let r = comm.rank();
+                let mut v = vec![1u64; 4];
+                comm.scope(|s| {
+                    let _req = s.iallreduce(&mut v, op::Sum)?;
+                    comm.recv((r + p - 1) % p, &mut [0u8])?;
+                    Ok(())
+                })
+            })
+            .unwrap();
+        for (r, o) in out.into_iter().enumerate() {
+            let e = o.expect_err("a deadlock");
+            assert!(
+                matches!(e.root_cause(), Error::Deadlock { .. }),
+                "p = {p}, rank {r}: {e}"
+            );
+        }
+    }
+}

@@ -47,6 +47,7 @@ pub mod mpi_baseline;
 pub mod mpirun;
 
 pub mod calibrate;
+pub mod overlap;
 pub mod simulate;
 pub mod sweep;
 pub mod tune;

@@ -34,6 +34,13 @@ fn main() -> ExitCode {
         simulate::main(&args)
     } else if args.mpi_worker {
         mpi_worker(&args)
+    } else if args
+        .collective
+        .0
+        .iter()
+        .any(|c| c.form == corecoll_bench::domain::Form::Nonblocking)
+    {
+        corecoll_bench::overlap::main(&args)
     } else {
         sweep::main(&args)
     };

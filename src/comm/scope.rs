@@ -125,7 +125,8 @@ impl Comm {
         let out = {
             let finish = Finish(&scope.core);
             let hook = || scope.core.hook();
-            let out = crate::sync::idle::with_idle(&hook, || f(&scope));
+            let ready = || scope.core.has_work();
+            let out = crate::sync::idle::with_idle_ready(&hook, &ready, || f(&scope));
             std::mem::forget(finish);
             out
         };
@@ -344,6 +345,26 @@ impl<'scope> Core<'scope> {
             return false;
         }
         self.progress()
+    }
+
+    /// Whether one of the scope's requests could go on now (the scope's idle hook would
+    /// resume it): false while a `wait` of the scope looks at them itself.
+    fn has_work(&self) -> bool {
+        if self.driving.get() || task::inside() {
+            return false;
+        }
+        let Ok(mut entries) = self.entries.try_borrow_mut() else {
+            return false;
+        };
+        let shadows = &self.comm.shadows;
+        let any = entries.iter_mut().filter(|e| e.result.is_none()).any(|e| {
+            if e.running {
+                e.task.done() || e.task.may_go_on()
+            } else {
+                shadows.may_run(e.start)
+            }
+        });
+        any
     }
 
     /// Runs the scope until request `id` (or, for `None`, every request) has finished.

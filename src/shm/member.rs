@@ -122,6 +122,14 @@ impl Member {
         self.run.ranks.parkers[self.shared.members[peer]].unpark();
     }
 
+    /// Wakes communicator rank `peer` if it is seen parked, without `unpark`'s fence: a writer
+    /// that calls this must `unpark` the peer later as well, so that no wake-up is lost
+    /// (`Parker::unpark_seen`).
+    #[inline]
+    pub(crate) fn unpark_sleeping(&self, peer: usize) {
+        self.run.ranks.parkers[self.shared.members[peer]].unpark_seen();
+    }
+
     /// The tag of this rank's next collective call of kind `kind`.
     pub(crate) fn next_tag(&self, kind: impl Into<Kind>) -> Tag {
         let seq = self.coll_seq.get();

@@ -11,7 +11,11 @@
 //! processes) wakes nobody. Threads without a
 //! hook wait as before; the check costs one thread-local read per poll once a wait has spun.
 //! Hooks nest: each [`with_idle`] adds one for its stretch, and the waits inside run all of
-//! them, innermost first. The hooks do not run inside themselves (a wait in a hook would find
+//! them, innermost first. A hook whose work arrives with a wake-up of the thread's parker (a
+//! scope's requests: their peers unpark this rank as they would for a blocking call) is
+//! installed with [`with_idle_ready`], which also tells whether it has work now; while only
+//! such hooks are installed, a wait parks until woken, on its own condition or the hooks',
+//! and the deadlock detection counts the thread blocked only when neither can become true. The hooks do not run inside themselves (a wait in a hook would find
 //! them already running).
 
 use std::cell::Cell;
@@ -23,6 +27,8 @@ pub(crate) const IDLE_PARK: Duration = Duration::from_micros(50);
 /// An installed hook and the one installed before it, which runs too.
 struct Node {
     hook: *const (dyn Fn() -> bool + 'static),
+    /// Whether the hook has work now, for a hook that can tell ([`with_idle_ready`]).
+    ready: Option<*const (dyn Fn() -> bool + 'static)>,
     below: Option<*const Node>,
 }
 
@@ -35,7 +41,28 @@ thread_local! {
 
 /// Runs `f` with `hook` as one of this thread's idle hooks (module doc) — the hooks installed
 /// around this call run too — and removes it when `f` returns or unwinds.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn with_idle<R>(hook: &dyn Fn() -> bool, f: impl FnOnce() -> R) -> R {
+    install(hook, None, f)
+}
+
+/// [`with_idle`] for a hook whose work is announced by a wake-up of the thread's parker, with
+/// `ready` telling whether it has work now: while only such hooks are installed, a wait parks
+/// until woken, on its own condition or `ready` ([`precise`], [`ready`]), instead of sleeping
+/// in short stretches, and the deadlock detection sees it blocked only when neither holds.
+pub(crate) fn with_idle_ready<R>(
+    hook: &dyn Fn() -> bool,
+    ready: &dyn Fn() -> bool,
+    f: impl FnOnce() -> R,
+) -> R {
+    install(hook, Some(ready), f)
+}
+
+fn install<R>(
+    hook: &dyn Fn() -> bool,
+    ready: Option<&dyn Fn() -> bool>,
+    f: impl FnOnce() -> R,
+) -> R {
     struct Restore(Option<*const Node>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -51,9 +78,16 @@ pub(crate) fn with_idle<R>(hook: &dyn Fn() -> bool, f: impl FnOnce() -> R) -> R 
             hook,
         )
     };
+    // SAFETY: as for the hook.
+    let ready = ready.map(|r| unsafe {
+        std::mem::transmute::<*const (dyn Fn() -> bool + '_), *const (dyn Fn() -> bool + 'static)>(
+            r,
+        )
+    });
     let below = TOP.with(|h| h.get());
     let node = Node {
         hook: erased,
+        ready,
         below,
     };
     let _restore = Restore(below);
@@ -64,6 +98,40 @@ pub(crate) fn with_idle<R>(hook: &dyn Fn() -> bool, f: impl FnOnce() -> R) -> R 
 /// Whether this thread has an idle hook.
 pub(crate) fn installed() -> bool {
     TOP.with(|h| h.get().is_some())
+}
+
+/// Whether every idle hook of this thread can tell when it has work ([`with_idle_ready`]).
+pub(crate) fn precise() -> bool {
+    let mut node = TOP.with(|h| h.get());
+    while let Some(n) = node {
+        // SAFETY: as in `run`.
+        unsafe {
+            if (*n).ready.is_none() {
+                return false;
+            }
+            node = (*n).below;
+        }
+    }
+    true
+}
+
+/// Whether one of this thread's idle hooks that can tell has work now (false while the hooks
+/// run).
+pub(crate) fn ready() -> bool {
+    if RUNNING.with(|r| r.get()) {
+        return false;
+    }
+    let mut node = TOP.with(|h| h.get());
+    while let Some(n) = node {
+        // SAFETY: as in `run`.
+        unsafe {
+            if (*n).ready.is_some_and(|r| (*r)()) {
+                return true;
+            }
+            node = (*n).below;
+        }
+    }
+    false
 }
 
 /// Runs this thread's idle hooks, innermost first, unless they are already running: whether

@@ -140,6 +140,19 @@ impl Parker {
         }
     }
 
+    /// Wakes the threads parked here if this thread sees one announced, without the fence of
+    /// [`Parker::unpark`]: the announcement may not be visible yet, so this can miss a thread
+    /// that is about to sleep, and a writer that uses it must call `unpark` afterwards too. It
+    /// spares the writer the fence's wait for its publication to reach the other cores when
+    /// nobody has long been asleep (the folded allreduce's start).
+    #[inline]
+    pub(crate) fn unpark_seen(&self) {
+        let waiters = self.waiters.load(Ordering::Relaxed);
+        if waiters > 0 {
+            self.wake_slow(waiters);
+        }
+    }
+
     #[cold]
     fn wake_slow(&self, waiters: usize) {
         // A watched waiter marked blocked is blocked no longer: it has something to look at.
@@ -343,6 +356,17 @@ pub(crate) fn wait_until_watched(
             }
             if now.duration_since(active) < policy.yield_for {
                 yield_now();
+            } else if hook && super::idle::precise() {
+                // Hooks whose work wakes this thread: park until woken, on the wait's condition
+                // or theirs, watched on both (blocked only if neither can become true).
+                if let Some(w) = watch {
+                    w.parking();
+                }
+                let mut either = || ready() || super::idle::ready();
+                parker.park_watched(&mut either, deadline, watch);
+                if ready() {
+                    return true;
+                }
             } else if hook {
                 if let Some(w) = watch {
                     w.parking();

@@ -15,7 +15,21 @@ pub enum Form {
     /// The `v` form, with equal counts on every rank: `Comm::gatherv`, `Comm::scatterv`,
     /// `Comm::allgatherv`, `Comm::alltoallv`.
     Varying,
+    /// The non-blocking form (`Scope::iallreduce`, …), which `--collective iallreduce` measures
+    /// as the OSU non-blocking benchmarks do (`overlap`), not in the sweep.
+    Nonblocking,
 }
+
+/// The collectives with a non-blocking form, whose names are `i` + the collective's.
+pub const NONBLOCKING: [Collective; 7] = [
+    Collective::Allreduce,
+    Collective::Broadcast,
+    Collective::Reduce,
+    Collective::Allgather,
+    Collective::Alltoall,
+    Collective::ReduceScatter,
+    Collective::Barrier,
+];
 
 /// The variants the bench times besides the plain calls: the collective, the form and the
 /// name on the command line and in the results.
@@ -66,6 +80,16 @@ impl Call {
     pub fn name(self) -> &'static str {
         match self.form {
             Form::Plain => self.collective.name(),
+            Form::Nonblocking => match self.collective {
+                Collective::Allreduce => "iallreduce",
+                Collective::Broadcast => "ibroadcast",
+                Collective::Reduce => "ireduce",
+                Collective::Allgather => "iallgather",
+                Collective::Alltoall => "ialltoall",
+                Collective::ReduceScatter => "ireduce-scatter",
+                Collective::Barrier => "ibarrier",
+                _ => "?",
+            },
             _ => VARIANTS
                 .iter()
                 .find(|v| (v.0, v.1) == (self.collective, self.form))
@@ -76,12 +100,21 @@ impl Call {
     /// The call named `name` ([`Call::name`]'s spelling; `_` may stand for `-`).
     pub fn from_name(name: &str) -> Option<Call> {
         let name = name.trim().replace('_', "-");
-        Collective::from_name(&name).map(Call::plain).or_else(|| {
-            VARIANTS
-                .iter()
-                .find(|v| v.2 == name)
-                .map(|&(collective, form, _)| Call { collective, form })
-        })
+        Collective::from_name(&name)
+            .map(Call::plain)
+            .or_else(|| {
+                VARIANTS
+                    .iter()
+                    .find(|v| v.2 == name)
+                    .map(|&(collective, form, _)| Call { collective, form })
+            })
+            .or_else(|| {
+                let plain = Collective::from_name(name.strip_prefix('i')?)?;
+                NONBLOCKING.contains(&plain).then_some(Call {
+                    collective: plain,
+                    form: Form::Nonblocking,
+                })
+            })
     }
 
     /// Whether it combines values with `--op`.
@@ -159,6 +192,14 @@ mod tests {
         for c in &all {
             assert_eq!(Call::from_name(c.name()), Some(*c), "{c}");
         }
+        for c in NONBLOCKING {
+            let nb = Call {
+                collective: c,
+                form: Form::Nonblocking,
+            };
+            assert_eq!(Call::from_name(nb.name()), Some(nb), "{nb}");
+        }
+        assert_eq!(Call::from_name("iscatter"), None);
         let exscan = Call::from_name("exscan").unwrap();
         assert_eq!(
             (exscan.collective, exscan.form),
