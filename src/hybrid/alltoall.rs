@@ -28,9 +28,9 @@
 //! rank. That costs a second check and a small exchange; the fixed-size form needs neither
 //! (its lengths are in the one check).
 
+use super::bridge::Bridge;
 use super::check::Call;
 use super::gather::{bytes, bytes_mut, packed, scaled, staging, B, V_FORM};
-use super::world::Bridge;
 use crate::algorithms::alltoall as sched;
 use crate::algorithms::alltoall;
 use crate::collective::Collective;

@@ -17,9 +17,9 @@
 //! A rank's local stages report errors with the ranks of its process's communicator (thread
 //! numbers); the stage between processes names the processes' leaders by their rank.
 
+use super::bridge::Bridge;
 use super::check::Call;
 use super::pipeline;
-use super::world::Bridge;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::Kind;

@@ -41,6 +41,7 @@
 //! thread (`Threading::Funneled` for the main thread).
 
 mod alltoall;
+mod bridge;
 mod check;
 mod collectives;
 mod gather;
@@ -56,7 +57,7 @@ mod selftest;
 mod split;
 pub(crate) mod world;
 
-pub(crate) use world::Bridge;
+pub(crate) use bridge::Bridge;
 
 use crate::algorithms;
 use crate::collective::Collective;

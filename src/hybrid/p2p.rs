@@ -28,8 +28,8 @@
 //! Deadlock detection does not reach across processes: only the team's timeout ends a cycle of
 //! waits between processes.
 
+use super::bridge::Bridge;
 use super::relay::{Pending, Relay};
-use super::world::Bridge;
 use crate::error::{Error, Result};
 use crate::mailbox::{names, type_fingerprint, Elem};
 use crate::sync::{spin_hint, yield_now};

@@ -48,9 +48,9 @@
 //! the stage itself follows from the agreed call alone (an algorithm that refuses the op, …),
 //! so it is the same on every process at the same segment, and every leader stops there.
 
+use super::bridge::Bridge;
 use super::check::{Arrival, Call};
 use super::native::{Chunk, PendingAllreduce};
-use super::world::Bridge;
 use super::ProcessComm;
 use crate::algorithms::blocks::block_range;
 use crate::error::{Error, Result};

@@ -1,8 +1,8 @@
 //! Probes on a communicator whose ranks are the threads of several MPI processes: what the
 //! next message a receive would take is, without taking it (`hybrid::p2p` for the paths).
 
+use super::bridge::Bridge;
 use super::p2p::{Link, Place};
-use super::world::Bridge;
 use crate::error::Result;
 use crate::mailbox::Elem;
 use crate::transport::mpi::Stage;

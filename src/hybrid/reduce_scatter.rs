@@ -18,8 +18,8 @@
 //! part: simple, about twice the traffic of a reduce-scatter. `Direct` needs the ranks to share
 //! memory and is refused on every rank.
 
+use super::bridge::Bridge;
 use super::check::Call;
-use super::world::Bridge;
 use crate::algorithms::reduce_scatter as sched;
 use crate::algorithms::reduce_scatter;
 use crate::collective::Collective;

@@ -16,9 +16,9 @@
 //! The lower ranks' operand stays on the left at every step, so any associative op is exact.
 //! The check between processes tells scan from exscan by the `V_FORM` bit on the algorithm.
 
+use super::bridge::Bridge;
 use super::check::Call;
 use super::gather::V_FORM;
-use super::world::Bridge;
 use crate::algorithms::scan as sched;
 use crate::algorithms::scan;
 use crate::collective::Collective;

@@ -11,7 +11,7 @@
 //! (color, key). The result is a plain `Comm` of the process's threads, ordered by key and then
 //! by rank, as `Comm::split` orders them (a process's ranks are in thread order).
 
-use super::world::Bridge;
+use super::bridge::Bridge;
 use crate::error::{Error, Result};
 use crate::local::Local;
 use crate::select::Allgather;

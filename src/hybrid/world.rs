@@ -10,7 +10,7 @@
 //! **Stages.** Each collective of such a `Comm` runs in three stages (`hybrid::collectives`),
 //! the HAN composition of docs/hierarchy.md with MPI as its top level:
 //! 1. within each process, over the mailboxes (the crate's own collectives on a plain `Comm`
-//!    of the process's threads, [`Bridge::local`]), towards the process's rank 0;
+//!    of the process's threads, `Bridge::local` in `bridge.rs`), towards the process's rank 0;
 //! 2. between the processes, by each process's rank 0 alone (the thread that called
 //!    `Team::run`, which must be the thread that initialised MPI: under
 //!    `Threading::Funneled` it is the only thread that may call MPI), on the leaders'
@@ -37,19 +37,17 @@
 //! (`MPI_Abort`, as `ProcessComm` does), and an MPI error is fatal (the duplicate
 //! communicator's handler).
 
+use super::bridge::Links;
 use super::check::{Arrival, Call};
-use super::p2p::{AsideQueue, Stages};
 use super::relay::Relay;
 use super::ProcessComm;
 use crate::error::{Error, Result};
-use crate::local::Local;
 use crate::transport::mpi::Channels;
 use ::mpi::environment::Threading;
 use ::mpi::ffi;
 use ::mpi::topology::Communicator;
 use ::mpi::traits::*;
 use parking_lot::Mutex;
-use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -129,19 +127,19 @@ pub(crate) struct Process {
     /// each stage between processes: every communicator of the team that spans processes runs
     /// its collectives' stages between processes on it, in the order its leader makes them,
     /// which the check compares on every process (with the communicator's context, `Call`).
-    pc: Mutex<ProcessComm>,
+    pub(super) pc: Mutex<ProcessComm>,
     /// Which ranks each process holds.
     pub(crate) layout: Arc<Layout>,
     /// Whether MPI allows calls from its main thread only, so that a run must be started from
     /// that thread.
     funneled: bool,
     /// The communicators of point-to-point between the processes' threads (`hybrid::p2p`).
-    channels: Arc<Channels>,
+    pub(super) channels: Arc<Channels>,
     /// Whether every thread may call MPI (`Threading::Multiple`) and so uses the channels
     /// itself; otherwise the leader relays.
-    direct: bool,
+    pub(super) direct: bool,
     /// The leader's relay, unless `direct`.
-    relay: Option<Arc<Relay>>,
+    pub(super) relay: Option<Arc<Relay>>,
     /// The relays of the duplicates of the team's communicator (`Comm::dup`), unless `direct`:
     /// the leader serves them beside its own, and drops each on its own thread (which alone
     /// may call MPI, to free their channels) once nothing else holds it.
@@ -151,7 +149,7 @@ pub(crate) struct Process {
     contexts: AtomicU64,
     /// Whether a check of this run has failed (on every process alike): no more MPI for the
     /// rest of the run. Reset when a run starts.
-    closed: AtomicBool,
+    pub(super) closed: AtomicBool,
     /// The first other process whose failure a check of this run reported (`usize::MAX`:
     /// none): `Team::run` then fails here too ([`Process::end`]). Reset when a run starts.
     failed_elsewhere: AtomicUsize,
@@ -309,7 +307,7 @@ impl Process {
 
     /// Under `Threading::Funneled`, an error unless the calling thread is MPI's main thread
     /// (the only one that may call MPI), which the leader's `op` is about to call.
-    fn on_main_thread(&self, op: &'static str) -> Result<()> {
+    pub(super) fn on_main_thread(&self, op: &'static str) -> Result<()> {
         if !self.funneled {
             return Ok(());
         }
@@ -333,7 +331,7 @@ impl Process {
     /// The leader's part of `Comm::dup` (inside its stage between processes, on the locked
     /// leaders' communicator `pc`): the duplicate's point-to-point channels (collective over
     /// the processes, as `MPI_Comm_dup`) and relay, and its context.
-    fn duplicate(&self, pc: &ProcessComm) -> Result<Links> {
+    pub(super) fn duplicate(&self, pc: &ProcessComm) -> Result<Links> {
         let rank = self.layout.offset(self.layout.process());
         let threads = self.layout.most_threads();
         let notices = Some(self.channels.notices().clone());
@@ -399,7 +397,7 @@ impl Process {
 
     /// Records that a check failed with `e` (the same on every process): no more MPI in this
     /// run, and if `e` names another process's failure, `Team::run` fails here too.
-    fn close(&self, e: &Error) {
+    pub(super) fn close(&self, e: &Error) {
         self.closed.store(true, Ordering::SeqCst);
         if let Error::ProcessFailed { process, .. } = *e {
             if process != self.layout.process() {
@@ -483,187 +481,6 @@ impl Process {
             }
             r => r,
         }
-    }
-}
-
-/// A rank's link to the processes of a hybrid team, inside its [`Comm`]: the plain `Comm` of
-/// its own process's threads, the layout, and on rank 0 of each process the process part.
-pub(crate) struct Bridge {
-    /// The communicator of this process's threads (thread i is its rank i), on which the
-    /// stages within the process run.
-    pub(crate) local: Local,
-    /// Which ranks each process holds.
-    pub(crate) layout: Arc<Layout>,
-    /// The process part, on the process's rank 0 (the leader) only.
-    process: Option<Arc<Process>>,
-    /// The communicators of point-to-point between processes, if this thread may call MPI
-    /// itself (`Threading::Multiple`).
-    pub(crate) channels: Option<Arc<Channels>>,
-    /// The process's relay, if its leader relays instead.
-    pub(crate) relay: Option<Arc<Relay>>,
-    /// This rank's messages from other processes moved aside by its receives.
-    pub(crate) aside: AsideQueue,
-    /// This rank's staging buffers for messages between processes.
-    pub(crate) stages: Stages,
-    /// Which of the team's communicators this is: 0 for the world, k for the k-th duplicate
-    /// (`Call`'s context).
-    context: u64,
-}
-
-/// What the ranks of a duplicate of a communicator that spans processes need of MPI besides
-/// the team's leaders' communicator: made by each process's leader, and handed to its other
-/// threads through the duplicate's shared state (`CommShared::attached`).
-struct Links {
-    /// The duplicate's context (`Call`).
-    context: u64,
-    /// Its point-to-point channels, for threads that call MPI themselves.
-    channels: Option<Arc<Channels>>,
-    /// Its relay, where the leader relays.
-    relay: Option<Arc<Relay>>,
-}
-
-impl std::fmt::Debug for Bridge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Bridge")
-            .field("layout", &self.layout)
-            .field("leader", &self.process.is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Bridge {
-    /// The link of the rank whose own process's communicator is `local`, in the team whose
-    /// process part is `process` (which the local rank 0 holds).
-    pub(crate) fn new(local: Local, process: &Arc<Process>) -> Self {
-        let leader = local.rank() == 0;
-        Bridge {
-            local,
-            layout: process.layout.clone(),
-            channels: process.direct.then(|| process.channels.clone()),
-            relay: process.relay.clone(),
-            process: leader.then(|| process.clone()),
-            aside: AsideQueue::default(),
-            stages: Stages::default(),
-            context: 0,
-        }
-    }
-
-    /// This rank's number in the world.
-    pub(crate) fn rank(&self) -> usize {
-        self.layout.offset(self.layout.process()) + self.local.rank()
-    }
-
-    /// Number of ranks of the world.
-    pub(crate) fn size(&self) -> usize {
-        self.layout.size()
-    }
-
-    /// Whether this rank is its process's leader (local rank 0), the one that calls MPI.
-    pub(crate) fn is_leader(&self) -> bool {
-        self.process.is_some()
-    }
-
-    /// Stage 2 of a collective `op` described by `call`: on the leader, the check between
-    /// processes, with `before` (the leader's result of stage 1) as its arrival, then
-    /// `stage` on the leaders' communicator; on the other ranks, nothing (`before`).
-    ///
-    /// On the leader, every failure of the check or of `stage` fails the process's run, so
-    /// that its other ranks, waiting in stage 3 for the leader, return it too; the check's
-    /// failures are the same on every process, and so are `stage`'s (decided from the agreed
-    /// call), so every process stops calling MPI for the rest of the run at the same call.
-    pub(crate) fn across(
-        &self,
-        op: &'static str,
-        call: Call,
-        before: Result<()>,
-        stage: impl FnOnce(&ProcessComm) -> Result<()>,
-    ) -> Result<()> {
-        let Some(p) = &self.process else {
-            return before;
-        };
-        // A relaying leader sends what its threads sent before it blocks in MPI's collective.
-        crate::sync::idle::run();
-        if let Err(e) = p.on_main_thread(op) {
-            return Err(self.local.fail(e));
-        }
-        let pc = p.pc.lock();
-        if p.closed.load(Ordering::SeqCst) {
-            // An earlier check failed on every process: this run's ranks all fail already.
-            return before.and_then(|()| {
-                Err(self.local.fail(Error::Aborted {
-                    rank: self.rank(),
-                    op,
-                    cause: Box::new(self.local.run().cause()),
-                }))
-            });
-        }
-        let arrival = if before.is_ok() {
-            Arrival::Ready
-        } else {
-            Arrival::Failed
-        };
-        let layout = &self.layout;
-        let call = call.in_context(self.context);
-        let agreed = pc.agree_across(&call, arrival, self.rank(), layout.leaders(), op);
-        let result = match (before, agreed) {
-            (Err(e), _) => Err(e),
-            (Ok(()), Err(e)) => Err(e),
-            (Ok(()), Ok(())) => stage(&pc),
-        };
-        result.map_err(|e| {
-            p.close(&e);
-            self.local.fail(e)
-        })
-    }
-}
-
-impl Bridge {
-    /// `Comm::dup` of a communicator that spans processes: the ranks of each process duplicate
-    /// their own threads' communicator, the leaders agree on the call and make the duplicate's
-    /// links between processes (`Links`), and the process's other threads pick them up. The
-    /// duplicate shares the team's leaders' communicator (its collectives' stages between
-    /// processes are told apart by its context in the check) and has point-to-point channels
-    /// of its own, so its messages never match this communicator's.
-    pub(crate) fn dup(&self) -> Result<Bridge> {
-        const OP: &str = "dup";
-        let split = self.local.split(Some(0), self.local.rank());
-        let mut links = None;
-        let agreed = self.across(
-            OP,
-            Call::dup(),
-            split.as_ref().map(|_| ()).map_err(Clone::clone),
-            |pc| {
-                let p = self.process.as_ref().expect("only a leader runs the stage");
-                links = Some(p.duplicate(pc)?);
-                Ok(())
-            },
-        );
-        let local = split?.expect("every rank passes a color");
-        agreed?;
-        if let Some(links) = links {
-            let links: Arc<dyn Any + Send + Sync> = Arc::new(links);
-            let _ = local.shared().attached.set(links);
-        }
-        // The leader attaches the links before it arrives; a leader that failed has failed the
-        // run, and the barrier with it.
-        local.barrier_with(crate::select::Barrier::Auto)?;
-        let links = local
-            .shared()
-            .attached
-            .get()
-            .cloned()
-            .and_then(|a| a.downcast::<Links>().ok())
-            .expect("the leader attached the duplicate's links before the barrier");
-        Ok(Bridge {
-            layout: self.layout.clone(),
-            process: self.process.clone(),
-            channels: links.channels.clone(),
-            relay: links.relay.clone(),
-            aside: AsideQueue::default(),
-            stages: Stages::default(),
-            context: links.context,
-            local,
-        })
     }
 }
 

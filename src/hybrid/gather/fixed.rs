@@ -6,9 +6,9 @@ use crate::algorithms::gather as sched;
 use crate::algorithms::gather::Allgathering;
 use crate::collective::Collective;
 use crate::error::Result;
+use crate::hybrid::bridge::Bridge;
 use crate::hybrid::check::Call;
 use crate::hybrid::shared_memory_only;
-use crate::hybrid::world::Bridge;
 use crate::mailbox::{Elem, Kind};
 use crate::select::{Allgather, Barrier, Broadcast, Decision, Flat, Gather, Scatter};
 

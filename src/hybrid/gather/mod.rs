@@ -55,7 +55,7 @@
 mod fixed;
 mod v_forms;
 
-use super::world::Bridge;
+use super::bridge::Bridge;
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::mailbox::{Elem, Kind, Tag};

@@ -1,0 +1,197 @@
+//! A rank's link to the processes of a hybrid team ([`Bridge`], inside its `Comm`): its own
+//! process's threads' communicator, the layout, the leader's stage between processes with its
+//! check (`across`), and `Comm::dup` of a communicator that spans processes. The process part
+//! it reaches on the leader, and the stages of a collective: `world`.
+
+use super::check::{Arrival, Call};
+use super::p2p::{AsideQueue, Stages};
+use super::relay::Relay;
+use super::world::{Layout, Process};
+use super::ProcessComm;
+use crate::error::{Error, Result};
+use crate::local::Local;
+use crate::transport::mpi::Channels;
+use std::any::Any;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// A rank's link to the processes of a hybrid team, inside its [`Comm`]: the plain `Comm` of
+/// its own process's threads, the layout, and on rank 0 of each process the process part.
+pub(crate) struct Bridge {
+    /// The communicator of this process's threads (thread i is its rank i), on which the
+    /// stages within the process run.
+    pub(crate) local: Local,
+    /// Which ranks each process holds.
+    pub(crate) layout: Arc<Layout>,
+    /// The process part, on the process's rank 0 (the leader) only.
+    process: Option<Arc<Process>>,
+    /// The communicators of point-to-point between processes, if this thread may call MPI
+    /// itself (`Threading::Multiple`).
+    pub(crate) channels: Option<Arc<Channels>>,
+    /// The process's relay, if its leader relays instead.
+    pub(crate) relay: Option<Arc<Relay>>,
+    /// This rank's messages from other processes moved aside by its receives.
+    pub(crate) aside: AsideQueue,
+    /// This rank's staging buffers for messages between processes.
+    pub(crate) stages: Stages,
+    /// Which of the team's communicators this is: 0 for the world, k for the k-th duplicate
+    /// (`Call`'s context).
+    context: u64,
+}
+
+/// What the ranks of a duplicate of a communicator that spans processes need of MPI besides
+/// the team's leaders' communicator: made by each process's leader, and handed to its other
+/// threads through the duplicate's shared state (`CommShared::attached`).
+pub(super) struct Links {
+    /// The duplicate's context (`Call`).
+    pub(super) context: u64,
+    /// Its point-to-point channels, for threads that call MPI themselves.
+    pub(super) channels: Option<Arc<Channels>>,
+    /// Its relay, where the leader relays.
+    pub(super) relay: Option<Arc<Relay>>,
+}
+
+impl std::fmt::Debug for Bridge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bridge")
+            .field("layout", &self.layout)
+            .field("leader", &self.process.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Bridge {
+    /// The link of the rank whose own process's communicator is `local`, in the team whose
+    /// process part is `process` (which the local rank 0 holds).
+    pub(crate) fn new(local: Local, process: &Arc<Process>) -> Self {
+        let leader = local.rank() == 0;
+        Bridge {
+            local,
+            layout: process.layout.clone(),
+            channels: process.direct.then(|| process.channels.clone()),
+            relay: process.relay.clone(),
+            process: leader.then(|| process.clone()),
+            aside: AsideQueue::default(),
+            stages: Stages::default(),
+            context: 0,
+        }
+    }
+
+    /// This rank's number in the world.
+    pub(crate) fn rank(&self) -> usize {
+        self.layout.offset(self.layout.process()) + self.local.rank()
+    }
+
+    /// Number of ranks of the world.
+    pub(crate) fn size(&self) -> usize {
+        self.layout.size()
+    }
+
+    /// Whether this rank is its process's leader (local rank 0), the one that calls MPI.
+    pub(crate) fn is_leader(&self) -> bool {
+        self.process.is_some()
+    }
+
+    /// Stage 2 of a collective `op` described by `call`: on the leader, the check between
+    /// processes, with `before` (the leader's result of stage 1) as its arrival, then
+    /// `stage` on the leaders' communicator; on the other ranks, nothing (`before`).
+    ///
+    /// On the leader, every failure of the check or of `stage` fails the process's run, so
+    /// that its other ranks, waiting in stage 3 for the leader, return it too; the check's
+    /// failures are the same on every process, and so are `stage`'s (decided from the agreed
+    /// call), so every process stops calling MPI for the rest of the run at the same call.
+    pub(crate) fn across(
+        &self,
+        op: &'static str,
+        call: Call,
+        before: Result<()>,
+        stage: impl FnOnce(&ProcessComm) -> Result<()>,
+    ) -> Result<()> {
+        let Some(p) = &self.process else {
+            return before;
+        };
+        // A relaying leader sends what its threads sent before it blocks in MPI's collective.
+        crate::sync::idle::run();
+        if let Err(e) = p.on_main_thread(op) {
+            return Err(self.local.fail(e));
+        }
+        let pc = p.pc.lock();
+        if p.closed.load(Ordering::SeqCst) {
+            // An earlier check failed on every process: this run's ranks all fail already.
+            return before.and_then(|()| {
+                Err(self.local.fail(Error::Aborted {
+                    rank: self.rank(),
+                    op,
+                    cause: Box::new(self.local.run().cause()),
+                }))
+            });
+        }
+        let arrival = if before.is_ok() {
+            Arrival::Ready
+        } else {
+            Arrival::Failed
+        };
+        let layout = &self.layout;
+        let call = call.in_context(self.context);
+        let agreed = pc.agree_across(&call, arrival, self.rank(), layout.leaders(), op);
+        let result = match (before, agreed) {
+            (Err(e), _) => Err(e),
+            (Ok(()), Err(e)) => Err(e),
+            (Ok(()), Ok(())) => stage(&pc),
+        };
+        result.map_err(|e| {
+            p.close(&e);
+            self.local.fail(e)
+        })
+    }
+}
+
+impl Bridge {
+    /// `Comm::dup` of a communicator that spans processes: the ranks of each process duplicate
+    /// their own threads' communicator, the leaders agree on the call and make the duplicate's
+    /// links between processes (`Links`), and the process's other threads pick them up. The
+    /// duplicate shares the team's leaders' communicator (its collectives' stages between
+    /// processes are told apart by its context in the check) and has point-to-point channels
+    /// of its own, so its messages never match this communicator's.
+    pub(crate) fn dup(&self) -> Result<Bridge> {
+        const OP: &str = "dup";
+        let split = self.local.split(Some(0), self.local.rank());
+        let mut links = None;
+        let agreed = self.across(
+            OP,
+            Call::dup(),
+            split.as_ref().map(|_| ()).map_err(Clone::clone),
+            |pc| {
+                let p = self.process.as_ref().expect("only a leader runs the stage");
+                links = Some(p.duplicate(pc)?);
+                Ok(())
+            },
+        );
+        let local = split?.expect("every rank passes a color");
+        agreed?;
+        if let Some(links) = links {
+            let links: Arc<dyn Any + Send + Sync> = Arc::new(links);
+            let _ = local.shared().attached.set(links);
+        }
+        // The leader attaches the links before it arrives; a leader that failed has failed the
+        // run, and the barrier with it.
+        local.barrier_with(crate::select::Barrier::Auto)?;
+        let links = local
+            .shared()
+            .attached
+            .get()
+            .cloned()
+            .and_then(|a| a.downcast::<Links>().ok())
+            .expect("the leader attached the duplicate's links before the barrier");
+        Ok(Bridge {
+            layout: self.layout.clone(),
+            process: self.process.clone(),
+            channels: links.channels.clone(),
+            relay: links.relay.clone(),
+            aside: AsideQueue::default(),
+            stages: Stages::default(),
+            context: links.context,
+            local,
+        })
+    }
+}
