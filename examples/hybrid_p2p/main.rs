@@ -18,7 +18,7 @@
 //! a message of another element type and one longer than the buffer, each an `Err` on the
 //! receiver that names both types; messages and collectives on a `dup` apart from the
 //! original's, and a `Mismatch` on every rank where the leaders call a collective of each in
-//! different orders; a thread that panics while a
+//! different orders; a non-blocking collective refused on every rank; a thread that panics while a
 //! thread of another process waits for its message fails every rank of every process. With
 //! `--funneled` (MPI initialised with `Funneled`) the same checks run with each process's
 //! leader relaying its threads' messages.
@@ -288,6 +288,26 @@ fn a_panic_elsewhere(team: &Team, process: usize, processes: usize) -> bool {
     ok
 }
 
+/// Whether a run whose ranks all expected a refusal passed: every rank's check `Ok`, or (in
+/// the processes whose ranks were not refused first) the run failed by another process's
+/// refusal.
+fn refused(out: corecoll::Result<Vec<std::result::Result<(), String>>>) -> bool {
+    match out {
+        Ok(out) => out.iter().all(|r| match r {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("FAIL refusal: {e}");
+                false
+            }
+        }),
+        Err(Error::ProcessFailed { .. }) => true,
+        Err(e) => {
+            eprintln!("FAIL refusal: {e}");
+            false
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| args.iter().any(|a| a == name);
@@ -335,6 +355,14 @@ fn main() -> ExitCode {
     tally(a_panic_elsewhere(&team, process, processes as usize));
     tally(run(&team, "dup", dup::isolation));
     tally(dup::crossed(&team, process, processes as usize));
+    // Non-blocking collectives do not span processes yet: a clear refusal on every rank.
+    tally(refused(team.run(|comm| {
+        let mut v = [1u64];
+        match comm.scope(|s| s.iallreduce(&mut v, corecoll::op::Sum).map(drop)) {
+            Err(Error::Unsupported { .. }) => Ok(()),
+            other => Err(format!("rank {}: iallreduce gave {other:?}", comm.rank())),
+        }
+    })));
     tally(run(&team, "a normal run after the failures", rings));
     let mut total = [passed as u64, failed as u64];
     let mine_tally = total;
