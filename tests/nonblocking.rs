@@ -597,3 +597,24 @@ fn a_deadlock_inside_a_scope_is_found() {
         }
     }
 }
+
+/// An op that panics inside a request (on one rank) panics that rank as the blocking call would:
+/// the run fails with the panic, every other rank's request fails, none hangs.
+#[test]
+fn an_op_that_panics_inside_a_request() {
+    for p in [2, 3] {
+        let out = team(p).run(|comm| -> Result<()> {
+            let r = comm.rank();
+            let mut v = vec![r as u64; 8];
+            let angry = op::commutative(move |a: &u64, b: &u64| {
+                assert!(r != p - 1, "an op panics on purpose inside a request");
+                a + b
+            });
+            comm.scope(|s| s.iallreduce_with(&mut v, angry, Algorithm::Direct)?.wait())
+        });
+        assert!(
+            matches!(out, Err(Error::Panicked { .. })),
+            "p = {p}: {out:?}"
+        );
+    }
+}
