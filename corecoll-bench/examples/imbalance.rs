@@ -17,7 +17,7 @@
 
 use corecoll::op::Sum;
 use corecoll::{Request, Team};
-use std::hint::black_box;
+use corecoll_bench::stats::Summary;
 use std::time::{Duration, Instant};
 
 fn arg(name: &str, default: usize) -> usize {
@@ -31,13 +31,9 @@ fn arg(name: &str, default: usize) -> usize {
 /// Busy computation for `d` (a loop on the clock: the same wall time on every core).
 fn compute(d: Duration) {
     let t = Instant::now();
-    let mut x = black_box(1.0f64);
     while t.elapsed() < d {
-        for _ in 0..64 {
-            x = x.mul_add(1.000_000_1, 1e-12);
-        }
+        corecoll_bench::overlap::compute(64);
     }
-    black_box(x);
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -98,10 +94,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok((blocking, nonblocking))
     })?;
-    let (mut blocking, mut nonblocking) = out.into_iter().next().expect("rank 0")?;
-    blocking.sort_by(f64::total_cmp);
-    nonblocking.sort_by(f64::total_cmp);
-    let (b, n) = (blocking[steps / 2], nonblocking[steps / 2]);
+    let (blocking, nonblocking) = out.into_iter().next().expect("rank 0")?;
+    let median = |v: &[f64]| Summary::of(v).map_or(f64::NAN, |s| s.median);
+    let (b, n) = (median(&blocking), median(&nonblocking));
     let ideal_b = layers as f64 * slow.as_secs_f64();
     let ideal_n =
         layers.div_ceil(2) as f64 * slow.as_secs_f64() + (layers / 2) as f64 * base.as_secs_f64();

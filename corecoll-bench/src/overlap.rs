@@ -17,6 +17,7 @@
 
 use crate::cli::Args;
 use crate::domain::{fmt_bytes, Call, Form};
+use crate::stats::Summary;
 use corecoll::op::Sum;
 use corecoll::{Collective, Comm, Request, Scope, Team};
 use std::hint::black_box;
@@ -67,8 +68,9 @@ fn start<'s>(
     }
 }
 
-/// Floating-point work: `units` dependent multiply-adds on a value the optimiser cannot see.
-fn compute(units: u64) {
+/// Floating-point work: `units` dependent multiply-adds on a value the optimiser cannot see
+/// (the compute of the overlap measurement and of `examples/imbalance.rs`).
+pub fn compute(units: u64) {
     let mut x = black_box(1.000_000_1f64);
     for _ in 0..units {
         x = x.mul_add(1.000_000_1, 1e-12);
@@ -138,11 +140,11 @@ fn measure(
                 Ok(t.elapsed().as_secs_f64())
             };
             // The compute matches the pure time, measured first.
-            let mut pure: Vec<f64> = (0..iters.clamp(3, 20))
+            let pure: Vec<f64> = (0..iters.clamp(3, 20))
                 .map(|_| once(&mut bufs, Step::Pure, 0))
                 .collect::<corecoll::Result<_>>()?;
-            pure.sort_by(f64::total_cmp);
-            let slowest = comm.allreduce_value(pure[pure.len() / 2], corecoll::op::Max)?;
+            let median = Summary::of(&pure).expect("at least 3").median;
+            let slowest = comm.allreduce_value(median, corecoll::op::Max)?;
             let units = (slowest * 1e6 * per_us) as u64;
             let mut rounds = Vec::with_capacity(iters);
             for _ in 0..iters {
@@ -169,11 +171,12 @@ fn measure(
         .map_err(|e| e.to_string())?;
     let mut med = [0.0; 4];
     for (k, m) in med.iter_mut().enumerate() {
-        let mut slowest: Vec<f64> = (0..iters)
+        let slowest: Vec<f64> = (0..iters)
             .map(|i| per_rank.iter().map(|r| r[i][k]).fold(0.0, f64::max))
             .collect();
-        slowest.sort_by(f64::total_cmp);
-        *m = slowest[slowest.len() / 2];
+        *m = Summary::of(&slowest)
+            .expect("at least one iteration")
+            .median;
     }
     Ok(med)
 }

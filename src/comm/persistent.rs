@@ -69,10 +69,9 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
         if self.in_flight() {
             return Err(self.refuse("start", "a start is in flight".into()));
         }
-        if let Some(f) = &mut self.fold {
-            // SAFETY: as in `recv_buffer`: no start is in flight.
-            let buf = unsafe { std::slice::from_raw_parts(self.recv, self.recv_len) };
-            return self.core.comm().local().fold_start(&mut f.state, buf);
+        if self.fold.is_some() {
+            let (local, f, buf) = self.fold_parts();
+            return local.fold_start(&mut f.state, buf);
         }
         let (send, send_len, recv, recv_len) = (self.send, self.send_len, self.recv, self.recv_len);
         let start = self.start.clone();
@@ -98,15 +97,12 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     /// Advances the scope's requests without blocking: `true` once the start in flight has
     /// completed, or if none is; its error, once, if it failed.
     pub fn test(&mut self) -> Result<bool> {
-        if let Some(f) = &mut self.fold {
-            let local = self.core.comm().local();
-            if !local.fold_ready(&f.state) {
+        if let Some(f) = &self.fold {
+            if !self.core.comm().local().fold_ready(&f.state) {
                 return Ok(false);
             }
-            // SAFETY: as in `recv_buffer`: the buffer is the one this start published, and
-            // only this `Persistent` reaches it.
-            let buf = unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) };
-            return local.fold_finish(&mut f.state, buf, &*f.op).map(|()| true);
+            // Ready: `wait` completes it without waiting.
+            return self.wait().map(|()| true);
         }
         let Some(req) = &mut self.current else {
             return Ok(true);
@@ -120,14 +116,9 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
 
     /// Blocks until the start in flight (if any) has completed: its result.
     pub fn wait(&mut self) -> Result<()> {
-        if let Some(f) = &mut self.fold {
-            // SAFETY: as in `test`.
-            let buf = unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) };
-            return self
-                .core
-                .comm()
-                .local()
-                .fold_finish(&mut f.state, buf, &*f.op);
+        if self.fold.is_some() {
+            let (local, f, buf) = self.fold_parts();
+            return local.fold_finish(&mut f.state, buf, &*f.op);
         }
         match self.current.take() {
             Some(req) => req.wait(),
@@ -173,6 +164,18 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) })
     }
 
+    /// A folded allreduce's parts: the rank's `Local`, the fold, and the buffer (the one its
+    /// starts publish and its completions fill).
+    fn fold_parts(&mut self) -> (&crate::local::Local, &mut Fold<'scope, T>, &mut [T]) {
+        let local = self.core.comm().local();
+        let fold = self.fold.as_mut().expect("a folded allreduce");
+        // SAFETY: the buffer was borrowed mutably for 'scope at setup and only this
+        // `Persistent` reaches it; the fold reads and writes it only inside these calls (its
+        // peers read the copy in the slots), and the borrow of `self` ends with them.
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) };
+        (local, fold, buf)
+    }
+
     /// Whether a start has not completed yet.
     fn in_flight(&self) -> bool {
         self.current.is_some() || self.fold.as_ref().is_some_and(|f| f.state.in_flight())
@@ -190,12 +193,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
 /// What sets up a persistent collective: its agreed description (`Setup`'s fields) and what
 /// each start runs.
 struct Plan<'scope, T, A> {
-    op: &'static str,
-    kind: Collective,
-    alg: A,
-    len: usize,
-    root: Option<usize>,
-    combine: Option<Rc<dyn Op<T> + 'scope>>,
+    setup: Setup<'scope, T, A>,
     start: Start<'scope, T>,
 }
 
@@ -214,25 +212,11 @@ impl<'scope> Scope<'scope, '_> {
         T: Copy + Send + Sync + 'static,
         A: Choice + 'scope,
     {
-        let Plan {
-            op,
-            kind,
-            alg,
-            len,
-            root,
-            combine,
-            start,
-        } = plan;
-        let check = self.core().start(op, move |c| {
-            let setup = Setup {
-                op,
-                kind,
-                len,
-                root,
-                combine: combine.as_deref(),
-            };
-            c.local().agree_setup(&setup, alg)
-        })?;
+        let Plan { setup, start } = plan;
+        let op = setup.op;
+        let check = self
+            .core()
+            .start(op, move |c| c.local().agree_setup(&setup))?;
         let setup = check.start_number();
         check.wait()?;
         let in_place = send.is_none();
@@ -284,12 +268,14 @@ impl<'scope> Scope<'scope, '_> {
         let o = op.clone();
         let kept = op.clone();
         let plan = Plan {
-            op: "allreduce",
-            kind: Collective::Allreduce,
-            alg: algorithm,
-            len: buf.len(),
-            root: None,
-            combine: Some(op),
+            setup: Setup {
+                op: "allreduce",
+                kind: Collective::Allreduce,
+                alg: algorithm,
+                len: buf.len(),
+                root: None,
+                combine: Some(op),
+            },
             start: Rc::new(move |c, _, b| c.allreduce_with(b, &*o, algorithm)),
         };
         let len = buf.len();
@@ -330,12 +316,14 @@ impl<'scope> Scope<'scope, '_> {
     {
         self.comm().check_root("broadcast", root)?;
         let plan = Plan {
-            op: "broadcast",
-            kind: Collective::Broadcast,
-            alg: algorithm,
-            len: buf.len(),
-            root: Some(root),
-            combine: None,
+            setup: Setup {
+                op: "broadcast",
+                kind: Collective::Broadcast,
+                alg: algorithm,
+                len: buf.len(),
+                root: Some(root),
+                combine: None,
+            },
             start: Rc::new(move |c, _, b| c.broadcast_with(b, root, algorithm)),
         };
         self.persistent(plan, None, buf)
@@ -371,12 +359,14 @@ impl<'scope> Scope<'scope, '_> {
         let op = Rc::new(op);
         let o = op.clone();
         let plan = Plan {
-            op: "reduce",
-            kind: Collective::Reduce,
-            alg: algorithm,
-            len: buf.len(),
-            root: Some(root),
-            combine: Some(op),
+            setup: Setup {
+                op: "reduce",
+                kind: Collective::Reduce,
+                alg: algorithm,
+                len: buf.len(),
+                root: Some(root),
+                combine: Some(op),
+            },
             start: Rc::new(move |c, _, b| c.reduce_with(b, &*o, root, algorithm)),
         };
         self.persistent(plan, None, buf)
@@ -408,12 +398,14 @@ impl<'scope> Scope<'scope, '_> {
         self.comm()
             .check_whole("allgather", "recv", recv.len(), send.len())?;
         let plan = Plan {
-            op: "allgather",
-            kind: Collective::Allgather,
-            alg: algorithm,
-            len: send.len(),
-            root: None,
-            combine: None,
+            setup: Setup {
+                op: "allgather",
+                kind: Collective::Allgather,
+                alg: algorithm,
+                len: send.len(),
+                root: None,
+                combine: None,
+            },
             start: Rc::new(move |c, s, r| c.allgather_with(s, r, algorithm)),
         };
         self.persistent(plan, Some(send), recv)
@@ -444,12 +436,14 @@ impl<'scope> Scope<'scope, '_> {
         self.comm()
             .check_alltoall("alltoall", send.len(), recv.len())?;
         let plan = Plan {
-            op: "alltoall",
-            kind: Collective::Alltoall,
-            alg: algorithm,
-            len: send.len(),
-            root: None,
-            combine: None,
+            setup: Setup {
+                op: "alltoall",
+                kind: Collective::Alltoall,
+                alg: algorithm,
+                len: send.len(),
+                root: None,
+                combine: None,
+            },
             start: Rc::new(move |c, s, r| c.alltoall_with(s, r, algorithm)),
         };
         self.persistent(plan, Some(send), recv)
@@ -486,12 +480,14 @@ impl<'scope> Scope<'scope, '_> {
         let op = Rc::new(op);
         let o = op.clone();
         let plan = Plan {
-            op: "reduce_scatter_block",
-            kind: Collective::ReduceScatter,
-            alg: algorithm,
-            len: recv.len(),
-            root: None,
-            combine: Some(op),
+            setup: Setup {
+                op: "reduce_scatter_block",
+                kind: Collective::ReduceScatter,
+                alg: algorithm,
+                len: recv.len(),
+                root: None,
+                combine: Some(op),
+            },
             start: Rc::new(move |c, s, r| c.reduce_scatter_block_with(s, r, &*o, algorithm)),
         };
         self.persistent(plan, Some(send), recv)
@@ -505,12 +501,14 @@ impl<'scope> Scope<'scope, '_> {
     /// [`Comm::barrier_with`] as a persistent collective.
     pub fn barrier_init_with(&'scope self, algorithm: Barrier) -> Result<Persistent<'scope, ()>> {
         let plan = Plan {
-            op: "barrier",
-            kind: Collective::Barrier,
-            alg: algorithm,
-            len: 0,
-            root: None,
-            combine: None,
+            setup: Setup {
+                op: "barrier",
+                kind: Collective::Barrier,
+                alg: algorithm,
+                len: 0,
+                root: None,
+                combine: None,
+            },
             start: Rc::new(move |c, _, _| c.barrier_with(algorithm)),
         };
         self.persistent(plan, None, &mut [])

@@ -71,8 +71,7 @@ fn shadow_of(n: u64) -> usize {
 impl Comm {
     /// This rank's communicator of shadow `k`.
     fn shadow(&self, op: &'static str, k: usize) -> Result<&Comm> {
-        #[cfg(feature = "mpi")]
-        if let super::Span::Processes(_) = &self.span {
+        if !self.is_threads() {
             return Err(self.fail(Error::Unsupported {
                 rank: self.rank(),
                 op,
@@ -81,7 +80,6 @@ impl Comm {
                     .into(),
             }));
         }
-        let _ = op;
         let comms = self
             .shadows
             .comms
@@ -123,14 +121,11 @@ impl Comm {
             _env: PhantomData,
         };
         let out = {
-            let finish = Finish(&scope.core);
+            let _finish = Finish(&scope.core);
             let hook = || scope.core.hook();
             let ready = || scope.core.has_work();
-            let out = crate::sync::idle::with_idle_ready(&hook, &ready, || f(&scope));
-            std::mem::forget(finish);
-            out
+            crate::sync::idle::with_idle_ready(&hook, &ready, || f(&scope))
         };
-        scope.core.finish();
         let unseen = scope.core.unseen();
         match (out, unseen) {
             (Err(e), _) => Err(e),
@@ -194,6 +189,19 @@ struct Entry<'scope> {
     seen: bool,
 }
 
+impl Entry<'_> {
+    /// Whether resuming the request would let it go on: it is the first of its shadow and has
+    /// not started yet, or it has ended (a panic that unwound out of its resume), or the
+    /// condition of the wait it is suspended in holds.
+    fn ready(&mut self, shadows: &Shadows) -> bool {
+        if self.running {
+            self.task.done() || self.task.may_go_on()
+        } else {
+            shadows.may_run(self.start)
+        }
+    }
+}
+
 /// A scope's requests by number; a number is reused once its request is gone, so that a
 /// scope that runs many requests (a persistent collective started thousands of times) keeps
 /// only those in flight.
@@ -239,14 +247,15 @@ impl<'scope> Entries<'scope> {
     }
 }
 
-/// Finishes a scope's requests if its closure unwinds: fails the run first, so that every wait
-/// of theirs ends, then runs them to completion, so that no peer touches their buffers after.
+/// Runs a scope's requests to completion when its closure returns or unwinds, so that no peer
+/// touches their buffers after; when unwinding, fails the run first, so that every wait of
+/// theirs ends.
 struct Finish<'a, 'scope>(&'a Core<'scope>);
 
 impl Drop for Finish<'_, '_> {
     fn drop(&mut self) {
         let core = self.0;
-        if core.entries.borrow().iter().any(|e| !e.task.done()) {
+        if std::thread::panicking() && core.entries.borrow().iter().any(|e| !e.task.done()) {
             let _ = core.comm.fail(Error::Panicked {
                 rank: core.comm.team_rank(core.comm.rank()).unwrap_or(0),
                 message: "a panic left a scope with non-blocking collectives in flight".into(),
@@ -280,7 +289,7 @@ impl<'scope> Core<'scope> {
         };
         // SAFETY: the task borrows for `'scope` at most (`f`, and `comm`, which lives as long
         // as `self.comm`), and the scope runs every task to completion before `'scope` ends
-        // (`Comm::scope`, on its normal path and in `Finish` when unwinding).
+        // (`Finish`, when the scope's closure returns and when it unwinds).
         let task = unsafe { Task::new(move || f(comm)) };
         let id = self.entries.borrow_mut().insert(Entry {
             task,
@@ -309,6 +318,9 @@ impl<'scope> Core<'scope> {
         let shadows = &self.comm.shadows;
         let mut entries = self.entries.borrow_mut();
         for e in entries.iter_mut().filter(|e| e.result.is_none()) {
+            if !e.ready(shadows) {
+                continue;
+            }
             if e.running && e.task.done() {
                 // It panicked, and the panic went on out of the resume that ran it (its shadow
                 // was released as it unwound).
@@ -318,14 +330,7 @@ impl<'scope> Core<'scope> {
                 }));
                 continue;
             }
-            if !e.running {
-                if !shadows.may_run(e.start) {
-                    continue;
-                }
-                e.running = true;
-            } else if !e.task.may_go_on() {
-                continue;
-            }
+            e.running = true;
             worked = true;
             let finished = Resumed(shadows, e.start);
             if e.task.resume() {
@@ -341,30 +346,28 @@ impl<'scope> Core<'scope> {
     /// The scope's idle hook: advances its requests during the rank's other waits, unless a
     /// `wait` of the scope is looking at them or the wait is a task's own.
     fn hook(&self) -> bool {
-        if self.driving.get() || task::inside() || self.entries.try_borrow_mut().is_err() {
-            return false;
-        }
-        self.progress()
+        !self.stands_aside() && self.progress()
     }
 
     /// Whether one of the scope's requests could go on now (the scope's idle hook would
     /// resume it): false while a `wait` of the scope looks at them itself.
     fn has_work(&self) -> bool {
-        if self.driving.get() || task::inside() {
+        if self.stands_aside() {
             return false;
         }
-        let Ok(mut entries) = self.entries.try_borrow_mut() else {
-            return false;
-        };
         let shadows = &self.comm.shadows;
-        let any = entries.iter_mut().filter(|e| e.result.is_none()).any(|e| {
-            if e.running {
-                e.task.done() || e.task.may_go_on()
-            } else {
-                shadows.may_run(e.start)
-            }
-        });
+        let mut entries = self.entries.borrow_mut();
+        let any = entries
+            .iter_mut()
+            .filter(|e| e.result.is_none())
+            .any(|e| e.ready(shadows));
         any
+    }
+
+    /// Whether the scope's hooks leave its requests alone: a `wait` of the scope is looking at
+    /// them, or the wait is a task's own, or the requests are being advanced already.
+    fn stands_aside(&self) -> bool {
+        self.driving.get() || task::inside() || self.entries.try_borrow_mut().is_err()
     }
 
     /// Runs the scope until request `id` (or, for `None`, every request) has finished.
@@ -488,7 +491,7 @@ impl Request<'_> {
     /// (its buffers then hold the result), `false` while it is in flight; its error, once, if it
     /// failed.
     pub fn test(&mut self) -> Result<bool> {
-        if self.core.entries.borrow().get(self.id).result.is_none() {
+        if !self.finished() {
             self.core.progress();
         }
         match self.core.outcome(self.id) {
@@ -508,6 +511,11 @@ impl Request<'_> {
 }
 
 impl Request<'_> {
+    /// Whether the request has finished (its result waits to be seen).
+    fn finished(&self) -> bool {
+        self.core.entries.borrow().get(self.id).result.is_some()
+    }
+
     /// The request's start number on its communicator (the same on every rank).
     pub(crate) fn start_number(&self) -> u64 {
         self.core.entries.borrow().get(self.id).start
@@ -534,25 +542,19 @@ impl Request<'_> {
         first
     }
 
-    /// Waits until one request of `requests` has completed, removes it and returns its index
-    /// in `requests` and its result; `None` if `requests` is empty.
+    /// Waits until one request of `requests` (requests of one scope) has completed, removes it
+    /// and returns its index in `requests` and its result; `None` if `requests` is empty.
     pub fn wait_any(requests: &mut Vec<Self>) -> Option<(usize, Result<()>)> {
         let core = requests.first()?.core;
         loop {
-            let mut done = None;
-            for (i, r) in requests.iter_mut().enumerate() {
-                match r.test() {
-                    Ok(false) => {}
-                    Ok(true) => done = Some((i, Ok(()))),
-                    Err(e) => done = Some((i, Err(e))),
-                }
-                if done.is_some() {
-                    break;
-                }
-            }
-            if let Some((i, r)) = done {
-                drop(requests.remove(i));
-                return Some((i, r));
+            core.progress();
+            if let Some(i) = requests.iter().position(Request::finished) {
+                let r = requests.remove(i);
+                let out = r
+                    .core
+                    .outcome(r.id)
+                    .expect("a finished request has its result");
+                return Some((i, out));
             }
             core.wait_for_any();
         }

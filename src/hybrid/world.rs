@@ -182,6 +182,16 @@ impl std::fmt::Debug for Process {
     }
 }
 
+/// Whether the calling thread is MPI's main thread (`MPI_Is_thread_main`). MPI must be
+/// initialised.
+fn is_thread_main() -> bool {
+    let mut main = 0;
+    // SAFETY: `main` is a valid place for the flag; MPI is initialised (every caller holds a
+    // communicator).
+    unsafe { ffi::MPI_Is_thread_main(&mut main) };
+    main != 0
+}
+
 /// How this process's threads share its node with other processes' (for pinning and the wait
 /// policy): the threads of the node's processes before this one, and on the whole node.
 #[derive(Debug, Clone, Copy)]
@@ -223,9 +233,6 @@ impl Process {
         let rank = comm.rank() as usize;
         let level = ::mpi::environment::threading_support();
         let funneled = level == Threading::Funneled;
-        let mut main = 0;
-        // SAFETY: `main` is a valid place for the flag; MPI is initialised (`comm` exists).
-        unsafe { ffi::MPI_Is_thread_main(&mut main) };
         let unsupported = |what: String| Error::Unsupported { rank, op: OP, what };
         if level == Threading::Single {
             return Err(unsupported(
@@ -234,7 +241,7 @@ impl Process {
                     .to_string(),
             ));
         }
-        if funneled && main == 0 {
+        if funneled && !is_thread_main() {
             return Err(unsupported(
                 "under Threading::Funneled only the thread that initialised MPI may call it, \
                  and a hybrid team's rank 0 (the thread that builds and runs it) does"
@@ -308,14 +315,7 @@ impl Process {
     /// Under `Threading::Funneled`, an error unless the calling thread is MPI's main thread
     /// (the only one that may call MPI), which the leader's `op` is about to call.
     pub(super) fn on_main_thread(&self, op: &'static str) -> Result<()> {
-        if !self.funneled {
-            return Ok(());
-        }
-        let mut main = 0;
-        // SAFETY: `main` is a valid place for the flag; MPI is initialised (the team's
-        // communicator exists).
-        unsafe { ffi::MPI_Is_thread_main(&mut main) };
-        if main != 0 {
+        if !self.funneled || is_thread_main() {
             return Ok(());
         }
         Err(Error::Unsupported {

@@ -11,39 +11,38 @@ use crate::mailbox::Kind;
 use crate::op::Op;
 use crate::select::Choice;
 use crate::shm::Slots;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// A persistent collective as its ranks agree on it: which collective and algorithm, on how
 /// many elements of which type, at which root, with which op.
-pub(crate) struct Setup<'o, T> {
+pub(crate) struct Setup<'o, T, A> {
     /// The collective's name, for messages.
     pub op: &'static str,
     /// The collective.
     pub kind: Collective,
+    /// The algorithm (its id is compared: blocks are compared by each start's own check).
+    pub alg: A,
     /// Elements per rank.
     pub len: usize,
     /// The root of a rooted collective.
     pub root: Option<usize>,
     /// The op of a reducing collective.
-    pub combine: Option<&'o dyn Op<T>>,
+    pub combine: Option<Rc<dyn Op<T> + 'o>>,
 }
 
 impl Local {
-    /// Checks that every rank sets up the same persistent collective `setup` with algorithm
-    /// `alg` (its id: blocks are compared by each start's own check): the check of every
-    /// collective, in its dissemination form, so that every rank returns the same verdict.
-    pub(crate) fn agree_setup<T: 'static, A: Choice>(
-        &self,
-        setup: &Setup<'_, T>,
-        alg: A,
-    ) -> Result<()> {
+    /// Checks that every rank sets up the same persistent collective `setup`: the check of
+    /// every collective, in its dissemination form, so that every rank returns the same
+    /// verdict.
+    pub(crate) fn agree_setup<T: 'static, A: Choice>(&self, setup: &Setup<'_, T, A>) -> Result<()> {
         self.enter_call(setup.op)?;
         let tag = self.next_tag(Kind::Coll(setup.kind));
-        let mut call = Call::of::<T, A>(setup.op, alg, setup.len);
+        let mut call = Call::of::<T, A>(setup.op, setup.alg, setup.len);
         if let Some(root) = setup.root {
             call = call.at(root);
         }
-        if let Some(op) = setup.combine {
+        if let Some(op) = setup.combine.as_deref() {
             call = call.with_op(&op);
         }
         check::agree(&self.coll(setup.op), tag, &call, true)

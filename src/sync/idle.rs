@@ -100,47 +100,36 @@ pub(crate) fn installed() -> bool {
     TOP.with(|h| h.get().is_some())
 }
 
+/// This thread's installed hooks, innermost first: `(hook, ready)` of each.
+fn hooks() -> impl Iterator<Item = (&'static dyn Fn() -> bool, Option<&'static dyn Fn() -> bool>)> {
+    let mut node = TOP.with(|h| h.get());
+    std::iter::from_fn(move || {
+        let n = node?;
+        // SAFETY: a node and the closures it points to are reachable only while the
+        // `with_idle` call that made them runs (see there), and every caller of this uses the
+        // iterator and what it yields inside that call, at once, on this thread.
+        unsafe {
+            node = (*n).below;
+            Some((&*(*n).hook, (*n).ready.map(|r| &*r)))
+        }
+    })
+}
+
 /// Whether every idle hook of this thread can tell when it has work ([`with_idle_ready`]).
 pub(crate) fn precise() -> bool {
-    let mut node = TOP.with(|h| h.get());
-    while let Some(n) = node {
-        // SAFETY: as in `run`.
-        unsafe {
-            if (*n).ready.is_none() {
-                return false;
-            }
-            node = (*n).below;
-        }
-    }
-    true
+    hooks().all(|(_, ready)| ready.is_some())
 }
 
 /// Whether one of this thread's idle hooks that can tell has work now (false while the hooks
 /// run).
 pub(crate) fn ready() -> bool {
-    if RUNNING.with(|r| r.get()) {
-        return false;
-    }
-    let mut node = TOP.with(|h| h.get());
-    while let Some(n) = node {
-        // SAFETY: as in `run`.
-        unsafe {
-            if (*n).ready.is_some_and(|r| (*r)()) {
-                return true;
-            }
-            node = (*n).below;
-        }
-    }
-    false
+    !RUNNING.with(|r| r.get()) && hooks().any(|(_, ready)| ready.is_some_and(|r| r()))
 }
 
 /// Runs this thread's idle hooks, innermost first, unless they are already running: whether
 /// one found work (which keeps the thread's wait awake a while longer).
 pub(crate) fn run() -> bool {
-    let Some(top) = TOP.with(|h| h.get()) else {
-        return false;
-    };
-    if RUNNING.with(|r| r.replace(true)) {
+    if !installed() || RUNNING.with(|r| r.replace(true)) {
         return false;
     }
     struct Done;
@@ -150,17 +139,8 @@ pub(crate) fn run() -> bool {
         }
     }
     let _done = Done;
-    let mut worked = false;
-    let mut node = Some(top);
-    while let Some(n) = node {
-        // SAFETY: a node and its hook are reachable only while the `with_idle` call that made
-        // them runs (see there), and this runs inside it.
-        unsafe {
-            worked |= (*(*n).hook)();
-            node = (*n).below;
-        }
-    }
-    worked
+    // Every hook runs, whatever the others found.
+    hooks().fold(false, |worked, (hook, _)| hook() | worked)
 }
 
 #[cfg(all(test, not(loom)))]

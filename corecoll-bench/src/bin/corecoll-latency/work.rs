@@ -113,6 +113,14 @@ impl Buffers {
     }
 }
 
+/// Starts an allreduce's vector again at 1 long before its sums (which double every value)
+/// would overflow; on every rank alike, since the values are equal everywhere.
+fn renew(f: &mut [f64]) {
+    if f.first().is_some_and(|&x| x > 1e300) {
+        f.fill(1.0);
+    }
+}
+
 /// Repeats `work` `iters` times on this rank.
 fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::Result<()> {
     let rank = comm.rank();
@@ -157,11 +165,7 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
         Work::Allreduce(_, alg) => {
             for _ in 0..iters {
                 comm.allreduce_with(&mut bufs.f, Sum, alg)?;
-                // Sums double every value; start again (on every rank alike: the values are
-                // equal everywhere) long before they would overflow.
-                if bufs.f.first().is_some_and(|&x| x > 1e300) {
-                    bufs.f.fill(1.0);
-                }
+                renew(&mut bufs.f);
             }
         }
         Work::Persistent(_) => comm.scope(|s| {
@@ -169,19 +173,14 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
             for _ in 0..iters {
                 ar.start()?;
                 ar.wait()?;
-                let f = ar.buffer()?;
-                if f.first().is_some_and(|&x| x > 1e300) {
-                    f.fill(1.0);
-                }
+                renew(ar.buffer()?);
             }
             Ok(())
         })?,
         Work::Nonblocking(_) => {
             for _ in 0..iters {
                 comm.scope(|s| s.iallreduce(&mut bufs.f, Sum)?.wait())?;
-                if bufs.f.first().is_some_and(|&x| x > 1e300) {
-                    bufs.f.fill(1.0);
-                }
+                renew(&mut bufs.f);
             }
         }
         Work::Collective(call) => {

@@ -15,14 +15,12 @@ mod loom;
 use crate::error::Result;
 use crate::op::Op;
 use crate::shm::{Member, Slots};
-use std::mem::{align_of, size_of_val};
+use std::mem::{align_of, size_of, size_of_val};
 
 /// Whether a vector of `len` elements of `T` fits the slots.
 pub(crate) fn fits<T>(len: usize) -> bool {
     align_of::<T>() <= 8 && len.saturating_mul(size_of::<T>()) <= crate::shm::SLOT_BYTES
 }
-
-use std::mem::size_of;
 
 /// Publishes this rank's `buf` as its contribution to start `k`, and wakes the other ranks
 /// that it sees asleep.
