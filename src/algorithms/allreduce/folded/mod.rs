@@ -28,9 +28,8 @@ pub(crate) fn fits<T>(len: usize) -> bool {
 /// Why not `unpark` them here, as every other writer of the crate does: its fence, which keeps
 /// a wake-up from being lost when a rank goes to sleep at the same instant, would hold this
 /// rank until its store has reached the other cores, before it can even start to look for
-/// theirs (in A/B runs at p = 2 the fenced start cost a tenth to a fifth more per start).
-/// Here the ranks that have long been asleep are woken without a fence, and
-/// [`finish`] wakes every rank with one, once this rank has what it waits for (every rank
+/// theirs. Here the ranks that have long been asleep are woken without a fence, and [`finish`]
+/// wakes every rank with one, once this rank has what it waits for (every rank
 /// publishes before it waits, so no rank's publication waits for this wake-up): a rank that
 /// went to sleep at the very instant of this start sleeps until this rank completes it.
 ///
