@@ -355,12 +355,21 @@ fn main() -> ExitCode {
     tally(a_panic_elsewhere(&team, process, processes as usize));
     tally(run(&team, "dup", dup::isolation));
     tally(dup::crossed(&team, process, processes as usize));
-    // Non-blocking collectives do not span processes yet: a clear refusal on every rank.
+    // Requests do not span processes yet: a clear refusal on every rank, for a non-blocking
+    // collective and for non-blocking point-to-point.
     tally(refused(team.run(|comm| {
         let mut v = [1u64];
         match comm.scope(|s| s.iallreduce(&mut v, corecoll::op::Sum).map(drop)) {
             Err(Error::Unsupported { .. }) => Ok(()),
             other => Err(format!("rank {}: iallreduce gave {other:?}", comm.rank())),
+        }
+    })));
+    tally(refused(team.run(|comm| {
+        let mut v = [1u64];
+        let peer = (comm.rank() + 1) % comm.size();
+        match comm.scope(|s| s.irecv(peer, &mut v).map(drop)) {
+            Err(Error::Unsupported { .. }) => Ok(()),
+            other => Err(format!("rank {}: irecv gave {other:?}", comm.rank())),
         }
     })));
     tally(run(&team, "a normal run after the failures", rings));

@@ -52,7 +52,10 @@ pub struct Comm {
     shadows: scope::Shadows,
 }
 
-/// Where a communicator's ranks are, chosen when its team is built.
+/// Where a communicator's ranks are, chosen when its team is built. The threads' variant, on
+/// every call's path, stays inline (a `Comm` is one object per rank, its size immaterial); the
+/// rarer one is boxed.
+#[cfg_attr(feature = "mpi", allow(clippy::large_enum_variant))]
 enum Span {
     /// Threads of one process: every call runs over the mailboxes and the shared memory.
     Threads(Local),

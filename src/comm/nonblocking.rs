@@ -2,13 +2,16 @@
 //! with the same arguments as a request (`scope`), so it validates, chooses and computes
 //! exactly as that call: the same errors, the same algorithm for `Auto`, the same bits.
 
+use super::p2p::Route;
 use super::scope::{Request, Scope};
-use super::Comm;
+use super::{Comm, Peer, Status};
 use crate::error::Result;
+use crate::mailbox::{names, Elem};
 use crate::op::Op;
 use crate::select::{
     Algorithm, Allgather, Alltoall, Barrier, Broadcast, Reduce, ReduceScatter, Scan,
 };
+use crate::transport::shm::Want;
 
 impl<'scope> Scope<'scope, '_> {
     fn start(
@@ -232,5 +235,82 @@ impl<'scope> Scope<'scope, '_> {
     /// [`Comm::barrier_with`] as a request.
     pub fn ibarrier_with(&'scope self, algorithm: Barrier) -> Result<Request<'scope>> {
         self.start("ibarrier", move |c| c.barrier_with(algorithm))
+    }
+
+    /// [`Comm::send`] as a request: `data` must not change until the request completes,
+    /// which it does once the message is on its way (copied, or read by the receiver).
+    ///
+    /// Sends from one rank to one destination arrive in the order they were made, blocking or
+    /// not; a send that cannot be posted at once (the receiver is several messages behind)
+    /// waits in its scope, and later sends to the same destination wait behind it.
+    pub fn isend<T: Elem>(
+        &'scope self,
+        dest: impl Into<Peer>,
+        data: &'scope [T],
+    ) -> Result<Request<'scope>> {
+        self.isend_tagged(dest, 0, data)
+    }
+
+    /// [`Comm::send_tagged`] as a request ([`Scope::isend`]).
+    pub fn isend_tagged<T: Elem>(
+        &'scope self,
+        dest: impl Into<Peer>,
+        tag: u32,
+        data: &'scope [T],
+    ) -> Result<Request<'scope>> {
+        let comm = self.comm();
+        let tag = comm.check_tag("isend", tag, false)?.unwrap_or_default();
+        let dest = comm.route("isend", dest.into(), false)?;
+        names::note::<T>();
+        comm.threads_only("isend")?;
+        if let Route::Rank(Some(dest)) = dest {
+            if comm.local().isend_now(dest, tag, data) {
+                return Ok(self.core().completed(Status::NONE));
+            }
+        }
+        self.core().start_p2p(move |c| {
+            if let Route::Rank(dest) = dest {
+                let dest = dest.expect("a send has a destination");
+                c.local().isend(dest, tag, data)?;
+            }
+            Ok(Status::NONE)
+        })
+    }
+
+    /// [`Comm::recv`] as a request: `buf` holds the message once the request completes
+    /// ([`Request::wait_status`] says from whom, with which tag and how long).
+    ///
+    /// A non-blocking receive is matched as MPI matches it: a message goes to the receive
+    /// the rank made first among those that accept it, so a receive that is still waiting
+    /// takes its message before any receive the rank makes later.
+    pub fn irecv<T: Elem>(
+        &'scope self,
+        src: impl Into<Peer>,
+        buf: &'scope mut [T],
+    ) -> Result<Request<'scope>> {
+        self.irecv_tagged(src, 0, buf)
+    }
+
+    /// [`Comm::recv_tagged`] as a request ([`Scope::irecv`]): any source and any tag too.
+    pub fn irecv_tagged<T: Elem>(
+        &'scope self,
+        src: impl Into<Peer>,
+        tag: u32,
+        buf: &'scope mut [T],
+    ) -> Result<Request<'scope>> {
+        let comm = self.comm();
+        let tag = comm.check_tag("irecv", tag, true)?;
+        let src = comm.route("irecv", src.into(), true)?;
+        names::note::<T>();
+        comm.threads_only("irecv")?;
+        if let Route::Rank(src) = src {
+            if let Some(found) = comm.local().try_recv(Want { src, tag }, &mut *buf)? {
+                return Ok(self.core().completed(Status::of(found)));
+            }
+        }
+        self.core().start_p2p(move |c| match src {
+            Route::Nowhere => Ok(Status::NONE),
+            Route::Rank(src) => c.local().irecv(Want { src, tag }, buf).map(Status::of),
+        })
     }
 }

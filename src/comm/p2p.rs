@@ -71,13 +71,13 @@ pub struct Status {
 
 impl Status {
     /// The status of a call on [`Peer::None`].
-    const NONE: Status = Status {
+    pub(crate) const NONE: Status = Status {
         source: None,
         tag: ANY_TAG,
         len: 0,
     };
 
-    fn of(found: Found) -> Status {
+    pub(super) fn of(found: Found) -> Status {
         Status {
             source: Some(found.src),
             tag: found.tag,
@@ -87,7 +87,7 @@ impl Status {
 }
 
 /// Where a point-to-point call goes: a rank of the communicator (`None`: any), or nowhere.
-enum Route {
+pub(super) enum Route {
     Rank(Option<usize>),
     Nowhere,
 }
@@ -96,7 +96,7 @@ impl Comm {
     /// Where point-to-point `op` with `peer` goes; an error (failing the run) for a rank out
     /// of range, or for "any" as a destination (`send`).
     #[inline]
-    fn route(&self, op: &'static str, peer: Peer, receiving: bool) -> Result<Route> {
+    pub(super) fn route(&self, op: &'static str, peer: Peer, receiving: bool) -> Result<Route> {
         let rank = match peer {
             Peer::None => return Ok(Route::Nowhere),
             Peer::Any if !receiving => {
@@ -141,7 +141,7 @@ impl Comm {
 
     /// Fails the run unless `tag` is one a message may carry (`any`: or [`ANY_TAG`]).
     #[inline]
-    fn check_tag(&self, op: &'static str, tag: u32, any: bool) -> Result<Option<u32>> {
+    pub(super) fn check_tag(&self, op: &'static str, tag: u32, any: bool) -> Result<Option<u32>> {
         match tag {
             ANY_TAG if any => Ok(None),
             t if t <= TAG_MAX => Ok(Some(t)),

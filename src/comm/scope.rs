@@ -21,7 +21,7 @@
 //! (`mem::forget`) leaves its collective to finish at the end of the scope, and no peer can
 //! touch a buffer after its borrow ends.
 
-use super::Comm;
+use super::{Comm, Status};
 use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
 use crate::sync::task::{self, Task};
@@ -69,17 +69,24 @@ fn shadow_of(n: u64) -> usize {
 }
 
 impl Comm {
+    /// An error (failing the run) unless the communicator's ranks are threads of one process:
+    /// requests are not supported across processes yet.
+    pub(super) fn threads_only(&self, op: &'static str) -> Result<()> {
+        if self.is_threads() {
+            return Ok(());
+        }
+        Err(self.fail(Error::Unsupported {
+            rank: self.rank(),
+            op,
+            what: "non-blocking and persistent calls on a communicator whose ranks span MPI \
+                   processes are not supported: use the blocking calls there"
+                .into(),
+        }))
+    }
+
     /// This rank's communicator of shadow `k`.
     fn shadow(&self, op: &'static str, k: usize) -> Result<&Comm> {
-        if !self.is_threads() {
-            return Err(self.fail(Error::Unsupported {
-                rank: self.rank(),
-                op,
-                what: "non-blocking and persistent collectives on a communicator whose ranks \
-                       span MPI processes are not supported: use the blocking calls there"
-                    .into(),
-            }));
-        }
+        self.threads_only(op)?;
         let comms = self
             .shadows
             .comms
@@ -177,14 +184,16 @@ pub(crate) struct Core<'scope> {
 
 /// One request of a scope.
 struct Entry<'scope> {
-    /// Its task; done once the collective has returned.
-    task: Task<'scope, Result<()>>,
-    /// Its start number on the communicator.
-    start: u64,
+    /// Its task, done once the call has returned; `None` for a request that completed as it
+    /// started.
+    task: Option<Task<'scope, Result<Status>>>,
+    /// A collective's start number on the communicator (`None` for point-to-point, which
+    /// runs on the communicator itself, at once).
+    start: Option<u64>,
     /// Whether its task has been resumed yet (it is the first of its shadow).
     running: bool,
     /// Its result, once finished and until its owner looks at it.
-    result: Option<Result<()>>,
+    result: Option<Result<Status>>,
     /// Whether its owner has seen its outcome.
     seen: bool,
 }
@@ -194,10 +203,13 @@ impl Entry<'_> {
     /// not started yet, or it has ended (a panic that unwound out of its resume), or the
     /// condition of the wait it is suspended in holds.
     fn ready(&mut self, shadows: &Shadows) -> bool {
+        let Some(task) = &mut self.task else {
+            return false;
+        };
         if self.running {
-            self.task.done() || self.task.may_go_on()
+            task.done() || task.may_go_on()
         } else {
-            shadows.may_run(self.start)
+            self.start.is_none_or(|n| shadows.may_run(n))
         }
     }
 }
@@ -255,7 +267,13 @@ struct Finish<'a, 'scope>(&'a Core<'scope>);
 impl Drop for Finish<'_, '_> {
     fn drop(&mut self) {
         let core = self.0;
-        if std::thread::panicking() && core.entries.borrow().iter().any(|e| !e.task.done()) {
+        if std::thread::panicking()
+            && core
+                .entries
+                .borrow()
+                .iter()
+                .any(|e| e.task.as_ref().is_some_and(|t| !t.done()))
+        {
             let _ = core.comm.fail(Error::Panicked {
                 rank: core.comm.team_rank(core.comm.rank()).unwrap_or(0),
                 message: "a panic left a scope with non-blocking collectives in flight".into(),
@@ -287,13 +305,50 @@ impl<'scope> Core<'scope> {
                 return Err(e);
             }
         };
-        // SAFETY: the task borrows for `'scope` at most (`f`, and `comm`, which lives as long
-        // as `self.comm`), and the scope runs every task to completion before `'scope` ends
-        // (`Finish`, when the scope's closure returns and when it unwinds).
-        let task = unsafe { Task::new(move || f(comm)) };
+        self.launch(Some(n), move || f(comm).map(|()| Status::NONE))
+    }
+
+    /// Starts a point-to-point request on the communicator itself (one of threads only,
+    /// [`Comm::threads_only`]): `f` runs the call, at once, until it would wait. An error of
+    /// its first steps is returned here.
+    pub(crate) fn start_p2p(
+        &'scope self,
+        f: impl FnOnce(&Comm) -> Result<Status> + 'scope,
+    ) -> Result<Request<'scope>> {
+        let comm = self.comm;
+        self.launch(None, move || f(comm))
+    }
+
+    /// A point-to-point request that completed as it started, with `status`: no task.
+    pub(crate) fn completed(&'scope self, status: Status) -> Request<'scope> {
         let id = self.entries.borrow_mut().insert(Entry {
-            task,
-            start: n,
+            task: None,
+            start: None,
+            running: false,
+            result: Some(Ok(status)),
+            seen: false,
+        });
+        Request {
+            core: self,
+            id,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Makes a request of `f` as the task of an entry with start number `start`, and runs it
+    /// as far as it can go.
+    fn launch(
+        &'scope self,
+        start: Option<u64>,
+        f: impl FnOnce() -> Result<Status> + 'scope,
+    ) -> Result<Request<'scope>> {
+        // SAFETY: the task borrows for `'scope` at most (`f`, with the communicator, which
+        // lives as long as `self.comm`), and the scope runs every task to completion before
+        // `'scope` ends (`Finish`, when the scope's closure returns and when it unwinds).
+        let task = unsafe { Task::new(f) };
+        let id = self.entries.borrow_mut().insert(Entry {
+            task: Some(task),
+            start,
             running: false,
             result: None,
             seen: false,
@@ -321,20 +376,23 @@ impl<'scope> Core<'scope> {
             if !e.ready(shadows) {
                 continue;
             }
-            if e.running && e.task.done() {
+            let Some(task) = e.task.as_mut() else {
+                continue;
+            };
+            if e.running && task.done() {
                 // It panicked, and the panic went on out of the resume that ran it (its shadow
                 // was released as it unwound).
                 e.result = Some(Err(Error::Panicked {
                     rank: self.comm.team_rank(self.comm.rank()).unwrap_or(0),
-                    message: "a non-blocking collective panicked".into(),
+                    message: "a non-blocking call panicked".into(),
                 }));
                 continue;
             }
             e.running = true;
             worked = true;
-            let finished = Resumed(shadows, e.start);
-            if e.task.resume() {
-                e.result = Some(e.task.take().unwrap_or(Ok(())));
+            let finished = e.start.map(|n| Resumed(shadows, n));
+            if task.resume() {
+                e.result = Some(task.take().unwrap_or(Ok(Status::NONE)));
                 drop(finished);
             } else {
                 std::mem::forget(finished);
@@ -396,7 +454,7 @@ impl<'scope> Core<'scope> {
             .borrow()
             .iter()
             .filter(|e| e.result.is_none())
-            .filter_map(|e| e.task.blocked().copied())
+            .filter_map(|e| e.task.as_ref()?.blocked().copied())
             .collect();
         if blocked.is_empty() {
             // Every unfinished request waits for one of an enclosing scope on its shadow,
@@ -435,7 +493,7 @@ impl<'scope> Core<'scope> {
     }
 
     /// The outcome of request `id`, if it has finished, marked as seen.
-    fn outcome(&self, id: usize) -> Option<Result<()>> {
+    fn outcome(&self, id: usize) -> Option<Result<Status>> {
         let mut entries = self.entries.borrow_mut();
         let e = entries.get_mut(id);
         let r = e.result.clone()?;
@@ -451,7 +509,7 @@ impl<'scope> Core<'scope> {
         let keep = match &e.result {
             None => true,
             Some(Err(_)) => !e.seen,
-            Some(Ok(())) => false,
+            Some(Ok(_)) => false,
         };
         if !keep {
             entries.remove(id);
@@ -491,18 +549,27 @@ impl Request<'_> {
     /// (its buffers then hold the result), `false` while it is in flight; its error, once, if it
     /// failed.
     pub fn test(&mut self) -> Result<bool> {
+        Ok(self.test_status()?.is_some())
+    }
+
+    /// [`Request::test`] that also says what a completed receive got (for another request, a
+    /// status with no source, as MPI's empty status): `None` while the request is in flight.
+    pub fn test_status(&mut self) -> Result<Option<Status>> {
         if !self.finished() {
             self.core.progress();
         }
-        match self.core.outcome(self.id) {
-            None => Ok(false),
-            Some(r) => r.map(|()| true),
-        }
+        self.core.outcome(self.id).transpose()
     }
 
     /// Blocks until this request has completed (advancing the scope's other requests
-    /// meanwhile): its result, as the blocking collective's.
+    /// meanwhile): its result, as the blocking call's.
     pub fn wait(self) -> Result<()> {
+        self.wait_status().map(drop)
+    }
+
+    /// [`Request::wait`] that also says what a receive got — sender, tag and length, as the
+    /// blocking receive's [`Status`] (for another request, a status with no source).
+    pub fn wait_status(self) -> Result<Status> {
         self.core.drive(Some(self.id));
         self.core
             .outcome(self.id)
@@ -518,7 +585,8 @@ impl Request<'_> {
 
     /// The request's start number on its communicator (the same on every rank).
     pub(crate) fn start_number(&self) -> u64 {
-        self.core.entries.borrow().get(self.id).start
+        let start = self.core.entries.borrow().get(self.id).start;
+        start.expect("a collective request")
     }
 }
 
@@ -554,7 +622,7 @@ impl Request<'_> {
                     .core
                     .outcome(r.id)
                     .expect("a finished request has its result");
-                return Some((i, out));
+                return Some((i, out.map(drop)));
             }
             core.wait_for_any();
         }

@@ -5,6 +5,7 @@
 mod allreduce;
 mod alltoall;
 pub(crate) mod gather;
+mod p2p;
 pub(crate) mod persistent;
 mod reduce_scatter;
 mod rooted;
@@ -23,8 +24,7 @@ use crate::profile::Level;
 use crate::select::{self, Barrier, Decision};
 use crate::shm::{CommShared, Member, RunState};
 use crate::topology::{Location, Topology};
-use crate::transport::shm::{Found, Matcher, ShmTransport, Want};
-use crate::transport::Transport;
+use crate::transport::shm::{Matcher, ShmTransport};
 use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
@@ -256,10 +256,6 @@ impl Local {
         ShmTransport::coll(&self.member, op)
     }
 
-    fn p2p(&self, op: &'static str) -> ShmTransport<'_> {
-        ShmTransport::p2p(&self.member, op)
-    }
-
     /// This rank's number in the communicator, `0..size()`.
     pub(crate) fn rank(&self) -> usize {
         self.member.rank()
@@ -339,46 +335,6 @@ impl Local {
         let tag = self.next_tag(Collective::Barrier).with_variant(alg.id());
         let t = self.coll("barrier");
         algorithms::barrier::run(&t, schedule, tag)
-    }
-
-    /// Point-to-point send with user tag `tag` among the threads of one process (`Comm` has
-    /// checked the arguments).
-    pub(crate) fn send<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<()> {
-        self.p2p("send").send(dest, Tag::p2p(tag), data)
-    }
-
-    /// Point-to-point receive of the first message `want` accepts.
-    pub(crate) fn recv<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Found> {
-        self.p2p("recv").recv_matching(&self.matcher, want, buf)
-    }
-
-    /// Sends `send` (destination, tag, data) and receives the first message `want` accepts,
-    /// in one call that cannot deadlock against a matching one.
-    pub(crate) fn sendrecv<T: Elem>(
-        &self,
-        send: (usize, u32, &[T]),
-        want: Want,
-        recv: &mut [T],
-    ) -> Result<Found> {
-        self.p2p("sendrecv")
-            .sendrecv_matching(&self.matcher, send, want, recv)
-    }
-
-    /// Receives the first message `want` accepts if one has arrived, without waiting.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn try_recv<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Option<Found>> {
-        self.p2p("recv").try_recv_matching(&self.matcher, want, buf)
-    }
-
-    /// Reports the first message `want` accepts without receiving it (waiting for one if
-    /// `block`).
-    pub(crate) fn probe<T: Elem>(
-        &self,
-        op: &'static str,
-        want: Want,
-        block: bool,
-    ) -> Result<Option<Found>> {
-        self.p2p(op).probe::<T>(&self.matcher, want, block)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::{Lent, Outgoing, ShmTransport};
 use crate::error::{Error, Result};
+use crate::shm::Context;
 use crate::transport::Transport;
 
 /// A receive as the engine drives it: the next message from one rank (`Incoming`), or the
@@ -112,7 +113,10 @@ impl ShmTransport<'_> {
                 np += 1;
             }
             let alone = any && self.member.size() == 1;
-            if (alone || !any) && peers[..np].iter().all(|&p| p == me) {
+            // A non-blocking point-to-point call may wait for the rank itself: the rank goes
+            // on meanwhile, and may send or receive what it waits for.
+            let later = self.ctx == Context::P2p && crate::sync::task::inside();
+            if (alone || !any) && !later && peers[..np].iter().all(|&p| p == me) {
                 let why = if receiving {
                     "nothing was sent to this rank by itself, and it would wait for itself"
                 } else {

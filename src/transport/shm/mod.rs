@@ -36,6 +36,7 @@ mod fast;
 mod loom;
 mod many;
 mod p2p;
+mod posted;
 #[cfg(all(test, not(loom)))]
 mod tests;
 

@@ -15,9 +15,10 @@
 //! truncation error) of its own element type; what it got is in the returned [`Found`].
 
 use super::engine::Receive;
+use super::posted::{Outbox, Posted};
 use super::ShmTransport;
 use crate::error::{Error, Result};
-use crate::mailbox::{fingerprint_size, names, type_fingerprint, Elem, Header, Tag};
+use crate::mailbox::{fingerprint_size, names, type_fingerprint, Elem, Header, Mailbox, Tag};
 use crate::transport::wire::{copy_in, header_of, outgoing};
 use crate::transport::Transport;
 use std::cell::{Cell, RefCell};
@@ -35,7 +36,7 @@ pub(crate) struct Want {
 }
 
 impl Want {
-    fn accepts(&self, src: usize, h: &Header) -> bool {
+    pub(super) fn accepts(&self, src: usize, h: &Header) -> bool {
         self.src.is_none_or(|s| s == src) && self.tag.is_none_or(|t| t == Tag::user_tag(h.tag))
     }
 }
@@ -58,12 +59,16 @@ struct Aside {
     bytes: Box<[u8]>,
 }
 
-/// One rank's unexpected messages on one communicator's point-to-point stream, in the order
-/// they were moved aside, and where the next receive from any rank starts looking (so that
-/// no sender is always looked at last).
+/// One rank's matching state on one communicator's point-to-point stream: its unexpected
+/// messages in the order they were moved aside, its posted receives (non-blocking ones that
+/// wait for their message, `posted`), its sends that wait for their turn to be posted, and
+/// where the next receive from any rank starts looking (so that no sender is always looked
+/// at last).
 #[derive(Default)]
 pub(crate) struct Matcher {
     aside: RefCell<VecDeque<Aside>>,
+    pub(super) posted: Posted,
+    pub(crate) outbox: Outbox,
     next: Cell<usize>,
 }
 
@@ -72,6 +77,44 @@ impl std::fmt::Debug for Matcher {
         f.debug_struct("Matcher")
             .field("aside", &self.aside.borrow().len())
             .finish()
+    }
+}
+
+impl Matcher {
+    /// Whether nothing stands between a receive and the mailboxes: no message moved aside and
+    /// no receive posted earlier (the receive fast path's condition).
+    /// The ranks a receive of `want` looks at, in order, among `p`.
+    pub(super) fn sources(&self, want: &Want, p: usize) -> impl Iterator<Item = usize> {
+        let (first, n) = match want.src {
+            Some(s) => (s, 1),
+            None => (self.next.get() % p.max(1), p),
+        };
+        (0..n).map(move |k| (first + k) % p.max(1))
+    }
+
+    fn is_clear(&self) -> bool {
+        self.aside.borrow().is_empty() && self.posted.is_empty()
+    }
+
+    /// Moves the message at the front of `mb` (from `src`, header `h`) aside, which releases
+    /// its cell (and completes a rendezvous send waiting for it).
+    pub(super) fn set_aside(
+        &self,
+        t: &ShmTransport<'_>,
+        mb: &Mailbox,
+        src: usize,
+        h: &Header,
+    ) -> Result<()> {
+        let bytes = t.take_from(mb, src, |p| {
+            // SAFETY: `take` hands `h.len` readable bytes.
+            unsafe { std::slice::from_raw_parts(p, h.len) }.into()
+        })?;
+        self.aside.borrow_mut().push_back(Aside {
+            src,
+            header: *h,
+            bytes,
+        });
+        Ok(())
     }
 }
 
@@ -90,7 +133,7 @@ unsafe fn count_at<T>(p: *const u8, h: &Header) -> usize {
 }
 
 /// A receive (into `buf`) or a probe (`buf` is `None`) driven by the engine.
-struct Matching<'m, 'b, T> {
+pub(super) struct Matching<'m, 'b, T> {
     matcher: &'m Matcher,
     want: Want,
     buf: Option<&'b mut [T]>,
@@ -100,11 +143,7 @@ struct Matching<'m, 'b, T> {
 impl<T: Elem> Matching<'_, '_, T> {
     /// The ranks to look at, in order.
     fn sources(&self, p: usize) -> impl Iterator<Item = usize> {
-        let (first, n) = match self.want.src {
-            Some(s) => (s, 1),
-            None => (self.matcher.next.get() % p.max(1), p),
-        };
-        (0..n).map(move |k| (first + k) % p.max(1))
+        self.matcher.sources(&self.want, p)
     }
 
     /// The error for a message from `src` that this call matched but cannot take: another
@@ -123,7 +162,7 @@ impl<T: Elem> Matching<'_, '_, T> {
 
     /// Checks the header of a matched message before reading it: the element type and, for
     /// a sized one, the length.
-    fn check(&self, t: &ShmTransport<'_>, src: usize, h: &Header) -> Result<()> {
+    pub(super) fn check(&self, t: &ShmTransport<'_>, src: usize, h: &Header) -> Result<()> {
         if h.typ != type_fingerprint::<T>() {
             return Err(self.wrong(t, src, h, None));
         }
@@ -140,7 +179,7 @@ impl<T: Elem> Matching<'_, '_, T> {
     /// # Safety
     /// `p` must point to the `h.len` wire bytes of a message of `T`s whose header passed
     /// [`Matching::check`].
-    unsafe fn read(
+    pub(super) unsafe fn read(
         &mut self,
         t: &ShmTransport<'_>,
         src: usize,
@@ -157,6 +196,29 @@ impl<T: Elem> Matching<'_, '_, T> {
         // reads the count again.
         unsafe { copy_in(p, &mut buf[..n]) };
         Ok(n)
+    }
+
+    /// Takes (a probe: reports) the first message moved aside that this call accepts.
+    fn take_aside(&mut self, t: &ShmTransport<'_>) -> Result<Option<Found>> {
+        let mut aside = self.matcher.aside.borrow_mut();
+        let Some(i) = aside
+            .iter()
+            .position(|a| self.want.accepts(a.src, &a.header))
+        else {
+            return Ok(None);
+        };
+        let (src, h) = (aside[i].src, aside[i].header);
+        self.check(t, src, &h)?;
+        let count = if self.buf.is_none() {
+            // SAFETY: the bytes are the message's whole wire form.
+            unsafe { count_at::<T>(aside[i].bytes.as_ptr(), &h) }
+        } else {
+            let a = aside.remove(i).expect("found above");
+            drop(aside);
+            // SAFETY: as above; the header passed `check`.
+            unsafe { self.read(t, src, &h, a.bytes.as_ptr())? }
+        };
+        Ok(Some(self.found(src, &h, count)))
     }
 
     fn found(&self, src: usize, h: &Header, count: usize) -> Found {
@@ -177,35 +239,23 @@ impl<T: Elem> Receive for Matching<'_, '_, T> {
     }
 
     fn poll(&mut self, t: &ShmTransport<'_>) -> Result<Option<Found>> {
-        let me = t.member.rank();
         // Messages moved aside came before anything still in the mailboxes.
-        let mut aside = self.matcher.aside.borrow_mut();
-        if let Some(i) = aside
-            .iter()
-            .position(|a| self.want.accepts(a.src, &a.header))
-        {
-            let (src, h) = (aside[i].src, aside[i].header);
-            self.check(t, src, &h)?;
-            let count = if self.buf.is_none() {
-                // SAFETY: the bytes are the message's whole wire form.
-                unsafe { count_at::<T>(aside[i].bytes.as_ptr(), &h) }
-            } else {
-                let a = aside.remove(i).expect("found above");
-                drop(aside);
-                // SAFETY: as above; the header passed `check`.
-                unsafe { self.read(t, src, &h, a.bytes.as_ptr())? }
-            };
-            return Ok(Some(self.found(src, &h, count)));
+        if let Some(found) = self.take_aside(t)? {
+            return Ok(Some(found));
         }
+        let me = t.member.rank();
         for src in self.sources(t.member.size()) {
             let Some(mb) = t.mailbox_if_made(src, me) else {
                 continue;
             };
             while let Some(h) = mb.front() {
+                // A receive posted earlier takes the message first.
+                if self.matcher.posted.offer(t, self.matcher, mb, src, &h)? {
+                    continue;
+                }
                 if self.want.accepts(src, &h) {
                     self.check(t, src, &h)?;
                     if self.buf.is_some() {
-                        drop(aside);
                         // SAFETY: `take` hands the message's wire bytes; the header passed
                         // `check`.
                         let n = t.take_from(mb, src, |p| unsafe { self.read(t, src, &h, p) })??;
@@ -217,17 +267,10 @@ impl<T: Elem> Receive for Matching<'_, '_, T> {
                     // A probe of zero-sized elements needs the count in the payload: move
                     // the message aside and report it from there.
                 }
-                let bytes = t.take_from(mb, src, |p| {
-                    // SAFETY: `take` hands `h.len` readable bytes.
-                    unsafe { std::slice::from_raw_parts(p, h.len) }.into()
-                })?;
-                aside.push_back(Aside {
-                    src,
-                    header: h,
-                    bytes,
-                });
+                self.matcher.set_aside(t, mb, src, &h)?;
                 if self.buf.is_none() && self.want.accepts(src, &h) {
-                    let a = aside.back().expect("just pushed");
+                    let aside = self.matcher.aside.borrow();
+                    let a = aside.back().expect("just moved aside");
                     // SAFETY: the whole wire form.
                     let count = unsafe { count_at::<T>(a.bytes.as_ptr(), &h) };
                     return Ok(Some(self.found(src, &h, count)));
@@ -247,7 +290,7 @@ impl<T: Elem> Receive for Matching<'_, '_, T> {
 }
 
 impl ShmTransport<'_> {
-    fn matching<'m, 'b, T>(
+    pub(super) fn matching<'m, 'b, T>(
         &self,
         m: &'m Matcher,
         want: Want,
@@ -272,7 +315,7 @@ impl ShmTransport<'_> {
         want: Want,
         buf: &mut [T],
     ) -> Result<Found> {
-        if let (Some(src), Some(tag), true) = (want.src, want.tag, m.aside.borrow().is_empty()) {
+        if let (Some(src), Some(tag), true) = (want.src, want.tag, m.is_clear()) {
             let n = buf.len();
             let expect = header_of::<T>(Tag::p2p(tag), n);
             // SAFETY: the header matched: the bytes are `n` `T`s' wire form.
@@ -338,7 +381,7 @@ impl ShmTransport<'_> {
     }
 
     /// One look for what `r` wants, as the engine's first round would take it.
-    fn poll_once<T: Elem>(&self, mut r: Matching<'_, '_, T>) -> Result<Option<Found>> {
+    pub(super) fn poll_once<T: Elem>(&self, mut r: Matching<'_, '_, T>) -> Result<Option<Found>> {
         if self.member.run().is_aborted() {
             return Err(self.aborted());
         }

@@ -279,6 +279,8 @@ fn main() -> AnyResult<()> {
     let pers = measure(&team2, Work::Persistent(8), 1.0)?;
     let nonb = measure(&team2, Work::Nonblocking(8), 1.0)?;
     let blocking = measure(&team2, Work::Allreduce(8, Algorithm::Auto), 1.0)?;
+    let req_pp = measure(&team2, Work::RequestPingPong(8), 1.0)?;
+    let pp = measure(&team2, Work::PingPong(8), 1.0)?;
     let floor2 = measure_handoff(team2.cores())?;
     let (vs_blocking, vs_floor) = (pers.median / blocking.median, pers.median / floor2.median);
     let mut pers_row = Row::new("persistent allreduce 8 B, start + wait, p=2", pers);
@@ -293,9 +295,14 @@ fn main() -> AnyResult<()> {
             nonb,
         ),
         Row::new("blocking allreduce 8 B (Auto), p=2, same run", blocking),
+        Row::new(
+            "ping-pong 8 B with irecv + isend, scope per round trip",
+            req_pp,
+        ),
+        Row::new("ping-pong 8 B with recv + send, same run", pp),
         Row::new("  floor: bare cache-line handoff, same run", floor2),
     ];
-    print_rows("requests: persistent and non-blocking allreduce", &requests);
+    print_rows("requests: persistent and non-blocking calls", &requests);
 
     let met = goals
         .iter()

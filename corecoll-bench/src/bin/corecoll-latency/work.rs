@@ -24,6 +24,9 @@ pub const SAMPLE_TARGET: Duration = Duration::from_millis(10);
 pub enum Work {
     /// Rank 0 sends `n` bytes to rank 1, which sends them back; ranks ≥ 2 idle.
     PingPong(usize),
+    /// [`Work::PingPong`] with requests: each side posts its receive (`irecv`) before it
+    /// sends (`isend`) and waits for both, in a scope per round trip.
+    RequestPingPong(usize),
     /// Every rank calls `barrier`.
     Barrier,
     /// Ranks 0 and 1 swap `n` bytes with one `sendrecv` each; ranks ≥ 2 idle.
@@ -88,7 +91,11 @@ struct Buffers {
 impl Buffers {
     fn new(work: Work, rank: usize, size: usize) -> Buffers {
         let n = match work {
-            Work::PingPong(n) | Work::Exchange(n) | Work::Copy(n) | Work::SelfMessage(n) => n,
+            Work::PingPong(n)
+            | Work::RequestPingPong(n)
+            | Work::Exchange(n)
+            | Work::Copy(n)
+            | Work::SelfMessage(n) => n,
             Work::Barrier
             | Work::Allreduce(..)
             | Work::Persistent(_)
@@ -136,6 +143,24 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
             for _ in 0..iters {
                 comm.recv(0, &mut bufs.a)?;
                 comm.send(0, &bufs.a)?;
+            }
+        }
+        Work::RequestPingPong(_) if rank == 0 => {
+            for _ in 0..iters {
+                // The receive of the reply is posted before the send.
+                let (a, b) = (&bufs.a, &mut bufs.b);
+                comm.scope(|s| {
+                    let reply = s.irecv(1, b)?;
+                    s.isend(1, a)?.wait()?;
+                    reply.wait()
+                })?;
+                std::mem::swap(&mut bufs.a, &mut bufs.b);
+            }
+        }
+        Work::RequestPingPong(_) if rank == 1 => {
+            for _ in 0..iters {
+                comm.scope(|s| s.irecv(0, &mut bufs.a)?.wait())?;
+                comm.scope(|s| s.isend(0, &bufs.a)?.wait())?;
             }
         }
         Work::Exchange(_) if rank < 2 => {
@@ -188,7 +213,7 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
                 call(comm, &mut bufs.own, &mut bufs.all, &mut bufs.all2)?;
             }
         }
-        Work::PingPong(_) | Work::Exchange(_) => {}
+        Work::PingPong(_) | Work::RequestPingPong(_) | Work::Exchange(_) => {}
     }
     Ok(())
 }

@@ -1,0 +1,383 @@
+//! Receives posted before their message has arrived (non-blocking receives), and the order of
+//! a rank's sends that cannot be posted at once (non-blocking sends).
+//!
+//! MPI matches an incoming message with the *earliest posted* receive that accepts it, and
+//! delivers the messages of one sender in the order they were sent. A non-blocking receive
+//! that finds nothing when it starts therefore stays *posted* ([`Posted`]): whichever
+//! receive of the rank looks at a mailbox next — a blocking one, a probe, or another posted
+//! receive waiting — first offers each message at the front to the posted receives, oldest
+//! first, and copies it into the first that accepts it. A posted receive never accepts a
+//! message that was moved aside (it looked at those when it was posted, and a message is
+//! moved aside only when no posted receive accepts it), so the messages aside and the posted
+//! receives never need to be matched against each other again.
+//!
+//! A non-blocking send whose message cannot be posted at once (its destination is several
+//! messages behind, or an earlier send to it is still waiting) takes a ticket in the rank's
+//! [`Outbox`]: every later send to the same destination, blocking or not, waits until the
+//! earlier ones have completed, so that messages to one destination enter its mailbox in the
+//! order they were sent.
+
+use super::p2p::{Found, Matcher, Want};
+use super::ShmTransport;
+use crate::error::Result;
+use crate::mailbox::{Elem, Header, Mailbox, Tag};
+use crate::transport::wire::{header_of, payload};
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+
+/// One posted receive: what it accepts and where its buffer is (erased to bytes, with the
+/// functions of its element type that check a message and read it in).
+struct Entry {
+    id: u64,
+    want: Want,
+    buf: *mut u8,
+    len: usize,
+    check: unsafe fn(&ShmTransport<'_>, &Matcher, &Entry, usize, &Header) -> Result<()>,
+    read:
+        unsafe fn(&ShmTransport<'_>, &Matcher, &Entry, usize, &Header, *const u8) -> Result<usize>,
+}
+
+/// Checks a message (from `src`, header `h`) for the posted receive `e` of `T`s.
+///
+/// # Safety
+/// `e.buf` and `e.len` must be the posted receive's live buffer of `T`s (it is while `e` is
+/// posted: [`ShmTransport::recv_posted`]).
+unsafe fn check_as<T: Elem>(
+    t: &ShmTransport<'_>,
+    m: &Matcher,
+    e: &Entry,
+    src: usize,
+    h: &Header,
+) -> Result<()> {
+    // SAFETY: per the contract; nothing else uses the buffer while the receive is posted.
+    let buf = unsafe { std::slice::from_raw_parts_mut(e.buf.cast::<T>(), e.len) };
+    t.matching(m, e.want, Some(buf)).check(t, src, h)
+}
+
+/// Reads a checked message at `p` into the posted receive `e` of `T`s: the count received.
+///
+/// # Safety
+/// As [`check_as`], and `p` must point to the message's wire bytes.
+unsafe fn read_as<T: Elem>(
+    t: &ShmTransport<'_>,
+    m: &Matcher,
+    e: &Entry,
+    src: usize,
+    h: &Header,
+    p: *const u8,
+) -> Result<usize> {
+    // SAFETY: as in `check_as`.
+    let buf = unsafe { std::slice::from_raw_parts_mut(e.buf.cast::<T>(), e.len) };
+    // SAFETY: per the contract.
+    unsafe { t.matching(m, e.want, Some(buf)).read(t, src, h, p) }
+}
+
+/// A rank's posted receives on one communicator, oldest first, and the outcomes of those that
+/// have been matched until their owners collect them.
+#[derive(Default)]
+pub(crate) struct Posted {
+    waiting: RefCell<VecDeque<Entry>>,
+    matched: RefCell<Vec<(u64, Result<Found>)>>,
+    ids: Cell<u64>,
+}
+
+// SAFETY: an entry (with its raw pointer to a buffer) exists only during a call of
+// `ShmTransport::recv_posted`, on the rank's thread, which borrows the rank's communicator for
+// the whole call; so a communicator can move to another thread only while it has no entries,
+// and the pointers are never used from another thread.
+unsafe impl Send for Posted {}
+
+impl Posted {
+    /// Whether no receive is posted.
+    pub(super) fn is_empty(&self) -> bool {
+        self.waiting.borrow().is_empty()
+    }
+
+    /// Posts a receive of `want` into `buf`; its number.
+    ///
+    /// # Safety
+    /// The entry keeps a pointer to `buf`: it must be withdrawn ([`Posted::withdraw`]) before
+    /// `buf`'s borrow ends, and `buf` left alone until then.
+    unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T]) -> u64 {
+        let id = self.ids.get();
+        self.ids.set(id + 1);
+        self.waiting.borrow_mut().push_back(Entry {
+            id,
+            want,
+            buf: buf.as_mut_ptr().cast(),
+            len: buf.len(),
+            check: check_as::<T>,
+            read: read_as::<T>,
+        });
+        id
+    }
+
+    /// Withdraws receive `id`, matched or not, with its outcome.
+    fn withdraw(&self, id: u64) {
+        self.waiting.borrow_mut().retain(|e| e.id != id);
+        self.matched.borrow_mut().retain(|(i, _)| *i != id);
+    }
+
+    /// The outcome of receive `id` if it has been matched (it is then no longer posted).
+    fn take_matched(&self, id: u64) -> Option<Result<Found>> {
+        let mut matched = self.matched.borrow_mut();
+        let i = matched.iter().position(|(i, _)| *i == id)?;
+        Some(matched.swap_remove(i).1)
+    }
+
+    fn is_matched(&self, id: u64) -> bool {
+        self.matched.borrow().iter().any(|(i, _)| *i == id)
+    }
+
+    /// The oldest posted receive that accepts a message from `src` with header `h`, no longer
+    /// posted.
+    fn claim(&self, src: usize, h: &Header) -> Option<Entry> {
+        let mut waiting = self.waiting.borrow_mut();
+        let i = waiting.iter().position(|e| e.want.accepts(src, h))?;
+        waiting.remove(i)
+    }
+
+    /// Reads a message (from `src`, header `h`) into the claimed receive `e` through `take`,
+    /// which hands the reading function the message's wire bytes, and records the outcome.
+    /// A message the receive cannot take (another type, too long) is its error and the run's.
+    fn deliver(
+        &self,
+        t: &ShmTransport<'_>,
+        m: &Matcher,
+        e: Entry,
+        src: usize,
+        h: &Header,
+        take: impl FnOnce(&mut dyn FnMut(*const u8) -> Result<usize>) -> Result<usize>,
+    ) -> Result<()> {
+        let got = (|| {
+            // SAFETY: `e` was posted until just now, so its buffer is live and unused
+            // (`post`'s contract); `take` hands `read` the wire bytes of the checked message.
+            unsafe { (e.check)(t, m, &e, src, h)? };
+            let n = take(&mut |p| unsafe { (e.read)(t, m, &e, src, h, p) })?;
+            Ok(Found {
+                src,
+                tag: Tag::user_tag(h.tag),
+                count: n,
+            })
+        })();
+        let failed = got.as_ref().err().cloned();
+        self.matched.borrow_mut().push((e.id, got));
+        failed.map_or(Ok(()), Err)
+    }
+
+    /// Offers the message at the front of `mb` (from `src`, header `h`) to the posted
+    /// receives: the oldest that accepts it takes it. Whether one did.
+    pub(super) fn offer(
+        &self,
+        t: &ShmTransport<'_>,
+        m: &Matcher,
+        mb: &Mailbox,
+        src: usize,
+        h: &Header,
+    ) -> Result<bool> {
+        if self.is_empty() {
+            return Ok(false);
+        }
+        let Some(e) = self.claim(src, h) else {
+            return Ok(false);
+        };
+        self.deliver(t, m, e, src, h, |read| t.take_from(mb, src, read)?)?;
+        Ok(true)
+    }
+}
+
+/// Withdraws a posted receive when dropped: when it returns, fails or unwinds.
+struct Withdraw<'a>(&'a Posted, u64);
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.0.withdraw(self.1);
+    }
+}
+
+/// A posted receive waiting for its message, as the engine drives it: it looks at the
+/// mailboxes of the ranks it accepts and hands each message there to the oldest posted
+/// receive that accepts it (moving aside those none accepts), until its own is matched.
+struct Waiting<'m> {
+    m: &'m Matcher,
+    id: u64,
+    want: Want,
+}
+
+impl super::engine::Receive for Waiting<'_> {
+    type Out = Found;
+
+    fn source(&self) -> Option<usize> {
+        self.want.src
+    }
+
+    fn poll(&mut self, t: &ShmTransport<'_>) -> Result<Option<Found>> {
+        let posted = &self.m.posted;
+        if let Some(got) = posted.take_matched(self.id) {
+            return got.map(Some);
+        }
+        let me = t.member.rank();
+        for src in self.m.sources(&self.want, t.member.size()) {
+            let Some(mb) = t.mailbox_if_made(src, me) else {
+                continue;
+            };
+            while let Some(h) = mb.front() {
+                if !posted.offer(t, self.m, mb, src, &h)? {
+                    self.m.set_aside(t, mb, src, &h)?;
+                } else if let Some(got) = posted.take_matched(self.id) {
+                    return got.map(Some);
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn arrived(&self, t: &ShmTransport<'_>) -> bool {
+        let me = t.member.rank();
+        self.m.posted.is_matched(self.id)
+            || self.m.sources(&self.want, t.member.size()).any(|src| {
+                t.mailbox_if_made(src, me)
+                    .is_some_and(|mb| mb.front().is_some())
+            })
+    }
+}
+
+/// A rank's sends on one communicator that wait for their turn to be posted, by destination,
+/// in call order (module docs).
+#[derive(Default)]
+pub(crate) struct Outbox {
+    queue: RefCell<VecDeque<(usize, u64)>>,
+    tickets: Cell<u64>,
+}
+
+impl Outbox {
+    /// Whether no send to `dest` is waiting.
+    fn is_clear_for(&self, dest: usize) -> bool {
+        !self.queue.borrow().iter().any(|&(d, _)| d == dest)
+    }
+
+    fn enqueue(&self, dest: usize) -> u64 {
+        let ticket = self.tickets.get();
+        self.tickets.set(ticket + 1);
+        self.queue.borrow_mut().push_back((dest, ticket));
+        ticket
+    }
+
+    /// Whether `ticket` is the first waiting send to `dest`.
+    fn is_first(&self, dest: usize, ticket: u64) -> bool {
+        self.queue
+            .borrow()
+            .iter()
+            .find(|&&(d, _)| d == dest)
+            .map(|&(_, t)| t)
+            == Some(ticket)
+    }
+}
+
+/// Takes a send's ticket out of the outbox when dropped.
+struct Dequeue<'a>(&'a Outbox, u64);
+
+impl Drop for Dequeue<'_> {
+    fn drop(&mut self) {
+        self.0.queue.borrow_mut().retain(|&(_, t)| t != self.1);
+    }
+}
+
+impl ShmTransport<'_> {
+    /// Receives into `buf` the first message `want` accepts, as a non-blocking receive: takes
+    /// it if it has arrived, else posts the receive, so that it is matched before any receive
+    /// the rank makes later, and waits for its message.
+    pub(crate) fn recv_posted<T: Elem>(
+        &self,
+        m: &Matcher,
+        want: Want,
+        buf: &mut [T],
+    ) -> Result<Found> {
+        if let Some(found) = self.poll_once(self.matching(m, want, Some(&mut *buf)))? {
+            return Ok(found);
+        }
+        // SAFETY: `Withdraw` withdraws the receive when this function returns or unwinds,
+        // before `buf`'s borrow ends; it is a local nothing can forget, and the rank touches
+        // `buf` only through the entry until then.
+        let id = unsafe { m.posted.post(want, buf) };
+        let _withdraw = Withdraw(&m.posted, id);
+        let got = self.exchange(None, Some(Waiting { m, id, want }))?;
+        Ok(got.expect("a completed receive"))
+    }
+
+    /// Runs `f`, a send (or a send and receive) to `dest`, in its turn: at once if no earlier
+    /// send to `dest` waits and `queue` is false, else after the earlier ones have completed
+    /// (a non-blocking send always queues: it may have to wait before it is posted).
+    pub(crate) fn in_turn<R>(
+        &self,
+        m: &Matcher,
+        dest: usize,
+        queue: bool,
+        f: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        let outbox = &m.outbox;
+        if !queue && outbox.is_clear_for(dest) {
+            return f();
+        }
+        let ticket = outbox.enqueue(dest);
+        let _dequeue = Dequeue(outbox, ticket);
+        if !outbox.is_first(dest, ticket) {
+            self.check_rank(dest)?;
+            self.wait(&[dest], false, || outbox.is_first(dest, ticket))?;
+        }
+        f()
+    }
+
+    /// A non-blocking send that completes as it starts: an eager message to another rank,
+    /// posted at once because a cell is free and no earlier send to `dest` waits. Whether it
+    /// was sent (if not, it runs as a request).
+    pub(crate) fn try_send_now<T: Elem>(
+        &self,
+        m: &Matcher,
+        dest: usize,
+        tag: u32,
+        data: &[T],
+    ) -> bool {
+        dest != self.member.rank()
+            && m.outbox.is_clear_for(dest)
+            && self.try_send_eager(dest, Tag::p2p(tag), data)
+    }
+
+    /// Sends `data` to this rank itself: straight into the oldest posted receive that accepts
+    /// it, once the messages this rank sent itself earlier have been matched or moved aside
+    /// (so that a blocking or rendezvous send to oneself completes against a posted receive);
+    /// `false` if no posted receive accepts it.
+    pub(crate) fn send_to_posted<T: Elem>(
+        &self,
+        m: &Matcher,
+        tag: u32,
+        data: &[T],
+    ) -> Result<bool> {
+        let me = self.member.rank();
+        let h = header_of::<T>(Tag::p2p(tag), data.len());
+        let accepted = |m: &Matcher| {
+            m.posted
+                .waiting
+                .borrow()
+                .iter()
+                .any(|e| e.want.accepts(me, &h))
+        };
+        if m.posted.is_empty() || !accepted(m) || self.member.run().is_aborted() {
+            return Ok(false);
+        }
+        if let Some(mb) = self.mailbox_if_made(me, me) {
+            while let Some(h) = mb.front() {
+                if !m.posted.offer(self, m, mb, me, &h)? {
+                    m.set_aside(self, mb, me, &h)?;
+                }
+            }
+        }
+        let Some(e) = m.posted.claim(me, &h) else {
+            return Ok(false);
+        };
+        let count = data.len() as u64;
+        let (p, _) = payload(data, &count);
+        m.posted.deliver(self, m, e, me, &h, |read| read(p))?;
+        Ok(true)
+    }
+}
