@@ -16,12 +16,14 @@ mod nonblocking;
 mod p2p;
 mod persistent;
 mod reduce;
+mod request;
 mod scope;
 pub(crate) mod validate;
 
 pub use p2p::{Peer, Status, ANY_TAG, TAG_MAX};
 pub use persistent::Persistent;
-pub use scope::{Request, Scope};
+pub use request::Request;
+pub use scope::Scope;
 
 use crate::error::{Error, Result};
 #[cfg(feature = "mpi")]

@@ -3,7 +3,8 @@
 //! exactly as that call: the same errors, the same algorithm for `Auto`, the same bits.
 
 use super::p2p::Route;
-use super::scope::{Request, Scope};
+use super::request::Request;
+use super::scope::Scope;
 use super::{Comm, Peer, Status};
 use crate::error::Result;
 use crate::mailbox::{names, Elem};

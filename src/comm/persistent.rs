@@ -8,7 +8,8 @@
 //! start is in flight, so that the rank never touches what its peers may be reading or
 //! writing.
 
-use super::scope::{Core, Request, Scope};
+use super::request::Request;
+use super::scope::{Core, Scope};
 use super::Comm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};

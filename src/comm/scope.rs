@@ -21,6 +21,7 @@
 //! (`mem::forget`) leaves its collective to finish at the end of the scope, and no peer can
 //! touch a buffer after its borrow ends.
 
+use super::request::Request;
 use super::{Comm, Status};
 use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
@@ -328,11 +329,7 @@ impl<'scope> Core<'scope> {
             result: Some(Ok(status)),
             seen: false,
         });
-        Request {
-            core: self,
-            id,
-            _not_send: PhantomData,
-        }
+        Request::new(self, id)
     }
 
     /// Makes a request of `f` as the task of an entry with start number `start`, and runs it
@@ -359,16 +356,12 @@ impl<'scope> Core<'scope> {
             let failed = entries.remove(id).result;
             return Err(failed.and_then(Result::err).expect("a failed request"));
         }
-        Ok(Request {
-            core: self,
-            id,
-            _not_send: PhantomData,
-        })
+        Ok(Request::new(self, id))
     }
 
     /// Resumes every request that can go on (the first of its shadow, whose wait's condition
     /// holds): whether one did.
-    fn progress(&self) -> bool {
+    pub(super) fn progress(&self) -> bool {
         let mut worked = false;
         let shadows = &self.comm.shadows;
         let mut entries = self.entries.borrow_mut();
@@ -429,7 +422,7 @@ impl<'scope> Core<'scope> {
     }
 
     /// Runs the scope until request `id` (or, for `None`, every request) has finished.
-    fn drive(&self, id: Option<usize>) {
+    pub(super) fn drive(&self, id: Option<usize>) {
         loop {
             self.progress();
             {
@@ -448,7 +441,7 @@ impl<'scope> Core<'scope> {
     }
 
     /// Waits until one of the scope's suspended requests may go on.
-    fn wait_for_any(&self) {
+    pub(super) fn wait_for_any(&self) {
         let blocked: Vec<task::Blocked> = self
             .entries
             .borrow()
@@ -477,6 +470,16 @@ impl<'scope> Core<'scope> {
         unsafe { task::wait_any(&blocked) };
     }
 
+    /// Whether request `id` has finished (its result waits to be seen).
+    pub(super) fn finished(&self, id: usize) -> bool {
+        self.entries.borrow().get(id).result.is_some()
+    }
+
+    /// Request `id`'s start number on the communicator (`None`: point-to-point).
+    pub(super) fn start_of(&self, id: usize) -> Option<u64> {
+        self.entries.borrow().get(id).start
+    }
+
     /// Runs every request to completion.
     fn finish(&self) {
         self.drive(None);
@@ -493,7 +496,7 @@ impl<'scope> Core<'scope> {
     }
 
     /// The outcome of request `id`, if it has finished, marked as seen.
-    fn outcome(&self, id: usize) -> Option<Result<Status>> {
+    pub(super) fn outcome(&self, id: usize) -> Option<Result<Status>> {
         let mut entries = self.entries.borrow_mut();
         let e = entries.get_mut(id);
         let r = e.result.clone()?;
@@ -503,7 +506,7 @@ impl<'scope> Core<'scope> {
 
     /// Request `id`'s handle is gone: its entry goes too, unless it is in flight (the scope
     /// still runs it) or failed unseen (the scope reports it).
-    fn release(&self, id: usize) {
+    pub(super) fn release(&self, id: usize) {
         let mut entries = self.entries.borrow_mut();
         let e = entries.get(id);
         let keep = match &e.result {
@@ -524,107 +527,5 @@ struct Resumed<'a>(&'a Shadows, u64);
 impl Drop for Resumed<'_> {
     fn drop(&mut self) {
         self.0.finished(self.1);
-    }
-}
-
-/// A non-blocking collective in flight, started in a [`Scope`]. It completes by [`Request::wait`]
-/// or a [`Request::test`] that returns `true`; one that is dropped or forgotten completes when
-/// its scope ends (which then returns its error, if it failed). Used on the rank's own thread
-/// (not `Send`).
-#[must_use = "a request completes at `wait`, or at the end of its scope"]
-pub struct Request<'scope> {
-    core: &'scope Core<'scope>,
-    id: usize,
-    _not_send: PhantomData<*const ()>,
-}
-
-impl std::fmt::Debug for Request<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Request").field("id", &self.id).finish()
-    }
-}
-
-impl Request<'_> {
-    /// Advances the scope's requests without blocking: `true` once this one has completed
-    /// (its buffers then hold the result), `false` while it is in flight; its error, once, if it
-    /// failed.
-    pub fn test(&mut self) -> Result<bool> {
-        Ok(self.test_status()?.is_some())
-    }
-
-    /// [`Request::test`] that also says what a completed receive got (for another request, a
-    /// status with no source, as MPI's empty status): `None` while the request is in flight.
-    pub fn test_status(&mut self) -> Result<Option<Status>> {
-        if !self.finished() {
-            self.core.progress();
-        }
-        self.core.outcome(self.id).transpose()
-    }
-
-    /// Blocks until this request has completed (advancing the scope's other requests
-    /// meanwhile): its result, as the blocking call's.
-    pub fn wait(self) -> Result<()> {
-        self.wait_status().map(drop)
-    }
-
-    /// [`Request::wait`] that also says what a receive got — sender, tag and length, as the
-    /// blocking receive's [`Status`] (for another request, a status with no source).
-    pub fn wait_status(self) -> Result<Status> {
-        self.core.drive(Some(self.id));
-        self.core
-            .outcome(self.id)
-            .expect("a driven request has finished")
-    }
-}
-
-impl Request<'_> {
-    /// Whether the request has finished (its result waits to be seen).
-    fn finished(&self) -> bool {
-        self.core.entries.borrow().get(self.id).result.is_some()
-    }
-
-    /// The request's start number on its communicator (the same on every rank).
-    pub(crate) fn start_number(&self) -> u64 {
-        let start = self.core.entries.borrow().get(self.id).start;
-        start.expect("a collective request")
-    }
-}
-
-impl Drop for Request<'_> {
-    fn drop(&mut self) {
-        self.core.release(self.id);
-    }
-}
-
-impl Request<'_> {
-    /// Waits for every request of `requests` (in any order) and returns the first error among
-    /// them, if one failed.
-    pub fn wait_all(requests: impl IntoIterator<Item = Self>) -> Result<()> {
-        let mut first = Ok(());
-        for r in requests {
-            let out = r.wait();
-            if first.is_ok() {
-                first = out;
-            }
-        }
-        first
-    }
-
-    /// Waits until one request of `requests` (requests of one scope) has completed, removes it
-    /// and returns its index in `requests` and its result; `None` if `requests` is empty.
-    pub fn wait_any(requests: &mut Vec<Self>) -> Option<(usize, Result<()>)> {
-        let core = requests.first()?.core;
-        loop {
-            core.progress();
-            if let Some(i) = requests.iter().position(Request::finished) {
-                let r = requests.remove(i);
-                let out = r
-                    .core
-                    .outcome(r.id)
-                    .expect("a finished request has its result");
-                return Some((i, out.map(drop)));
-            }
-            core.wait_for_any();
-        }
     }
 }
