@@ -17,7 +17,8 @@
 //! (default 100 000), `--iters K` timed calls per algorithm (default 20), `--algorithm NAME`
 //! one algorithm between the processes (default: `auto` and every transport-generic one),
 //! `--segments a,b` the stage pipelining in segments of a, b elements as well
-//! (`Algorithm::Hierarchical { segment }`, `Auto` between the processes).
+//! (`Algorithm::Hierarchical { segment }`, `Auto` between the processes), `--requests` (table
+//! mode) a column of `Auto` as a request (`iallreduce` started and waited in a scope).
 //!
 //! Every rank prints one line per algorithm: its rank, process and thread, the first elements
 //! of its result, whether the result is exact, and its median time; then rank 0 prints the
@@ -80,6 +81,19 @@ fn label(a: Algorithm) -> String {
     }
 }
 
+/// How a table's column calls the allreduce: its algorithm, and whether as a request
+/// (`iallreduce_with` started and waited in a scope of its own) instead of the blocking call.
+type Method = (Algorithm, bool);
+
+/// A table column's name.
+fn label_of((a, request): Method) -> String {
+    if request {
+        format!("iallreduce {}", label(a))
+    } else {
+        label(a)
+    }
+}
+
 /// The value of element `i` on rank `r`.
 fn value(r: usize, i: usize) -> u64 {
     (r as u64 + 1) * 1_000_003 + i as u64
@@ -128,9 +142,9 @@ impl TeamBench<'_> {
         }
     }
 
-    /// One call of `alg` on the first `n` elements, after refilling the buffer and a barrier;
-    /// its time on this rank.
-    fn call(&mut self, alg: Algorithm) -> f64 {
+    /// One call of `alg` on the first `n` elements (as a request if `request`), after
+    /// refilling the buffer and a barrier; its time on this rank.
+    fn call(&mut self, (alg, request): Method) -> f64 {
         let n = self.n;
         self.buf[..n].copy_from_slice(&self.send[..n]);
         let comm = self.comm;
@@ -139,7 +153,13 @@ impl TeamBench<'_> {
         let (mut barrier, mut result) = (Ok(()), Ok(()));
         let t = timing::timed(
             || barrier = comm.barrier(),
-            || result = comm.allreduce_with(buf, op::Sum, alg),
+            || {
+                result = if request {
+                    comm.scope(|s| s.iallreduce_with(buf, op::Sum, alg)?.wait())
+                } else {
+                    comm.allreduce_with(buf, op::Sum, alg)
+                }
+            },
             |t| t,
         );
         self.ok(barrier.and(result));
@@ -148,9 +168,9 @@ impl TeamBench<'_> {
 }
 
 impl timing::Bench for TeamBench<'_> {
-    type Method = Algorithm;
+    type Method = Method;
 
-    fn check(&mut self, alg: Algorithm) -> bool {
+    fn check(&mut self, alg: Method) -> bool {
         if self.error.is_some() {
             return false;
         }
@@ -164,7 +184,7 @@ impl timing::Bench for TeamBench<'_> {
         self.max_over_ranks(wrong as f64) == 0.0
     }
 
-    fn time(&mut self, alg: Algorithm) -> f64 {
+    fn time(&mut self, alg: Method) -> f64 {
         if self.error.is_some() {
             return f64::NAN;
         }
@@ -229,7 +249,7 @@ fn table_main(
     world: &SimpleCommunicator,
     team: &Team,
     threads: usize,
-    algs: &[Algorithm],
+    algs: &[Method],
     counts: &[usize],
     budget: &Budget,
 ) -> ExitCode {
@@ -304,10 +324,10 @@ fn table_main(
             budget.max_reps,
             t0.elapsed().as_secs_f64()
         );
-        let auto = algs.iter().position(|&a| a == Algorithm::Auto);
+        let auto = algs.iter().position(|&a| a == (Algorithm::Auto, false));
         let table = |stat: fn(&Cell) -> f64| {
             let mut header = vec!["count".to_string(), "bytes".to_string()];
-            header.extend(algs.iter().map(|&a| label(a)));
+            header.extend(algs.iter().map(|&a| label_of(a)));
             header.push("best".to_string());
             header.push("auto/best".to_string());
             header.push(format!("MPI_Allreduce ({nprocs} × 1)"));
@@ -318,9 +338,9 @@ fn table_main(
                     let mut l = vec![n.to_string(), (n * 8).to_string()];
                     l.extend(team_cells.iter().map(|c| shown(c, stat)));
                     let best = (0..algs.len())
-                        .filter(|&j| Some(j) != auto && team_cells[j].correct)
+                        .filter(|&j| Some(j) != auto && !algs[j].1 && team_cells[j].correct)
                         .min_by(|&a, &b| stat(&team_cells[a]).total_cmp(&stat(&team_cells[b])));
-                    l.push(best.map_or("-".to_string(), |j| label(algs[j])));
+                    l.push(best.map_or("-".to_string(), |j| label_of(algs[j])));
                     l.push(match (auto, best) {
                         (Some(a), Some(b))
                             if team_cells[a].correct && stat(&team_cells[b]) > 0.0 =>
@@ -418,7 +438,12 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        return table_main(&world, &team, threads, &algs, &counts, &budget);
+        // `--requests`: `Auto` as a request too, beside the blocking calls.
+        let mut methods: Vec<Method> = algs.iter().map(|&a| (a, false)).collect();
+        if args.iter().any(|a| a == "--requests") {
+            methods.push((Algorithm::Auto, true));
+        }
+        return table_main(&world, &team, threads, &methods, &counts, &budget);
     }
     let team = match Team::builder().ranks(threads).mpi(&world) {
         Ok(team) => team,

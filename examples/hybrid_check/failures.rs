@@ -10,7 +10,7 @@ use crate::suite::{Outcome, RunFails, Suite};
 use corecoll::{op, Error};
 
 /// The start of the message of the panics the checks cause on purpose (not printed).
-const INTENTIONAL: &str = "the intentional panic of a failure check";
+pub const INTENTIONAL: &str = "the intentional panic of a failure check";
 
 /// Every failure check, then the normal run.
 pub fn check_all(s: &Suite<'_>) {

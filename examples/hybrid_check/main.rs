@@ -34,6 +34,9 @@
 //! - the segmented (stage-pipelined) allreduce between processes (`pipeline`): small segments
 //!   at counts of one, two and many segments, the default segment on a long vector, processes
 //!   that cut differently, and a panic of the op on a leader at a later segment;
+//! - requests (`requests`): every non-blocking collective against the blocking call, bit for
+//!   bit; twelve in flight waited in per-rank orders; a disagreement, a process that never
+//!   starts a request the others started; the refusals on a duplicate and of persistent ones;
 //! - failures (`failures`): mismatched lengths and roots between processes, a panicking
 //!   thread, a process that skips the last collective, roots out of range — each an `Err` on
 //!   every rank of every process, never a hang — and a normal run on the same team afterwards.
@@ -46,6 +49,7 @@ mod cases;
 mod collectives;
 mod failures;
 mod pipeline;
+mod requests;
 mod results;
 #[allow(dead_code)]
 #[path = "../common/suite.rs"]
@@ -159,5 +163,6 @@ fn finish(suite: &Suite<'_>, what: &str, t0: Instant) -> ExitCode {
     results::check_all(suite);
     failures::check_all(suite);
     pipeline::check_all(suite);
+    requests::check_all(suite);
     suite.summary("hybrid_check", what, t0)
 }

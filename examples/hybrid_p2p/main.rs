@@ -355,15 +355,7 @@ fn main() -> ExitCode {
     tally(a_panic_elsewhere(&team, process, processes as usize));
     tally(run(&team, "dup", dup::isolation));
     tally(dup::crossed(&team, process, processes as usize));
-    // Requests do not span processes yet: a clear refusal on every rank, for a non-blocking
-    // collective and for non-blocking point-to-point.
-    tally(refused(team.run(|comm| {
-        let mut v = [1u64];
-        match comm.scope(|s| s.iallreduce(&mut v, corecoll::op::Sum).map(drop)) {
-            Err(Error::Unsupported { .. }) => Ok(()),
-            other => Err(format!("rank {}: iallreduce gave {other:?}", comm.rank())),
-        }
-    })));
+    // Non-blocking point-to-point does not span processes yet: a clear refusal on every rank.
     tally(refused(team.run(|comm| {
         let mut v = [1u64];
         let peer = (comm.rank() + 1) % comm.size();

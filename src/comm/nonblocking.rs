@@ -17,10 +17,9 @@ use crate::transport::shm::Want;
 impl<'scope> Scope<'scope, '_> {
     fn start(
         &'scope self,
-        op: &'static str,
         f: impl FnOnce(&Comm) -> Result<()> + 'scope,
     ) -> Result<Request<'scope>> {
-        self.core().start(op, f)
+        self.core().start(f)
     }
 
     /// [`Comm::allreduce`] as a request: `buf` holds every rank's combined vector once the
@@ -44,7 +43,7 @@ impl<'scope> Scope<'scope, '_> {
         T: Copy + Send + Sync + 'static,
         O: Op<T> + 'scope,
     {
-        self.start("iallreduce", move |c| c.allreduce_with(buf, op, algorithm))
+        self.start(move |c| c.allreduce_with(buf, op, algorithm))
     }
 
     /// [`Comm::broadcast`] as a request.
@@ -65,9 +64,7 @@ impl<'scope> Scope<'scope, '_> {
     where
         T: Copy + Send + Sync + 'static,
     {
-        self.start("ibroadcast", move |c| {
-            c.broadcast_with(buf, root, algorithm)
-        })
+        self.start(move |c| c.broadcast_with(buf, root, algorithm))
     }
 
     /// [`Comm::reduce`] as a request.
@@ -96,7 +93,7 @@ impl<'scope> Scope<'scope, '_> {
         T: Copy + Send + Sync + 'static,
         O: Op<T> + 'scope,
     {
-        self.start("ireduce", move |c| c.reduce_with(buf, op, root, algorithm))
+        self.start(move |c| c.reduce_with(buf, op, root, algorithm))
     }
 
     /// [`Comm::scan`] as a request.
@@ -119,7 +116,7 @@ impl<'scope> Scope<'scope, '_> {
         T: Copy + Send + Sync + 'static,
         O: Op<T> + 'scope,
     {
-        self.start("iscan", move |c| c.scan_with(buf, op, algorithm))
+        self.start(move |c| c.scan_with(buf, op, algorithm))
     }
 
     /// [`Comm::exscan`] as a request.
@@ -142,7 +139,7 @@ impl<'scope> Scope<'scope, '_> {
         T: Copy + Send + Sync + 'static,
         O: Op<T> + 'scope,
     {
-        self.start("iexscan", move |c| c.exscan_with(buf, op, algorithm))
+        self.start(move |c| c.exscan_with(buf, op, algorithm))
     }
 
     /// [`Comm::allgather`] as a request.
@@ -167,9 +164,7 @@ impl<'scope> Scope<'scope, '_> {
     where
         T: Copy + Send + Sync + 'static,
     {
-        self.start("iallgather", move |c| {
-            c.allgather_with(send, recv, algorithm)
-        })
+        self.start(move |c| c.allgather_with(send, recv, algorithm))
     }
 
     /// [`Comm::alltoall`] as a request.
@@ -194,7 +189,7 @@ impl<'scope> Scope<'scope, '_> {
     where
         T: Copy + Send + Sync + 'static,
     {
-        self.start("ialltoall", move |c| c.alltoall_with(send, recv, algorithm))
+        self.start(move |c| c.alltoall_with(send, recv, algorithm))
     }
 
     /// [`Comm::reduce_scatter_block`] as a request.
@@ -223,9 +218,7 @@ impl<'scope> Scope<'scope, '_> {
         T: Copy + Send + Sync + 'static,
         O: Op<T> + 'scope,
     {
-        self.start("ireduce_scatter_block", move |c| {
-            c.reduce_scatter_block_with(send, recv, op, algorithm)
-        })
+        self.start(move |c| c.reduce_scatter_block_with(send, recv, op, algorithm))
     }
 
     /// [`Comm::barrier`] as a request: it completes once every rank has started it.
@@ -235,7 +228,7 @@ impl<'scope> Scope<'scope, '_> {
 
     /// [`Comm::barrier_with`] as a request.
     pub fn ibarrier_with(&'scope self, algorithm: Barrier) -> Result<Request<'scope>> {
-        self.start("ibarrier", move |c| c.barrier_with(algorithm))
+        self.start(move |c| c.barrier_with(algorithm))
     }
 
     /// [`Comm::send`] as a request: `data` must not change until the request completes,

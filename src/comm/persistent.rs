@@ -76,7 +76,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
         }
         let (send, send_len, recv, recv_len) = (self.send, self.send_len, self.recv, self.recv_len);
         let start = self.start.clone();
-        let req = self.core.start(self.op, move |c| {
+        let req = self.core.start(move |c| {
             // SAFETY: the buffers were borrowed mutably for 'scope when the collective was set
             // up and are reached only through this `Persistent`, which hands them out only
             // while no start is in flight; this start is the only one in flight, and it
@@ -215,9 +215,7 @@ impl<'scope> Scope<'scope, '_> {
     {
         let Plan { setup, start } = plan;
         let op = setup.op;
-        let check = self
-            .core()
-            .start(op, move |c| c.local().agree_setup(&setup))?;
+        let check = self.core().start(move |c| c.agree_setup(&setup))?;
         let setup = check.start_number();
         check.wait()?;
         let in_place = send.is_none();

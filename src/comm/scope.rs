@@ -22,7 +22,7 @@
 //! touch a buffer after its borrow ends.
 
 use super::request::Request;
-use super::{Comm, Status};
+use super::{Comm, Span, Status};
 use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
 use crate::sync::task::{self, Task};
@@ -71,7 +71,7 @@ fn shadow_of(n: u64) -> usize {
 
 impl Comm {
     /// An error (failing the run) unless the communicator's ranks are threads of one process:
-    /// requests are not supported across processes yet.
+    /// non-blocking point-to-point is not supported across processes yet.
     pub(super) fn threads_only(&self, op: &'static str) -> Result<()> {
         if self.is_threads() {
             return Ok(());
@@ -79,20 +79,41 @@ impl Comm {
         Err(self.fail(Error::Unsupported {
             rank: self.rank(),
             op,
-            what: "non-blocking and persistent calls on a communicator whose ranks span MPI \
-                   processes are not supported: use the blocking calls there"
+            what: "non-blocking point-to-point on a communicator whose ranks span MPI \
+                   processes is not supported: use the blocking calls there"
                 .into(),
         }))
     }
 
-    /// This rank's communicator of shadow `k`.
-    fn shadow(&self, op: &'static str, k: usize) -> Result<&Comm> {
-        self.threads_only(op)?;
+    /// Agrees the setup of a persistent collective between the ranks (on the shadow this
+    /// communicator is, in its place among the scope's requests).
+    pub(super) fn agree_setup<T: 'static, A: crate::select::Choice>(
+        &self,
+        setup: &crate::local::persistent::Setup<'_, T, A>,
+    ) -> Result<()> {
+        match &self.span {
+            Span::Threads(l) => l.agree_setup(setup),
+            #[cfg(feature = "mpi")]
+            Span::Processes(b) => b.agree_setup(setup),
+        }
+    }
+
+    /// This rank's communicator of shadow `k`: of its process's threads, and on a communicator
+    /// that spans processes, of the leaders' shadow `k` between them (`hybrid::shadows`).
+    fn shadow(&self, k: usize) -> Result<&Comm> {
         let comms = self
             .shadows
             .comms
             .get_or_init(|| (0..SHADOWS).map(|_| OnceCell::new()).collect());
-        Ok(comms[k].get_or_init(|| Comm::threads(self.local().shadow(k))))
+        if let Some(c) = comms[k].get() {
+            return Ok(c);
+        }
+        let shadow = match &self.span {
+            Span::Threads(l) => Comm::threads(l.shadow(k)),
+            #[cfg(feature = "mpi")]
+            Span::Processes(b) => Comm::processes(b.shadow(k).map_err(|e| self.fail(e))?),
+        };
+        Ok(comms[k].get_or_init(|| shadow))
     }
 
     /// Runs `f` with a [`Scope`] in which it can start non-blocking collectives on this
@@ -294,12 +315,11 @@ impl<'scope> Core<'scope> {
     /// given to it. An error of its first steps (its arguments) is returned here.
     pub(crate) fn start(
         &'scope self,
-        op: &'static str,
         f: impl FnOnce(&Comm) -> Result<()> + 'scope,
     ) -> Result<Request<'scope>> {
         let shadows = &self.comm.shadows;
         let n = shadows.start();
-        let comm = match self.comm.shadow(op, shadow_of(n)) {
+        let comm = match self.comm.shadow(shadow_of(n)) {
             Ok(c) => c,
             Err(e) => {
                 shadows.finished(n);

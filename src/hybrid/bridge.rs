@@ -37,6 +37,9 @@ pub(crate) struct Bridge {
     /// Which of the team's communicators this is: 0 for the world, k for the k-th duplicate
     /// (`Call`'s context).
     context: u64,
+    /// Which of the communicator's stages between processes this link's collectives use: its
+    /// own (`None`), or the leaders' shadow k of a shadow of the world (`shadows`).
+    stage: Option<usize>,
 }
 
 /// What the ranks of a duplicate of a communicator that spans processes need of MPI besides
@@ -74,6 +77,28 @@ impl Bridge {
             aside: AsideQueue::default(),
             stages: Stages::default(),
             context: 0,
+            stage: None,
+        }
+    }
+
+    /// Which of the team's communicators this is (`Call`'s context).
+    pub(super) fn context(&self) -> u64 {
+        self.context
+    }
+
+    /// This link with `local` for its own process's threads, running its stages between
+    /// processes on the leaders' shadow `k` (`shadows`).
+    pub(super) fn with_stage(&self, local: Local, k: usize) -> Bridge {
+        Bridge {
+            local,
+            layout: self.layout.clone(),
+            process: self.process.clone(),
+            channels: self.channels.clone(),
+            relay: self.relay.clone(),
+            aside: AsideQueue::default(),
+            stages: Stages::default(),
+            context: self.context,
+            stage: Some(k),
         }
     }
 
@@ -115,8 +140,9 @@ impl Bridge {
         if let Err(e) = p.on_main_thread(op) {
             return Err(self.local.fail(e));
         }
-        let pc = p.pc.lock();
-        if p.closed.load(Ordering::SeqCst) {
+        let (pc, closed) = p.stage(self.stage);
+        let pc = pc.lock();
+        if closed.load(Ordering::SeqCst) {
             // An earlier check failed on every process: this run's ranks all fail already.
             return before.and_then(|()| {
                 Err(self.local.fail(Error::Aborted {
@@ -140,7 +166,7 @@ impl Bridge {
             (Ok(()), Ok(())) => stage(&pc),
         };
         result.map_err(|e| {
-            p.close(&e);
+            p.close(self.stage, &e);
             self.local.fail(e)
         })
     }
@@ -191,6 +217,7 @@ impl Bridge {
             aside: AsideQueue::default(),
             stages: Stages::default(),
             context: links.context,
+            stage: None,
             local,
         })
     }

@@ -273,14 +273,17 @@ impl ProcessComm {
         leaders: &[usize],
         op: &'static str,
     ) -> Result<()> {
-        const N: usize = WORDS + 1;
-        let mut mine = [0u64; N];
-        mine[..WORDS].copy_from_slice(&call.words());
-        mine[WORDS] = arrival as u64;
+        let mine = words_of(call, arrival);
+        if self.gathers_rows() {
+            let mut rows = self.row_of(&mine);
+            let send = rows.clone();
+            self.max_words(&send, &mut rows);
+            return self.outcome_of_rows(&rows, rank, leaders, op);
+        }
         let mut send = [0u64; 2 * N];
-        for (i, &w) in mine.iter().enumerate() {
-            send[i] = w;
-            send[N + i] = !w;
+        send[..N].copy_from_slice(&mine);
+        for (c, w) in send[N..].iter_mut().zip(&mine) {
+            *c = !w;
         }
         let mut both = [0u64; 2 * N];
         self.max_words(&send, &mut both);
@@ -288,9 +291,71 @@ impl ProcessComm {
         if same && both[WORDS] != Arrival::Failed as u64 {
             return Ok(());
         }
-        // Every process is here: find who failed, or who differs from process 0.
+        // Every process is here: gather every process's words to say who failed or differs.
         let mut all = vec![0u64; N * self.size];
         self.comm.all_gather_into(&mine[..], &mut all[..]);
+        self.outcome_of_rows(&all, rank, leaders, op)
+    }
+
+    /// [`ProcessComm::agree_across`] posted and not waited for (`MPI_Iallreduce`), on a
+    /// communicator whose checks gather every process's words in one allreduce (a shadow's,
+    /// `hybrid::shadows`), so that several checks can be in flight at once (the end of a run)
+    /// and the outcome needs no second collective: complete its request, then read it with
+    /// [`ProcessComm::check_outcome`].
+    pub(crate) fn start_check(&self, call: &Call, arrival: Arrival) -> PendingCheck {
+        assert!(self.gathers_rows(), "a posted check gathers rows");
+        let send = self.row_of(&words_of(call, arrival));
+        let mut pending = PendingCheck {
+            rows: vec![0u64; send.len()],
+            send,
+            req: std::mem::MaybeUninit::uninit(),
+        };
+        let (n, comm) = (pending.send.len() as c_int, self.comm.as_raw());
+        // SAFETY: both vectors hold `n` u64 and stay where they are (they are not resized)
+        // while their owner keeps the pending check until the request completes; the datatype
+        // and op are predefined, the communicator valid, the request a live out-parameter.
+        let rc = unsafe {
+            ffi::MPI_Iallreduce(
+                pending.send.as_ptr().cast(),
+                pending.rows.as_mut_ptr().cast(),
+                n,
+                ffi::RSMPI_UINT64_T,
+                ffi::RSMPI_MAX,
+                comm,
+                pending.req.as_mut_ptr(),
+            )
+        };
+        assert_eq!(rc, ffi::MPI_SUCCESS as c_int, "MPI_Iallreduce failed");
+        pending
+    }
+
+    /// The outcome of check `pending`, whose request has completed.
+    pub(crate) fn check_outcome(
+        &self,
+        pending: &PendingCheck,
+        rank: usize,
+        leaders: &[usize],
+        op: &'static str,
+    ) -> Result<()> {
+        self.outcome_of_rows(&pending.rows, rank, leaders, op)
+    }
+
+    /// This process's words in its row of a check that gathers every process's (zeros in the
+    /// others' rows, which the allreduce's maximum fills).
+    fn row_of(&self, mine: &[u64; N]) -> Vec<u64> {
+        let mut rows = vec![0u64; N * self.size];
+        rows[self.rank * N..(self.rank + 1) * N].copy_from_slice(mine);
+        rows
+    }
+
+    /// The outcome of a check from every process's words (`all`, process q's in row q).
+    fn outcome_of_rows(
+        &self,
+        all: &[u64],
+        rank: usize,
+        leaders: &[usize],
+        op: &'static str,
+    ) -> Result<()> {
         let of = |q: usize| &all[q * N..(q + 1) * N];
         if let Some(q) = (0..self.size).find(|&q| of(q)[WORDS] == Arrival::Failed as u64) {
             return Err(Error::ProcessFailed {
@@ -299,9 +364,9 @@ impl ProcessComm {
                 process: q,
             });
         }
-        let peer = (1..self.size)
-            .find(|&q| of(q) != of(0))
-            .expect("the maxima and minima differ, so some call differs from process 0's");
+        let Some(peer) = (1..self.size).find(|&q| of(q) != of(0)) else {
+            return Ok(());
+        };
         Err(Error::Mismatch {
             rank: leaders[0],
             peer: leaders[peer],
@@ -309,6 +374,33 @@ impl ProcessComm {
             expected: describe(of(0)),
             found: describe(of(peer)),
         })
+    }
+}
+
+/// Words of a check: the call's and the arrival.
+const N: usize = WORDS + 1;
+
+/// This process's words of a check of `call` with `arrival`.
+fn words_of(call: &Call, arrival: Arrival) -> [u64; N] {
+    let mut mine = [0u64; N];
+    mine[..WORDS].copy_from_slice(&call.words());
+    mine[WORDS] = arrival as u64;
+    mine
+}
+
+/// A check in flight ([`ProcessComm::start_check`]): its buffers, which MPI reads and fills
+/// until its request completes, and its request.
+pub(crate) struct PendingCheck {
+    send: Vec<u64>,
+    rows: Vec<u64>,
+    req: std::mem::MaybeUninit<ffi::MPI_Request>,
+}
+
+impl PendingCheck {
+    /// The check's request, to complete (`MPI_Waitall` or polling).
+    pub(crate) fn request(&mut self) -> &mut ffi::MPI_Request {
+        // SAFETY: `start_check` wrote the request when it posted the allreduce.
+        unsafe { self.req.assume_init_mut() }
     }
 }
 

@@ -54,6 +54,7 @@ mod relay;
 mod scan;
 #[cfg(all(test, not(loom)))]
 mod selftest;
+mod shadows;
 mod split;
 pub(crate) mod world;
 
@@ -151,6 +152,10 @@ pub(crate) struct ProcessComm {
     /// built-in estimate for Open MPI's shared-memory transport on one node (`Costs::MPI`:
     /// 1 µs per message, 0.1 ns per byte).
     costs: Cell<Costs>,
+    /// Whether the call check gathers every process's words in its one allreduce (a shadow's
+    /// leaders' communicator, `shadows`: its outcome then needs no second collective, which a
+    /// process at the end of its run could not wait for), instead of their maxima and minima.
+    rows: Cell<bool>,
 }
 
 impl std::fmt::Debug for ProcessComm {
@@ -213,7 +218,18 @@ impl ProcessComm {
             scratch: RefCell::new(Vec::new()),
             polite: Cell::new(false),
             costs: Cell::new(Costs::MPI),
+            rows: Cell::new(false),
         })
+    }
+
+    /// Makes the call check gather every process's words (see the field).
+    pub(crate) fn set_gathers_rows(&self) {
+        self.rows.set(true);
+    }
+
+    /// Whether the call check gathers every process's words.
+    pub(crate) fn gathers_rows(&self) -> bool {
+        self.rows.get()
     }
 
     /// Makes waits poll politely (see the field).

@@ -38,8 +38,9 @@
 //! communicator's handler).
 
 use super::bridge::Links;
-use super::check::{Arrival, Call};
+use super::check::Arrival;
 use super::relay::Relay;
+use super::shadows::Shadow;
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::transport::mpi::Channels;
@@ -128,6 +129,9 @@ pub(crate) struct Process {
     /// its collectives' stages between processes on it, in the order its leader makes them,
     /// which the check compares on every process (with the communicator's context, `Call`).
     pub(super) pc: Mutex<ProcessComm>,
+    /// The leaders' communicators of the world communicator's shadows, on which its
+    /// non-blocking collectives run their stages between processes (`hybrid::shadows`).
+    pub(super) shadows: Box<[Shadow]>,
     /// Which ranks each process holds.
     pub(crate) layout: Arc<Layout>,
     /// Whether MPI allows calls from its main thread only, so that a run must be started from
@@ -266,6 +270,7 @@ impl Process {
             index: node.rank() as usize,
         };
         let pc = Mutex::new(ProcessComm::new(comm)?);
+        let shadows = super::shadows::make(comm)?;
         let layout = Layout::new(&counts, rank);
         // Collective over the processes, as every MPI_Comm_dup.
         let world = comm.duplicate();
@@ -276,6 +281,7 @@ impl Process {
         let relay = (!direct).then(|| Arc::new(Relay::new(channels.clone(), layout.clone())));
         let process = Process {
             pc,
+            shadows,
             layout,
             funneled,
             channels,
@@ -299,6 +305,9 @@ impl Process {
     /// Takes the `mpi` level of the team's profile for the stage between the processes.
     pub(crate) fn set_profile(&self, profile: &crate::Profile) {
         self.pc.lock().set_profile(profile);
+        for s in self.shadows.iter() {
+            s.pc.lock().set_profile(profile);
+        }
     }
 
     /// Called by `Team::run` on its calling thread before the ranks start: that thread must
@@ -306,6 +315,9 @@ impl Process {
     pub(crate) fn begin(&self) -> Result<()> {
         self.on_main_thread("Team::run")?;
         self.closed.store(false, Ordering::SeqCst);
+        for s in self.shadows.iter() {
+            s.closed.store(false, Ordering::SeqCst);
+        }
         self.failed_elsewhere.store(NONE, Ordering::SeqCst);
         let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
         self.channels.notices().begin_run(run);
@@ -395,10 +407,11 @@ impl Process {
         (worked, failed)
     }
 
-    /// Records that a check failed with `e` (the same on every process): no more MPI in this
-    /// run, and if `e` names another process's failure, `Team::run` fails here too.
-    pub(super) fn close(&self, e: &Error) {
-        self.closed.store(true, Ordering::SeqCst);
+    /// Records that a check on stage `which` (`Process::stage`) failed with `e` (the same on
+    /// every process): no more MPI on it in this run, and if `e` names another process's
+    /// failure, `Team::run` fails here too.
+    pub(super) fn close(&self, which: Option<usize>, e: &Error) {
+        self.stage(which).1.store(true, Ordering::SeqCst);
         if let Error::ProcessFailed { process, .. } = *e {
             if process != self.layout.process() {
                 let _ = self.failed_elsewhere.compare_exchange(
@@ -437,49 +450,38 @@ impl Process {
                 .notices()
                 .notify(layout.processes(), layout.process());
         }
-        if closed {
-            return match self
-                .failed_elsewhere()
-                .or(self.channels.notices().noticed())
-            {
-                Some(process) => Err(Error::ProcessFailed {
-                    rank,
-                    op: "Team::run",
-                    process,
-                }),
-                None => Ok(()),
-            };
-        }
         let arrival = if failed {
             Arrival::Failed
         } else {
             Arrival::Finished
         };
-        let r = self.pc.lock().agree_across(
-            &Call::barrier(),
-            arrival,
+        let (world, shadow) = self.last_checks(!closed, arrival);
+        let elsewhere = |process| Error::ProcessFailed {
             rank,
-            layout.leaders(),
-            "Team::run",
-        );
-        if let Err(e) = &r {
-            self.close(e);
-        }
-        match r {
-            // This process's own failure: its ranks' results carry it, as in a team of one
-            // process (whose `run` fails only for a panic) — unless it failed because another
-            // process's did (that process's notice, `hybrid::p2p`).
-            Err(Error::ProcessFailed { process, .. }) if process == layout.process() => {
-                match self.channels.notices().noticed() {
-                    Some(process) => Err(Error::ProcessFailed {
-                        rank,
-                        op: "Team::run",
-                        process,
-                    }),
-                    None => Ok(()),
-                }
-            }
-            r => r,
+            op: "Team::run",
+            process,
+        };
+        let noticed = || self.channels.notices().noticed();
+        let own = |e: &Error| matches!(*e, Error::ProcessFailed { process, .. } if process == layout.process());
+        let r = match world {
+            // No last check (an earlier one failed), or this process's own failure: its ranks'
+            // results carry it, as in a team of one process (whose `run` fails only for a
+            // panic) — unless another process's failure was reported at a check of this run
+            // (of a blocking call, or of a request on a shadow) or by its notice
+            // (`hybrid::p2p`).
+            Some(Err(e)) if !own(&e) => Err(e),
+            Some(Ok(())) => Ok(()),
+            None | Some(Err(_)) => match self.failed_elsewhere().or(noticed()) {
+                Some(process) => Err(elsewhere(process)),
+                None => Ok(()),
+            },
+        };
+        // A request that another process started and this one never did (or the other way
+        // round), met at the last check of its shadow. (Failures of runs are the world's
+        // check's to report, above.)
+        match (r, shadow) {
+            (Ok(()), Some(e @ Error::Mismatch { .. })) => Err(e),
+            (r, _) => r,
         }
     }
 }

@@ -115,9 +115,11 @@ fn hooks() -> impl Iterator<Item = (&'static dyn Fn() -> bool, Option<&'static d
     })
 }
 
-/// Whether every idle hook of this thread can tell when it has work ([`with_idle_ready`]).
+/// Whether every idle hook of this thread can tell when it has work ([`with_idle_ready`]),
+/// and no task of this thread polls ([`super::task::poll_until`]).
 pub(crate) fn precise() -> bool {
-    hooks().all(|(_, ready)| ready.is_some())
+    // A task suspended in a poll (an MPI request) waits for what wakes nobody.
+    hooks().all(|(_, ready)| ready.is_some()) && !super::task::polling()
 }
 
 /// Whether one of this thread's idle hooks that can tell has work now (false while the hooks

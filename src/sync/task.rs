@@ -36,8 +36,9 @@ const POOLED_STACKS: usize = 16;
 /// (that is, until it is resumed).
 #[derive(Clone, Copy)]
 pub(crate) struct Blocked {
-    parker: *const Parker,
-    policy: *const WaitPolicy,
+    /// The parker that a wake-up of the awaited condition unparks, and the wait's policy;
+    /// `None` for a poll ([`poll_until`]), whose condition changes with nobody told.
+    wake: Option<(*const Parker, *const WaitPolicy)>,
     deadline: Option<Instant>,
     ready: *mut (dyn FnMut() -> bool + 'static),
     watch: Option<*const (dyn Watch + 'static)>,
@@ -46,6 +47,8 @@ pub(crate) struct Blocked {
 thread_local! {
     /// The yielder of the task running on this thread, if one is.
     static CURRENT: Cell<Option<*const Yielder<(), Blocked>>> = const { Cell::new(None) };
+    /// Tasks of this thread suspended in a poll ([`poll_until`]).
+    static POLLING: Cell<usize> = const { Cell::new(0) };
     /// Stacks of finished tasks, for the next ones.
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
 }
@@ -66,25 +69,61 @@ pub(crate) fn suspend_until(
     ready: &mut dyn FnMut() -> bool,
     watch: Option<&dyn Watch>,
 ) -> bool {
-    let yielder = CURRENT
-        .with(|c| c.get())
-        .expect("suspend_until runs inside a task");
     // SAFETY: only lifetimes are erased. The resumer reads these pointers only while the task
     // is suspended in this very call (`Blocked`'s contract, kept by `Task::blocked` and
     // `wait_any`), during which everything they point to is alive in this frame.
-    let blocked = unsafe {
-        Blocked {
-            parker,
-            policy,
-            deadline,
-            ready: std::mem::transmute::<
+    let watch = watch.map(|w| unsafe {
+        std::mem::transmute::<*const (dyn Watch + '_), *const (dyn Watch + 'static)>(w)
+    });
+    let wake = Some((parker as *const Parker, policy as *const WaitPolicy));
+    suspend(wake, deadline, ready, watch)
+}
+
+/// A wait inside a task for a condition that changes with nobody told — an MPI request's
+/// completion — which its resumer must therefore poll: suspends the task until a resume finds
+/// `ready()` true. While such a task is suspended, this thread's waits poll (idle hooks that
+/// advance tasks are not [`super::idle::precise`]) instead of parking until woken.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn poll_until(ready: &mut dyn FnMut() -> bool) {
+    struct Polling;
+    impl Drop for Polling {
+        fn drop(&mut self) {
+            POLLING.with(|p| p.set(p.get() - 1));
+        }
+    }
+    POLLING.with(|p| p.set(p.get() + 1));
+    let _polling = Polling;
+    suspend(None, None, ready, None);
+}
+
+/// Whether a task of this thread is suspended in a poll ([`poll_until`]).
+pub(crate) fn polling() -> bool {
+    POLLING.with(|p| p.get() > 0)
+}
+
+/// Suspends the running task, handing its resumer what it waits for, until a resume finds
+/// `ready()` true (or `deadline` passed): whether `ready()` held.
+fn suspend(
+    wake: Option<(*const Parker, *const WaitPolicy)>,
+    deadline: Option<Instant>,
+    ready: &mut dyn FnMut() -> bool,
+    watch: Option<*const (dyn Watch + 'static)>,
+) -> bool {
+    let yielder = CURRENT
+        .with(|c| c.get())
+        .expect("a task suspends inside a task");
+    // SAFETY: only the lifetime is erased; as in `suspend_until`, the resumer calls `ready`
+    // only while the task is suspended in this call, with `ready` alive in the caller's frame.
+    let blocked = Blocked {
+        wake,
+        deadline,
+        ready: unsafe {
+            std::mem::transmute::<
                 *mut (dyn FnMut() -> bool + '_),
                 *mut (dyn FnMut() -> bool + 'static),
-            >(ready),
-            watch: watch.map(|w| {
-                std::mem::transmute::<*const (dyn Watch + '_), *const (dyn Watch + 'static)>(w)
-            }),
-        }
+            >(ready)
+        },
+        watch,
     };
     loop {
         CURRENT.with(|c| c.set(None));
@@ -205,16 +244,18 @@ impl<'a, R: 'a> Task<'a, R> {
 
 /// Waits until one of the waits `blocked` may go on — its condition holds or its deadline has
 /// passed — spinning, yielding and parking as that wait would have (the first one's parker,
-/// policy and watch: the tasks of one thread wait on its parker). Must not be called from
-/// inside a task.
+/// policy and watch: the tasks of one thread wait on its parker); if one of them is a poll
+/// ([`poll_until`]), polling all of them, yielding between rounds and running this thread's
+/// idle hooks, since nothing would wake a parked thread. Must not be called from inside a
+/// task.
 ///
 /// # Safety
 /// Each task whose wait made an element of `blocked` must stay suspended in that wait until
 /// this returns (nothing may resume it meanwhile, not even an idle hook of this thread).
 pub(crate) unsafe fn wait_any(blocked: &[Blocked]) {
-    let Some(first) = blocked.first() else {
+    if blocked.is_empty() {
         return;
-    };
+    }
     debug_assert!(!inside());
     let deadline = blocked.iter().filter_map(|b| b.deadline).min();
     let mut any = || {
@@ -224,10 +265,27 @@ pub(crate) unsafe fn wait_any(blocked: &[Blocked]) {
             unsafe { (*b.ready)() }
         })
     };
+    let woken: Option<Vec<_>> = blocked
+        .iter()
+        .map(|b| b.wake.map(|w| (w, b.watch)))
+        .collect();
+    let Some(first) = woken.as_ref().and_then(|w| w.first().copied()) else {
+        // Spins a few rounds, then yields between rounds (as `transport::mpi`'s polite polls).
+        let backoff = crossbeam_utils::Backoff::new();
+        while !any() {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return;
+            }
+            super::idle::run();
+            backoff.snooze();
+        }
+        return;
+    };
+    let ((parker, policy), watch) = first;
     // SAFETY: as above, the parker, policy and watch are alive in the suspended waits' frames
     // (and the parker, a rank's, for the whole run).
     unsafe {
-        let watch = first.watch.map(|w| &*w);
-        wait_until_watched(&*first.parker, &*first.policy, deadline, &mut any, watch);
+        let watch = watch.map(|w| &*w);
+        wait_until_watched(&*parker, &*policy, deadline, &mut any, watch);
     }
 }

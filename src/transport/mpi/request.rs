@@ -19,7 +19,19 @@ use std::os::raw::c_int;
 /// core the peer they wait for (another process, or a thread of this one) then runs only when
 /// the scheduler preempts them, a time slice of milliseconds per message. Figures in
 /// docs/hybrid.md ("Polite MPI waits"), with their command.
+///
+/// Inside a task (a request of a scope, `sync::task`) the task suspends between polls instead,
+/// and whoever resumes it polls `done` (`task::poll_until`).
 pub(crate) fn poll_politely(mut done: impl FnMut() -> bool) {
+    if crate::sync::task::inside() {
+        // `done` may consume what it found (a probed message): once true, it stays true.
+        let mut finished = false;
+        crate::sync::task::poll_until(&mut || {
+            finished = finished || done();
+            finished
+        });
+        return;
+    }
     // No parking: nothing wakes a thread when an MPI message arrives.
     let backoff = crossbeam_utils::Backoff::new();
     while !done() {

@@ -1,0 +1,342 @@
+//! The checks of non-blocking collectives (`Comm::scope`, `Scope::i*`) of `hybrid_check`:
+//! every one against the blocking call with the same algorithm and inputs, bit for bit, in the
+//! same run; many in flight, waited in an order that differs between ranks, with blocking
+//! calls meanwhile; a disagreement between processes, a process that never starts a request
+//! the others started, and a thread that panics — each an `Err` on every rank that made the
+//! call, never a hang; persistent collectives started many times and a setup that differs;
+//! and the refusal of requests on a duplicate between processes.
+
+use crate::cases::{inputs, Affine, Case};
+use crate::suite::{Outcome, RunFails, Suite};
+use corecoll::algorithm::{Broadcast, Reduce};
+use corecoll::{op, Algorithm, Comm, Error, Request, Result};
+
+/// Whether `got` and `want` hold the same bits.
+fn same<T: Case>(got: &[T], want: &[T]) -> bool {
+    got.len() == want.len() && got.iter().zip(want).all(|(g, w)| g.bits() == w.bits())
+}
+
+/// Runs `blocking` on one copy of `input` and the request that `start` makes on another, and
+/// says what differs (`what` names the call).
+fn against<T: Case>(
+    comm: &Comm,
+    what: &str,
+    input: &[T],
+    blocking: impl FnOnce(&Comm, &mut [T]) -> Result<()>,
+    start: impl for<'s> FnOnce(&'s corecoll::Scope<'s, '_>, &'s mut [T]) -> Result<Request<'s>>,
+) -> Option<String> {
+    let mut want = input.to_vec();
+    if let Err(e) = blocking(comm, &mut want) {
+        return Some(format!("{what}, blocking: {e}"));
+    }
+    let mut got = input.to_vec();
+    if let Err(e) = comm.scope(|s| start(s, &mut got)?.wait()) {
+        return Some(format!("{what}, request: {e}"));
+    }
+    (!same(&got, &want)).then(|| format!("{what}: the request's result differs"))
+}
+
+/// The reducing requests of type `T` at `n` elements with the type's op.
+fn reductions<T: Case>(comm: &Comm, n: usize, algs: &[Algorithm]) -> Option<String> {
+    let (r, p) = (comm.rank(), comm.size());
+    let x = inputs::<T>(r, n);
+    let o = T::op();
+    for &alg in algs {
+        let what = format!("iallreduce {} {alg:?} n={n}", T::NAME);
+        let bad = against(
+            comm,
+            &what,
+            &x,
+            |c, b| c.allreduce_with(b, o, alg),
+            |s, b| s.iallreduce_with(b, o, alg),
+        );
+        if bad.is_some() {
+            return bad;
+        }
+    }
+    let what = format!("ireduce {} n={n}", T::NAME);
+    against(
+        comm,
+        &what,
+        &x,
+        |c, b| c.reduce_with(b, o, p - 1, Reduce::Auto),
+        |s, b| s.ireduce_with(b, o, p - 1, Reduce::Auto),
+    )
+    .or_else(|| {
+        let what = format!("iscan {} n={n}", T::NAME);
+        against(comm, &what, &x, |c, b| c.scan(b, o), |s, b| s.iscan(b, o))
+    })
+    .or_else(|| {
+        let what = format!("iexscan {} n={n}", T::NAME);
+        against(
+            comm,
+            &what,
+            &x,
+            |c, b| c.exscan(b, o),
+            |s, b| s.iexscan(b, o),
+        )
+    })
+}
+
+/// Every request against its blocking call, at every count of the suite.
+fn every_request(comm: &Comm, counts: &[usize]) -> Option<String> {
+    let (r, p) = (comm.rank(), comm.size());
+    let between: Vec<Algorithm> = Algorithm::ALL
+        .into_iter()
+        .filter(|a| !a.needs_shared_memory() && *a != Algorithm::Native)
+        .collect();
+    let keeps_order: Vec<Algorithm> = between
+        .iter()
+        .copied()
+        .filter(|a| !matches!(a, Algorithm::Ring { .. }))
+        .collect();
+    for &n in counts {
+        let bad = reductions::<u64>(comm, n, &[&between[..], &[Algorithm::Native]].concat())
+            .or_else(|| reductions::<f64>(comm, n, &between))
+            .or_else(|| reductions::<Affine>(comm, n, &keeps_order));
+        if bad.is_some() {
+            return bad;
+        }
+        let x = inputs::<u64>(r, n);
+        for root in [0, p - 1] {
+            let what = format!("ibroadcast root {root} n={n}");
+            let bad = against(
+                comm,
+                &what,
+                &x,
+                |c, b| c.broadcast_with(b, root, Broadcast::Auto),
+                |s, b| s.ibroadcast(b, root),
+            );
+            if bad.is_some() {
+                return bad;
+            }
+        }
+        let mut want = vec![0u64; n * p];
+        let mut got = vec![0u64; n * p];
+        if let Err(e) = comm
+            .allgather(&x, &mut want)
+            .and_then(|()| comm.scope(|s| s.iallgather(&x, &mut got)?.wait()))
+        {
+            return Some(format!("iallgather n={n}: {e}"));
+        }
+        if got != want {
+            return Some(format!("iallgather n={n}: the request's result differs"));
+        }
+        let all = inputs::<u64>(r, n * p);
+        if let Err(e) = comm
+            .alltoall(&all, &mut want)
+            .and_then(|()| comm.scope(|s| s.ialltoall(&all, &mut got)?.wait()))
+        {
+            return Some(format!("ialltoall n={n}: {e}"));
+        }
+        if got != want {
+            return Some(format!("ialltoall n={n}: the request's result differs"));
+        }
+        let aff = inputs::<Affine>(r, n * p);
+        let fill = Affine::input(0, 0);
+        let (mut want, mut got) = (vec![fill; n], vec![fill; n]);
+        if let Err(e) = comm
+            .reduce_scatter_block(&aff, &mut want, Affine::op())
+            .and_then(|()| {
+                comm.scope(|s| {
+                    s.ireduce_scatter_block(&aff, &mut got, Affine::op())?
+                        .wait()
+                })
+            })
+        {
+            return Some(format!("ireduce_scatter_block n={n}: {e}"));
+        }
+        if !same(&got, &want) {
+            return Some(format!(
+                "ireduce_scatter_block n={n}: the request's result differs"
+            ));
+        }
+    }
+    comm.scope(|s| s.ibarrier()?.wait())
+        .err()
+        .map(|e| format!("ibarrier: {e}"))
+}
+
+/// Twelve requests in flight, a blocking allreduce among them, waited in an order rotated by
+/// rank; each against the blocking call.
+fn many_in_flight(comm: &Comm) -> Option<String> {
+    let (r, p) = (comm.rank(), comm.size());
+    const K: usize = 12;
+    let n = 301;
+    let input = |k: usize| inputs::<f64>((r + k) % p, n);
+    let mut want: Vec<Vec<f64>> = (0..K).map(input).collect();
+    for w in want.iter_mut() {
+        if let Err(e) = comm.allreduce(w, op::Sum) {
+            return Some(format!("blocking allreduce: {e}"));
+        }
+    }
+    let mut got: Vec<Vec<f64>> = (0..K).map(input).collect();
+    let mut middle = inputs::<u64>(r, 5);
+    let waited = comm.scope(|s| {
+        let mut reqs = Vec::new();
+        for g in got.iter_mut() {
+            reqs.push(Some(s.iallreduce(g, op::Sum)?));
+        }
+        comm.allreduce(&mut middle, op::Sum)?;
+        for k in 0..K {
+            let i = (k + r) % K;
+            reqs[i].take().expect("waited once").wait()?;
+        }
+        Ok(())
+    });
+    if let Err(e) = waited {
+        return Some(format!("requests: {e}"));
+    }
+    let bad = (0..K).find(|&k| !same(&got[k], &want[k]));
+    bad.map(|k| format!("request {k} differs from the blocking allreduce"))
+}
+
+/// Persistent collectives started many times, each start against the blocking call.
+fn persistent(comm: &Comm) -> Option<String> {
+    let (r, p) = (comm.rank(), comm.size());
+    let n = 33;
+    let mut x = vec![0f64; n];
+    let mut b = vec![0u64; n];
+    let out = comm.scope(|s| {
+        let mut ar = s.allreduce_init(&mut x, op::Sum)?;
+        let mut bc = s.broadcast_init(&mut b, p - 1)?;
+        let mut bar = s.barrier_init()?;
+        for k in 0..50 {
+            let input = inputs::<f64>((r + k) % p, n);
+            ar.buffer()?.copy_from_slice(&input);
+            bc.buffer()?.copy_from_slice(&inputs::<u64>(r + k, n));
+            ar.start()?;
+            bc.start()?;
+            bar.start()?;
+            bar.wait()?;
+            bc.wait()?;
+            ar.wait()?;
+            let mut want = input;
+            comm.allreduce(&mut want, op::Sum)?;
+            if !same(ar.buffer()?, &want) {
+                return Ok(Some(format!(
+                    "allreduce start {k} differs from the blocking call"
+                )));
+            }
+            if bc.buffer()? != inputs::<u64>(p - 1 + k, n) {
+                return Ok(Some(format!("broadcast start {k}: wrong result")));
+            }
+        }
+        Ok(None)
+    });
+    out.unwrap_or_else(|e| Some(format!("persistent: {e}")))
+}
+
+/// Every check of requests.
+pub fn check_all(s: &Suite<'_>) {
+    let ctx = &s.ctx;
+    let process_of = |rank: usize| ctx.process_of(rank);
+    let counts: Vec<usize> = s.ctx.counts().to_vec();
+    s.check(
+        "requests: every non-blocking collective gives the blocking call's bits",
+        |comm| every_request(comm, &counts),
+    );
+    s.check(
+        "requests: twelve in flight and a blocking call, waited in per-rank orders",
+        many_in_flight,
+    );
+    let two = s.ctx.processes() >= 2;
+    let hybrid = s.ctx.hybrid;
+    let any = |_: usize, _: &Error| true;
+    let name = "requests: process 1 starts another collective (ibroadcast, not iallreduce)";
+    if two {
+        s.check_fails(name, RunFails::Either, None, any, |comm| {
+            let mut v = inputs::<u64>(comm.rank(), 7);
+            Outcome::Called(comm.scope(|s| {
+                if process_of(comm.rank()) == 1 {
+                    s.ibroadcast(&mut v, 0)?.wait()
+                } else {
+                    s.iallreduce(&mut v, op::Sum)?.wait()
+                }
+            }))
+        });
+    } else {
+        s.skip(name, "needs two processes");
+    }
+    // Between processes the started request meets process 1's end of the run at the last
+    // check of its shadow: an error there and in process 1's `Team::run`.
+    let name = "requests: process 1's ranks never start a request the others started";
+    if two {
+        let run_fails = if hybrid {
+            RunFails::In(1)
+        } else {
+            RunFails::Either
+        };
+        s.check_fails(name, run_fails, None, any, |comm| {
+            if process_of(comm.rank()) == 1 {
+                return Outcome::Skipped;
+            }
+            let mut v = inputs::<u64>(comm.rank(), 7);
+            Outcome::Called(comm.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait()))
+        });
+    } else {
+        s.skip(name, "needs two processes");
+    }
+    // A thread of process 1 panics before it starts the request the others start: theirs
+    // fails (between processes with `ProcessFailed` or `Aborted`), and so does every run.
+    let name = "requests: a thread of process 1 panics before starting an iallreduce";
+    if two {
+        let victim = s.ctx.offset(1) + s.ctx.threads(1) - 1;
+        s.check_fails(
+            name,
+            RunFails::Everywhere,
+            Some(victim),
+            |rank, e| {
+                !hybrid
+                    || process_of(rank) == 1
+                    || matches!(e, Error::ProcessFailed { .. } | Error::Aborted { .. })
+            },
+            |comm| {
+                if comm.rank() == victim {
+                    panic!("{} (rank {victim})", crate::failures::INTENTIONAL);
+                }
+                let mut v = inputs::<u64>(comm.rank(), 1000);
+                Outcome::Called(comm.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait()))
+            },
+        );
+    } else {
+        s.skip(name, "needs two processes");
+    }
+    if hybrid {
+        s.check_fails(
+            "requests: refused on a duplicate of the team's communicator",
+            RunFails::Either,
+            None,
+            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
+            |comm| {
+                Outcome::Called(comm.dup().and_then(|d| {
+                    let mut v = [1u64];
+                    d.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait())
+                }))
+            },
+        );
+    }
+    s.check(
+        "persistent: allreduce, broadcast and barrier started 50 times, against blocking calls",
+        persistent,
+    );
+    let name = "persistent: process 1 sets up another length";
+    if two {
+        s.check_fails(name, RunFails::Either, None, any, |comm| {
+            let n = if process_of(comm.rank()) == 1 { 8 } else { 7 };
+            let mut v = inputs::<u64>(comm.rank(), n);
+            Outcome::Called(comm.scope(|s| s.allreduce_init(&mut v, op::Sum).map(drop)))
+        });
+    } else {
+        s.skip(name, "needs two processes");
+    }
+    let want = crate::cases::reduction::<u64>(s.ctx.size(), 1000);
+    s.check("requests: a normal run after the failures", |comm| {
+        let mut v = inputs::<u64>(comm.rank(), 1000);
+        match comm.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait()) {
+            Err(e) => Some(format!("iallreduce: {e}")),
+            Ok(()) if v != want => Some("iallreduce: wrong result".into()),
+            Ok(()) => None,
+        }
+    });
+}

@@ -1,0 +1,155 @@
+//! Where the non-blocking collectives of the hybrid world run between the processes.
+//!
+//! A request is the blocking collective run as a task on one of the communicator's shadows
+//! (`comm::scope`). Within a process a shadow is a shadow of the process's threads'
+//! communicator; between the processes it is one of [`SHADOWS`] leaders' communicators of its
+//! own ([`Shadow`], made with the team: `MPI_Comm_dup` is collective, and a first request must
+//! not wait for the other processes' leaders to make one), so that requests in flight at once
+//! and the blocking calls meanwhile never meet in MPI. Each shadow runs its requests one after
+//! the other in start order on every process, as the ranks start them, so its MPI calls come
+//! in the same order on every process. Its waits poll (`transport::mpi::poll_politely`), which
+//! inside a task suspends the task instead of blocking the rank.
+//!
+//! **Failures.** An MPI collective cannot be withdrawn once posted, so a check on a shadow is
+//! never skipped while another process may have posted it: a request whose process failed
+//! still reaches its check (as [`Arrival::Failed`]), and only a failed check on the shadow
+//! itself closes it, on every process alike. When a run ends, every process posts one more
+//! check on each open shadow, and on the world's leaders' communicator, all at once: a process
+//! still waiting in a request that another never started meets that process's end there and
+//! gets an error instead of waiting for ever, and `Team::run` reports it.
+
+use super::bridge::Bridge;
+use super::check::{Arrival, Call, PendingCheck};
+use super::world::Process;
+use super::ProcessComm;
+use crate::error::{Error, Result};
+use crate::local::persistent::Setup;
+use crate::mailbox::Kind;
+use crate::select::Choice;
+use crate::shm::SHADOWS;
+use crate::transport::mpi::wait_all;
+use ::mpi::topology::Communicator;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One shadow's leaders' communicator, and whether a check on it failed in this run.
+pub(crate) struct Shadow {
+    pub(super) pc: Mutex<ProcessComm>,
+    pub(super) closed: AtomicBool,
+}
+
+/// The shadows of the team's world communicator, collective over `comm`'s processes.
+pub(super) fn make<C: Communicator>(comm: &C) -> Result<Box<[Shadow]>> {
+    (0..SHADOWS)
+        .map(|_| {
+            let pc = ProcessComm::new(comm)?;
+            pc.set_polite(true);
+            pc.set_gathers_rows();
+            Ok(Shadow {
+                pc: Mutex::new(pc),
+                closed: AtomicBool::new(false),
+            })
+        })
+        .collect()
+}
+
+impl Bridge {
+    /// This rank's link of shadow `k` of the communicator (module docs): its threads' shadow
+    /// `k` within the process, and the leaders' shadow `k` between processes. Only the team's
+    /// world communicator has shadows between processes; on a duplicate, an error.
+    pub(crate) fn shadow(&self, k: usize) -> Result<Bridge> {
+        if self.context() != 0 {
+            return Err(Error::Unsupported {
+                rank: self.rank(),
+                op: "scope",
+                what: "non-blocking collectives on a duplicate of a communicator that spans MPI \
+                       processes are not supported: use them on the team's communicator, or \
+                       the blocking calls"
+                    .into(),
+            });
+        }
+        Ok(self.with_stage(self.local.shadow(k), k))
+    }
+}
+
+impl Bridge {
+    /// The setup of a persistent collective across processes: every rank agrees `setup`
+    /// within its process, the leaders agree it between processes (on the shadow this link
+    /// runs on, in its place among the requests), and every rank learns the outcome.
+    pub(crate) fn agree_setup<T: 'static, A: Choice>(&self, setup: &Setup<'_, T, A>) -> Result<()> {
+        let before = self.local.agree_setup(setup);
+        let mut call = Call::of::<T>(Kind::Coll(setup.kind), setup.alg.id(), setup.len);
+        if let Some(root) = setup.root {
+            call = call.at(root);
+        }
+        if let Some(op) = setup.combine.as_deref() {
+            call = call.with_op(&op);
+        }
+        self.across(setup.op, call, before, |_| Ok(()))?;
+        self.local.barrier_with(crate::select::Barrier::Auto)
+    }
+}
+
+impl Process {
+    /// The leaders' communicator of stage `which` (`None`: the world's own, else shadow `k`)
+    /// and whether a check on it failed in this run.
+    pub(super) fn stage(&self, which: Option<usize>) -> (&Mutex<ProcessComm>, &AtomicBool) {
+        match which {
+            None => (&self.pc, &self.closed),
+            Some(k) => (&self.shadows[k].pc, &self.shadows[k].closed),
+        }
+    }
+
+    /// The last checks of a run (module docs), with `arrival`: on every open shadow, posted
+    /// together, and meanwhile on the world's leaders' communicator, unless a check there
+    /// failed (`main`), as its blocking collectives check (MPI matches a blocking collective
+    /// with blocking ones only, and the shadows' checks are immediate ones). The world's
+    /// outcome (`None` if not checked), and the first error on a shadow.
+    pub(super) fn last_checks(
+        &self,
+        main: bool,
+        arrival: Arrival,
+    ) -> (Option<Result<()>>, Option<Error>) {
+        const OP: &str = "Team::run";
+        let layout = &self.layout;
+        let (rank, leaders) = (layout.offset(layout.process()), layout.leaders());
+        let mut pending: Vec<(usize, PendingCheck)> = (0..SHADOWS)
+            .filter(|&k| !self.shadows[k].closed.load(Ordering::SeqCst))
+            .map(|k| {
+                (
+                    k,
+                    self.shadows[k]
+                        .pc
+                        .lock()
+                        .start_check(&Call::barrier(), arrival),
+                )
+            })
+            .collect();
+        let world = main.then(|| {
+            let r = self
+                .pc
+                .lock()
+                .agree_across(&Call::barrier(), arrival, rank, leaders, OP);
+            if let Err(e) = &r {
+                self.close(None, e);
+            }
+            r
+        });
+        let mut reqs: Vec<_> = pending.iter_mut().map(|(_, p)| *p.request()).collect();
+        wait_all(&mut reqs, true);
+        let mut shadow = None;
+        for (k, p) in &pending {
+            let r = self.shadows[*k]
+                .pc
+                .lock()
+                .check_outcome(p, rank, leaders, OP);
+            if let Err(e) = r {
+                // Closed, but not the run's failure elsewhere: that is the world's check's to
+                // tell (every process comes here with its run's arrival).
+                self.shadows[*k].closed.store(true, Ordering::SeqCst);
+                shadow = shadow.or(Some(e));
+            }
+        }
+        (world, shadow)
+    }
+}
