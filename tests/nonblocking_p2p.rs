@@ -442,3 +442,30 @@ fn test_polls_a_posted_receive() {
     });
     all_ok(&out.unwrap());
 }
+
+/// Large non-blocking sends to oneself queue behind each other (each waits for its receiver);
+/// a blocking receive of the last one first still completes, the scope posting the queued
+/// ones as the receive moves the earlier ones aside.
+#[test]
+fn a_receive_from_oneself_waits_for_queued_sends() {
+    for p in [1usize, 2] {
+        let out = team(p).run(|comm| -> Result<()> {
+            let me = comm.rank();
+            let n = EAGER_MAX / 8 + 5;
+            let msgs: Vec<Vec<u64>> = (0..4).map(|k| payload(me, k, k as usize, n)).collect();
+            comm.scope(|s| {
+                let mut sends = Vec::new();
+                for (k, m) in msgs.iter().enumerate() {
+                    sends.push(s.isend_tagged(me, k as u32, m)?);
+                }
+                for k in (0..4u32).rev() {
+                    let mut got = vec![0u64; n];
+                    comm.recv_tagged(me, k, &mut got)?;
+                    assert_eq!(got, msgs[k as usize], "tag {k}");
+                }
+                Request::wait_all(sends)
+            })
+        });
+        all_ok(&out.unwrap());
+    }
+}

@@ -18,12 +18,14 @@
 //! a message of another element type and one longer than the buffer, each an `Err` on the
 //! receiver that names both types; messages and collectives on a `dup` apart from the
 //! original's, and a `Mismatch` on every rank where the leaders call a collective of each in
-//! different orders; a non-blocking collective refused on every rank; a thread that panics while a
+//! different orders; non-blocking sends to every rank before any receive, and in order with a
+//! blocking one; a non-blocking receive refused on every rank; a thread that panics while a
 //! thread of another process waits for its message fails every rank of every process. With
 //! `--funneled` (MPI initialised with `Funneled`) the same checks run with each process's
 //! leader relaying its threads' messages.
 
 mod dup;
+mod isend;
 
 use corecoll::{Comm, Error, Peer, Result, Team, ANY_TAG};
 use mpi::environment::Threading;
@@ -355,7 +357,17 @@ fn main() -> ExitCode {
     tally(a_panic_elsewhere(&team, process, processes as usize));
     tally(run(&team, "dup", dup::isolation));
     tally(dup::crossed(&team, process, processes as usize));
-    // Non-blocking point-to-point does not span processes yet: a clear refusal on every rank.
+    tally(run(
+        &team,
+        "isend to every rank before any receive",
+        isend::all_to_all,
+    ));
+    tally(run(
+        &team,
+        "isend then send to one rank, in order",
+        isend::in_order,
+    ));
+    // Non-blocking receives do not span processes yet: a clear refusal on every rank.
     tally(refused(team.run(|comm| {
         let mut v = [1u64];
         let peer = (comm.rank() + 1) % comm.size();

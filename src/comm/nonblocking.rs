@@ -236,7 +236,9 @@ impl<'scope> Scope<'scope, '_> {
     ///
     /// Sends from one rank to one destination arrive in the order they were made, blocking or
     /// not; a send that cannot be posted at once (the receiver is several messages behind)
-    /// waits in its scope, and later sends to the same destination wait behind it.
+    /// waits in its scope, and later sends to the same destination wait behind it. Between the
+    /// threads of different MPI processes the send is posted to MPI at once (or handed to the
+    /// process's relaying leader) and completes when MPI's does.
     pub fn isend<T: Elem>(
         &'scope self,
         dest: impl Into<Peer>,
@@ -256,16 +258,14 @@ impl<'scope> Scope<'scope, '_> {
         let tag = comm.check_tag("isend", tag, false)?.unwrap_or_default();
         let dest = comm.route("isend", dest.into(), false)?;
         names::note::<T>();
-        comm.threads_only("isend")?;
-        if let Route::Rank(Some(dest)) = dest {
+        if let (Route::Rank(Some(dest)), true) = (dest, comm.is_threads()) {
             if comm.local().isend_now(dest, tag, data) {
                 return Ok(self.core().completed(Status::NONE));
             }
         }
         self.core().start_p2p(move |c| {
             if let Route::Rank(dest) = dest {
-                let dest = dest.expect("a send has a destination");
-                c.local().isend(dest, tag, data)?;
+                c.isend_on(dest.expect("a send has a destination"), tag, data)?;
             }
             Ok(Status::NONE)
         })
@@ -276,7 +276,9 @@ impl<'scope> Scope<'scope, '_> {
     ///
     /// A non-blocking receive is matched as MPI matches it: a message goes to the receive
     /// the rank made first among those that accept it, so a receive that is still waiting
-    /// takes its message before any receive the rank makes later.
+    /// takes its message before any receive the rank makes later. Only among the threads of
+    /// one process: on a communicator whose ranks span MPI processes, an
+    /// [`crate::Error::Unsupported`] on every rank.
     pub fn irecv<T: Elem>(
         &'scope self,
         src: impl Into<Peer>,

@@ -87,6 +87,7 @@ impl Status {
 }
 
 /// Where a point-to-point call goes: a rank of the communicator (`None`: any), or nowhere.
+#[derive(Clone, Copy)]
 pub(super) enum Route {
     Rank(Option<usize>),
     Nowhere,
@@ -126,6 +127,15 @@ impl Comm {
             Span::Threads(l) => l.send(dest, tag, data),
             #[cfg(feature = "mpi")]
             Span::Processes(b) => b.send(dest, tag, data),
+        }
+    }
+
+    /// A non-blocking send's body on the team's kind (run as a request's task).
+    pub(super) fn isend_on<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<()> {
+        match &self.span {
+            Span::Threads(l) => l.isend(dest, tag, data),
+            #[cfg(feature = "mpi")]
+            Span::Processes(b) => b.isend(dest, tag, data),
         }
     }
 

@@ -71,7 +71,7 @@ fn shadow_of(n: u64) -> usize {
 
 impl Comm {
     /// An error (failing the run) unless the communicator's ranks are threads of one process:
-    /// non-blocking point-to-point is not supported across processes yet.
+    /// non-blocking receives are not supported across processes yet.
     pub(super) fn threads_only(&self, op: &'static str) -> Result<()> {
         if self.is_threads() {
             return Ok(());
@@ -79,8 +79,8 @@ impl Comm {
         Err(self.fail(Error::Unsupported {
             rank: self.rank(),
             op,
-            what: "non-blocking point-to-point on a communicator whose ranks span MPI \
-                   processes is not supported: use the blocking calls there"
+            what: "non-blocking receives on a communicator whose ranks span MPI processes \
+                   are not supported: use the blocking receive there"
                 .into(),
         }))
     }
@@ -329,9 +329,8 @@ impl<'scope> Core<'scope> {
         self.launch(Some(n), move || f(comm).map(|()| Status::NONE))
     }
 
-    /// Starts a point-to-point request on the communicator itself (one of threads only,
-    /// [`Comm::threads_only`]): `f` runs the call, at once, until it would wait. An error of
-    /// its first steps is returned here.
+    /// Starts a point-to-point request on the communicator itself: `f` runs the call, at once,
+    /// until it would wait. An error of its first steps is returned here.
     pub(crate) fn start_p2p(
         &'scope self,
         f: impl FnOnce(&Comm) -> Result<Status> + 'scope,

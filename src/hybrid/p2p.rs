@@ -127,7 +127,8 @@ impl Bridge {
     /// Polls `done` until it holds — as the team's waits do, spinning first (the team's spin
     /// budget, `WaitPolicy`) and then yielding the core between polls, but never parking,
     /// since nothing wakes a thread when an MPI message arrives; an error (failing this
-    /// process's run) if the run fails or the team's timeout passes first.
+    /// process's run) if the run fails or the team's timeout passes first. Inside a task (a
+    /// non-blocking send) the task suspends between polls instead (`task::poll_until`).
     pub(super) fn poll_until(
         &self,
         op: &'static str,
@@ -135,6 +136,19 @@ impl Bridge {
         mut done: impl FnMut() -> Result<bool>,
     ) -> Result<()> {
         let started = self.local.member().wait_start();
+        if crate::sync::task::inside() {
+            let mut out = None;
+            crate::sync::task::poll_until(&mut || {
+                if out.is_none() {
+                    out = match done() {
+                        Ok(false) => self.given_up(op, peer, started).map(Err),
+                        r => Some(r.map(drop)),
+                    };
+                }
+                out.is_some()
+            });
+            return out.expect("polled until it ended");
+        }
         let spins = self.local.run().ranks.policy.spins;
         let mut polls: u32 = 0;
         loop {
@@ -150,62 +164,97 @@ impl Bridge {
             } else {
                 yield_now();
             }
-            // A relaying leader relays (its own message may be among what it brings in).
-            crate::sync::idle::run();
-            let run = self.local.run();
-            if run.is_aborted() {
-                if let Some(ch) = &self.channels {
-                    // Threads of other processes may be waiting for this one.
-                    ch.notices()
-                        .notify(self.layout.processes(), self.layout.process());
-                }
-                return Err(Error::Aborted {
-                    rank: self.rank(),
-                    op,
-                    cause: Box::new(run.cause()),
-                });
-            }
-            if let Some(process) = self.channels.as_ref().and_then(|ch| ch.notices().notice()) {
-                return Err(self.local.fail(Error::ProcessFailed {
-                    rank: self.rank(),
-                    op,
-                    process,
-                }));
-            }
-            if let Some((start, limit)) = started {
-                if start.elapsed() >= limit {
-                    return Err(self.local.fail(Error::Timeout {
-                        rank: self.rank(),
-                        peer,
-                        op,
-                        waited: start.elapsed(),
-                    }));
-                }
+            if let Some(e) = self.given_up(op, peer, started) {
+                return Err(e);
             }
         }
     }
 
+    /// Between two polls of a wait for `peer` begun at `started`: runs a relaying leader's
+    /// relay (its own message may be among what it brings in), and returns the error that
+    /// ends the wait, if any — the run failed, another process's failure notice, the team's
+    /// timeout.
+    fn given_up(
+        &self,
+        op: &'static str,
+        peer: usize,
+        started: Option<(std::time::Instant, std::time::Duration)>,
+    ) -> Option<Error> {
+        crate::sync::idle::run();
+        let run = self.local.run();
+        if run.is_aborted() {
+            if let Some(ch) = &self.channels {
+                // Threads of other processes may be waiting for this one.
+                ch.notices()
+                    .notify(self.layout.processes(), self.layout.process());
+            }
+            return Some(Error::Aborted {
+                rank: self.rank(),
+                op,
+                cause: Box::new(run.cause()),
+            });
+        }
+        if let Some(process) = self.channels.as_ref().and_then(|ch| ch.notices().notice()) {
+            return Some(self.local.fail(Error::ProcessFailed {
+                rank: self.rank(),
+                op,
+                process,
+            }));
+        }
+        let (start, limit) = started?;
+        (start.elapsed() >= limit).then(|| {
+            self.local.fail(Error::Timeout {
+                rank: self.rank(),
+                peer,
+                op,
+                waited: start.elapsed(),
+            })
+        })
+    }
+
     /// Point-to-point send of `data` with `tag` to world rank `dest`.
     pub(crate) fn send<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<()> {
-        let Place::There(q, i) = self.place(dest) else {
-            let Place::Here(i) = self.place(dest) else {
-                unreachable!()
-            };
+        if let Place::Here(i) = self.place(dest) {
             return self.local.send(i, tag, data);
+        }
+        self.send_away("send", dest, tag, data, &mut self.stages.send.borrow_mut())
+    }
+
+    /// [`Bridge::send`] as a non-blocking send runs it (in a task of a scope): within the
+    /// process in its turn among the rank's sends (`Local::isend`); to another process posted
+    /// at once (in call order, which MPI keeps) from a staging buffer of its own, and polled.
+    pub(crate) fn isend<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<()> {
+        if let Place::Here(i) = self.place(dest) {
+            return self.local.isend(i, tag, data);
+        }
+        self.send_away("isend", dest, tag, data, &mut Vec::new())
+    }
+
+    /// Sends `data` with `tag` to world rank `dest` of another process, through `staged` (the
+    /// header and a short payload).
+    fn send_away<T: Elem>(
+        &self,
+        op: &'static str,
+        dest: usize,
+        tag: u32,
+        data: &[T],
+        staged: &mut Vec<u8>,
+    ) -> Result<()> {
+        let Place::There(q, i) = self.place(dest) else {
+            unreachable!("a rank of another process")
         };
         let from = self.local.rank();
         match self.link() {
             Link::Direct(ch) => {
-                let mut staged = self.stages.send.borrow_mut();
-                // SAFETY: `data` is borrowed and `staged` held for this whole call, and the
-                // send completes or is given up (cancelled and waited for) before it returns.
-                let mut s = unsafe { ch.post((q, i), from, tag, data, &mut staged) };
-                self.poll_until("send", dest, || Ok(ch.test(&mut s)))
+                // SAFETY: `data` and `staged` are borrowed for this whole call, and the send
+                // completes or is given up (cancelled and waited for) before it returns.
+                let mut s = unsafe { ch.post((q, i), from, tag, data, staged) };
+                self.poll_until(op, dest, || Ok(ch.test(&mut s)))
                     .inspect_err(|_| ch.give_up(&mut s))
             }
             Link::Relay(relay) => {
                 if self.local.run().is_aborted() {
-                    return Err(self.local.member().aborted("send"));
+                    return Err(self.local.member().aborted(op));
                 }
                 let bytes = if size_of::<T>() == 0 {
                     Vec::new()

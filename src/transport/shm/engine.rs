@@ -21,6 +21,11 @@ pub(super) trait Receive {
     /// Whether anything has arrived that [`Receive::poll`] would look at: the condition the
     /// engine waits for. Only reads.
     fn arrived(&self, t: &ShmTransport<'_>) -> bool;
+    /// Whether a message of the rank to itself may still come while it waits: a send of its
+    /// own, made earlier and not posted yet (a request's), which its scope will post.
+    fn self_message_pending(&self, _t: &ShmTransport<'_>) -> bool {
+        false
+    }
 }
 
 impl ShmTransport<'_> {
@@ -114,8 +119,10 @@ impl ShmTransport<'_> {
             }
             let alone = any && self.member.size() == 1;
             // A non-blocking point-to-point call may wait for the rank itself: the rank goes
-            // on meanwhile, and may send or receive what it waits for.
-            let later = self.ctx == Context::P2p && crate::sync::task::inside();
+            // on meanwhile, and may send or receive what it waits for; and a receive may wait
+            // for a message the rank sent itself as a request that is not posted yet.
+            let later = self.ctx == Context::P2p && crate::sync::task::inside()
+                || read.as_ref().is_some_and(|r| r.self_message_pending(self));
             if (alone || !any) && !later && peers[..np].iter().all(|&p| p == me) {
                 let why = if receiving {
                     "nothing was sent to this rank by itself, and it would wait for itself"

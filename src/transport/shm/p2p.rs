@@ -280,6 +280,10 @@ impl<T: Elem> Receive for Matching<'_, '_, T> {
         Ok(None)
     }
 
+    fn self_message_pending(&self, t: &ShmTransport<'_>) -> bool {
+        !self.matcher.outbox.is_clear_for(t.member.rank())
+    }
+
     fn arrived(&self, t: &ShmTransport<'_>) -> bool {
         let me = t.member.rank();
         self.sources(t.member.size()).any(|src| {

@@ -252,7 +252,7 @@ pub(crate) struct Outbox {
 
 impl Outbox {
     /// Whether no send to `dest` is waiting.
-    fn is_clear_for(&self, dest: usize) -> bool {
+    pub(super) fn is_clear_for(&self, dest: usize) -> bool {
         !self.queue.borrow().iter().any(|&(d, _)| d == dest)
     }
 
