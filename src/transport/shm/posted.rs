@@ -25,51 +25,49 @@ use crate::transport::wire::{header_of, payload};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
+/// A posted receive's reading function (`take_as` of its element type).
+type Take = unsafe fn(
+    &ShmTransport<'_>,
+    &Matcher,
+    &Entry,
+    usize,
+    &Header,
+    Option<*const u8>,
+) -> Result<usize>;
+
 /// One posted receive: what it accepts and where its buffer is (erased to bytes, with the
-/// functions of its element type that check a message and read it in).
+/// function of its element type that checks a message and reads it in, `take_as`).
 struct Entry {
     id: u64,
     want: Want,
     buf: *mut u8,
     len: usize,
-    check: unsafe fn(&ShmTransport<'_>, &Matcher, &Entry, usize, &Header) -> Result<()>,
-    read:
-        unsafe fn(&ShmTransport<'_>, &Matcher, &Entry, usize, &Header, *const u8) -> Result<usize>,
+    take: Take,
 }
 
-/// Checks a message (from `src`, header `h`) for the posted receive `e` of `T`s.
+/// For the posted receive `e` of `T`s and a message from `src` with header `h`: checks the
+/// header (`p` is `None`), or reads the checked message's wire bytes at `p` into the buffer and
+/// returns the count received.
 ///
 /// # Safety
 /// `e.buf` and `e.len` must be the posted receive's live buffer of `T`s (it is while `e` is
-/// posted: [`ShmTransport::recv_posted`]).
-unsafe fn check_as<T: Elem>(
+/// posted: [`ShmTransport::recv_posted`]), and `p` must point to the message's wire bytes.
+unsafe fn take_as<T: Elem>(
     t: &ShmTransport<'_>,
     m: &Matcher,
     e: &Entry,
     src: usize,
     h: &Header,
-) -> Result<()> {
+    p: Option<*const u8>,
+) -> Result<usize> {
     // SAFETY: per the contract; nothing else uses the buffer while the receive is posted.
     let buf = unsafe { std::slice::from_raw_parts_mut(e.buf.cast::<T>(), e.len) };
-    t.matching(m, e.want, Some(buf)).check(t, src, h)
-}
-
-/// Reads a checked message at `p` into the posted receive `e` of `T`s: the count received.
-///
-/// # Safety
-/// As [`check_as`], and `p` must point to the message's wire bytes.
-unsafe fn read_as<T: Elem>(
-    t: &ShmTransport<'_>,
-    m: &Matcher,
-    e: &Entry,
-    src: usize,
-    h: &Header,
-    p: *const u8,
-) -> Result<usize> {
-    // SAFETY: as in `check_as`.
-    let buf = unsafe { std::slice::from_raw_parts_mut(e.buf.cast::<T>(), e.len) };
-    // SAFETY: per the contract.
-    unsafe { t.matching(m, e.want, Some(buf)).read(t, src, h, p) }
+    let mut r = t.matching(m, e.want, Some(buf));
+    match p {
+        None => r.check(t, src, h).map(|()| 0),
+        // SAFETY: per the contract; the header passed `check` first (`Posted::deliver`).
+        Some(p) => unsafe { r.read(t, src, h, p) },
+    }
 }
 
 /// A rank's posted receives on one communicator, oldest first, and the outcomes of those that
@@ -106,8 +104,7 @@ impl Posted {
             want,
             buf: buf.as_mut_ptr().cast(),
             len: buf.len(),
-            check: check_as::<T>,
-            read: read_as::<T>,
+            take: take_as::<T>,
         });
         id
     }
@@ -152,8 +149,8 @@ impl Posted {
         let got = (|| {
             // SAFETY: `e` was posted until just now, so its buffer is live and unused
             // (`post`'s contract); `take` hands `read` the wire bytes of the checked message.
-            unsafe { (e.check)(t, m, &e, src, h)? };
-            let n = take(&mut |p| unsafe { (e.read)(t, m, &e, src, h, p) })?;
+            unsafe { (e.take)(t, m, &e, src, h, None)? };
+            let n = take(&mut |p| unsafe { (e.take)(t, m, &e, src, h, Some(p)) })?;
             Ok(Found {
                 src,
                 tag: Tag::user_tag(h.tag),
@@ -183,6 +180,24 @@ impl Posted {
         };
         self.deliver(t, m, e, src, h, |read| t.take_from(mb, src, read)?)?;
         Ok(true)
+    }
+}
+
+impl Matcher {
+    /// Takes the message at the front of `mb` (from `src`, header `h`) off the mailbox: into
+    /// the oldest posted receive that accepts it (`true`), else aside for a later receive.
+    fn place_front(
+        &self,
+        t: &ShmTransport<'_>,
+        mb: &Mailbox,
+        src: usize,
+        h: &Header,
+    ) -> Result<bool> {
+        if self.posted.offer(t, self, mb, src, h)? {
+            return Ok(true);
+        }
+        self.set_aside(t, mb, src, h)?;
+        Ok(false)
     }
 }
 
@@ -222,10 +237,10 @@ impl super::engine::Receive for Waiting<'_> {
                 continue;
             };
             while let Some(h) = mb.front() {
-                if !posted.offer(t, self.m, mb, src, &h)? {
-                    self.m.set_aside(t, mb, src, &h)?;
-                } else if let Some(got) = posted.take_matched(self.id) {
-                    return got.map(Some);
+                if self.m.place_front(t, mb, src, &h)? {
+                    if let Some(got) = posted.take_matched(self.id) {
+                        return got.map(Some);
+                    }
                 }
             }
         }
@@ -367,9 +382,7 @@ impl ShmTransport<'_> {
         }
         if let Some(mb) = self.mailbox_if_made(me, me) {
             while let Some(h) = mb.front() {
-                if !m.posted.offer(self, m, mb, me, &h)? {
-                    m.set_aside(self, mb, me, &h)?;
-                }
+                m.place_front(self, mb, me, &h)?;
             }
         }
         let Some(e) = m.posted.claim(me, &h) else {
