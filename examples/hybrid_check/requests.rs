@@ -4,7 +4,8 @@
 //! calls meanwhile; a disagreement between processes, a process that never starts a request
 //! the others started, and a thread that panics — each an `Err` on every rank that made the
 //! call, never a hang; persistent collectives started many times and a setup that differs;
-//! and the refusal of requests on a duplicate between processes.
+//! and requests on a duplicate in flight with the original's, started in another order on
+//! different ranks.
 
 use crate::cases::{inputs, Affine, Case};
 use crate::suite::{Outcome, RunFails, Suite};
@@ -302,20 +303,39 @@ pub fn check_all(s: &Suite<'_>) {
     } else {
         s.skip(name, "needs two processes");
     }
-    if hybrid {
-        s.check_fails(
-            "requests: refused on a duplicate of the team's communicator",
-            RunFails::Either,
-            None,
-            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
-            |comm| {
-                Outcome::Called(comm.dup().and_then(|d| {
-                    let mut v = [1u64];
-                    d.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait())
-                }))
-            },
-        );
-    }
+    let want = crate::cases::reduction::<u64>(s.ctx.size(), 1000);
+    s.check(
+        "requests: on a duplicate and on the team's communicator at once, started in another \
+         order on odd processes and odd ranks",
+        |comm| {
+            let d = match comm.dup() {
+                Ok(d) => d,
+                Err(e) => return Some(format!("dup: {e}")),
+            };
+            let mut a = inputs::<u64>(comm.rank(), 1000);
+            let mut b = inputs::<u64>(comm.rank(), 1000);
+            let odd = (process_of(comm.rank()) + comm.rank()) % 2 == 1;
+            let done = comm.scope(|s| {
+                d.scope(|t| {
+                    let (ra, rb) = if odd {
+                        let rb = t.iallreduce(&mut b, op::Sum)?;
+                        (s.iallreduce(&mut a, op::Sum)?, rb)
+                    } else {
+                        let ra = s.iallreduce(&mut a, op::Sum)?;
+                        (ra, t.iallreduce(&mut b, op::Sum)?)
+                    };
+                    d.barrier()?;
+                    rb.wait()?;
+                    ra.wait()
+                })
+            });
+            match done {
+                Err(e) => Some(format!("iallreduce on both: {e}")),
+                Ok(()) if a != want || b != want => Some("iallreduce on both: wrong result".into()),
+                Ok(()) => None,
+            }
+        },
+    );
     s.check(
         "persistent: allreduce, broadcast and barrier started 50 times, against blocking calls",
         persistent,
@@ -330,7 +350,6 @@ pub fn check_all(s: &Suite<'_>) {
     } else {
         s.skip(name, "needs two processes");
     }
-    let want = crate::cases::reduction::<u64>(s.ctx.size(), 1000);
     s.check("requests: a normal run after the failures", |comm| {
         let mut v = inputs::<u64>(comm.rank(), 1000);
         match comm.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait()) {

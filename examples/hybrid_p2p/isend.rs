@@ -10,11 +10,7 @@ use corecoll::{Comm, Request, Result};
 /// all as requests; then receives them, tags in reverse order, senders from the next rank on.
 pub fn all_to_all(comm: &Comm) -> Result<()> {
     let (r, p) = (comm.rank(), comm.size());
-    let msgs: Vec<Vec<u64>> = LENGTHS
-        .iter()
-        .enumerate()
-        .map(|(k, &len)| payload(r, k as u32, k, len))
-        .collect();
+    let msgs = crate::every_length(r);
     comm.scope(|s| {
         let mut sends = Vec::new();
         for q in 0..p {

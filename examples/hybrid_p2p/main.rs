@@ -19,12 +19,15 @@
 //! receiver that names both types; messages and collectives on a `dup` apart from the
 //! original's, and a `Mismatch` on every rank where the leaders call a collective of each in
 //! different orders; non-blocking sends to every rank before any receive, and in order with a
-//! blocking one; a non-blocking receive refused on every rank; a thread that panics while a
+//! blocking one; non-blocking receives posted before the sends and waited in reverse, one from
+//! any rank matched before a later blocking receive, and from any rank with any tag (each
+//! sender's messages in order); a thread that panics while a
 //! thread of another process waits for its message fails every rank of every process. With
 //! `--funneled` (MPI initialised with `Funneled`) the same checks run with each process's
 //! leader relaying its threads' messages.
 
 mod dup;
+mod irecv;
 mod isend;
 
 use corecoll::{Comm, Error, Peer, Result, Team, ANY_TAG};
@@ -42,6 +45,15 @@ fn payload(src: usize, tag: u32, k: usize, len: usize) -> Vec<u64> {
 /// Lengths (u64s) across both boundaries: inline up to 1024 u64 (8 KiB) between processes,
 /// eager up to 128 between threads.
 const LENGTHS: [usize; 8] = [0, 1, 127, 129, 1023, 1024, 1025, 100_003];
+
+/// Rank `r`'s message of each length of [`LENGTHS`], tag and number = the length's index.
+fn every_length(r: usize) -> Vec<Vec<u64>> {
+    LENGTHS
+        .iter()
+        .enumerate()
+        .map(|(k, &len)| payload(r, k as u32, k, len))
+        .collect()
+}
 
 fn check(what: &str, ok: bool, detail: impl FnOnce() -> String) -> Result<()> {
     if !ok {
@@ -220,17 +232,23 @@ fn run(team: &Team, name: &str, f: impl Fn(&Comm) -> Result<()> + Sync) -> bool 
 }
 
 /// The last rank sends rank 0 (another process when there are several) a message of another
-/// element type, then one longer than rank 0's buffer: both are `Mismatch` on rank 0, naming
-/// both sides (the other processes' runs then fail with the process's failure).
+/// element type, then one longer than rank 0's buffer, each received by a blocking receive and
+/// by a non-blocking one: every one is a `Mismatch` on rank 0, naming both sides (the other processes' runs then fail with the process's failure).
 fn mismatches(team: &Team, process: usize) -> bool {
     let mut ok = true;
-    for longer in [false, true] {
+    for (longer, posted) in [(false, false), (true, false), (false, true), (true, true)] {
         let out = team.run(|comm| -> Result<()> {
             let last = comm.size() - 1;
+            let mut into_u32 = [0u32; 4];
+            let mut into_f32 = [0f32; 4];
             match comm.rank() {
                 0 if last == 0 => {}
-                0 if longer => drop(comm.recv(last, &mut [0u32; 4])?),
-                0 => drop(comm.recv(last, &mut [0f32; 4])?),
+                0 if posted && longer => {
+                    comm.scope(|s| s.irecv(last, &mut into_u32)?.wait())?;
+                }
+                0 if posted => comm.scope(|s| s.irecv(last, &mut into_f32)?.wait())?,
+                0 if longer => drop(comm.recv(last, &mut into_u32)?),
+                0 => drop(comm.recv(last, &mut into_f32)?),
                 r if r == last && longer => comm.send(0, &[7u32; 9])?,
                 r if r == last => comm.send(0, &[7u32; 4])?,
                 _ => {}
@@ -250,7 +268,7 @@ fn mismatches(team: &Team, process: usize) -> bool {
             text.contains("elements of f32") && text.contains("4 elements of")
         };
         if !named {
-            eprintln!("FAIL mismatch (longer: {longer}): {text}");
+            eprintln!("FAIL mismatch (longer: {longer}, irecv: {posted}): {text}");
             ok = false;
         }
     }
@@ -288,26 +306,6 @@ fn a_panic_elsewhere(team: &Team, process: usize, processes: usize) -> bool {
         eprintln!("FAIL a panic elsewhere: process {process} got {out:?}");
     }
     ok
-}
-
-/// Whether a run whose ranks all expected a refusal passed: every rank's check `Ok`, or (in
-/// the processes whose ranks were not refused first) the run failed by another process's
-/// refusal.
-fn refused(out: corecoll::Result<Vec<std::result::Result<(), String>>>) -> bool {
-    match out {
-        Ok(out) => out.iter().all(|r| match r {
-            Ok(()) => true,
-            Err(e) => {
-                eprintln!("FAIL refusal: {e}");
-                false
-            }
-        }),
-        Err(Error::ProcessFailed { .. }) => true,
-        Err(e) => {
-            eprintln!("FAIL refusal: {e}");
-            false
-        }
-    }
 }
 
 fn main() -> ExitCode {
@@ -367,15 +365,17 @@ fn main() -> ExitCode {
         "isend then send to one rank, in order",
         isend::in_order,
     ));
-    // Non-blocking receives do not span processes yet: a clear refusal on every rank.
-    tally(refused(team.run(|comm| {
-        let mut v = [1u64];
-        let peer = (comm.rank() + 1) % comm.size();
-        match comm.scope(|s| s.irecv(peer, &mut v).map(drop)) {
-            Err(Error::Unsupported { .. }) => Ok(()),
-            other => Err(format!("rank {}: irecv gave {other:?}", comm.rank())),
-        }
-    })));
+    tally(run(
+        &team,
+        "irecv posted before the sends",
+        irecv::posted_first,
+    ));
+    tally(run(
+        &team,
+        "irecv from any rank before a blocking recv",
+        irecv::before_blocking,
+    ));
+    tally(run(&team, "irecv from any rank", irecv::any_source));
     tally(run(&team, "a normal run after the failures", rings));
     let mut total = [passed as u64, failed as u64];
     let mine_tally = total;

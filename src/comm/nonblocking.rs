@@ -276,9 +276,8 @@ impl<'scope> Scope<'scope, '_> {
     ///
     /// A non-blocking receive is matched as MPI matches it: a message goes to the receive
     /// the rank made first among those that accept it, so a receive that is still waiting
-    /// takes its message before any receive the rank makes later. Only among the threads of
-    /// one process: on a communicator whose ranks span MPI processes, an
-    /// [`crate::Error::Unsupported`] on every rank.
+    /// takes its message before any receive the rank makes later, whether the message comes
+    /// from a thread of the same process or over MPI from another.
     pub fn irecv<T: Elem>(
         &'scope self,
         src: impl Into<Peer>,
@@ -298,15 +297,14 @@ impl<'scope> Scope<'scope, '_> {
         let tag = comm.check_tag("irecv", tag, true)?;
         let src = comm.route("irecv", src.into(), true)?;
         names::note::<T>();
-        comm.threads_only("irecv")?;
-        if let Route::Rank(src) = src {
+        if let (Route::Rank(src), true) = (src, comm.is_threads()) {
             if let Some(found) = comm.local().try_recv(Want { src, tag }, &mut *buf)? {
                 return Ok(self.core().completed(Status::of(found)));
             }
         }
         self.core().start_p2p(move |c| match src {
             Route::Nowhere => Ok(Status::NONE),
-            Route::Rank(src) => c.local().irecv(Want { src, tag }, buf).map(Status::of),
+            Route::Rank(src) => c.irecv_on(Want { src, tag }, buf).map(Status::of),
         })
     }
 }

@@ -139,6 +139,15 @@ impl Comm {
         }
     }
 
+    /// A non-blocking receive's body on the team's kind (run as a request's task).
+    pub(super) fn irecv_on<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Found> {
+        match &self.span {
+            Span::Threads(l) => l.irecv(want, buf),
+            #[cfg(feature = "mpi")]
+            Span::Processes(b) => b.irecv(want, buf),
+        }
+    }
+
     /// Receives on the team's kind.
     fn recv_on<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Status> {
         let found = match &self.span {

@@ -70,21 +70,6 @@ fn shadow_of(n: u64) -> usize {
 }
 
 impl Comm {
-    /// An error (failing the run) unless the communicator's ranks are threads of one process:
-    /// non-blocking receives are not supported across processes yet.
-    pub(super) fn threads_only(&self, op: &'static str) -> Result<()> {
-        if self.is_threads() {
-            return Ok(());
-        }
-        Err(self.fail(Error::Unsupported {
-            rank: self.rank(),
-            op,
-            what: "non-blocking receives on a communicator whose ranks span MPI processes \
-                   are not supported: use the blocking receive there"
-                .into(),
-        }))
-    }
-
     /// Agrees the setup of a persistent collective between the ranks (on the shadow this
     /// communicator is, in its place among the scope's requests).
     pub(super) fn agree_setup<T: 'static, A: crate::select::Choice>(

@@ -5,7 +5,9 @@
 
 use super::check::{Arrival, Call};
 use super::p2p::{AsideQueue, Stages};
+use super::posted::RemotePosted;
 use super::relay::Relay;
+use super::shadows::ShadowSet;
 use super::world::{Layout, Process};
 use super::ProcessComm;
 use crate::error::{Error, Result};
@@ -34,11 +36,15 @@ pub(crate) struct Bridge {
     pub(crate) aside: AsideQueue,
     /// This rank's staging buffers for messages between processes.
     pub(crate) stages: Stages,
+    /// This rank's non-blocking receives posted for messages from other processes.
+    pub(crate) posted: RemotePosted,
     /// Which of the team's communicators this is: 0 for the world, k for the k-th duplicate
     /// (`Call`'s context).
     context: u64,
-    /// Which of the communicator's stages between processes this link's collectives use: its
-    /// own (`None`), or the leaders' shadow k of a shadow of the world (`shadows`).
+    /// The leaders' communicators of the communicator's shadows (`hybrid::shadows`).
+    shadows: ShadowSet,
+    /// Which of the communicator's stages between processes this link's collectives use: the
+    /// team's leaders' communicator (`None`), or the leaders' shadow k (of `shadows`).
     stage: Option<usize>,
 }
 
@@ -52,6 +58,8 @@ pub(super) struct Links {
     pub(super) channels: Option<Arc<Channels>>,
     /// Its relay, where the leader relays.
     pub(super) relay: Option<Arc<Relay>>,
+    /// The leaders' communicators of its shadows.
+    pub(super) shadows: ShadowSet,
 }
 
 impl std::fmt::Debug for Bridge {
@@ -76,14 +84,11 @@ impl Bridge {
             process: leader.then(|| process.clone()),
             aside: AsideQueue::default(),
             stages: Stages::default(),
+            posted: RemotePosted::default(),
             context: 0,
+            shadows: process.shadow_sets()[0].clone(),
             stage: None,
         }
-    }
-
-    /// Which of the team's communicators this is (`Call`'s context).
-    pub(super) fn context(&self) -> u64 {
-        self.context
     }
 
     /// This link with `local` for its own process's threads, running its stages between
@@ -97,7 +102,9 @@ impl Bridge {
             relay: self.relay.clone(),
             aside: AsideQueue::default(),
             stages: Stages::default(),
+            posted: RemotePosted::default(),
             context: self.context,
+            shadows: self.shadows.clone(),
             stage: Some(k),
         }
     }
@@ -140,7 +147,10 @@ impl Bridge {
         if let Err(e) = p.on_main_thread(op) {
             return Err(self.local.fail(e));
         }
-        let (pc, closed) = p.stage(self.stage);
+        let (pc, closed) = match self.stage {
+            None => (&p.pc, &p.closed),
+            Some(k) => (&self.shadows[k].pc, &self.shadows[k].closed),
+        };
         let pc = pc.lock();
         if closed.load(Ordering::SeqCst) {
             // An earlier check failed on every process: this run's ranks all fail already.
@@ -166,7 +176,7 @@ impl Bridge {
             (Ok(()), Ok(())) => stage(&pc),
         };
         result.map_err(|e| {
-            p.close(self.stage, &e);
+            p.close(closed, &e);
             self.local.fail(e)
         })
     }
@@ -216,7 +226,9 @@ impl Bridge {
             relay: links.relay.clone(),
             aside: AsideQueue::default(),
             stages: Stages::default(),
+            posted: RemotePosted::default(),
             context: links.context,
+            shadows: links.shadows.clone(),
             stage: None,
             local,
         })

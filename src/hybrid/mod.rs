@@ -48,6 +48,7 @@ mod gather;
 mod native;
 mod p2p;
 mod pipeline;
+mod posted;
 mod probe;
 mod reduce_scatter;
 mod relay;

@@ -29,12 +29,13 @@
 //! waits between processes.
 
 use super::bridge::Bridge;
-use super::relay::{Pending, Relay};
+use super::relay::Relay;
 use crate::error::{Error, Result};
 use crate::mailbox::{names, type_fingerprint, Elem};
 use crate::sync::{spin_hint, yield_now};
 use crate::transport::mpi::{new_stage, Arrived, Channels, Receiving, Stage};
 use crate::transport::shm::{Found, Want};
+use ::mpi::ffi;
 use std::cell::{RefCell, RefMut};
 use std::collections::VecDeque;
 use std::mem::{size_of, size_of_val};
@@ -52,10 +53,19 @@ pub(crate) struct Aside {
     pub(crate) count: usize,
     /// The payload.
     pub(crate) bytes: Vec<u8>,
-    /// In an inbox: the payload's receive, while the leader has not completed it; the message
-    /// cannot be taken until then.
+    /// The payload's receive, while it is not complete: in an inbox, the leader's (the
+    /// message cannot be taken until the leader has completed it); aside, the rank's own (the
+    /// receive that takes the message completes it, `Bridge::receive_aside`).
     pub(crate) pending: Option<Pending>,
 }
+
+/// A payload's receive posted into a held message's buffer and not yet complete.
+pub(crate) struct Pending(pub(super) ffi::MPI_Request);
+
+// SAFETY: the request is a handle that one thread uses: in an inbox the leader's (which tests
+// and completes it, in `Relay::progress`; other threads only see whether an entry still has
+// one), aside the rank's own.
+unsafe impl Send for Pending {}
 
 /// This rank's messages from other processes moved aside, oldest first.
 pub(crate) type AsideQueue = RefCell<VecDeque<Aside>>;
@@ -297,34 +307,40 @@ impl Bridge {
         }
         let ch = match self.link() {
             Link::Direct(ch) => ch,
-            Link::Relay(relay) => return self.recv_relayed(relay, want, buf, OP),
+            Link::Relay(_) => return self.recv_relayed(want, buf, OP),
         };
-        if let Some(found) = take(&mut self.aside.borrow_mut(), want)
-            .map(|a| self.unpack(a, buf, OP))
-            .transpose()?
-        {
-            return Ok(found);
+        if let Some(a) = take(&mut self.aside.borrow_mut(), want) {
+            return self.receive_aside(a, buf, OP);
         }
         let mut stage = self.stages.recv();
         let stage: *mut Stage = &mut **stage;
         loop {
+            // With receives posted, listen to every process and classify for them too.
+            let source = if self.posted.is_empty() {
+                self.mpi_source(want)
+            } else {
+                None
+            };
             // SAFETY: the staging buffer is this rank's, borrowed (the `RefMut` above) for
             // this whole call and touched only through `stage`; the receive is complete or
             // given up before the next one is posted and before this call returns.
-            let mut r = unsafe { ch.post_recv(self.local.rank(), self.mpi_source(want), stage) };
-            let (a, local) = self.wait_recv(ch, want, &mut r, buf, OP)?;
+            let mut r = unsafe { ch.post_recv(self.local.rank(), source, stage) };
+            let (a, local) = self
+                .posted
+                .listening(|| self.wait_recv(ch, want, &mut r, buf, OP))?;
             if let Some(found) = local {
                 if let Some(a) = a {
-                    // It came anyway: aside with it, for a later receive.
-                    self.set_aside(ch, a, stage, OP)?;
+                    // It came anyway: to a posted receive or aside, for a later receive.
+                    self.classify(ch, a, stage, OP)?;
                 }
                 return Ok(found);
             }
             let a = a.expect("a message came");
-            if want.takes(self.sender(&a), a.tag) {
+            let (src, tag) = (self.sender(&a), a.tag);
+            if want.takes(src, tag) && !self.posted.takes(src, tag) {
                 return self.deliver(ch, a, stage, buf, OP);
             }
-            self.set_aside(ch, a, stage, OP)?;
+            self.classify(ch, a, stage, OP)?;
         }
     }
 
@@ -370,19 +386,13 @@ impl Bridge {
     }
 
     /// The world rank that sent `a`.
-    fn sender(&self, a: &Arrived) -> usize {
+    pub(super) fn sender(&self, a: &Arrived) -> usize {
         self.layout.offset(a.process) + a.thread
     }
 
     /// A receive through the relay: polls this rank's inbox (and for a receive from any rank,
     /// this process's mailboxes) until a message `want` accepts is there.
-    fn recv_relayed<T: Elem>(
-        &self,
-        relay: &Relay,
-        want: Want,
-        buf: &mut [T],
-        op: &'static str,
-    ) -> Result<Found> {
+    fn recv_relayed<T: Elem>(&self, want: Want, buf: &mut [T], op: &'static str) -> Result<Found> {
         let mut got = None;
         self.poll_until(op, want.src.unwrap_or(self.rank()), || {
             // The leader relays on every poll: what it waits for comes only that way.
@@ -397,7 +407,8 @@ impl Bridge {
                     return Ok(true);
                 }
             }
-            let taken = take(&mut relay.inbox(self.local.rank()), want);
+            // (The relay's messages need no staging buffer.)
+            let taken = self.next_aside(want, std::ptr::null_mut(), op)?;
             got = taken.map(|a| self.unpack(a, &mut *buf, op)).transpose()?;
             Ok(got.is_some())
         })?;
@@ -405,7 +416,12 @@ impl Bridge {
     }
 
     /// Checks held message `a` against `buf` and copies it there.
-    fn unpack<T: Elem>(&self, a: Aside, buf: &mut [T], op: &'static str) -> Result<Found> {
+    pub(super) fn unpack<T: Elem>(
+        &self,
+        a: Aside,
+        buf: &mut [T],
+        op: &'static str,
+    ) -> Result<Found> {
         self.check::<T>((a.src, a.tag, a.typ, a.count), Some(buf.len()), op)?;
         if size_of::<T>() != 0 {
             // SAFETY: the type matched and `count` elements fit: the bytes are `count` `T`s'.
@@ -472,7 +488,7 @@ impl Bridge {
 
     /// Receives `a`'s payload into `dst` (writable for `a.bytes()` bytes): from `stage`, where
     /// its header came, or waiting for a payload message that follows.
-    fn payload(
+    pub(super) fn payload(
         &self,
         ch: &Channels,
         a: &Arrived,
@@ -490,27 +506,6 @@ impl Bridge {
         };
         self.poll_until(op, self.sender(a), || Ok(ch.test_one(&mut req)))
             .inspect_err(|_| ch.give_up_one(&mut req))
-    }
-
-    /// Moves arrived message `a` (its header in `stage`) aside with its payload.
-    pub(super) fn set_aside(
-        &self,
-        ch: &Channels,
-        a: Arrived,
-        stage: *const Stage,
-        op: &'static str,
-    ) -> Result<()> {
-        let mut bytes = vec![0u8; a.bytes()];
-        self.payload(ch, &a, stage, bytes.as_mut_ptr(), op)?;
-        self.aside.borrow_mut().push_back(Aside {
-            src: self.sender(&a),
-            tag: a.tag,
-            typ: a.typ,
-            count: a.count,
-            bytes,
-            pending: None,
-        });
-        Ok(())
     }
 
     /// Sends `send` (world destination, tag, data) and receives into `buf` the first message
@@ -573,12 +568,8 @@ impl Bridge {
     }
 }
 
-/// Takes out of `queue` the first message `want` accepts, unless its payload is still coming
-/// (then nothing: a later one of the same sender and tag must not overtake it).
-fn take(queue: &mut VecDeque<Aside>, want: Want) -> Option<Aside> {
+/// Takes out of `queue` (the rank's messages aside) the first message `want` accepts.
+pub(super) fn take(queue: &mut VecDeque<Aside>, want: Want) -> Option<Aside> {
     let i = queue.iter().position(|a| want.takes(a.src, a.tag))?;
-    if queue[i].pending.is_some() {
-        return None;
-    }
     queue.remove(i)
 }

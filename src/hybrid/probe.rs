@@ -2,11 +2,12 @@
 //! next message a receive would take is, without taking it (`hybrid::p2p` for the paths).
 
 use super::bridge::Bridge;
-use super::p2p::{Link, Place};
+use super::p2p::{Aside, Link, Place};
 use crate::error::Result;
 use crate::mailbox::Elem;
 use crate::transport::mpi::Stage;
 use crate::transport::shm::{Found, Want};
+use std::collections::VecDeque;
 
 impl Bridge {
     /// Reports the first message `want` accepts without receiving it, waiting for one if
@@ -62,39 +63,27 @@ impl Bridge {
                 }));
             }
         }
-        let ch = match link {
-            Link::Direct(ch) => ch,
-            Link::Relay(relay) => {
-                let inbox = relay.inbox(self.local.rank());
-                let Some(a) = inbox.iter().find(|a| want.takes(a.src, a.tag)) else {
-                    return Ok(None);
-                };
-                self.check::<T>((a.src, a.tag, a.typ, a.count), None, op)?;
-                let (src, tag, count) = (a.src, a.tag, a.count);
-                return Ok(Some(Found { src, tag, count }));
-            }
+        let mut stage = match link {
+            Link::Direct(_) => Some(self.stages.recv()),
+            Link::Relay(_) => None,
         };
-        let mut stage = self.stages.recv();
-        let stage: *mut Stage = &mut **stage;
-        loop {
-            let seen = {
-                let aside = self.aside.borrow();
-                aside
-                    .iter()
-                    .find(|a| want.takes(a.src, a.tag))
-                    .map(|a| (a.src, a.tag, a.typ, a.count))
-            };
-            if let Some((src, tag, typ, count)) = seen {
-                self.check::<T>((src, tag, typ, count), None, op)?;
-                return Ok(Some(Found { src, tag, count }));
-            }
-            // SAFETY: the staging buffer is this rank's, borrowed for this call and touched
-            // only through `stage`.
-            let Some(a) = (unsafe { ch.poll(self.local.rank(), self.mpi_source(want), stage) })
-            else {
-                return Ok(None);
-            };
-            self.set_aside(ch, a, stage, op)?;
+        let stage: *mut Stage = stage.as_mut().map_or(std::ptr::null_mut(), |s| &mut ***s);
+        // Bring in what has come (into posted receives or aside), then look aside and, behind
+        // a message whose payload the relaying leader is still receiving, in the inbox.
+        self.pump(want, stage, op)?;
+        let seen = |q: &VecDeque<Aside>| {
+            q.iter()
+                .find(|a| want.takes(a.src, a.tag))
+                .map(|a| (a.src, a.tag, a.typ, a.count))
+        };
+        let mut found = seen(&self.aside.borrow());
+        if let (None, Link::Relay(relay)) = (found, link) {
+            found = seen(&relay.inbox(self.local.rank()));
         }
+        let Some((src, tag, typ, count)) = found else {
+            return Ok(None);
+        };
+        self.check::<T>((src, tag, typ, count), None, op)?;
+        Ok(Some(Found { src, tag, count }))
     }
 }

@@ -29,20 +29,12 @@
 //! its next call, as MPI itself progresses only inside calls. Inside MPI's own collectives (the
 //! stage between processes) it does not relay either.
 
-use super::p2p::Aside;
+use super::p2p::{Aside, Pending};
 use super::world::Layout;
 use crate::transport::mpi::{new_stage, Channels, Sending, Stage};
-use ::mpi::ffi;
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::sync::Arc;
-
-/// A payload receive the leader posted into an inbox entry's buffer and has not completed.
-pub(crate) struct Pending(ffi::MPI_Request);
-
-// SAFETY: the request is a handle that only the leader uses (tests and completes, in
-// `Relay::progress`); other threads only see whether an entry still has one.
-unsafe impl Send for Pending {}
 
 /// A message a thread of this process sent to a thread of another, not yet given to MPI.
 struct Outgoing {
@@ -224,12 +216,7 @@ impl Drop for Relay {
         for f in st.flight.drain(..) {
             std::mem::forget(f);
         }
-        for inbox in &mut self.inboxes {
-            for a in inbox.get_mut().drain(..) {
-                if a.pending.is_some() {
-                    std::mem::forget(a);
-                }
-            }
-        }
+        // The inboxes' entries whose payload is still coming leak their buffers as they drop
+        // (`Aside`'s drop).
     }
 }

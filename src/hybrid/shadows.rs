@@ -31,6 +31,7 @@ use crate::transport::mpi::wait_all;
 use ::mpi::topology::Communicator;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// One shadow's leaders' communicator, and whether a check on it failed in this run.
 pub(crate) struct Shadow {
@@ -38,13 +39,28 @@ pub(crate) struct Shadow {
     pub(super) closed: AtomicBool,
 }
 
-/// The shadows of the team's world communicator, collective over `comm`'s processes.
-pub(super) fn make<C: Communicator>(comm: &C) -> Result<Box<[Shadow]>> {
+// SAFETY: as `Process`'s (`hybrid::world`): the leaders' communicator is behind a lock, used
+// by the process's leader `Comm`s (`Bridge::across`, which checks the thread MPI allows) and by
+// `Team::run`'s thread, one at a time; the flag is atomic.
+unsafe impl Send for Shadow {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Shadow {}
+
+/// A communicator's shadows between processes: index k is its shadow k.
+pub(crate) type ShadowSet = Arc<[Shadow]>;
+
+/// The shadows of a communicator of the team, collective over `comm`'s processes (`like`:
+/// with the costs of that leaders' communicator, else the defaults until the team's profile
+/// is set).
+pub(super) fn make<C: Communicator>(comm: &C, like: Option<&ProcessComm>) -> Result<ShadowSet> {
     (0..SHADOWS)
         .map(|_| {
             let pc = ProcessComm::new(comm)?;
             pc.set_polite(true);
             pc.set_gathers_rows();
+            if let Some(like) = like {
+                pc.costs.set(like.costs());
+            }
             Ok(Shadow {
                 pc: Mutex::new(pc),
                 closed: AtomicBool::new(false),
@@ -55,19 +71,9 @@ pub(super) fn make<C: Communicator>(comm: &C) -> Result<Box<[Shadow]>> {
 
 impl Bridge {
     /// This rank's link of shadow `k` of the communicator (module docs): its threads' shadow
-    /// `k` within the process, and the leaders' shadow `k` between processes. Only the team's
-    /// world communicator has shadows between processes; on a duplicate, an error.
+    /// `k` within the process, and the leaders' shadow `k` between processes (of the world, or
+    /// of the duplicate this link belongs to).
     pub(crate) fn shadow(&self, k: usize) -> Result<Bridge> {
-        if self.context() != 0 {
-            return Err(Error::Unsupported {
-                rank: self.rank(),
-                op: "scope",
-                what: "non-blocking collectives on a duplicate of a communicator that spans MPI \
-                       processes are not supported: use them on the team's communicator, or \
-                       the blocking calls"
-                    .into(),
-            });
-        }
         Ok(self.with_stage(self.local.shadow(k), k))
     }
 }
@@ -91,16 +97,8 @@ impl Bridge {
 }
 
 impl Process {
-    /// The leaders' communicator of stage `which` (`None`: the world's own, else shadow `k`)
-    /// and whether a check on it failed in this run.
-    pub(super) fn stage(&self, which: Option<usize>) -> (&Mutex<ProcessComm>, &AtomicBool) {
-        match which {
-            None => (&self.pc, &self.closed),
-            Some(k) => (&self.shadows[k].pc, &self.shadows[k].closed),
-        }
-    }
-
-    /// The last checks of a run (module docs), with `arrival`: on every open shadow, posted
+    /// The last checks of a run (module docs), with `arrival`: on every open shadow (of the
+    /// world and of every duplicate made so far, the same on every process), posted
     /// together, and meanwhile on the world's leaders' communicator, unless a check there
     /// failed (`main`), as its blocking collectives check (MPI matches a blocking collective
     /// with blocking ones only, and the shadows' checks are immediate ones). The world's
@@ -113,17 +111,15 @@ impl Process {
         const OP: &str = "Team::run";
         let layout = &self.layout;
         let (rank, leaders) = (layout.offset(layout.process()), layout.leaders());
-        let mut pending: Vec<(usize, PendingCheck)> = (0..SHADOWS)
-            .filter(|&k| !self.shadows[k].closed.load(Ordering::SeqCst))
-            .map(|k| {
-                (
-                    k,
-                    self.shadows[k]
-                        .pc
-                        .lock()
-                        .start_check(&Call::barrier(), arrival),
-                )
-            })
+        let sets = self.shadow_sets().clone();
+        let shadows: Vec<&Shadow> = sets
+            .iter()
+            .flat_map(|set| set.iter())
+            .filter(|s| !s.closed.load(Ordering::SeqCst))
+            .collect();
+        let mut pending: Vec<(&Shadow, PendingCheck)> = shadows
+            .into_iter()
+            .map(|s| (s, s.pc.lock().start_check(&Call::barrier(), arrival)))
             .collect();
         let world = main.then(|| {
             let r = self
@@ -131,22 +127,19 @@ impl Process {
                 .lock()
                 .agree_across(&Call::barrier(), arrival, rank, leaders, OP);
             if let Err(e) = &r {
-                self.close(None, e);
+                self.close(&self.closed, e);
             }
             r
         });
         let mut reqs: Vec<_> = pending.iter_mut().map(|(_, p)| *p.request()).collect();
         wait_all(&mut reqs, true);
         let mut shadow = None;
-        for (k, p) in &pending {
-            let r = self.shadows[*k]
-                .pc
-                .lock()
-                .check_outcome(p, rank, leaders, OP);
+        for (s, p) in &pending {
+            let r = s.pc.lock().check_outcome(p, rank, leaders, OP);
             if let Err(e) = r {
                 // Closed, but not the run's failure elsewhere: that is the world's check's to
                 // tell (every process comes here with its run's arrival).
-                self.shadows[*k].closed.store(true, Ordering::SeqCst);
+                s.closed.store(true, Ordering::SeqCst);
                 shadow = shadow.or(Some(e));
             }
         }

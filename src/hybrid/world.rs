@@ -40,7 +40,7 @@
 use super::bridge::Links;
 use super::check::Arrival;
 use super::relay::Relay;
-use super::shadows::Shadow;
+use super::shadows::ShadowSet;
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::transport::mpi::Channels;
@@ -129,9 +129,12 @@ pub(crate) struct Process {
     /// its collectives' stages between processes on it, in the order its leader makes them,
     /// which the check compares on every process (with the communicator's context, `Call`).
     pub(super) pc: Mutex<ProcessComm>,
-    /// The leaders' communicators of the world communicator's shadows, on which its
-    /// non-blocking collectives run their stages between processes (`hybrid::shadows`).
-    pub(super) shadows: Box<[Shadow]>,
+    /// The leaders' communicators of the shadows of the world communicator (first) and of
+    /// each duplicate made so far (in the order made, the same on every process), on which
+    /// their non-blocking collectives run their stages between processes
+    /// (`hybrid::shadows`). Kept as long as the team: the last checks of every run look at
+    /// them all.
+    shadows: Mutex<Vec<ShadowSet>>,
     /// Which ranks each process holds.
     pub(crate) layout: Arc<Layout>,
     /// Whether MPI allows calls from its main thread only, so that a run must be started from
@@ -270,7 +273,7 @@ impl Process {
             index: node.rank() as usize,
         };
         let pc = Mutex::new(ProcessComm::new(comm)?);
-        let shadows = super::shadows::make(comm)?;
+        let shadows = Mutex::new(vec![super::shadows::make(comm, None)?]);
         let layout = Layout::new(&counts, rank);
         // Collective over the processes, as every MPI_Comm_dup.
         let world = comm.duplicate();
@@ -305,7 +308,7 @@ impl Process {
     /// Takes the `mpi` level of the team's profile for the stage between the processes.
     pub(crate) fn set_profile(&self, profile: &crate::Profile) {
         self.pc.lock().set_profile(profile);
-        for s in self.shadows.iter() {
+        for s in self.shadows.lock().iter().flat_map(|set| set.iter()) {
             s.pc.lock().set_profile(profile);
         }
     }
@@ -315,7 +318,7 @@ impl Process {
     pub(crate) fn begin(&self) -> Result<()> {
         self.on_main_thread("Team::run")?;
         self.closed.store(false, Ordering::SeqCst);
-        for s in self.shadows.iter() {
+        for s in self.shadows.lock().iter().flat_map(|set| set.iter()) {
             s.closed.store(false, Ordering::SeqCst);
         }
         self.failed_elsewhere.store(NONE, Ordering::SeqCst);
@@ -359,10 +362,13 @@ impl Process {
             self.dup_relays.lock().push(relay.clone());
             relay
         });
+        let shadows = super::shadows::make(&pc.comm, Some(pc))?;
+        self.shadows.lock().push(shadows.clone());
         Ok(Links {
             context: self.contexts.fetch_add(1, Ordering::SeqCst) + 1,
             channels: self.direct.then_some(channels),
             relay,
+            shadows,
         })
     }
 
@@ -407,11 +413,16 @@ impl Process {
         (worked, failed)
     }
 
-    /// Records that a check on stage `which` (`Process::stage`) failed with `e` (the same on
-    /// every process): no more MPI on it in this run, and if `e` names another process's
-    /// failure, `Team::run` fails here too.
-    pub(super) fn close(&self, which: Option<usize>, e: &Error) {
-        self.stage(which).1.store(true, Ordering::SeqCst);
+    /// The shadows of the world (first) and of the duplicates made so far.
+    pub(super) fn shadow_sets(&self) -> parking_lot::MutexGuard<'_, Vec<ShadowSet>> {
+        self.shadows.lock()
+    }
+
+    /// Records that a check on a leaders' communicator whose flag is `closed` (the world's own
+    /// or a shadow's) failed with `e` (the same on every process): no more MPI on it in this
+    /// run, and if `e` names another process's failure, `Team::run` fails here too.
+    pub(super) fn close(&self, closed: &AtomicBool, e: &Error) {
+        closed.store(true, Ordering::SeqCst);
         if let Error::ProcessFailed { process, .. } = *e {
             if process != self.layout.process() {
                 let _ = self.failed_elsewhere.compare_exchange(

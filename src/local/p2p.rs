@@ -6,8 +6,9 @@
 use super::Local;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::transport::shm::{Found, ShmTransport, Want};
+use crate::transport::shm::{Found, SharedRecv, ShmTransport, Want};
 use crate::transport::Transport;
+use std::cell::Cell;
 
 impl Local {
     fn p2p(&self, op: &'static str) -> ShmTransport<'_> {
@@ -59,6 +60,32 @@ impl Local {
     /// message has not arrived, so that it is matched before the rank's later receives.
     pub(crate) fn irecv<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Found> {
         self.p2p("irecv").recv_posted(&self.matcher, want, buf)
+    }
+
+    /// Posts a receive of `want` into `buf` that messages from elsewhere may fill instead
+    /// (`transport::shm::SharedRecv`: a receive from any rank of a team that spans processes).
+    ///
+    /// # Safety
+    /// As `ShmTransport::post_shared`: the result is dropped before `buf`'s and `gate`'s
+    /// borrows end, and `buf` is left alone until then unless `gate` was closed elsewhere.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) unsafe fn post_shared<T: Elem>(
+        &self,
+        want: Want,
+        buf: &mut [T],
+        gate: &Cell<bool>,
+    ) -> SharedRecv<'_> {
+        // SAFETY: per the contract.
+        unsafe {
+            self.p2p("irecv")
+                .post_shared(&self.matcher, want, buf, gate)
+        }
+    }
+
+    /// One look for a message for shared receive `r`: its outcome if it has been matched here.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn poll_shared(&self, r: &SharedRecv<'_>) -> Result<Option<Found>> {
+        self.p2p("irecv").poll_shared(r)
     }
 
     /// Sends `send` (destination, tag, data) and receives the first message `want` accepts,

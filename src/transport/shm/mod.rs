@@ -29,6 +29,7 @@ use crate::shm::{Context, Member};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use engine::Receive;
 pub(crate) use p2p::{Found, Matcher, Want};
+pub(crate) use posted::SharedRecv;
 
 mod engine;
 mod fast;

@@ -36,13 +36,24 @@ type Take = unsafe fn(
 ) -> Result<usize>;
 
 /// One posted receive: what it accepts and where its buffer is (erased to bytes, with the
-/// function of its element type that checks a message and reads it in, `take_as`).
+/// function of its element type that checks a message and reads it in, `take_as`), and for a
+/// receive posted elsewhere too ([`SharedRecv`]) the flag that says it is still free.
 struct Entry {
     id: u64,
     want: Want,
     buf: *mut u8,
     len: usize,
     take: Take,
+    gate: Option<*const Cell<bool>>,
+}
+
+impl Entry {
+    /// Whether the entry may take a message from `src` with header `h`: it accepts it, and
+    /// no other matcher has given it a message.
+    fn takes(&self, src: usize, h: &Header) -> bool {
+        // SAFETY: a gate outlives its entry (`ShmTransport::post_shared`'s contract).
+        self.want.accepts(src, h) && self.gate.is_none_or(|g| unsafe { (*g).get() })
+    }
 }
 
 /// For the posted receive `e` of `T`s and a message from `src` with header `h`: checks the
@@ -79,9 +90,10 @@ pub(crate) struct Posted {
     ids: Cell<u64>,
 }
 
-// SAFETY: an entry (with its raw pointer to a buffer) exists only during a call of
-// `ShmTransport::recv_posted`, on the rank's thread, which borrows the rank's communicator for
-// the whole call; so a communicator can move to another thread only while it has no entries,
+// SAFETY: an entry (with its raw pointers to a buffer and a gate) exists only during a call of
+// `ShmTransport::recv_posted`, or while a `SharedRecv` lives (which borrows the matcher, and
+// which a hybrid team's non-blocking receive makes and drops within one call), on the rank's
+// thread, which borrows the rank's communicator for the whole call; so a communicator can move to another thread only while it has no entries,
 // and the pointers are never used from another thread.
 unsafe impl Send for Posted {}
 
@@ -91,12 +103,13 @@ impl Posted {
         self.waiting.borrow().is_empty()
     }
 
-    /// Posts a receive of `want` into `buf`; its number.
+    /// Posts a receive of `want` into `buf`, free while `gate` (if any) holds; its number.
     ///
     /// # Safety
-    /// The entry keeps a pointer to `buf`: it must be withdrawn ([`Posted::withdraw`]) before
-    /// `buf`'s borrow ends, and `buf` left alone until then.
-    unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T]) -> u64 {
+    /// The entry keeps pointers to `buf` and `gate`: it must be withdrawn
+    /// ([`Posted::withdraw`]) before either's borrow ends, and `buf` left alone until then
+    /// except by whoever closes the gate.
+    unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: Option<&Cell<bool>>) -> u64 {
         let id = self.ids.get();
         self.ids.set(id + 1);
         self.waiting.borrow_mut().push_back(Entry {
@@ -105,6 +118,7 @@ impl Posted {
             buf: buf.as_mut_ptr().cast(),
             len: buf.len(),
             take: take_as::<T>,
+            gate: gate.map(|g| g as *const Cell<bool>),
         });
         id
     }
@@ -126,12 +140,17 @@ impl Posted {
         self.matched.borrow().iter().any(|(i, _)| *i == id)
     }
 
-    /// The oldest posted receive that accepts a message from `src` with header `h`, no longer
-    /// posted.
+    /// The oldest posted receive that takes a message from `src` with header `h`, no longer
+    /// posted (and its gate closed).
     fn claim(&self, src: usize, h: &Header) -> Option<Entry> {
         let mut waiting = self.waiting.borrow_mut();
-        let i = waiting.iter().position(|e| e.want.accepts(src, h))?;
-        waiting.remove(i)
+        let i = waiting.iter().position(|e| e.takes(src, h))?;
+        let e = waiting.remove(i)?;
+        if let Some(g) = e.gate {
+            // SAFETY: as in `Entry::takes`.
+            unsafe { (*g).set(false) };
+        }
+        Some(e)
     }
 
     /// Reads a message (from `src`, header `h`) into the claimed receive `e` through `take`,
@@ -257,6 +276,24 @@ impl super::engine::Receive for Waiting<'_> {
     }
 }
 
+/// A receive posted here that waits elsewhere too: a receive from any rank of a team whose
+/// ranks span processes, which other processes' messages may also match. It is matched by the
+/// first of the two places to offer it a message; `gate` (shared with the other place's
+/// posting) closes when either does, after which the other offers it nothing. Withdrawn when
+/// dropped.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct SharedRecv<'m> {
+    m: &'m Matcher,
+    id: u64,
+    want: Want,
+}
+
+impl Drop for SharedRecv<'_> {
+    fn drop(&mut self) {
+        self.m.posted.withdraw(self.id);
+    }
+}
+
 /// A rank's sends on one communicator that wait for their turn to be posted, by destination,
 /// in call order (module docs).
 #[derive(Default)]
@@ -314,10 +351,46 @@ impl ShmTransport<'_> {
         // SAFETY: `Withdraw` withdraws the receive when this function returns or unwinds,
         // before `buf`'s borrow ends; it is a local nothing can forget, and the rank touches
         // `buf` only through the entry until then.
-        let id = unsafe { m.posted.post(want, buf) };
+        let id = unsafe { m.posted.post(want, buf, None) };
         let _withdraw = Withdraw(&m.posted, id);
         let got = self.exchange(None, Some(Waiting { m, id, want }))?;
         Ok(got.expect("a completed receive"))
+    }
+
+    /// Posts a receive of `want` into `buf` that another matcher may fill instead
+    /// ([`SharedRecv`]), as the oldest receive of the rank from now on.
+    ///
+    /// # Safety
+    /// The returned value must be dropped before `buf`'s and `gate`'s borrows end (it cannot
+    /// be forgotten: the caller keeps it in its frame), and `buf` left alone until then except
+    /// by the other matcher after it has closed `gate`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) unsafe fn post_shared<'m, T: Elem>(
+        &self,
+        m: &'m Matcher,
+        want: Want,
+        buf: &mut [T],
+        gate: &Cell<bool>,
+    ) -> SharedRecv<'m> {
+        // SAFETY: per the contract.
+        let id = unsafe { m.posted.post(want, buf, Some(gate)) };
+        SharedRecv { m, id, want }
+    }
+
+    /// One look for a message for posted receive `r` (handing the messages at the fronts of
+    /// its sources' mailboxes to the oldest posted receives that accept them): its outcome,
+    /// if it has been matched here.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn poll_shared(&self, r: &SharedRecv<'_>) -> Result<Option<Found>> {
+        if self.member.run().is_aborted() {
+            return Err(self.aborted());
+        }
+        let mut waiting = Waiting {
+            m: r.m,
+            id: r.id,
+            want: r.want,
+        };
+        super::engine::Receive::poll(&mut waiting, self)
     }
 
     /// Runs `f`, a send (or a send and receive) to `dest`, in its turn: at once if no earlier
@@ -370,13 +443,7 @@ impl ShmTransport<'_> {
     ) -> Result<bool> {
         let me = self.member.rank();
         let h = header_of::<T>(Tag::p2p(tag), data.len());
-        let accepted = |m: &Matcher| {
-            m.posted
-                .waiting
-                .borrow()
-                .iter()
-                .any(|e| e.want.accepts(me, &h))
-        };
+        let accepted = |m: &Matcher| m.posted.waiting.borrow().iter().any(|e| e.takes(me, &h));
         if m.posted.is_empty() || !accepted(m) || self.member.run().is_aborted() {
             return Ok(false);
         }

@@ -136,3 +136,54 @@ fn exchange_many_with_several_peers_and_sizes() {
         assert!(v.iter().all(|&e| e));
     }
 }
+
+/// A receive posted with a gate (`post_shared`, the hybrid team's receive from any rank) takes
+/// a message only while its gate is open, and closes it when it does; with the gate closed
+/// elsewhere the message goes to the next receive instead.
+#[test]
+fn a_shared_posted_receive_takes_a_message_only_through_its_open_gate() {
+    for closed in [false, true] {
+        for n in [1usize, EAGER_MAX / 8 + 1] {
+            let out = crate::run(2, |comm| {
+                let local = comm.local();
+                let want = Want {
+                    src: None,
+                    tag: None,
+                };
+                if comm.rank() == 0 {
+                    comm.barrier().unwrap();
+                    local.send(1, 3, &vec![7u64; n]).unwrap();
+                    return (true, 0);
+                }
+                let mut buf = vec![0u64; n];
+                let gate = std::cell::Cell::new(true);
+                // SAFETY: `r` is dropped below, before `buf` and `gate`, which are untouched
+                // until then.
+                let r = unsafe { local.post_shared(want, &mut buf, &gate) };
+                if closed {
+                    gate.set(false);
+                }
+                comm.barrier().unwrap();
+                let mut got = None;
+                while got.is_none() {
+                    got = local.poll_shared(&r).unwrap();
+                    if closed && (0..1000).all(|_| local.poll_shared(&r).unwrap().is_none()) {
+                        break;
+                    }
+                }
+                drop(r);
+                if closed {
+                    let mut other = vec![0u64; n];
+                    let f = local.recv(want, &mut other).unwrap();
+                    return (gate.get(), f.count + other.iter().sum::<u64>() as usize);
+                }
+                let f = got.expect("matched");
+                (gate.get(), f.count + buf.iter().sum::<u64>() as usize)
+            })
+            .unwrap();
+            // Open: the shared receive took it and closed its gate; closed: the next receive
+            // took it, and the gate stayed closed.
+            assert_eq!(out[1], (false, n + 7 * n), "closed={closed} n={n}");
+        }
+    }
+}
