@@ -33,6 +33,16 @@ pub struct Ctx {
     counts: Counts,
     /// Whether the ranks span MPI processes (a hybrid team), not only threads of one.
     pub hybrid: bool,
+    /// Whether the stage between those processes runs through their node's shared memory
+    /// (they all share one node: `Comm::auto_choice` says so).
+    pub on_node: bool,
+}
+
+/// Whether `team`'s stage between processes runs through the node's shared memory: what
+/// `Comm::auto_choice` says after a barrier.
+pub fn stage_on_node(team: &Team) -> bool {
+    let said = team.run(|comm| comm.barrier().map(|()| comm.auto_choice()));
+    matches!(said.as_deref(), Ok([Ok(Some(s)), ..]) if s.starts_with("node shared memory"))
 }
 
 impl Ctx {
@@ -46,6 +56,7 @@ impl Ctx {
             offsets,
             counts,
             hybrid,
+            on_node: false,
         }
     }
 

@@ -195,7 +195,8 @@ fn hybrid_main(o: &Options) -> ExitCode {
         }
     };
     let p = processes * o.threads;
-    let ctx = Ctx::new(&vec![o.threads; processes], true, counts(p, o.quick));
+    let mut ctx = Ctx::new(&vec![o.threads; processes], true, counts(p, o.quick));
+    ctx.on_node = suite::stage_on_node(&team);
     let code = if o.panic {
         panic_check(&team, &ctx, process)
     } else {

@@ -124,28 +124,32 @@ pub fn check_all(s: &Suite<'_>) {
 /// The refusals between processes: what needs shared memory, and what MPI's own collective
 /// cannot do.
 fn between_processes(s: &Suite<'_>) {
-    let shm = "refused between processes (shared memory only)";
-    refused(
-        s,
-        &format!("{shm}: allreduce direct"),
-        unsupported,
-        false,
-        |comm| comm.allreduce_with(&mut [1u64; 5], op::Sum, Algorithm::Direct),
-    );
-    refused(
-        s,
-        &format!("{shm}: broadcast direct"),
-        unsupported,
-        false,
-        |comm| comm.broadcast_with(&mut [1u64; 5], 0, Broadcast::Direct),
-    );
-    refused(
-        s,
-        &format!("{shm}: reduce direct"),
-        unsupported,
-        false,
-        |comm| comm.reduce_with(&mut [1u64; 5], op::Sum, 0, Reduce::Direct),
-    );
+    // Processes that share one node run the direct algorithms through its shared memory
+    // (hybrid_check checks them there); between nodes they need shared memory they lack.
+    if !s.ctx.on_node {
+        let shm = "refused between processes (shared memory only)";
+        refused(
+            s,
+            &format!("{shm}: allreduce direct"),
+            unsupported,
+            false,
+            |comm| comm.allreduce_with(&mut [1u64; 5], op::Sum, Algorithm::Direct),
+        );
+        refused(
+            s,
+            &format!("{shm}: broadcast direct"),
+            unsupported,
+            false,
+            |comm| comm.broadcast_with(&mut [1u64; 5], 0, Broadcast::Direct),
+        );
+        refused(
+            s,
+            &format!("{shm}: reduce direct"),
+            unsupported,
+            false,
+            |comm| comm.reduce_with(&mut [1u64; 5], op::Sum, 0, Reduce::Direct),
+        );
+    }
     let native = "refused between processes: native";
     refused(
         s,

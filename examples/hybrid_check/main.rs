@@ -145,13 +145,34 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let ctx = Ctx::new(&all, true, counts(quick));
+    let mut ctx = Ctx::new(&all, true, counts(quick));
+    ctx.on_node = suite::stage_on_node(&team);
+    if process == 0 && !segments_left().is_empty() {
+        eprintln!(
+            "FAIL the node's segment is still in /dev/shm: {:?}",
+            segments_left()
+        );
+        return ExitCode::FAILURE;
+    }
     let suite = Suite::new(&team, ctx, Across::Mpi(world.duplicate()), process);
     let what = format!("{} processes with {all:?} threads", all.len());
     let code = finish(&suite, &what, t0);
     drop(suite);
     drop(team); // before MPI is finalised with `universe`
     code
+}
+
+/// The names in /dev/shm of the segments this process made (`corecoll-<pid>-…`): none once its
+/// team is built, since each is removed as soon as every process has mapped it.
+fn segments_left() -> Vec<String> {
+    let mine = format!("corecoll-{}-", std::process::id());
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with(&mine))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Runs every check and prints the summary; the exit code.

@@ -50,17 +50,49 @@ pub fn check_all(s: &Suite<'_>) {
             ))
         },
     );
-    if s.ctx.hybrid {
-        s.check_fails(
-            "allreduce direct (shared memory only) is refused between processes",
-            RunFails::Either,
-            None,
-            |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
+    if s.ctx.on_node {
+        let want = crate::cases::reduction::<u64>(s.ctx.size(), 5);
+        s.check(
+            "allreduce direct runs through the node's shared memory between processes",
             |comm| {
                 let mut v = inputs::<u64>(comm.rank(), 5);
-                Outcome::Called(comm.allreduce_with(&mut v, op::Sum, Algorithm::Direct))
+                match comm.allreduce_with(&mut v, op::Sum, Algorithm::Direct) {
+                    Err(e) => Some(e.to_string()),
+                    Ok(()) if v != want => Some("wrong result".into()),
+                    Ok(()) => {
+                        let said = comm.auto_choice();
+                        (said != Some("node shared memory between processes"))
+                            .then(|| format!("auto_choice said {said:?}"))
+                    }
+                }
             },
         );
+        s.check(
+            "an alltoall says it ran over MPI between processes",
+            |comm| {
+                let send = inputs::<u64>(comm.rank(), comm.size());
+                let mut recv = vec![0u64; comm.size()];
+                match comm.alltoall(&send, &mut recv) {
+                    Err(e) => Some(e.to_string()),
+                    Ok(()) => (comm.auto_choice() != Some("MPI between processes"))
+                        .then(|| format!("auto_choice said {:?}", comm.auto_choice())),
+                }
+            },
+        );
+    }
+    if s.ctx.hybrid {
+        if !s.ctx.on_node {
+            s.check_fails(
+                "allreduce direct (shared memory only) is refused between processes",
+                RunFails::Either,
+                None,
+                |_, e| matches!(e, Error::Unsupported { .. } | Error::Aborted { .. }),
+                |comm| {
+                    let mut v = inputs::<u64>(comm.rank(), 5);
+                    Outcome::Called(comm.allreduce_with(&mut v, op::Sum, Algorithm::Direct))
+                },
+            );
+        }
         let n = 5;
         s.check_fails(
             "gather direct (shared memory only) is refused between processes",

@@ -174,8 +174,10 @@ impl Comm {
     /// The algorithm `Auto` chose in the last collective call on this communicator: its name
     /// (as the algorithm enums' `name` spells it; also when a named hierarchical algorithm
     /// found one group and ran `Auto`'s flat choice), or `None` if that call named its
-    /// algorithm, had nothing to choose, or ran between MPI processes (whose choices are
-    /// their own).
+    /// algorithm or had nothing to choose. On a communicator whose ranks span MPI processes,
+    /// where its stage between the processes ran: `"node shared memory between processes"`
+    /// (every process on one node: allreduce, reduce, broadcast, allgather and barrier with
+    /// `Auto` or `Direct` there) or `"MPI between processes"` (everything else).
     /// Every rank of the call sees the same. For performance work: which schedule a call of
     /// `Auto` ran, e.g. to tell a slow table entry from noise (`corecoll-bench`'s summary
     /// prints it).
@@ -197,7 +199,7 @@ impl Comm {
         match &self.span {
             Span::Threads(l) => l.auto_choice(),
             #[cfg(feature = "mpi")]
-            Span::Processes(_) => None,
+            Span::Processes(b) => b.between(),
         }
     }
 

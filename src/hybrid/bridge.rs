@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::local::Local;
 use crate::transport::mpi::Channels;
 use std::any::Any;
+use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -38,6 +39,9 @@ pub(crate) struct Bridge {
     pub(crate) stages: Stages,
     /// This rank's non-blocking receives posted for messages from other processes.
     pub(crate) posted: RemotePosted,
+    /// Where the stage between processes of this rank's last collective ran
+    /// (`Comm::auto_choice`).
+    between: Cell<Option<&'static str>>,
     /// Which of the team's communicators this is: 0 for the world, k for the k-th duplicate
     /// (`Call`'s context).
     context: u64,
@@ -47,6 +51,11 @@ pub(crate) struct Bridge {
     /// team's leaders' communicator (`None`), or the leaders' shadow k (of `shadows`).
     stage: Option<usize>,
 }
+
+/// [`Bridge::between`] of a collective whose stage between processes ran over MPI.
+const BETWEEN_MPI: &str = "MPI between processes";
+/// [`Bridge::between`] of one that ran through the node's shared memory.
+const BETWEEN_NODE: &str = "node shared memory between processes";
 
 /// What the ranks of a duplicate of a communicator that spans processes need of MPI besides
 /// the team's leaders' communicator: made by each process's leader, and handed to its other
@@ -85,6 +94,7 @@ impl Bridge {
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),
+            between: Cell::new(None),
             context: 0,
             shadows: process.shadow_sets()[0].clone(),
             stage: None,
@@ -103,10 +113,32 @@ impl Bridge {
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),
+            between: Cell::new(None),
             context: self.context,
             shadows: self.shadows.clone(),
             stage: Some(k),
         }
+    }
+
+    /// Records that the collective just made ran its stage between processes through the
+    /// node's shared memory, if the world's does (`hybrid::node`) and `node` (the collective
+    /// and its algorithm run there).
+    pub(super) fn note_node(&self, node: bool) {
+        if node && self.on_node() {
+            self.between.set(Some(BETWEEN_NODE));
+        }
+    }
+
+    /// Whether this link's stage between processes runs through the node's shared memory: the
+    /// world's does (`Layout::on_node`) and the link runs on it (not on a shadow's leaders'
+    /// communicator, which a request's is).
+    pub(super) fn on_node(&self) -> bool {
+        self.layout.on_node && self.stage.is_none()
+    }
+
+    /// Where the stage between processes of this rank's last collective ran.
+    pub(crate) fn between(&self) -> Option<&'static str> {
+        self.between.get()
     }
 
     /// This rank's number in the world.
@@ -139,6 +171,26 @@ impl Bridge {
         before: Result<()>,
         stage: impl FnOnce(&ProcessComm) -> Result<()>,
     ) -> Result<()> {
+        let (rank, leaders) = (self.rank(), self.layout.leaders());
+        self.across_checked(op, call, before, |pc, call, arrival| {
+            pc.agree_across(call, arrival, rank, leaders, op)?;
+            stage(pc)
+        })
+    }
+
+    /// [`Bridge::across`] with the check and the stage in one: `run` gets the leaders'
+    /// communicator, the call (in this communicator's context) and the leader's arrival, and
+    /// must agree the call between the processes before anything else (with a failed arrival
+    /// too, which the agreement then fails everywhere), as a short allreduce through a node's
+    /// shared memory does in one round with its data (`hybrid::node`).
+    pub(crate) fn across_checked(
+        &self,
+        op: &'static str,
+        call: Call,
+        before: Result<()>,
+        run: impl FnOnce(&ProcessComm, &Call, Arrival) -> Result<()>,
+    ) -> Result<()> {
+        self.between.set(Some(BETWEEN_MPI));
         let Some(p) = &self.process else {
             return before;
         };
@@ -167,13 +219,11 @@ impl Bridge {
         } else {
             Arrival::Failed
         };
-        let layout = &self.layout;
         let call = call.in_context(self.context);
-        let agreed = pc.agree_across(&call, arrival, self.rank(), layout.leaders(), op);
-        let result = match (before, agreed) {
-            (Err(e), _) => Err(e),
-            (Ok(()), Err(e)) => Err(e),
-            (Ok(()), Ok(())) => stage(&pc),
+        let ran = run(&pc, &call, arrival);
+        let result = match before {
+            Err(e) => Err(e),
+            Ok(()) => ran,
         };
         result.map_err(|e| {
             p.close(closed, &e);
@@ -227,6 +277,7 @@ impl Bridge {
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),
+            between: Cell::new(None),
             context: links.context,
             shadows: links.shadows.clone(),
             stage: None,

@@ -274,6 +274,10 @@ impl ProcessComm {
         op: &'static str,
     ) -> Result<()> {
         let mine = words_of(call, arrival);
+        if self.node().is_some() {
+            let rows = self.node_rows(&mine, op)?;
+            return self.outcome_of_rows(&rows, rank, leaders, op);
+        }
         if self.gathers_rows() {
             let mut rows = self.row_of(&mine);
             let send = rows.clone();
@@ -349,7 +353,7 @@ impl ProcessComm {
     }
 
     /// The outcome of a check from every process's words (`all`, process q's in row q).
-    fn outcome_of_rows(
+    pub(super) fn outcome_of_rows(
         &self,
         all: &[u64],
         rank: usize,
@@ -378,10 +382,10 @@ impl ProcessComm {
 }
 
 /// Words of a check: the call's and the arrival.
-const N: usize = WORDS + 1;
+pub(super) const N: usize = WORDS + 1;
 
 /// This process's words of a check of `call` with `arrival`.
-fn words_of(call: &Call, arrival: Arrival) -> [u64; N] {
+pub(super) fn words_of(call: &Call, arrival: Arrival) -> [u64; N] {
     let mut mine = [0u64; N];
     mine[..WORDS].copy_from_slice(&call.words());
     mine[WORDS] = arrival as u64;

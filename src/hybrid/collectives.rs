@@ -20,6 +20,7 @@
 use super::bridge::Bridge;
 use super::check::Call;
 use super::pipeline;
+use super::ProcessComm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::Kind;
@@ -62,16 +63,35 @@ impl Bridge {
         let between = between_allreduce(algorithm);
         // Longer than one segment: the stages pipeline (`hybrid::pipeline`). With one thread
         // per process there are no stages within the processes to overlap with, and the
-        // algorithm between them runs on the whole vector. The segment is the call's block
+        // algorithm between them runs on the whole vector; nor where the world's processes share
+        // a node, whose rounds pipeline themselves (its requests do as its blocking calls, so
+        // that they combine alike). The segment is the call's block
         // either way, so that processes that ask for different segments fail the check.
         let seg = pipeline::segment_elements(algorithm, size_of::<T>());
         let call = call.in_blocks(seg);
-        if buf.len() > seg && self.layout.most_threads() > 1 {
+        if buf.len() > seg && self.layout.most_threads() > 1 && !self.layout.on_node {
             return self.allreduce_pipelined(buf, op, seg, call, between);
         }
         let local = &self.local;
         let before = local.reduce_with(buf, op, 0, Reduce::Auto);
-        self.across(OP, call, before, |pc| pc.allreduce_call(buf, op, between))?;
+        let on_node = matches!(between, Algorithm::Auto | Algorithm::Direct);
+        // A request of a world whose processes share a node: the linear schedule combines in
+        // the node stage's order, so the request gives the blocking call's bits.
+        let between = if on_node && self.layout.on_node && !self.on_node() {
+            Algorithm::Linear
+        } else {
+            between
+        };
+        if on_node && self.on_node() && ProcessComm::node_fits_with_check::<T>(buf.len()) {
+            // Short: the check and the data in one round through the node.
+            let (rank, leaders) = (self.rank(), self.layout.leaders());
+            self.across_checked(OP, call, before, |pc, call, arrival| {
+                pc.node_agree_allreduce((call, arrival), buf, &op, (rank, leaders), OP)
+            })?;
+        } else {
+            self.across(OP, call, before, |pc| pc.allreduce_call(buf, op, between))?;
+        }
+        self.note_node(on_node);
         local.broadcast_with(buf, 0, Broadcast::Auto)
     }
 
@@ -104,6 +124,7 @@ impl Bridge {
             chosen => chosen,
         };
         self.across(OP, call, before, |pc| pc.broadcast_call(buf, q, between))?;
+        self.note_node(matches!(between, Broadcast::Auto | Broadcast::Direct));
         if home && l != 0 {
             local.barrier_with(Barrier::Auto)
         } else {
@@ -137,6 +158,13 @@ impl Bridge {
             Reduce::Hierarchical | Reduce::HierarchicalDirect => Reduce::Auto,
             chosen => chosen,
         };
+        // As in `allreduce`: a request combines in the node stage's order.
+        let between = match between {
+            Reduce::Auto | Reduce::Direct if self.layout.on_node && !self.on_node() => {
+                Reduce::Linear
+            }
+            chosen => chosen,
+        };
         // The leader reduces into a copy unless it is the root itself.
         let mut copy = (self.is_leader() && self.rank() != root).then(|| crate::copy::to_vec(buf));
         {
@@ -146,6 +174,7 @@ impl Bridge {
             };
             let before = local.reduce_with(part, op, 0, Reduce::Auto);
             self.across(OP, call, before, |pc| pc.reduce_call(part, op, q, between))?;
+            self.note_node(matches!(between, Reduce::Auto | Reduce::Direct));
         }
         if !(home && l != 0) {
             return local.barrier_with(Barrier::Auto);
@@ -170,6 +199,7 @@ impl Bridge {
         let local = &self.local;
         let before = local.barrier_with(Barrier::Auto);
         self.across("barrier", Call::barrier(), before, |_| Ok(()))?;
+        self.note_node(true);
         local.barrier_with(Barrier::Auto)
     }
 }

@@ -46,6 +46,7 @@ mod check;
 mod collectives;
 mod gather;
 mod native;
+mod node;
 mod p2p;
 mod pipeline;
 mod posted;
@@ -67,6 +68,7 @@ use crate::error::{Error, Result};
 use crate::mailbox::{Kind, Tag};
 use crate::op::Op;
 use crate::select::{Algorithm, Broadcast, Costs, Flat, Reduce};
+use crate::shm::node::NodeMemory;
 use crate::transport::mpi::{MpiTransport, Scratch, TagCodec};
 use ::mpi::ffi;
 use ::mpi::topology::{Communicator, SimpleCommunicator};
@@ -157,6 +159,9 @@ pub(crate) struct ProcessComm {
     /// leaders' communicator, `shadows`: its outcome then needs no second collective, which a
     /// process at the end of its run could not wait for), instead of their maxima and minima.
     rows: Cell<bool>,
+    /// The node's shared memory, on the world's leaders' communicator when every process
+    /// shares one node: its check and the node's collectives run there (`node`).
+    node: Option<NodeMemory>,
 }
 
 impl std::fmt::Debug for ProcessComm {
@@ -220,6 +225,7 @@ impl ProcessComm {
             polite: Cell::new(false),
             costs: Cell::new(Costs::MPI),
             rows: Cell::new(false),
+            node: None,
         })
     }
 
@@ -334,6 +340,9 @@ impl ProcessComm {
         O: Op<T>,
     {
         const OP: &str = "allreduce";
+        if self.node.is_some() && matches!(algorithm, Algorithm::Auto | Algorithm::Direct) {
+            return self.node_allreduce(buf, &op);
+        }
         let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
@@ -389,6 +398,10 @@ impl ProcessComm {
         T: Copy + Send + Sync + 'static,
     {
         const OP: &str = "broadcast";
+        if self.node.is_some() && matches!(algorithm, Broadcast::Auto | Broadcast::Direct) {
+            self.check_root(OP, root)?;
+            return self.node_broadcast(buf, root);
+        }
         let tag = self.next_tag(Kind::Coll(Collective::Broadcast));
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {
@@ -430,6 +443,10 @@ impl ProcessComm {
         O: Op<T>,
     {
         const OP: &str = "reduce";
+        if self.node.is_some() && matches!(algorithm, Reduce::Auto | Reduce::Direct) {
+            self.check_root(OP, root)?;
+            return self.node_reduce(buf, &op, root);
+        }
         let tag = self.next_tag(Kind::Coll(Collective::Reduce));
         let (p, n, bytes) = (self.size, buf.len(), size_of_val(buf));
         let alg = match algorithm {

@@ -59,6 +59,10 @@ pub(crate) struct Layout {
     offsets: Vec<usize>,
     /// This process's number (its rank in the MPI communicator the team was built on).
     process: usize,
+    /// Whether the world's stage between processes runs through the node's shared memory
+    /// (`hybrid::node`): the same on every process, and known to every rank, whose stages
+    /// within the process depend on it.
+    pub(crate) on_node: bool,
 }
 
 impl Layout {
@@ -71,7 +75,11 @@ impl Layout {
             sum += t;
             offsets.push(sum);
         }
-        Layout { offsets, process }
+        Layout {
+            offsets,
+            process,
+            on_node: false,
+        }
     }
 
     /// Number of ranks of the world.
@@ -272,9 +280,12 @@ impl Process {
             total: on_node.iter().sum(),
             index: node.rank() as usize,
         };
-        let pc = Mutex::new(ProcessComm::new(comm)?);
+        let mut pc = ProcessComm::new(comm)?;
+        pc.node = super::node::node_memory(comm, &node);
+        let pc = Mutex::new(pc);
         let shadows = Mutex::new(vec![super::shadows::make(comm, None)?]);
-        let layout = Layout::new(&counts, rank);
+        let mut layout = Layout::new(&counts, rank);
+        layout.on_node = pc.lock().node().is_some();
         // Collective over the processes, as every MPI_Comm_dup.
         let world = comm.duplicate();
         let channels =

@@ -18,6 +18,8 @@ mod flags;
 #[cfg(all(test, loom))]
 pub(crate) mod loom_world;
 mod member;
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) mod node;
 mod run;
 mod scratch;
 mod shared;

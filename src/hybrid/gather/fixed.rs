@@ -190,11 +190,15 @@ impl Bridge {
         let local = &self.local;
         let mut own = staging(if leader { t * m } else { 0 });
         let before = local.gather_with(send, &mut own, 0, Gather::Auto);
+        let l = &self.layout;
+        let uniform = (0..l.processes()).all(|q| l.threads(q) == t);
+        let on_node = uniform && matches!(algorithm.flat(), None | Some(Flat::Direct));
         self.across(OP, call, before, |pc| {
-            let l = &self.layout;
             let np = l.processes();
             let bytes = p * m;
-            let uniform = (0..np).all(|q| l.threads(q) == t);
+            if pc.node().is_some() && on_node {
+                return pc.node_allgather(&own, recv);
+            }
             let schedule = match algorithm.flat() {
                 Some(Flat::Direct) => {
                     return Err(shared_memory_only(
@@ -228,6 +232,7 @@ impl Bridge {
                 |tr, tag| sched::run_allgather(tr, &own, recv, schedule, tag),
             )
         })?;
+        self.note_node(on_node);
         local.broadcast_with(recv, 0, Broadcast::Auto)
     }
 }

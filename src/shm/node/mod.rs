@@ -1,0 +1,76 @@
+//! What the processes of one node share: a segment of memory ([`Segment`], in `/dev/shm`)
+//! laid out for [`Rounds`] — the segment's poison flag, one control line per process, and two
+//! data slots per process — through which the node stage of a hybrid team's collectives runs
+//! (`algorithms::node`), with no MPI. Positions within the segment, never pointers, are what
+//! the processes agree on: each maps it at its own address.
+
+#[cfg(all(test, loom))]
+mod loom;
+mod rounds;
+#[cfg(not(loom))]
+mod segment;
+
+pub(crate) use rounds::{Control, Halt, Rounds};
+#[cfg(not(loom))]
+pub(crate) use segment::Segment;
+
+#[cfg(not(loom))]
+use crate::sync::{AtomicU64, CachePadded};
+#[cfg(not(loom))]
+use std::mem::size_of;
+
+/// Bytes of each slot of a process (two per process): the unit of a pipelined exchange.
+pub(crate) const SLOT_BYTES: usize = 128 << 10;
+
+/// A node's segment as this process maps it, and its place among the node's processes.
+#[cfg(not(loom))]
+#[derive(Debug)]
+pub(crate) struct NodeMemory {
+    segment: Segment,
+    processes: usize,
+    me: usize,
+}
+
+/// Bytes of a line of the layout (a `CachePadded` value).
+#[cfg(not(loom))]
+const LINE: usize = size_of::<CachePadded<Control>>();
+
+#[cfg(not(loom))]
+impl NodeMemory {
+    /// Bytes of the segment of a node of `processes` processes.
+    pub(crate) fn bytes(processes: usize) -> usize {
+        LINE * (1 + processes) + 2 * processes * SLOT_BYTES
+    }
+
+    /// The share of process `me` of `processes` in `segment` (made or opened with
+    /// [`NodeMemory::bytes`] bytes, zeroed when made): records this process's id in it.
+    pub(crate) fn new(segment: Segment, processes: usize, me: usize) -> NodeMemory {
+        assert!(segment.len() >= NodeMemory::bytes(processes) && me < processes);
+        let share = NodeMemory {
+            segment,
+            processes,
+            me,
+        };
+        share.rounds().join(std::process::id());
+        share
+    }
+
+    /// This process's rounds, going on from the last one it left.
+    pub(crate) fn rounds(&self) -> Rounds<'_> {
+        let base = self.segment.base();
+        // SAFETY: the mapping is page-aligned and at least `bytes(processes)` long (`new`);
+        // zeroed memory is a valid `AtomicU64` and `Control` (plain atomics of `u64`), and the
+        // lines are only ever used through atomics. The slots follow the lines, 2 per process
+        // of `SLOT_BYTES` (a multiple of 128), only this process's `Rounds` is alive while it
+        // runs a round (the leader's, under the leaders' communicator's lock).
+        unsafe {
+            let poison = &*base.cast::<AtomicU64>();
+            let controls = std::slice::from_raw_parts(
+                base.add(LINE).cast::<CachePadded<Control>>(),
+                self.processes,
+            );
+            let slots = base.add(LINE * (1 + self.processes));
+            Rounds::new(poison, controls, slots, SLOT_BYTES, self.me)
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! A segment of memory that the processes of one node map: a file in `/dev/shm` (POSIX shared
+//! memory, a tmpfs) made by one process under a name no other job or team can hold — the
+//! maker's process id, the clock in nanoseconds and a counter of the process's segments —
+//! opened and mapped by the others, and removed from `/dev/shm` as soon as every process has
+//! mapped it ([`Segment::unlink`]), so that a crash afterwards leaves nothing behind: the
+//! memory lives while a process maps it.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The directory of the segments' files.
+const DIR: &str = "/dev/shm";
+/// The prefix of their names.
+const PREFIX: &str = "corecoll-";
+
+/// Segments made by this process so far (part of the next one's name).
+static MADE: AtomicU64 = AtomicU64::new(0);
+
+/// A mapping of a node's segment into this process.
+pub(crate) struct Segment {
+    base: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is plain memory shared with other processes; what is written where and
+// by whom is the protocol's (`rounds`), whose atomics order it; the pointer is valid until drop.
+unsafe impl Send for Segment {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Segment {}
+
+impl std::fmt::Debug for Segment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Segment").field("len", &self.len).finish()
+    }
+}
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(DIR).join(name)
+}
+
+impl Segment {
+    /// Makes a new segment of `len` bytes, zeroed, and maps it: the segment and its name.
+    pub(crate) fn create(len: usize) -> io::Result<(Segment, String)> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = format!(
+            "{PREFIX}{}-{nanos}-{}",
+            std::process::id(),
+            MADE.fetch_add(1, Ordering::Relaxed)
+        );
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path(&name))?;
+        // A new file's length is 0; extending it reads as zeros.
+        let mapped = file
+            .set_len(len as u64)
+            .and_then(|()| Segment::map(&file, len));
+        if mapped.is_err() {
+            let _ = Segment::unlink(&name);
+        }
+        Ok((mapped?, name))
+    }
+
+    /// Maps the existing segment `name` of `len` bytes.
+    pub(crate) fn open(name: &str, len: usize) -> io::Result<Segment> {
+        let file = OpenOptions::new().read(true).write(true).open(path(name))?;
+        if file.metadata()?.len() < len as u64 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{DIR}/{name} is shorter than {len} bytes"),
+            ));
+        }
+        Segment::map(&file, len)
+    }
+
+    fn map(file: &File, len: usize) -> io::Result<Segment> {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a shared read-write mapping of `len` bytes of an open file at least that
+        // long; the kernel picks the address. The mapping outlives the descriptor.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Segment {
+            base: base.cast(),
+            len,
+        })
+    }
+
+    /// Removes segment `name` from `/dev/shm` (the mappings stay).
+    pub(crate) fn unlink(name: &str) -> io::Result<()> {
+        std::fs::remove_file(path(name))
+    }
+
+    /// The first byte of the mapping (page-aligned).
+    pub(crate) fn base(&self) -> *mut u8 {
+        self.base
+    }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `map`, unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len.max(1)) };
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_segment_is_shared_by_its_mappings_and_outlives_its_name() {
+        let (a, name) = Segment::create(4096).unwrap();
+        let b = Segment::open(&name, 4096).unwrap();
+        Segment::unlink(&name).unwrap();
+        assert!(!path(&name).exists());
+        // SAFETY: both map the same 4096 bytes; one thread.
+        unsafe {
+            a.base().add(100).write(42);
+            assert_eq!(b.base().add(100).read(), 42);
+            assert_eq!(b.base().add(4095).read(), 0);
+        }
+        assert!(Segment::open(&name, 4096).is_err());
+        assert!(Segment::open("corecoll-no-such-segment", 64).is_err());
+    }
+}
