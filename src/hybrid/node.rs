@@ -30,7 +30,7 @@ use super::ProcessComm;
 use crate::algorithms::node as sched;
 use crate::error::{Error, Result};
 use crate::op::Op;
-use crate::shm::node::{Halt, NodeMemory, Rounds, Segment, SLOT_BYTES};
+use crate::shm::node::{Halt, NodeMemory, Rounds, Segment, SLOT_BYTES, SPINS};
 use ::mpi::collective::SystemOperation;
 use ::mpi::topology::Communicator;
 use ::mpi::traits::*;
@@ -109,7 +109,11 @@ impl ProcessComm {
         f: impl FnOnce(&Rounds<'_>, sched::Watch<'_>) -> std::result::Result<R, Halt>,
     ) -> Result<R> {
         let node = self.node().expect("a node stage");
-        let rounds = node.rounds();
+        // Where the node's threads outnumber its cores (the leaders' waits are polite), a
+        // waiter yields at once: spinning would hold the core of the process it waits for.
+        let rounds = node
+            .rounds()
+            .spinning(if self.polite.get() { 0 } else { SPINS });
         let rank = self.rank;
         let mut watch = |q: usize| {
             let pid = rounds.pid(q);

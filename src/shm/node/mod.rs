@@ -10,7 +10,11 @@ mod rounds;
 #[cfg(not(loom))]
 mod segment;
 
-pub(crate) use rounds::{Control, Halt, Rounds};
+#[cfg(any(test, not(loom)))]
+pub(crate) use rounds::Control;
+#[cfg(feature = "mpi")]
+pub(crate) use rounds::SPINS;
+pub(crate) use rounds::{Halt, Rounds};
 #[cfg(not(loom))]
 pub(crate) use segment::Segment;
 

@@ -51,9 +51,10 @@ pub(crate) enum Halt {
     By(Error),
 }
 
-/// Polls that only spin before a wait starts yielding (none under loom, whose yields are what
-/// lets the other threads of a model run).
-const SPINS: u32 = if cfg!(loom) { 0 } else { 1 << 10 };
+/// Polls that only spin before a wait starts yielding, where every process of the node has a
+/// core ([`Rounds::spinning`]; none under loom, whose yields are what lets the other threads of
+/// a model run).
+pub(crate) const SPINS: u32 = if cfg!(loom) { 0 } else { 1 << 10 };
 /// Polls between two looks of the watcher (once spinning is over).
 const WATCH_EVERY: u32 = if cfg!(loom) { 1 } else { 16 };
 
@@ -66,6 +67,8 @@ pub(crate) struct Rounds<'a> {
     me: usize,
     /// The last round this process left.
     round: Cell<u64>,
+    /// Polls a wait spins before it yields.
+    spins: u32,
 }
 
 impl<'a> Rounds<'a> {
@@ -93,7 +96,16 @@ impl<'a> Rounds<'a> {
             slot_bytes,
             me,
             round: Cell::new(controls[me].left.load(Ordering::Acquire)),
+            spins: SPINS,
         }
+    }
+
+    /// These rounds with waits that spin `spins` polls before they yield ([`SPINS`] by
+    /// default; none on a node whose processes outnumber its cores, where a spinning waiter
+    /// holds the core of the process it waits for).
+    pub(crate) fn spinning(mut self, spins: u32) -> Self {
+        self.spins = spins;
+        self
     }
 
     /// Records `pid` as this process's id, for the other processes' watchers.
@@ -205,7 +217,7 @@ impl<'a> Rounds<'a> {
                 return Ok(());
             };
             polls = polls.wrapping_add(1);
-            if polls < SPINS {
+            if polls < self.spins {
                 spin_hint();
                 continue;
             }
