@@ -460,14 +460,7 @@ impl<'scope> Core<'scope> {
             crate::sync::yield_now();
             return;
         }
-        struct Undrive<'a>(&'a Cell<bool>);
-        impl Drop for Undrive<'_> {
-            fn drop(&mut self) {
-                self.0.set(false);
-            }
-        }
-        self.driving.set(true);
-        let _undrive = Undrive(&self.driving);
+        let _driving = crate::sync::Raised::new(&self.driving);
         // SAFETY: every task of `blocked` is suspended in the wait that made its entry, and
         // none is resumed until `wait_any` returns: the scope's hook stands aside while
         // `driving` is set, and nothing else resumes this scope's tasks.

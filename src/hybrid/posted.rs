@@ -97,14 +97,7 @@ impl RemotePosted {
 
     /// Runs `f` as a blocking receive's wait with its header receive posted (module docs).
     pub(super) fn listening<R>(&self, f: impl FnOnce() -> R) -> R {
-        struct Unset<'a>(&'a Cell<bool>);
-        impl Drop for Unset<'_> {
-            fn drop(&mut self) {
-                self.0.set(false);
-            }
-        }
-        self.listening.set(true);
-        let _unset = Unset(&self.listening);
+        let _listening = crate::sync::Raised::new(&self.listening);
         f()
     }
 

@@ -180,3 +180,21 @@ mod imp {
 }
 
 pub(crate) use imp::*;
+
+/// A flag of one thread's state set for a stretch of code: [`Raised::new`] sets it, and it is
+/// cleared when the value drops (the stretch returned or unwound).
+pub(crate) struct Raised<'a>(&'a std::cell::Cell<bool>);
+
+impl<'a> Raised<'a> {
+    /// Sets `flag` until the result drops.
+    pub(crate) fn new(flag: &'a std::cell::Cell<bool>) -> Self {
+        flag.set(true);
+        Raised(flag)
+    }
+}
+
+impl Drop for Raised<'_> {
+    fn drop(&mut self) {
+        self.0.set(false);
+    }
+}

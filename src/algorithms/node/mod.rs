@@ -50,6 +50,19 @@ unsafe fn slot<'r, T>(r: &'r Rounds<'_>, q: usize, k: u64, n: usize) -> &'r [T] 
     unsafe { std::slice::from_raw_parts(r.slot(q, k).cast::<T>(), n) }
 }
 
+/// The `n` words at the start of every process's slot of round `k`, in process order.
+///
+/// # Safety
+/// As [`slot`]'s, for every process: all arrived at round `k` with `n` words there.
+unsafe fn words_of_all(r: &Rounds<'_>, k: u64, n: usize) -> Vec<u64> {
+    let mut all = Vec::with_capacity(n * r.size());
+    for q in 0..r.size() {
+        // SAFETY: per the contract.
+        all.extend_from_slice(unsafe { slot::<u64>(r, q, k, n) });
+    }
+    all
+}
+
 /// Every process's `mine` (the same length everywhere), in process order: one round. A
 /// process whose words it cannot hold (longer than a slot) is a bug of the caller.
 pub(crate) fn gather_words(
@@ -61,11 +74,8 @@ pub(crate) fn gather_words(
     copy_in(r, k, mine);
     r.arrive(k);
     r.wait_arrived(k, None, watch)?;
-    let mut all = Vec::with_capacity(mine.len() * r.size());
-    for q in 0..r.size() {
-        // SAFETY: every process arrived at round `k` with its words.
-        all.extend_from_slice(unsafe { slot::<u64>(r, q, k, mine.len()) });
-    }
+    // SAFETY: every process arrived at round `k` with its words.
+    let all = unsafe { words_of_all(r, k, mine.len()) };
     r.leave(k);
     Ok(all)
 }
@@ -104,11 +114,8 @@ pub(crate) fn words_and_allreduce<T: Copy>(
     }
     r.arrive(k);
     r.wait_arrived(k, None, watch)?;
-    let mut all = Vec::with_capacity(words.len() * r.size());
-    for q in 0..r.size() {
-        // SAFETY: every process arrived at round `k` with its words.
-        all.extend_from_slice(unsafe { slot::<u64>(r, q, k, words.len()) });
-    }
+    // SAFETY: every process arrived at round `k` with its words.
+    let all = unsafe { words_of_all(r, k, words.len()) };
     if agreed(&all) && size_of::<T>() != 0 {
         // SAFETY: every process arrived with its `n` elements after its words (they agreed on
         // the call, so on `n` and `T`).
