@@ -3,9 +3,9 @@
 //! each with 1, 2 and 3 threads per process and with unequal layouts (`--threads-by-rank`:
 //! process q runs q + 1 threads), in its `--quick` form; and once on a plain shared-memory
 //! team (`--local`), which validates the checks themselves. On this one machine the processes
-//! share a node, so the stage between them runs through its shared memory; two more runs make
-//! believe nodes of one and of two processes (`CORECOLL_NODE_SIZE`), so that the stage between
-//! nodes (MPI) is checked too. Every check must pass: exit code zero, no `FAIL` line, the
+//! share a node, so the stage between them runs through its shared memory; three more runs make
+//! believe nodes of one process (no node stage: MPI between all processes) and of two (-np 3
+//! and 4: the nodes' shared memory, and MPI between the nodes' leaders). Every check must pass: exit code zero, no `FAIL` line, the
 //! summary line. Skipped, with a note, where `mpirun` is not installed.
 
 #![cfg(feature = "mpi")]
@@ -45,7 +45,11 @@ fn hybrid_collectives_match_the_references_and_fail_everywhere() {
             assert_passed(&format!("mpirun {args:?}"), run("mpirun", &args, limit));
         }
     }
-    for (np, node) in [("2", "CORECOLL_NODE_SIZE=1"), ("3", "CORECOLL_NODE_SIZE=2")] {
+    for (np, node) in [
+        ("2", "CORECOLL_NODE_SIZE=1"),
+        ("3", "CORECOLL_NODE_SIZE=2"),
+        ("4", "CORECOLL_NODE_SIZE=2"),
+    ] {
         let args = [
             "-np",
             np,

@@ -2,7 +2,8 @@
 //! runs it as threads of one process (no mpirun, in every build), and with the feature `mpi`
 //! under `mpirun -np 2` and `-np 3 --oversubscribe` (more processes than this machine's two
 //! cores), with one rank per process and with two threads per process (`--bind-to none`; with
-//! `--quick`, a smaller large count for broadcast and reduce).
+//! `--quick`, a smaller large count for broadcast and reduce), and as 4 processes in nodes made
+//! believe of two (`CORECOLL_NODE_SIZE=2`: shared memory within a node, MPI between nodes).
 //! Every check must pass: exit code zero, no `FAIL` line, the summary line. Then `--panic`:
 //! on threads every other rank must get an error and the run fail (the program checks it);
 //! between processes the job must end through `MPI_Abort` rather than leave the others waiting.
@@ -56,6 +57,24 @@ fn between_processes(exe: &str) {
             }
             assert_passed(&format!("mpirun {args:?}"), run("mpirun", &args, LIMIT));
         }
+    }
+    // Nodes made believe of two processes each: the stage between processes through the
+    // nodes' shared memory and between the nodes' leaders over MPI.
+    for threads in ["1", "2"] {
+        let args = [
+            "-np",
+            "4",
+            "--oversubscribe",
+            "-x",
+            "CORECOLL_NODE_SIZE=2",
+            "--bind-to",
+            "none",
+            exe,
+            "--quick",
+            "--threads",
+            threads,
+        ];
+        assert_passed(&format!("mpirun {args:?}"), run("mpirun", &args, LIMIT));
     }
     // A panicking op inside the stage between processes ends the whole job (MPI_Abort),
     // promptly, with one rank per process and with two threads per process.

@@ -51,6 +51,16 @@ pub fn check_all(s: &Suite<'_>) {
         },
     );
     if s.ctx.on_node {
+        // Nodes made believe smaller than the world: the leaders of the nodes meet over MPI.
+        let several = std::env::var("CORECOLL_NODE_SIZE")
+            .ok()
+            .and_then(|k| k.trim().parse::<usize>().ok())
+            .is_some_and(|k| k < s.ctx.processes());
+        let node = if several {
+            "node shared memory between processes, MPI between nodes"
+        } else {
+            "node shared memory between processes"
+        };
         let want = crate::cases::reduction::<u64>(s.ctx.size(), 5);
         s.check(
             "allreduce direct runs through the node's shared memory between processes",
@@ -61,8 +71,25 @@ pub fn check_all(s: &Suite<'_>) {
                     Ok(()) if v != want => Some("wrong result".into()),
                     Ok(()) => {
                         let said = comm.auto_choice();
-                        (said != Some("node shared memory between processes"))
-                            .then(|| format!("auto_choice said {said:?}"))
+                        (said != Some(node)).then(|| format!("auto_choice said {said:?}"))
+                    }
+                }
+            },
+        );
+        s.check(
+            "a reduce says where it ran between processes (MPI between nodes)",
+            |comm| {
+                let mut v = inputs::<u64>(comm.rank(), 5);
+                match comm.reduce(&mut v, op::Sum, 0) {
+                    Err(e) => Some(e.to_string()),
+                    Ok(()) => {
+                        let said = comm.auto_choice();
+                        let want = if several {
+                            "MPI between processes"
+                        } else {
+                            node
+                        };
+                        (said != Some(want)).then(|| format!("auto_choice said {said:?}"))
                     }
                 }
             },

@@ -56,6 +56,9 @@ pub(crate) struct Bridge {
 const BETWEEN_MPI: &str = "MPI between processes";
 /// [`Bridge::between`] of one that ran through the node's shared memory.
 const BETWEEN_NODE: &str = "node shared memory between processes";
+/// [`Bridge::between`] of one that ran through the nodes' shared memory and over MPI between
+/// the nodes.
+const BETWEEN_NODES: &str = "node shared memory between processes, MPI between nodes";
 
 /// What the ranks of a duplicate of a communicator that spans processes need of MPI besides
 /// the team's leaders' communicator: made by each process's leader, and handed to its other
@@ -125,7 +128,9 @@ impl Bridge {
     /// and its algorithm run there).
     pub(super) fn note_node(&self, node: bool) {
         if node && self.on_node() {
-            self.between.set(Some(BETWEEN_NODE));
+            let one = self.layout.one_node();
+            self.between
+                .set(Some(if one { BETWEEN_NODE } else { BETWEEN_NODES }));
         }
     }
 

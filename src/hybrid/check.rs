@@ -232,7 +232,7 @@ fn describe_call(w: &[u64]) -> String {
 impl ProcessComm {
     /// `recv` = the element-wise maximum of every process's `send` (`MPI_Allreduce` with
     /// `MPI_MAX`; when the communicator polls politely, `MPI_Iallreduce` polled until done).
-    fn max_words(&self, send: &[u64], recv: &mut [u64]) {
+    pub(super) fn max_words(&self, send: &[u64], recv: &mut [u64]) {
         assert_eq!(send.len(), recv.len());
         let (n, comm) = (send.len() as c_int, self.comm.as_raw());
         let (send, recv) = (send.as_ptr().cast(), recv.as_mut_ptr().cast());
@@ -390,6 +390,14 @@ pub(super) fn words_of(call: &Call, arrival: Arrival) -> [u64; N] {
     mine[..WORDS].copy_from_slice(&call.words());
     mine[WORDS] = arrival as u64;
     mine
+}
+
+/// `words` (a process's words of a check) with the arrival of a process that failed: what a
+/// node's leader says between nodes for processes of its node it could not hear from.
+pub(super) fn as_failed(words: &[u64]) -> Vec<u64> {
+    let mut w = words.to_vec();
+    w[WORDS] = Arrival::Failed as u64;
+    w
 }
 
 /// A check in flight ([`ProcessComm::start_check`]): its buffers, which MPI reads and fills

@@ -64,9 +64,9 @@ impl Bridge {
         // Longer than one segment: the stages pipeline (`hybrid::pipeline`). With one thread
         // per process there are no stages within the processes to overlap with, and the
         // algorithm between them runs on the whole vector; nor where the world's processes share
-        // a node, whose rounds pipeline themselves (its requests do as its blocking calls, so
-        // that they combine alike). The segment is the call's block
-        // either way, so that processes that ask for different segments fail the check.
+        // nodes, whose rounds pipeline themselves (its requests do as its blocking calls, so
+        // that they combine alike). The segment is the call's block either way, so that
+        // processes that ask for different segments fail the check.
         let seg = pipeline::segment_elements(algorithm, size_of::<T>());
         let call = call.in_blocks(seg);
         if buf.len() > seg && self.layout.most_threads() > 1 && !self.layout.on_node {
@@ -75,21 +75,22 @@ impl Bridge {
         let local = &self.local;
         let before = local.reduce_with(buf, op, 0, Reduce::Auto);
         let on_node = matches!(between, Algorithm::Auto | Algorithm::Direct);
-        // A request of a world whose processes share a node: the linear schedule combines in
-        // the node stage's order, so the request gives the blocking call's bits.
-        let between = if on_node && self.layout.on_node && !self.on_node() {
-            Algorithm::Linear
-        } else {
-            between
-        };
-        if on_node && self.on_node() && ProcessComm::node_fits_with_check::<T>(buf.len()) {
-            // Short: the check and the data in one round through the node.
+        // A request of a world whose processes share nodes combines over MPI in the node
+        // stage's grouping (`hybrid::node`), so that it gives the blocking call's bits.
+        let grouped = (on_node && self.layout.on_node && !self.on_node())
+            .then_some(&self.layout.node_starts[..]);
+        let fused = self.layout.one_node() && ProcessComm::node_fits_with_check::<T>(buf.len());
+        if on_node && self.on_node() && fused {
+            // Short, on one node: the check and the data in one round through it.
             let (rank, leaders) = (self.rank(), self.layout.leaders());
             self.across_checked(OP, call, before, |pc, call, arrival| {
                 pc.node_agree_allreduce((call, arrival), buf, &op, (rank, leaders), OP)
             })?;
         } else {
-            self.across(OP, call, before, |pc| pc.allreduce_call(buf, op, between))?;
+            self.across(OP, call, before, |pc| match grouped {
+                Some(starts) => pc.grouped_allreduce(buf, op, starts),
+                None => pc.allreduce_call(buf, op, between),
+            })?;
         }
         self.note_node(on_node);
         local.broadcast_with(buf, 0, Broadcast::Auto)
@@ -160,7 +161,7 @@ impl Bridge {
         };
         // As in `allreduce`: a request combines in the node stage's order.
         let between = match between {
-            Reduce::Auto | Reduce::Direct if self.layout.on_node && !self.on_node() => {
+            Reduce::Auto | Reduce::Direct if self.layout.one_node() && !self.on_node() => {
                 Reduce::Linear
             }
             chosen => chosen,
@@ -174,7 +175,8 @@ impl Bridge {
             };
             let before = local.reduce_with(part, op, 0, Reduce::Auto);
             self.across(OP, call, before, |pc| pc.reduce_call(part, op, q, between))?;
-            self.note_node(matches!(between, Reduce::Auto | Reduce::Direct));
+            let node = matches!(between, Reduce::Auto | Reduce::Direct);
+            self.note_node(node && self.layout.one_node());
         }
         if !(home && l != 0) {
             return local.barrier_with(Barrier::Auto);

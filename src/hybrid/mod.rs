@@ -68,11 +68,11 @@ use crate::error::{Error, Result};
 use crate::mailbox::{Kind, Tag};
 use crate::op::Op;
 use crate::select::{Algorithm, Broadcast, Costs, Flat, Reduce};
-use crate::shm::node::NodeMemory;
 use crate::transport::mpi::{MpiTransport, Scratch, TagCodec};
 use ::mpi::ffi;
 use ::mpi::topology::{Communicator, SimpleCommunicator};
 use ::mpi::traits::AsRaw;
+use node::NodeStage;
 use std::cell::{Cell, RefCell};
 use std::mem::{size_of, size_of_val};
 
@@ -159,9 +159,9 @@ pub(crate) struct ProcessComm {
     /// leaders' communicator, `shadows`: its outcome then needs no second collective, which a
     /// process at the end of its run could not wait for), instead of their maxima and minima.
     rows: Cell<bool>,
-    /// The node's shared memory, on the world's leaders' communicator when every process
-    /// shares one node: its check and the node's collectives run there (`node`).
-    node: Option<NodeMemory>,
+    /// The nodes' shared memory, on the world's leaders' communicator when its processes
+    /// share nodes: the check and the node's collectives run there (`node`).
+    node: Option<NodeStage>,
 }
 
 impl std::fmt::Debug for ProcessComm {
@@ -242,6 +242,9 @@ impl ProcessComm {
     /// Makes waits poll politely (see the field).
     pub(crate) fn set_polite(&self, polite: bool) {
         self.polite.set(polite);
+        if let Some(leaders) = self.node_leaders() {
+            leaders.set_polite(polite);
+        }
     }
 
     /// Takes `Block::Auto`'s constants from the `mpi` level of `profile` ([`crate::Profile`];
@@ -250,6 +253,9 @@ impl ProcessComm {
     /// with [`Error::Mismatch`] instead of running different schedules.
     pub(crate) fn set_profile(&self, profile: &crate::Profile) {
         self.costs.set(profile.costs(crate::profile::Level::Mpi));
+        if let Some(leaders) = self.node_leaders() {
+            leaders.set_profile(profile);
+        }
     }
 
     /// The pipelining lemma's constants (see the field).
@@ -386,6 +392,31 @@ impl ProcessComm {
         })
     }
 
+    /// The linear allreduce between the processes, combining in the node stage's grouping
+    /// (nodes whose first processes are `starts`: `algorithms::allreduce::grouped_linear`),
+    /// after the hybrid world's check: what a request runs where the blocking call runs
+    /// through the nodes, so that both give the same bits.
+    pub(crate) fn grouped_allreduce<T, O>(
+        &self,
+        buf: &mut [T],
+        op: O,
+        starts: &[usize],
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        const OP: &str = "allreduce";
+        let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let variant = Algorithm::Linear.id();
+        self.schedule(OP, size_of_val(buf), |t| {
+            algorithms::allreduce::grouped_linear(t, buf, &op, starts, tag.with_variant(variant))
+        })
+    }
+
     /// [`ProcessComm::broadcast_with`], with its call check if `check` (see
     /// [`ProcessComm::allreduce_call`]).
     pub(crate) fn broadcast_call<T>(
@@ -443,7 +474,7 @@ impl ProcessComm {
         O: Op<T>,
     {
         const OP: &str = "reduce";
-        if self.node.is_some() && matches!(algorithm, Reduce::Auto | Reduce::Direct) {
+        if self.node_whole() && matches!(algorithm, Reduce::Auto | Reduce::Direct) {
             self.check_root(OP, root)?;
             return self.node_reduce(buf, &op, root);
         }

@@ -63,6 +63,9 @@ pub(crate) struct Layout {
     /// (`hybrid::node`): the same on every process, and known to every rank, whose stages
     /// within the process depend on it.
     pub(crate) on_node: bool,
+    /// With `on_node`, the first process of every node and the number of processes at the
+    /// end (`[0, processes]` for one node); else empty.
+    pub(crate) node_starts: Vec<usize>,
 }
 
 impl Layout {
@@ -79,7 +82,14 @@ impl Layout {
             offsets,
             process,
             on_node: false,
+            node_starts: Vec::new(),
         }
+    }
+
+    /// Whether the stage between processes runs through the shared memory of one node that
+    /// holds every process.
+    pub(crate) fn one_node(&self) -> bool {
+        self.on_node && self.node_starts.len() == 2
     }
 
     /// Number of ranks of the world.
@@ -281,11 +291,14 @@ impl Process {
             index: node.rank() as usize,
         };
         let mut pc = ProcessComm::new(comm)?;
-        pc.node = super::node::node_memory(comm, &node);
+        pc.node = super::node::node_stage(comm, &node);
         let pc = Mutex::new(pc);
         let shadows = Mutex::new(vec![super::shadows::make(comm, None)?]);
         let mut layout = Layout::new(&counts, rank);
-        layout.on_node = pc.lock().node().is_some();
+        if let Some(stage) = pc.lock().node() {
+            layout.on_node = true;
+            layout.node_starts = stage.starts().to_vec();
+        }
         // Collective over the processes, as every MPI_Comm_dup.
         let world = comm.duplicate();
         let channels =

@@ -1,6 +1,12 @@
 //! The linear (star) allreduce: every rank sends its vector to rank 0, which combines them in
 //! rank order and sends the result back. 2(p−1) messages of the whole vector through rank 0:
 //! the baseline of the course report's five algorithms, and the obviously correct one.
+//!
+//! [`grouped`] is the same star with rank 0 combining group by group: the grouping of a
+//! hierarchy whose groups first reduce in rank order among themselves and whose groups' first
+//! ranks then run the linear allreduce (the processes of a node through its shared memory, the
+//! nodes' leaders over MPI: `hybrid::node`), written over point-to-point alone so that a
+//! request gives the hierarchy's bits.
 
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
@@ -27,4 +33,103 @@ pub(crate) fn linear<Tr: Transport, T: Elem, O: Op<T>>(
         t.recv(0, tag, buf)?;
     }
     Ok(())
+}
+
+/// Linear allreduce of `buf` under `op` grouped by `starts` (group g is the ranks
+/// `starts[g]..starts[g + 1]`; `starts` runs from 0 to p): rank 0 folds each group's vectors
+/// left to right, G_g = ((x_a ⊙ x_{a+1}) ⊙ …), and the groups' results left to right,
+/// ((G₀ ⊙ G₁) ⊙ G₂) ⊙ …, then sends the result back. With one group it is [`linear`].
+#[cfg(any(test, feature = "mpi"))]
+pub(crate) fn grouped<Tr: Transport, T: Elem, O: Op<T>>(
+    t: &Tr,
+    buf: &mut [T],
+    op: &O,
+    starts: &[usize],
+    tag: Tag,
+) -> Result<()> {
+    let (p, r) = (t.size(), t.rank());
+    assert!(
+        starts.len() >= 2 && starts[0] == 0 && starts[starts.len() - 1] == p,
+        "groups that cover the ranks"
+    );
+    if r != 0 {
+        t.send(0, tag, buf)?;
+        return t.recv(0, tag, buf);
+    }
+    let right = &mut |acc: &mut [T], inc: &[T]| op.fold_right(acc, inc);
+    for src in 1..starts[1] {
+        t.recv_reduce(src, tag, buf, right)?;
+    }
+    let mut part = crate::copy::to_vec(buf);
+    for g in starts.windows(2).skip(1) {
+        t.recv_reduce(g[0], tag, &mut part, &mut |acc, inc| {
+            acc.copy_from_slice(inc)
+        })?;
+        for src in g[0] + 1..g[1] {
+            t.recv_reduce(src, tag, &mut part, right)?;
+        }
+        op.fold_right(buf, &part);
+    }
+    for dest in 1..p {
+        t.send(dest, tag, buf)?;
+    }
+    Ok(())
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::algorithms::allreduce::testkit::span_op;
+    use crate::op::Sum;
+
+    /// Groups of `p` ranks: one, all of one rank, and blocks of 2 and 3 (the last shorter).
+    fn groupings(p: usize) -> Vec<Vec<usize>> {
+        let blocks = |k: usize| {
+            let mut s: Vec<usize> = (0..p).step_by(k).collect();
+            s.push(p);
+            s
+        };
+        vec![vec![0, p], blocks(1), blocks(2), blocks(3)]
+    }
+
+    /// The grouped sum computed sequentially.
+    fn reference(xs: &[f64], starts: &[usize]) -> f64 {
+        let group = |g: &[usize]| xs[g[0] + 1..g[1]].iter().fold(xs[g[0]], |a, b| a + b);
+        let mut parts = starts.windows(2).map(group);
+        let first = parts.next().expect("a group");
+        parts.fold(first, |a, b| a + b)
+    }
+
+    #[test]
+    fn grouped_linear_keeps_rank_order_and_the_groups_bits() {
+        for p in [1usize, 2, 3, 4, 5, 7, 8, 17] {
+            let xs: Vec<f64> = (0..p)
+                .map(|r| 1.0 / (r as f64 + 3.0) * 1e16f64.powi((r % 3) as i32))
+                .collect();
+            for starts in groupings(p) {
+                for n in [0usize, 1, 3, 100] {
+                    let spans = crate::run(p, |comm| {
+                        let r = comm.rank() as u32;
+                        let mut v = vec![(r, r + 1); n];
+                        let t = comm.local().coll("test");
+                        grouped(&t, &mut v, &span_op(), &starts, Tag::P2P).map(|()| v)
+                    })
+                    .expect("a run");
+                    for v in spans {
+                        assert!(v.expect("ok").iter().all(|&s| s == (0, p as u32)));
+                    }
+                    let sums = crate::run(p, |comm| {
+                        let mut v = vec![xs[comm.rank()]; n];
+                        let t = comm.local().coll("test");
+                        grouped(&t, &mut v, &Sum, &starts, Tag::P2P).map(|()| v)
+                    })
+                    .expect("a run");
+                    let want = reference(&xs, &starts);
+                    for v in sums {
+                        assert!(v.expect("ok").iter().all(|x| x.to_bits() == want.to_bits()));
+                    }
+                }
+            }
+        }
+    }
 }

@@ -28,6 +28,8 @@ use crate::op::Op;
 use crate::transport::Transport;
 
 pub(super) use crate::algorithms::blocks::{block_range, block_start, elements, pipeline_blocks};
+#[cfg(feature = "mpi")]
+pub(crate) use linear::grouped as grouped_linear;
 pub(crate) use rabenseifner::halving_step;
 #[cfg(all(test, not(loom)))]
 pub(crate) use ring::{chunk, pieces};

@@ -9,12 +9,16 @@ mod loom;
 mod rounds;
 #[cfg(not(loom))]
 mod segment;
+#[cfg(all(test, not(loom)))]
+mod tests;
 
 #[cfg(any(test, not(loom)))]
 pub(crate) use rounds::Control;
 #[cfg(feature = "mpi")]
 pub(crate) use rounds::SPINS;
 pub(crate) use rounds::{Halt, Rounds};
+#[cfg(all(not(loom), any(test, feature = "mpi")))]
+pub(crate) use segment::process_exists;
 #[cfg(not(loom))]
 pub(crate) use segment::Segment;
 

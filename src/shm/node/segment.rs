@@ -117,6 +117,16 @@ impl Segment {
     }
 }
 
+/// Whether process id `pid` still exists: what a node's waits ask of the process they wait for
+/// (a process that exited and was reaped no longer does).
+#[cfg(any(test, feature = "mpi"))]
+pub(crate) fn process_exists(pid: u32) -> bool {
+    // SAFETY: signal 0 checks that the process exists (and may be signalled) without
+    // signalling it.
+    let rc = unsafe { libc::kill(pid as libc::pid_t, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 impl Drop for Segment {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `map`, unmapped once.

@@ -52,7 +52,7 @@ mod tag;
 
 pub(crate) use p2p::{new_stage, Arrived, Channels, Receiving, Sending, Stage};
 pub(crate) use recv::{scratch_bytes, Chunk, Scratch};
-pub(crate) use request::{poll_politely, wait_all};
+pub(crate) use request::{nudge, poll_politely, wait_all};
 pub(crate) use tag::TagCodec;
 
 use super::Transport;

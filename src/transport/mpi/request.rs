@@ -118,6 +118,27 @@ pub(super) fn wildcards() -> (c_int, c_int) {
     unsafe { (ffi::RSMPI_ANY_SOURCE, ffi::RSMPI_ANY_TAG) }
 }
 
+/// Lets MPI progress the requests this process has posted, without waiting for anything (an
+/// `MPI_Iprobe` on `comm` for any message, which every MPI library progresses in): for a wait
+/// outside MPI (a node's shared memory) while this process's immediate collectives, which
+/// others may be waiting for, are in flight.
+pub(crate) fn nudge<C: AsRaw<Raw = ffi::MPI_Comm>>(comm: &C) {
+    let (source, tag) = wildcards();
+    let mut found: c_int = 0;
+    // SAFETY: the communicator is valid; `found` is a live out-parameter and the status is
+    // MPI's "ignore" sentinel.
+    let rc = unsafe {
+        ffi::MPI_Iprobe(
+            source,
+            tag,
+            comm.as_raw(),
+            &mut found,
+            ffi::RSMPI_STATUS_IGNORE,
+        )
+    };
+    ok(rc, "MPI_Iprobe");
+}
+
 /// Posts `MPI_Isend` of `bytes` bytes at `ptr` into `req`.
 ///
 /// # Safety

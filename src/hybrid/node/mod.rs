@@ -1,0 +1,193 @@
+//! The stage between the processes of a hybrid team through the shared memory of the nodes
+//! they run on, with MPI only between nodes: the hierarchy's node level (as HAN's, Luo et al.
+//! 2020, where shared memory serves a node's processes and MPI the nodes' leaders).
+//!
+//! **Setup** ([`node_stage`], with the team, collective over the world): each process finds the
+//! processes of its node (`MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`; the environment variable
+//! `CORECOLL_NODE_SIZE=k` makes believe nodes of k consecutive processes instead, to exercise
+//! the stage between nodes on one machine). The node stage is used when every node holds
+//! consecutive processes (their numbers in the world, so that combining node by node keeps the
+//! processes' order) and some node holds two or more. The first process of each node makes its
+//! node's segment, sends its name to the node's others, which map it, and once every process of
+//! the world has (an allreduce of whether each could) removes its name from `/dev/shm`. If any
+//! process cannot map its node's segment, no node uses one, and the stage between processes
+//! stays MPI's. With several nodes, the nodes' first processes (the node leaders) get a
+//! communicator of their own, over which the stage between nodes runs.
+//!
+//! **What runs there** (`stage`). The call check of every blocking collective of the world: the
+//! node's processes gather their words in a round; with several nodes, the leaders gather every
+//! node's over MPI (one allreduce) and hand them to their node in a second round; every process
+//! then reads the same outcome from the same words, as `check` does. It is also the barrier.
+//! Allreduce and broadcast whose algorithm between processes is `Auto` or `Direct` (the node's
+//! own): on one node, rounds through the segment; on several, a reduce (broadcast) within the
+//! node, the leaders' allreduce (broadcast) over MPI, and a broadcast within the node. Reduce
+//! and allgather use the segment on one node only; with several nodes they run over MPI, after
+//! the check through the nodes. Everything else runs its stage between processes over MPI after
+//! that check. Non-blocking collectives keep their own leaders' communicators (`shadows`) and
+//! MPI, combining in the node stage's grouping (`algorithms::allreduce::grouped_linear`).
+//!
+//! **Grouping.** A reduction combines the processes' vectors in process order, grouped by node:
+//! each node's left to right, then the nodes' results left to right — one node, ((x₀ ⊙ x₁) ⊙
+//! x₂) ⊙ …, the linear schedules' grouping. Between nodes the leaders run the linear allreduce,
+//! which keeps that grouping, unless the op is exact (integers, min, max: any grouping gives the
+//! same bits), where they run MPI's own choice.
+//!
+//! **Failures.** A process whose run failed arrives at the check saying so, and every process
+//! fails the call, as over MPI. A process that disappears (killed, exited) is seen by the waits
+//! for it — its process id no longer exists — which fail with `ProcessFailed` and poison the
+//! node's segment, so that every later wait of the node's processes stops too; a panic inside
+//! the node stage (the user's op) poisons it as it unwinds. In the check, a leader that could not
+//! hear from its node says so between nodes (its node's processes as failed), so that every
+//! process of every node fails the call. After the check, with several nodes, a node that
+//! fails leaves the leaders' MPI stage waiting for its leader: that leader ends the job
+//! (`MPI_Abort`), as MPI's own stage does when a process panics in it. On one node, the other
+//! processes fail their call with `ProcessFailed` and go on; the segment is then unusable for
+//! the rest of the team's life.
+
+mod stage;
+
+use super::ProcessComm;
+use crate::shm::node::{NodeMemory, Segment};
+use ::mpi::collective::SystemOperation;
+use ::mpi::topology::{Color, Communicator, SimpleCommunicator};
+use ::mpi::traits::*;
+
+/// Bytes of the broadcast segment name.
+const NAME: usize = 256;
+
+/// The node stage of the world's processes: this process's node's shared memory, and how the
+/// nodes divide the world if there are several.
+#[derive(Debug)]
+pub(crate) struct NodeStage {
+    /// This process's node's segment, mapped.
+    memory: NodeMemory,
+    /// The nodes: the first process of each, and the number of processes at the end.
+    starts: Vec<usize>,
+    /// This process's node.
+    node: usize,
+    /// The node leaders' communicator, on the node's first process, if there are several nodes.
+    leaders: Option<Box<ProcessComm>>,
+}
+
+impl NodeStage {
+    /// Whether every process of the world shares this one node.
+    pub(crate) fn whole(&self) -> bool {
+        self.starts.len() == 2
+    }
+
+    /// The first process of every node, and the number of processes at the end.
+    pub(crate) fn starts(&self) -> &[usize] {
+        &self.starts
+    }
+
+    /// The world's number of this node's process `q`.
+    fn process(&self, q: usize) -> usize {
+        self.starts[self.node] + q
+    }
+
+    /// The node of process `q` of the world, and `q`'s place among its processes.
+    fn locate(&self, q: usize) -> (usize, usize) {
+        let j = self.starts.partition_point(|&s| s <= q) - 1;
+        (j, q - self.starts[j])
+    }
+}
+
+/// The number of processes of a node, made believe by `CORECOLL_NODE_SIZE` if set.
+fn faked_node_size() -> Option<usize> {
+    std::env::var("CORECOLL_NODE_SIZE")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&k| k > 0)
+}
+
+/// `v` reduced with `op` over `comm`'s processes.
+fn all<C: Communicator>(comm: &C, v: u64, op: SystemOperation) -> u64 {
+    let mut out = 0u64;
+    comm.all_reduce_into(&v, &mut out, op);
+    out
+}
+
+/// The node stage of `comm`'s processes, whose processes on this node `shared` holds, if it
+/// runs (module docs); collective over `comm`'s processes.
+pub(crate) fn node_stage<C: Communicator>(
+    comm: &C,
+    shared: &SimpleCommunicator,
+) -> Option<NodeStage> {
+    let (rank, size) = (comm.rank() as usize, comm.size() as usize);
+    let split = faked_node_size().map(|k| {
+        comm.split_by_color(Color::with_value((rank / k) as i32))
+            .expect("every process has a colour")
+    });
+    let node = split.as_ref().unwrap_or(shared);
+    let mut ranks = vec![0u64; node.size() as usize];
+    node.all_gather_into(&(rank as u64), &mut ranks[..]);
+    let first = ranks[0] as usize;
+    let consecutive = ranks
+        .iter()
+        .enumerate()
+        .all(|(i, &r)| r as usize == first + i);
+    let usable = all(comm, u64::from(consecutive), SystemOperation::min()) == 1;
+    let largest = all(comm, ranks.len() as u64, SystemOperation::max());
+    if !usable || largest < 2 || size < 2 {
+        return None;
+    }
+    let mut firsts = vec![0u64; size];
+    comm.all_gather_into(&(first as u64), &mut firsts[..]);
+    let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
+    starts.dedup();
+    starts.push(size);
+    let segment = map_segment(comm, node, NodeMemory::bytes(ranks.len()));
+    let (me, processes) = (rank - first, ranks.len());
+    let leaders = (starts.len() > 2).then(|| {
+        let colour = if me == 0 {
+            Color::with_value(0)
+        } else {
+            Color::undefined()
+        };
+        comm.split_by_color(colour).map(|c| {
+            let pc = ProcessComm::new(&c).expect("the world's MPI passed the same check");
+            Box::new(pc)
+        })
+    });
+    let segment = segment?;
+    Some(NodeStage {
+        memory: NodeMemory::new(segment, processes, me),
+        node: starts.partition_point(|&s| s <= rank) - 1,
+        starts,
+        leaders: leaders.flatten(),
+    })
+}
+
+/// This process's node's segment of `bytes` bytes, made by the node's first process and mapped
+/// by the others, if every process of `comm` could map its node's (collective over `comm`).
+fn map_segment<C: Communicator>(
+    comm: &C,
+    node: &SimpleCommunicator,
+    bytes: usize,
+) -> Option<Segment> {
+    let first = node.rank() == 0;
+    let mut name = [0u8; NAME];
+    let mut made = None;
+    if first {
+        if let Ok((segment, n)) = Segment::create(bytes) {
+            name[..n.len()].copy_from_slice(n.as_bytes());
+            made = Some(segment);
+        }
+    }
+    node.process_at_rank(0).broadcast_into(&mut name[..]);
+    let text = std::str::from_utf8(&name)
+        .ok()
+        .map(|s| s.trim_end_matches('\0'))
+        .filter(|s| !s.is_empty());
+    let segment = match (made, text) {
+        (Some(segment), _) => Some(segment),
+        (None, Some(n)) if !first => Segment::open(n, bytes).ok(),
+        _ => None,
+    };
+    let everywhere = all(comm, u64::from(segment.is_some()), SystemOperation::min());
+    // Every process has mapped its node's segment (or failed to) before the allreduce completes.
+    if let (true, Some(n)) = (first, text) {
+        let _ = Segment::unlink(n);
+    }
+    segment.filter(|_| everywhere == 1)
+}
