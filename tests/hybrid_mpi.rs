@@ -5,7 +5,8 @@
 //! team (`--local`), which validates the checks themselves. On this one machine the processes
 //! share a node, so the stage between them runs through its shared memory; three more runs make
 //! believe nodes of one process (no node stage: MPI between all processes) and of two (-np 3
-//! and 4: the nodes' shared memory, and MPI between the nodes' leaders). Every check must pass: exit code zero, no `FAIL` line, the
+//! and 4: the nodes' shared memory, and MPI between the nodes' leaders); two more ask for the
+//! long allreduce's one copy (`CORECOLL_NODE_CMA=1`, -np 2 and 3). Every check must pass: exit code zero, no `FAIL` line, the
 //! summary line. Skipped, with a note, where `mpirun` is not installed.
 
 #![cfg(feature = "mpi")]
@@ -49,6 +50,8 @@ fn hybrid_collectives_match_the_references_and_fail_everywhere() {
         ("2", "CORECOLL_NODE_SIZE=1"),
         ("3", "CORECOLL_NODE_SIZE=2"),
         ("4", "CORECOLL_NODE_SIZE=2"),
+        ("2", "CORECOLL_NODE_CMA=1"),
+        ("3", "CORECOLL_NODE_CMA=1"),
     ] {
         let args = [
             "-np",

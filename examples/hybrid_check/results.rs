@@ -55,7 +55,7 @@ pub fn check_all(s: &Suite<'_>) {
         let several = std::env::var("CORECOLL_NODE_SIZE")
             .ok()
             .and_then(|k| k.trim().parse::<usize>().ok())
-            .is_some_and(|k| k < s.ctx.processes());
+            .is_some_and(|k| k > 0 && k < s.ctx.processes());
         let node = if several {
             "node shared memory between processes, MPI between nodes"
         } else {
@@ -76,6 +76,25 @@ pub fn check_all(s: &Suite<'_>) {
                 }
             },
         );
+        // One copy where asked for (and the kernel allows it), on one node.
+        let cma = std::env::var("CORECOLL_NODE_CMA").is_ok_and(|v| v.trim() == "1");
+        if cma && !several {
+            let n = 20_000;
+            let want = crate::cases::reduction::<u64>(s.ctx.size(), n);
+            s.check("a long allreduce copies once between processes", |comm| {
+                let mut v = inputs::<u64>(comm.rank(), n);
+                match comm.allreduce(&mut v, op::Sum) {
+                    Err(e) => Some(e.to_string()),
+                    Ok(()) if v != want => Some("wrong result".into()),
+                    Ok(()) => {
+                        let said = comm.auto_choice();
+                        let one =
+                            "node shared memory between processes, one copy (process_vm_readv)";
+                        (said != Some(one)).then(|| format!("auto_choice said {said:?}"))
+                    }
+                }
+            });
+        }
         s.check(
             "a reduce says where it ran between processes (MPI between nodes)",
             |comm| {

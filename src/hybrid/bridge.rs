@@ -56,6 +56,10 @@ pub(crate) struct Bridge {
 const BETWEEN_MPI: &str = "MPI between processes";
 /// [`Bridge::between`] of one that ran through the node's shared memory.
 const BETWEEN_NODE: &str = "node shared memory between processes";
+/// [`Bridge::between`] of an allreduce that ran through the node's shared memory reading the
+/// other processes' memory in place (`hybrid::node`'s one copy).
+const BETWEEN_NODE_ONE_COPY: &str =
+    "node shared memory between processes, one copy (process_vm_readv)";
 /// [`Bridge::between`] of one that ran through the nodes' shared memory and over MPI between
 /// the nodes.
 const BETWEEN_NODES: &str = "node shared memory between processes, MPI between nodes";
@@ -131,6 +135,16 @@ impl Bridge {
             let one = self.layout.one_node();
             self.between
                 .set(Some(if one { BETWEEN_NODE } else { BETWEEN_NODES }));
+        }
+    }
+
+    /// [`Bridge::note_node`] for an allreduce of `bytes` bytes per process, which on one node
+    /// may copy once.
+    pub(super) fn note_node_allreduce(&self, node: bool, bytes: usize) {
+        self.note_node(node);
+        let one = self.layout.one_node() && super::node::single_copy(self.layout.node_cma, bytes);
+        if node && self.on_node() && one {
+            self.between.set(Some(BETWEEN_NODE_ONE_COPY));
         }
     }
 

@@ -392,6 +392,13 @@ pub(super) fn words_of(call: &Call, arrival: Arrival) -> [u64; N] {
     mine
 }
 
+/// Whether the words of several processes (`rows`, one process's `N` after another's) are
+/// the same call and none failed: a node's part of an agreement, before the other nodes'.
+pub(super) fn rows_alike(rows: &[u64]) -> bool {
+    rows.chunks(N)
+        .all(|row| row == &rows[..N] && row[WORDS] != Arrival::Failed as u64)
+}
+
 /// `words` (a process's words of a check) with the arrival of a process that failed: what a
 /// node's leader says between nodes for processes of its node it could not hear from.
 pub(super) fn as_failed(words: &[u64]) -> Vec<u64> {

@@ -20,7 +20,6 @@
 use super::bridge::Bridge;
 use super::check::Call;
 use super::pipeline;
-use super::ProcessComm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::Kind;
@@ -79,12 +78,15 @@ impl Bridge {
         // stage's grouping (`hybrid::node`), so that it gives the blocking call's bits.
         let grouped = (on_node && self.layout.on_node && !self.on_node())
             .then_some(&self.layout.node_starts[..]);
-        let fused = self.layout.one_node() && ProcessComm::node_fits_with_check::<T>(buf.len());
-        if on_node && self.on_node() && fused {
-            // Short, on one node: the check and the data in one round through it.
+        if on_node && self.on_node() {
+            // A short one takes the check and the data together through the nodes.
             let (rank, leaders) = (self.rank(), self.layout.leaders());
             self.across_checked(OP, call, before, |pc, call, arrival| {
-                pc.node_agree_allreduce((call, arrival), buf, &op, (rank, leaders), OP)
+                if pc.node_fuses_check::<T>(buf.len()) {
+                    return pc.node_agree_allreduce((call, arrival), buf, &op, (rank, leaders), OP);
+                }
+                pc.agree_across(call, arrival, rank, leaders, OP)?;
+                pc.allreduce_call(buf, op, between)
             })?;
         } else {
             self.across(OP, call, before, |pc| match grouped {
@@ -92,7 +94,7 @@ impl Bridge {
                 None => pc.allreduce_call(buf, op, between),
             })?;
         }
-        self.note_node(on_node);
+        self.note_node_allreduce(on_node, std::mem::size_of_val(buf));
         local.broadcast_with(buf, 0, Broadcast::Auto)
     }
 

@@ -66,6 +66,8 @@ pub(crate) struct Layout {
     /// With `on_node`, the first process of every node and the number of processes at the
     /// end (`[0, processes]` for one node); else empty.
     pub(crate) node_starts: Vec<usize>,
+    /// With `on_node`, whether a long allreduce on one node copies once (`hybrid::node`).
+    pub(crate) node_cma: bool,
 }
 
 impl Layout {
@@ -83,6 +85,7 @@ impl Layout {
             process,
             on_node: false,
             node_starts: Vec::new(),
+            node_cma: false,
         }
     }
 
@@ -298,6 +301,7 @@ impl Process {
         if let Some(stage) = pc.lock().node() {
             layout.on_node = true;
             layout.node_starts = stage.starts().to_vec();
+            layout.node_cma = stage.cma();
         }
         // Collective over the processes, as every MPI_Comm_dup.
         let world = comm.duplicate();

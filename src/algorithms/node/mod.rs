@@ -127,6 +127,45 @@ pub(crate) fn words_and_allreduce<T: Copy>(
     Ok(all)
 }
 
+/// Process 0's `words` and, if `agreed` finds them agreed, its `buf` after them, handed to
+/// every process in one round: the second round of a check (and a short allreduce) whose
+/// words process 0 gathered from further away (the other nodes). `words` must hold as many
+/// words on every process, and process 0's words and `buf` fit one slot
+/// ([`fits_with_words`]).
+pub(crate) fn words_then_data<T: Copy>(
+    r: &Rounds<'_>,
+    words: &mut [u64],
+    buf: &mut [T],
+    agreed: &dyn Fn(&[u64]) -> bool,
+    watch: Watch<'_>,
+) -> Result<(), Halt> {
+    assert!(fits_with_words::<T>(r.slot_bytes(), words.len(), buf.len()));
+    let off = after_words(words.len());
+    let n = buf.len();
+    let k = r.begin(watch)?;
+    if r.me() == 0 {
+        copy_in(r, k, words);
+        if agreed(words) && size_of::<T>() != 0 {
+            // SAFETY: the data fits the slot after the words (asserted), at an offset that
+            // keeps the slot's alignment; no one reads it before this process arrives.
+            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), r.mine(k).add(off).cast(), n) };
+        }
+        r.arrive(k);
+    } else {
+        r.wait_arrived(k, Some(0), watch)?;
+        // SAFETY: process 0 arrived at round `k` with its words.
+        words.copy_from_slice(unsafe { slot::<u64>(r, 0, k, words.len()) });
+        if agreed(words) && size_of::<T>() != 0 {
+            // SAFETY: process 0 found the same words agreed, so wrote its `n` elements (the
+            // agreed call's) after them.
+            let data = unsafe { std::slice::from_raw_parts(r.slot(0, k).add(off).cast(), n) };
+            buf.copy_from_slice(data);
+        }
+    }
+    r.leave(k);
+    Ok(())
+}
+
 /// `buf` (holding this process's operand) := x₀ ⊙ x₁ ⊙ … ⊙ x_{P−1} from `x(q)`, by the same
 /// steps on every process, so with the same bits: ((x₀ ⊙ x₁) ⊙ x₂) ⊙ …. Process 1 starts with
 /// x₀ ⊙ its own operand in place (`fold_left`), the others from a copy of x₀.
@@ -281,5 +320,6 @@ pub(crate) fn allgather<T: Copy>(
     Ok(())
 }
 
+pub(crate) mod single;
 #[cfg(all(test, not(loom)))]
 mod tests;

@@ -184,8 +184,74 @@ mod fused {
                 }
             }
         }
+        // The second round: process 0's words, and its data only where they are agreed.
+        for p in [1usize, 2, 3, 5] {
+            for agree in [true, false] {
+                let out = node(p, 256, |r| {
+                    let q = r.me() as u64;
+                    let mut w = |_: usize| None;
+                    let mut words = [if q == 0 { 9 } else { 0 }, u64::from(agree)];
+                    let mut data = vec![q; 7];
+                    let ok = |w: &[u64]| w[1] == 1;
+                    words_then_data(r, &mut words, &mut data, &ok, &mut w).unwrap();
+                    (words, data)
+                });
+                for (q, (words, data)) in out.into_iter().enumerate() {
+                    assert_eq!(words, [9, u64::from(agree)], "p={p} process {q}");
+                    let want = if agree { 0 } else { q as u64 };
+                    assert!(data.iter().all(|&d| d == want), "p={p} process {q}");
+                }
+            }
+        }
         // 256-byte slots: 128 bytes of words, then 16 u64 at most.
         assert!(fits_with_words::<u64>(256, 8, 16));
         assert!(!fits_with_words::<u64>(256, 8, 17));
+    }
+}
+
+mod single_copy {
+    use super::super::*;
+    use super::support::{node, Span};
+    use crate::op::Sum;
+    use crate::shm::node::cma;
+
+    /// The threads standing for processes read each other's memory through the kernel as
+    /// processes do (their process reading itself).
+    fn read(_q: usize, at: u64, into: &mut [u8]) -> Result<(), Error> {
+        cma::read(std::process::id(), at, into).map_err(|e| Error::Unsupported {
+            rank: 0,
+            op: "test",
+            what: e.to_string(),
+        })
+    }
+
+    #[test]
+    fn one_copy_gives_the_rounds_bits_in_process_order() {
+        for p in [1usize, 2, 3, 5, 8] {
+            for n in [0usize, 1, 2, 7, 1000, 20_011] {
+                let out = node(p, 256, |r| {
+                    let q = r.me() as u32;
+                    let mut w = |_: usize| None;
+                    let mut spans = vec![(q, q + 1); n];
+                    single::allreduce(r, &mut spans, &Span, &read, &mut w).unwrap();
+                    // Sums whose grouping shows in the bits.
+                    let x = |i: usize| 1.0 / (i as f64 + 3.0) * 1e8f64.powi(q as i32 % 3);
+                    let mut one: Vec<f64> = (0..n).map(x).collect();
+                    single::allreduce(r, &mut one, &Sum, &read, &mut w).unwrap();
+                    let mut rounds: Vec<f64> = (0..n).map(x).collect();
+                    allreduce(r, &mut rounds, &Sum, &mut w).unwrap();
+                    (spans, one, rounds)
+                });
+                for (q, (spans, one, rounds)) in out.into_iter().enumerate() {
+                    let at = format!("p={p} n={n} process {q}");
+                    assert!(spans.iter().all(|&s| s == (0, p as u32)), "{at}");
+                    let same = one
+                        .iter()
+                        .zip(&rounds)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{at}");
+                }
+            }
+        }
     }
 }

@@ -47,7 +47,9 @@
 mod stage;
 
 use super::ProcessComm;
-use crate::shm::node::{NodeMemory, Segment};
+use crate::algorithms::node as sched;
+use crate::error::Error;
+use crate::shm::node::{cma, process_exists, NodeMemory, Segment};
 use ::mpi::collective::SystemOperation;
 use ::mpi::topology::{Color, Communicator, SimpleCommunicator};
 use ::mpi::traits::*;
@@ -67,6 +69,12 @@ pub(crate) struct NodeStage {
     node: usize,
     /// The node leaders' communicator, on the node's first process, if there are several nodes.
     leaders: Option<Box<ProcessComm>>,
+    /// Whether every process of the world asked for one copy (`CORECOLL_NODE_CMA=1`) and may
+    /// read its node's others' memory (cross-memory attach, probed at setup): a long
+    /// allreduce on one node then copies once (`algorithms::node::single`). Off by default:
+    /// where measured, the kernel's copy was slower than two through the segment
+    /// (docs/hybrid.md, "Processes that share a node").
+    cma: bool,
 }
 
 impl NodeStage {
@@ -80,6 +88,16 @@ impl NodeStage {
         &self.starts
     }
 
+    /// Whether a long allreduce on one node copies once (see the field).
+    pub(crate) fn cma(&self) -> bool {
+        self.cma
+    }
+
+    /// Whether an allreduce of `bytes` bytes per process runs with one copy (see `cma`).
+    pub(crate) fn single_copy(&self, bytes: usize) -> bool {
+        single_copy(self.cma && self.whole(), bytes)
+    }
+
     /// The world's number of this node's process `q`.
     fn process(&self, q: usize) -> usize {
         self.starts[self.node] + q
@@ -90,6 +108,17 @@ impl NodeStage {
         let j = self.starts.partition_point(|&s| s <= q) - 1;
         (j, q - self.starts[j])
     }
+}
+
+/// Bytes per process from which an allreduce on one node copies once where asked and the
+/// kernel allows it: below, the copy-in/copy-out rounds' one round with the check wins even
+/// against a fast kernel copy (three rounds and a system call per process read).
+pub(crate) const SINGLE_COPY_BYTES: usize = 64 << 10;
+
+/// Whether an allreduce of `bytes` bytes per process on one node whose processes may read each
+/// other's memory (`cma`) runs with one copy.
+pub(crate) fn single_copy(cma: bool, bytes: usize) -> bool {
+    cma && bytes >= SINGLE_COPY_BYTES
 }
 
 /// The number of processes of a node, made believe by `CORECOLL_NODE_SIZE` if set.
@@ -149,13 +178,43 @@ pub(crate) fn node_stage<C: Communicator>(
             Box::new(pc)
         })
     });
-    let segment = segment?;
+    let memory = NodeMemory::new(segment?, processes, me);
+    let wanted = std::env::var("CORECOLL_NODE_CMA").is_ok_and(|v| v.trim() == "1");
+    let cma = wanted && probe_cma(&memory);
+    let cma = all(comm, u64::from(cma), SystemOperation::min()) == 1;
     Some(NodeStage {
-        memory: NodeMemory::new(segment, processes, me),
+        memory,
         node: starts.partition_point(|&s| s <= rank) - 1,
         starts,
         leaders: leaders.flatten(),
+        cma,
     })
+}
+
+/// Whether this process can read the next process of its node's memory (cross-memory attach):
+/// each publishes the address of a word of its own in a round and reads its neighbour's, and a
+/// second round keeps every word alive until all have read.
+fn probe_cma(memory: &NodeMemory) -> bool {
+    const MARK: u64 = 0x6e6f_6465_2d63_6d61;
+    let pid = u64::from(std::process::id());
+    let word = MARK ^ pid;
+    let r = memory.rounds();
+    let mut watch = |q: usize| {
+        (!process_exists(r.pid(q))).then_some(Error::ProcessFailed {
+            rank: 0,
+            op: "TeamBuilder::mpi",
+            process: q,
+        })
+    };
+    let at = std::ptr::addr_of!(word) as u64;
+    let Ok(rows) = sched::gather_words(&r, &[at, pid], &mut watch) else {
+        return false;
+    };
+    let q = (r.me() + 1) % r.size();
+    let mut got = [0u8; 8];
+    let read = cma::read(rows[2 * q + 1] as u32, rows[2 * q], &mut got).is_ok();
+    let ok = read && u64::from_ne_bytes(got) == MARK ^ rows[2 * q + 1];
+    sched::gather_words(&r, &[0], &mut watch).is_ok() && ok
 }
 
 /// This process's node's segment of `bytes` bytes, made by the node's first process and mapped

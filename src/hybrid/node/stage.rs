@@ -5,12 +5,22 @@
 use super::NodeStage;
 use crate::algorithms::node as sched;
 use crate::error::{Error, Result};
-use crate::hybrid::check::{as_failed, words_of, Arrival, Call, N};
+use crate::hybrid::check::{as_failed, rows_alike, words_of, Arrival, Call, N};
 use crate::hybrid::{AbortOnUnwind, ProcessComm};
 use crate::op::Op;
 use crate::select::{Algorithm, Broadcast};
-use crate::shm::node::{process_exists, Halt, Rounds, SLOT_BYTES, SPINS};
+use crate::shm::node::{cma, process_exists, Halt, Rounds, SLOT_BYTES, SPINS};
 use ::mpi::traits::*;
+
+/// The leaders' allreduce between nodes for `op` on `T`: the linear one, which keeps the node
+/// stage's grouping, or MPI's choice where any grouping gives the same bits (module docs).
+fn between_nodes<T: 'static, O: Op<T>>(op: &O) -> Algorithm {
+    if crate::hybrid::native::exact::<T, O>(op) {
+        Algorithm::Auto
+    } else {
+        Algorithm::Linear
+    }
+}
 
 impl ProcessComm {
     /// The node stage, if the stage between processes runs through the nodes' shared memory.
@@ -87,49 +97,115 @@ impl ProcessComm {
             return gathered;
         }
         let mut rows = vec![0u64; mine.len() * self.size];
-        if let Some(leaders) = &stage.leaders {
-            // A node this leader could not hear from is failed everywhere.
-            let ours = match &gathered {
-                Ok(ours) => ours.clone(),
-                Err(_) => {
-                    let n = stage.starts[stage.node + 1] - stage.starts[stage.node];
-                    as_failed(mine).repeat(n)
-                }
-            };
-            let at = stage.process(0) * mine.len();
-            rows[at..at + ours.len()].copy_from_slice(&ours);
-            let send = rows.clone();
-            leaders.max_words(&send, &mut rows);
+        if let Some(between) = &stage.leaders {
+            self.rows_between_nodes(between, mine, gathered.as_deref().ok(), &mut rows);
         }
         gathered?;
         self.on_node(op, |r, w| sched::broadcast(r, &mut rows, 0, w))?;
         Ok(rows)
     }
 
-    /// Whether the check and an allreduce of `n` elements of `T` fit one round of the node
-    /// ([`ProcessComm::node_agree_allreduce`]).
-    pub(crate) fn node_fits_with_check<T>(n: usize) -> bool {
-        sched::fits_with_words::<T>(SLOT_BYTES, N, n)
+    /// Whether the check and an allreduce of `n` elements of `T` go together through the node
+    /// ([`ProcessComm::node_agree_allreduce`]): they fit a slot (with several nodes, every
+    /// process's words and the result too), and the allreduce does not copy once instead.
+    pub(crate) fn node_fuses_check<T>(&self, n: usize) -> bool {
+        let Some(stage) = self.node() else {
+            return false;
+        };
+        let fits = |words| sched::fits_with_words::<T>(SLOT_BYTES, words, n);
+        !stage.single_copy(n * std::mem::size_of::<T>())
+            && fits(N)
+            && (stage.whole() || fits(N * self.size))
     }
 
-    /// The check of `call` (with `arrival`) and the allreduce of `buf` in one round through
-    /// the node, which must hold every process ([`ProcessComm::node_whole`]): the check's
-    /// outcome, and `buf` reduced if it passed.
-    pub(crate) fn node_agree_allreduce<T: Copy, O: Op<T>>(
+    /// The check of `call` (with `arrival`) and the allreduce of `buf` together through the
+    /// nodes: the check's outcome, and `buf` reduced if it passed. On one node, one round;
+    /// on several, a round that gathers the node's words and reduces its data, the leaders'
+    /// allreduce of every node's words and, if they agree, of the nodes' data over MPI, and
+    /// a round that hands both back to the node (where the separate check and allreduce take
+    /// four rounds).
+    pub(crate) fn node_agree_allreduce<T, O>(
         &self,
         (call, arrival): (&Call, Arrival),
         buf: &mut [T],
         op: &O,
         (rank, leaders): (usize, &[usize]),
         name: &'static str,
-    ) -> Result<()> {
-        debug_assert!(self.node_whole());
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        let stage = self.node().expect("a node stage");
         let mine = words_of(call, arrival);
         let agreed = |rows: &[u64]| self.outcome_of_rows(rows, rank, leaders, name).is_ok();
-        let rows = self.on_node(name, |r, w| {
-            sched::words_and_allreduce(r, &mine, buf, op, &agreed, w)
+        if stage.whole() {
+            let rows = self.on_node(name, |r, w| {
+                sched::words_and_allreduce(r, &mine, buf, op, &agreed, w)
+            })?;
+            return self.outcome_of_rows(&rows, rank, leaders, name);
+        }
+        let gathered = self.on_node(name, |r, w| {
+            sched::words_and_allreduce(r, &mine, buf, op, &rows_alike, w)
+        });
+        let mut rows = vec![0u64; N * self.size];
+        if let Some(between) = &stage.leaders {
+            self.rows_between_nodes(between, &mine, gathered.as_deref().ok(), &mut rows);
+            if gathered.is_ok() && agreed(&rows) {
+                let _abort = AbortOnUnwind {
+                    comm: &self.comm,
+                    rank: self.rank,
+                    op: name,
+                };
+                let alg = between_nodes::<T, O>(op);
+                if let Err(e) = between.allreduce_call(buf, op as &dyn Op<T>, alg) {
+                    self.end_job(name, e);
+                }
+            }
+        }
+        gathered?;
+        self.on_node(name, |r, w| {
+            sched::words_then_data(r, &mut rows, buf, &agreed, w)
         })?;
         self.outcome_of_rows(&rows, rank, leaders, name)
+    }
+
+    /// On a node's leader: every process's check words into `rows` over the leaders'
+    /// communicator `between`, from this node's (`ours`; `None` if the leader could not hear
+    /// from its node, whose processes then count as failed, `mine` standing for their call).
+    fn rows_between_nodes(
+        &self,
+        between: &ProcessComm,
+        mine: &[u64],
+        ours: Option<&[u64]>,
+        rows: &mut [u64],
+    ) {
+        let stage = self.node().expect("a node stage");
+        let count = stage.starts[stage.node + 1] - stage.starts[stage.node];
+        let failed;
+        let ours = match ours {
+            Some(ours) => ours,
+            None => {
+                failed = as_failed(mine).repeat(count);
+                &failed
+            }
+        };
+        let at = stage.process(0) * mine.len();
+        rows.fill(0);
+        rows[at..at + ours.len()].copy_from_slice(ours);
+        let send = rows.to_vec();
+        between.max_words(&send, rows);
+    }
+
+    /// Ends the MPI job (`MPI_Abort`) after `e` on a node's leader that cannot finish `op`
+    /// with the other nodes' leaders, which wait for it in MPI.
+    fn end_job(&self, op: &'static str, e: Error) -> ! {
+        eprintln!(
+            "corecoll: {e}; process {} leads its node between nodes and cannot finish {op} \
+             with the other nodes: aborting the MPI job (MPI_Abort)",
+            self.rank
+        );
+        self.comm.abort(70)
     }
 
     /// The data stage of a collective `op` on `buf` through the nodes after its check, which
@@ -155,20 +231,12 @@ impl ProcessComm {
             rank: self.rank,
             op,
         };
-        let ended = |e: Error| -> ! {
-            eprintln!(
-                "corecoll: {e}; process {} leads its node between nodes and cannot finish \
-                 {op} with the other nodes: aborting the MPI job (MPI_Abort)",
-                self.rank
-            );
-            self.comm.abort(70)
-        };
         if let Err(e) = self.on_node(op, |r, w| before(r, &mut *buf, w)) {
-            ended(e);
+            self.end_job(op, e);
         }
         between(leaders, &mut *buf)?;
         if let Err(e) = self.on_node(op, |r, w| after(r, buf, w)) {
-            ended(e);
+            self.end_job(op, e);
         }
         Ok(())
     }
@@ -182,14 +250,34 @@ impl ProcessComm {
         O: Op<T>,
     {
         const OP: &str = "allreduce";
-        if self.node_whole() {
+        let stage = self.node().expect("a node stage");
+        if stage.single_copy(std::mem::size_of_val(buf)) {
+            let rank = self.rank;
+            return self.on_node(OP, |r, w| {
+                let read = |q: usize, at: u64, into: &mut [u8]| {
+                    cma::read(r.pid(q), at, into).map_err(|e| match e.raw_os_error() {
+                        Some(libc::ESRCH) => Error::ProcessFailed {
+                            rank,
+                            op: OP,
+                            process: stage.process(q),
+                        },
+                        _ => Error::Unsupported {
+                            rank,
+                            op: OP,
+                            what: format!(
+                                "reading process {}'s memory (process_vm_readv) failed: {e}",
+                                stage.process(q)
+                            ),
+                        },
+                    })
+                };
+                sched::single::allreduce(r, buf, op, &read, w)
+            });
+        }
+        if stage.whole() {
             return self.on_node(OP, |r, w| sched::allreduce(r, buf, op, w));
         }
-        let between = if crate::hybrid::native::exact::<T, O>(op) {
-            Algorithm::Auto
-        } else {
-            Algorithm::Linear
-        };
+        let between = between_nodes::<T, O>(op);
         self.through_nodes(
             OP,
             buf,

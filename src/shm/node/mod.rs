@@ -4,6 +4,8 @@
 //! (`algorithms::node`), with no MPI. Positions within the segment, never pointers, are what
 //! the processes agree on: each maps it at its own address.
 
+#[cfg(not(loom))]
+pub(crate) mod cma;
 #[cfg(all(test, loom))]
 mod loom;
 mod rounds;
