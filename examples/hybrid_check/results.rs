@@ -95,24 +95,29 @@ pub fn check_all(s: &Suite<'_>) {
                 }
             });
         }
-        s.check(
-            "a reduce says where it ran between processes (MPI between nodes)",
-            |comm| {
-                let mut v = inputs::<u64>(comm.rank(), 5);
-                match comm.reduce(&mut v, op::Sum, 0) {
-                    Err(e) => Some(e.to_string()),
-                    Ok(()) => {
-                        let said = comm.auto_choice();
-                        let want = if several {
-                            "MPI between processes"
-                        } else {
-                            node
-                        };
-                        (said != Some(want)).then(|| format!("auto_choice said {said:?}"))
-                    }
+        // An allgather runs through the nodes where every process has as many threads.
+        let uniform = (0..s.ctx.processes()).all(|q| s.ctx.threads(q) == s.ctx.threads(0));
+        let gathers = if uniform {
+            node
+        } else {
+            "MPI between processes"
+        };
+        s.check("a reduce and an allgather say where they ran", |comm| {
+            let mut v = inputs::<u64>(comm.rank(), 5);
+            let mut all = vec![0u64; comm.size()];
+            let r = comm.reduce(&mut v, op::Sum, comm.size() - 1);
+            let said = comm.auto_choice();
+            let g = r.and_then(|()| comm.allgather(&[comm.rank() as u64], &mut all));
+            let gathered = comm.auto_choice();
+            match g {
+                Err(e) => Some(e.to_string()),
+                Ok(()) if said != Some(node) => Some(format!("reduce: auto_choice said {said:?}")),
+                Ok(()) if gathered != Some(gathers) => {
+                    Some(format!("allgather: auto_choice said {gathered:?}"))
                 }
-            },
-        );
+                Ok(()) => None,
+            }
+        });
         s.check(
             "an alltoall says it ran over MPI between processes",
             |comm| {

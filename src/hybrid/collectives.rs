@@ -161,13 +161,12 @@ impl Bridge {
             Reduce::Hierarchical | Reduce::HierarchicalDirect => Reduce::Auto,
             chosen => chosen,
         };
-        // As in `allreduce`: a request combines in the node stage's order.
-        let between = match between {
-            Reduce::Auto | Reduce::Direct if self.layout.one_node() && !self.on_node() => {
-                Reduce::Linear
-            }
-            chosen => chosen,
-        };
+        // As in `allreduce`: a request combines in the node stage's grouping (on several
+        // nodes the leaders allreduce, so a request does too, grouped by node).
+        let node = matches!(between, Reduce::Auto | Reduce::Direct);
+        let request = node && self.layout.on_node && !self.on_node();
+        let grouped = (request && !self.layout.one_node()).then_some(&self.layout.node_starts[..]);
+        let between = if request { Reduce::Linear } else { between };
         // The leader reduces into a copy unless it is the root itself.
         let mut copy = (self.is_leader() && self.rank() != root).then(|| crate::copy::to_vec(buf));
         {
@@ -176,9 +175,11 @@ impl Bridge {
                 None => &mut *buf,
             };
             let before = local.reduce_with(part, op, 0, Reduce::Auto);
-            self.across(OP, call, before, |pc| pc.reduce_call(part, op, q, between))?;
-            let node = matches!(between, Reduce::Auto | Reduce::Direct);
-            self.note_node(node && self.layout.one_node());
+            self.across(OP, call, before, |pc| match grouped {
+                Some(starts) => pc.grouped_allreduce(part, op, starts),
+                None => pc.reduce_call(part, op, q, between),
+            })?;
+            self.note_node(node);
         }
         if !(home && l != 0) {
             return local.barrier_with(Barrier::Auto);

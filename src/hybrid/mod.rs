@@ -474,7 +474,7 @@ impl ProcessComm {
         O: Op<T>,
     {
         const OP: &str = "reduce";
-        if self.node_whole() && matches!(algorithm, Reduce::Auto | Reduce::Direct) {
+        if self.node.is_some() && matches!(algorithm, Reduce::Auto | Reduce::Direct) {
             self.check_root(OP, root)?;
             return self.node_reduce(buf, &op, root);
         }

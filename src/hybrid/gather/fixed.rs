@@ -196,7 +196,7 @@ impl Bridge {
         self.across(OP, call, before, |pc| {
             let np = l.processes();
             let bytes = p * m;
-            if pc.node_whole() && on_node {
+            if pc.node().is_some() && on_node {
                 return pc.node_allgather(&own, recv);
             }
             let schedule = match algorithm.flat() {
@@ -232,7 +232,7 @@ impl Bridge {
                 |tr, tag| sched::run_allgather(tr, &own, recv, schedule, tag),
             )
         })?;
-        self.note_node(on_node && l.one_node());
+        self.note_node(on_node);
         local.broadcast_with(recv, 0, Broadcast::Auto)
     }
 }

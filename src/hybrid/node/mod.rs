@@ -18,13 +18,13 @@
 //! node's processes gather their words in a round; with several nodes, the leaders gather every
 //! node's over MPI (one allreduce) and hand them to their node in a second round; every process
 //! then reads the same outcome from the same words, as `check` does. It is also the barrier.
-//! Allreduce and broadcast whose algorithm between processes is `Auto` or `Direct` (the node's
-//! own): on one node, rounds through the segment; on several, a reduce (broadcast) within the
-//! node, the leaders' allreduce (broadcast) over MPI, and a broadcast within the node. Reduce
-//! and allgather use the segment on one node only; with several nodes they run over MPI, after
-//! the check through the nodes. Everything else runs its stage between processes over MPI after
-//! that check. Non-blocking collectives keep their own leaders' communicators (`shadows`) and
-//! MPI, combining in the node stage's grouping (`algorithms::allreduce::grouped_linear`).
+//! Allreduce, reduce, broadcast and allgather whose algorithm between processes is `Auto` or
+//! `Direct` (the node's own): on one node, rounds through the segment; on several, a stage
+//! within each node, the leaders' stage over MPI, and a stage within each node again (a short
+//! allreduce takes its check along: `stage`). Everything else runs its stage between processes
+//! over MPI after the check. Non-blocking collectives keep their own leaders' communicators
+//! (`shadows`) and MPI, combining in the node stage's grouping
+//! (`algorithms::allreduce::grouped_linear`).
 //!
 //! **Grouping.** A reduction combines the processes' vectors in process order, grouped by node:
 //! each node's left to right, then the nodes' results left to right — one node, ((x₀ ⊙ x₁) ⊙

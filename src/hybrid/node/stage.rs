@@ -3,10 +3,14 @@
 //! `hybrid::node`).
 
 use super::NodeStage;
+use crate::algorithms::gather;
 use crate::algorithms::node as sched;
+use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::hybrid::check::{as_failed, rows_alike, words_of, Arrival, Call, N};
+use crate::hybrid::gather::V_FORM;
 use crate::hybrid::{AbortOnUnwind, ProcessComm};
+use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
 use crate::select::{Algorithm, Broadcast};
 use crate::shm::node::{cma, process_exists, Halt, Rounds, SLOT_BYTES, SPINS};
@@ -26,12 +30,6 @@ impl ProcessComm {
     /// The node stage, if the stage between processes runs through the nodes' shared memory.
     pub(crate) fn node(&self) -> Option<&NodeStage> {
         self.node.as_ref()
-    }
-
-    /// Whether the stage between processes runs through the shared memory of one node that
-    /// holds every process (where reduce and allgather run there too).
-    pub(crate) fn node_whole(&self) -> bool {
-        self.node().is_some_and(NodeStage::whole)
     }
 
     /// The node leaders' communicator, on a node's leader if there are several nodes.
@@ -277,26 +275,56 @@ impl ProcessComm {
         if stage.whole() {
             return self.on_node(OP, |r, w| sched::allreduce(r, buf, op, w));
         }
+        self.reduce_across_nodes(OP, buf, op, true)
+    }
+
+    /// The reduction of `buf` across several nodes: a reduce to each node's leader, the
+    /// leaders' allreduce over MPI and, where `back`, a broadcast from the leader in the node.
+    fn reduce_across_nodes<T, O>(
+        &self,
+        name: &'static str,
+        buf: &mut [T],
+        op: &O,
+        back: bool,
+    ) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
         let between = between_nodes::<T, O>(op);
         self.through_nodes(
-            OP,
+            name,
             buf,
             |r, b, w| sched::reduce(r, b, op, 0, w),
             // As `&dyn`: the leaders' `allreduce_call` is the generic caller of this one.
             |leaders, b| leaders.allreduce_call(b, op as &dyn Op<T>, between),
-            |r, b, w| sched::broadcast(r, b, 0, w),
+            |r, b, w| {
+                if back {
+                    sched::broadcast(r, b, 0, w)
+                } else {
+                    Ok(())
+                }
+            },
         )
     }
 
-    /// Reduce to process `root` through the node, which holds every process.
-    pub(crate) fn node_reduce<T: Copy, O: Op<T>>(
-        &self,
-        buf: &mut [T],
-        op: &O,
-        root: usize,
-    ) -> Result<()> {
-        debug_assert!(self.node_whole());
-        self.on_node("reduce", |r, w| sched::reduce(r, buf, op, root, w))
+    /// Reduce to process `root` through the nodes: on several, a reduce to each node's
+    /// leader, the leaders' allreduce (as in [`ProcessComm::node_allreduce`], so that a
+    /// request combining in the same grouping over MPI gives the same bits), and a round from
+    /// the root's node's leader to the root. The other processes' `buf` ends as scratch there
+    /// (the hybrid reduce hands its leaders a copy).
+    pub(crate) fn node_reduce<T, O>(&self, buf: &mut [T], op: &O, root: usize) -> Result<()>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: Op<T>,
+    {
+        const OP: &str = "reduce";
+        let stage = self.node().expect("a node stage");
+        if stage.whole() {
+            return self.on_node(OP, |r, w| sched::reduce(r, buf, op, root, w));
+        }
+        let (j, at) = stage.locate(root);
+        self.reduce_across_nodes(OP, buf, op, j == stage.node && at != 0)
     }
 
     /// Broadcast from process `root` through the nodes: on several nodes, within the root's
@@ -337,9 +365,35 @@ impl ProcessComm {
         )
     }
 
-    /// Allgather between the processes through the node, which holds every process.
-    pub(crate) fn node_allgather<T: Copy>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
-        debug_assert!(self.node_whole());
-        self.on_node("allgather", |r, w| sched::allgather(r, send, recv, w))
+    /// Allgather between the processes through the nodes: on several, within each node (its
+    /// processes' blocks in place), between the nodes' leaders over MPI (each node's blocks,
+    /// `MPI_Allgatherv`'s shape), and from each leader to its node.
+    pub(crate) fn node_allgather<T: Elem>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
+        const OP: &str = "allgather";
+        let stage = self.node().expect("a node stage");
+        if stage.whole() {
+            return self.on_node(OP, |r, w| sched::allgather(r, send, recv, w));
+        }
+        let b = send.len();
+        let ours = stage.starts[stage.node] * b..stage.starts[stage.node + 1] * b;
+        let (counts, displs): (Vec<usize>, Vec<usize>) = stage
+            .starts
+            .windows(2)
+            .map(|w| ((w[1] - w[0]) * b, w[0] * b))
+            .unzip();
+        let kind = Kind::Coll(Collective::Allgather);
+        self.through_nodes(
+            OP,
+            recv,
+            |r, recv, w| sched::allgather(r, send, &mut recv[ours.clone()], w),
+            |leaders, recv| {
+                let mine = recv[ours.clone()].to_vec();
+                let bytes = std::mem::size_of_val(recv);
+                leaders.agreed(OP, kind, V_FORM, bytes, |t, tag| {
+                    gather::allgatherv(t, &mine, recv, &counts, &displs, tag)
+                })
+            },
+            |r, recv, w| sched::broadcast(r, recv, 0, w),
+        )
     }
 }
