@@ -39,7 +39,7 @@ pub(crate) fn linear<Tr: Transport, T: Elem, O: Op<T>>(
 /// `starts[g]..starts[g + 1]`; `starts` runs from 0 to p): rank 0 folds each group's vectors
 /// left to right, G_g = ((x_a ⊙ x_{a+1}) ⊙ …), and the groups' results left to right,
 /// ((G₀ ⊙ G₁) ⊙ G₂) ⊙ …, then sends the result back. With one group it is [`linear`].
-#[cfg(any(test, feature = "mpi"))]
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 pub(crate) fn grouped<Tr: Transport, T: Elem, O: Op<T>>(
     t: &Tr,
     buf: &mut [T],
