@@ -6,7 +6,9 @@
 //! believe of two (`CORECOLL_NODE_SIZE=2`: shared memory within a node, MPI between nodes).
 //! Every check must pass: exit code zero, no `FAIL` line, the summary line. Then `--panic`:
 //! on threads every other rank must get an error and the run fail (the program checks it);
-//! between processes the job must end through `MPI_Abort` rather than leave the others waiting.
+//! between processes the job must end through `MPI_Abort` rather than leave the others waiting
+//! (also with `--panic-auto` on two nodes of two processes made believe, where the panic is in
+//! a node's leader, inside the nodes' shared-memory stage).
 //! The MPI runs are skipped, with a note, where `mpirun` is not installed.
 
 // Without the `mpi` feature only the threads-only runs use the helpers.
@@ -89,11 +91,32 @@ fn between_processes(exe: &str) {
             "--threads",
             threads,
         ];
-        let (ok, out, err) = run("mpirun", &args, Duration::from_secs(60));
-        assert!(!ok, "mpirun {args:?} succeeded:\n{out}\n{err}");
-        assert!(
-            err.contains("aborting the MPI job"),
-            "mpirun {args:?}: no abort message; stdout:\n{out}\nstderr:\n{err}"
-        );
+        assert_aborted(&args);
     }
+    // The same through the nodes' shared memory, on two nodes of two processes made believe:
+    // the node's leader panics where the other nodes' leaders wait for it in MPI.
+    assert_aborted(&[
+        "-np",
+        "4",
+        "--oversubscribe",
+        "-x",
+        "CORECOLL_NODE_SIZE=2",
+        "--bind-to",
+        "none",
+        exe,
+        "--panic-auto",
+        "--threads",
+        "1",
+    ]);
+}
+
+/// Asserts that `mpirun args` failed, through `MPI_Abort`.
+#[cfg(feature = "mpi")]
+fn assert_aborted(args: &[&str]) {
+    let (ok, out, err) = run("mpirun", args, Duration::from_secs(60));
+    assert!(!ok, "mpirun {args:?} succeeded:\n{out}\n{err}");
+    assert!(
+        err.contains("aborting the MPI job"),
+        "mpirun {args:?}: no abort message; stdout:\n{out}\nstderr:\n{err}"
+    );
 }

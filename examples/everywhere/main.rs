@@ -54,7 +54,9 @@
 //! `--panic`: rank 0's op panics inside an allreduce (the linear one, when it combines the
 //! values of two processes, or of two ranks on a threads-only team). On a hybrid team the job
 //! must end (through `MPI_Abort`) rather than hang; on threads the other ranks get `Err` and
-//! `Team::run` returns `Error::Panicked`, which the program checks.
+//! `Team::run` returns `Error::Panicked`, which the program checks. `--panic-auto`: the same
+//! with the `Auto` allreduce, which between processes on several nodes runs through the nodes'
+//! shared memory and the nodes' leaders, where the job must end too.
 
 #[allow(dead_code)]
 #[path = "../common/cases.rs"]
@@ -88,8 +90,8 @@ struct Options {
     mpi: bool,
     /// The smaller large count for broadcast and reduce.
     quick: bool,
-    /// The panic check alone.
-    panic: bool,
+    /// The panic check alone, with the allreduce algorithm it runs.
+    panic: Option<Algorithm>,
 }
 
 impl Options {
@@ -103,7 +105,7 @@ impl Options {
             threads: 1,
             mpi: launched,
             quick: false,
-            panic: false,
+            panic: None,
         };
         let mut args = std::env::args().skip(1);
         while let Some(a) = args.next() {
@@ -119,7 +121,8 @@ impl Options {
                 "--threads" => o.threads = number()?,
                 "--mpi" => o.mpi = true,
                 "--quick" => o.quick = true,
-                "--panic" => o.panic = true,
+                "--panic" => o.panic = Some(Algorithm::Linear),
+                "--panic-auto" => o.panic = Some(Algorithm::Auto),
                 _ => return Err(format!("unknown argument {a} (see the example's docs)")),
             }
         }
@@ -164,8 +167,8 @@ fn main() -> ExitCode {
     };
     // Each rank stands for a process where a check needs processes (the mismatches).
     let ctx = Ctx::new(&vec![1; o.ranks], false, counts(o.ranks, o.quick));
-    if o.panic {
-        return panic_check(&team, &ctx, 0);
+    if let Some(alg) = o.panic {
+        return panic_check(&team, &ctx, 0, alg);
     }
     let suite = Suite::new(&team, ctx, Across::Local, 0);
     let what = format!("{} threads of one process", o.ranks);
@@ -197,8 +200,8 @@ fn hybrid_main(o: &Options) -> ExitCode {
     let p = processes * o.threads;
     let mut ctx = Ctx::new(&vec![o.threads; processes], true, counts(p, o.quick));
     ctx.on_node = suite::stage_on_node(&team);
-    let code = if o.panic {
-        panic_check(&team, &ctx, process)
+    let code = if let Some(alg) = o.panic {
+        panic_check(&team, &ctx, process, alg)
     } else {
         let suite = Suite::new(&team, ctx, Across::Mpi(world.duplicate()), process);
         let procs = if processes == 1 {
@@ -334,12 +337,12 @@ fn zero_sized(s: &Suite<'_>) {
     });
 }
 
-/// `--panic`: rank 0's op panics inside a linear allreduce when it combines the values of two
-/// processes (of two ranks on a threads-only team, where each rank stands for a process). On
-/// a hybrid team that is inside the stage between processes, and the job must end there
+/// `--panic`: rank 0's op panics inside an allreduce with `alg` when it combines the values of
+/// two processes (of two ranks on a threads-only team, where each rank stands for a process).
+/// On a hybrid team that is inside the stage between processes, and the job must end there
 /// (`MPI_Abort`); returning is a failure. On threads every other rank must get `Err` and
 /// `Team::run` must return `Error::Panicked` naming rank 0.
-fn panic_check(team: &Team, ctx: &Ctx, process: usize) -> ExitCode {
+fn panic_check(team: &Team, ctx: &Ctx, process: usize, alg: Algorithm) -> ExitCode {
     let first = if ctx.hybrid { ctx.offset(process) } else { 0 };
     let results: Vec<Mutex<Option<corecoll::Result<()>>>> =
         (0..team.size()).map(|_| Mutex::new(None)).collect();
@@ -355,7 +358,7 @@ fn panic_check(team: &Team, ctx: &Ctx, process: usize) -> ExitCode {
             );
             both
         });
-        let result = comm.allreduce_with(&mut v, boom, Algorithm::Linear);
+        let result = comm.allreduce_with(&mut v, boom, alg);
         *results[me - first].lock().expect("no panic holds it") = Some(result);
     });
     if ctx.hybrid {

@@ -143,6 +143,12 @@ impl ProcessComm {
             })?;
             return self.outcome_of_rows(&rows, rank, leaders, name);
         }
+        // A leader whose op panics ends the job: the other leaders would wait for it in MPI.
+        let _abort = stage.leaders.is_some().then_some(AbortOnUnwind {
+            comm: &self.comm,
+            rank: self.rank,
+            op: name,
+        });
         let gathered = self.on_node(name, |r, w| {
             sched::words_and_allreduce(r, &mine, buf, op, &rows_alike, w)
         });
@@ -150,11 +156,6 @@ impl ProcessComm {
         if let Some(between) = &stage.leaders {
             self.rows_between_nodes(between, &mine, gathered.as_deref().ok(), &mut rows);
             if gathered.is_ok() && agreed(&rows) {
-                let _abort = AbortOnUnwind {
-                    comm: &self.comm,
-                    rank: self.rank,
-                    op: name,
-                };
                 let alg = between_nodes::<T, O>(op);
                 if let Err(e) = between.allreduce_call(buf, op as &dyn Op<T>, alg) {
                     self.end_job(name, e);
