@@ -63,19 +63,7 @@ fn between_processes(exe: &str) {
     // Nodes made believe of two processes each: the stage between processes through the
     // nodes' shared memory and between the nodes' leaders over MPI.
     for threads in ["1", "2"] {
-        let args = [
-            "-np",
-            "4",
-            "--oversubscribe",
-            "-x",
-            "CORECOLL_NODE_SIZE=2",
-            "--bind-to",
-            "none",
-            exe,
-            "--quick",
-            "--threads",
-            threads,
-        ];
+        let args = two_nodes_of_two(exe, &["--quick", "--threads", threads]);
         assert_passed(&format!("mpirun {args:?}"), run("mpirun", &args, LIMIT));
     }
     // A panicking op inside the stage between processes ends the whole job (MPI_Abort),
@@ -95,19 +83,16 @@ fn between_processes(exe: &str) {
     }
     // The same through the nodes' shared memory, on two nodes of two processes made believe:
     // the node's leader panics where the other nodes' leaders wait for it in MPI.
-    assert_aborted(&[
-        "-np",
-        "4",
-        "--oversubscribe",
-        "-x",
-        "CORECOLL_NODE_SIZE=2",
-        "--bind-to",
-        "none",
-        exe,
-        "--panic-auto",
-        "--threads",
-        "1",
-    ]);
+    assert_aborted(&two_nodes_of_two(exe, &["--panic-auto", "--threads", "1"]));
+}
+
+/// `mpirun`'s arguments for 4 processes of `exe` (with `rest`) in nodes of two made believe.
+#[cfg(feature = "mpi")]
+fn two_nodes_of_two<'a>(exe: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["-np", "4", "--oversubscribe", "-x", "CORECOLL_NODE_SIZE=2"];
+    args.extend(["--bind-to", "none", exe]);
+    args.extend(rest);
+    args
 }
 
 /// Asserts that `mpirun args` failed, through `MPI_Abort`.
