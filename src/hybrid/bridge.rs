@@ -142,7 +142,11 @@ impl Bridge {
     /// may copy once.
     pub(super) fn note_node_allreduce(&self, node: bool, bytes: usize) {
         self.note_node(node);
-        let one = self.layout.one_node() && super::node::single_copy(self.layout.node_cma, bytes);
+        let one = self
+            .layout
+            .nodes
+            .as_ref()
+            .is_some_and(|n| n.single_copy(bytes));
         if node && self.on_node() && one {
             self.between.set(Some(BETWEEN_NODE_ONE_COPY));
         }
@@ -152,7 +156,20 @@ impl Bridge {
     /// world's does (`Layout::on_node`) and the link runs on it (not on a shadow's leaders'
     /// communicator, which a request's is).
     pub(super) fn on_node(&self) -> bool {
-        self.layout.on_node && self.stage.is_none()
+        self.layout.on_node() && self.stage.is_none()
+    }
+
+    /// On a request's link (a shadow's) of a world whose stage between processes runs through
+    /// the nodes, the nodes' first processes: a request's reduction combines over MPI in the
+    /// node stage's grouping (`ProcessComm::grouped_allreduce`), so that it gives the blocking
+    /// call's bits.
+    pub(super) fn grouping(&self) -> Option<&[usize]> {
+        let nodes = self
+            .layout
+            .nodes
+            .as_ref()
+            .filter(|_| self.stage.is_some())?;
+        Some(nodes.starts())
     }
 
     /// Where the stage between processes of this rank's last collective ran.

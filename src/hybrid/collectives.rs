@@ -68,7 +68,7 @@ impl Bridge {
         // processes that ask for different segments fail the check.
         let seg = pipeline::segment_elements(algorithm, size_of::<T>());
         let call = call.in_blocks(seg);
-        if buf.len() > seg && self.layout.most_threads() > 1 && !self.layout.on_node {
+        if buf.len() > seg && self.layout.most_threads() > 1 && !self.layout.on_node() {
             return self.allreduce_pipelined(buf, op, seg, call, between);
         }
         let local = &self.local;
@@ -76,8 +76,7 @@ impl Bridge {
         let on_node = matches!(between, Algorithm::Auto | Algorithm::Direct);
         // A request of a world whose processes share nodes combines over MPI in the node
         // stage's grouping (`hybrid::node`), so that it gives the blocking call's bits.
-        let grouped = (on_node && self.layout.on_node && !self.on_node())
-            .then_some(&self.layout.node_starts[..]);
+        let grouped = self.grouping().filter(|_| on_node);
         if on_node && self.on_node() {
             // A short one takes the check and the data together through the nodes.
             let (rank, leaders) = (self.rank(), self.layout.leaders());
@@ -164,8 +163,8 @@ impl Bridge {
         // As in `allreduce`: a request combines in the node stage's grouping (on several
         // nodes the leaders allreduce, so a request does too, grouped by node).
         let node = matches!(between, Reduce::Auto | Reduce::Direct);
-        let request = node && self.layout.on_node && !self.on_node();
-        let grouped = (request && !self.layout.one_node()).then_some(&self.layout.node_starts[..]);
+        let request = node && self.layout.on_node() && !self.on_node();
+        let grouped = self.grouping().filter(|_| node && !self.layout.one_node());
         let between = if request { Reduce::Linear } else { between };
         // The leader reduces into a copy unless it is the root itself.
         let mut copy = (self.is_leader() && self.rank() != root).then(|| crate::copy::to_vec(buf));

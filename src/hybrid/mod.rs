@@ -291,12 +291,17 @@ impl ProcessComm {
     ) -> Result<()> {
         self.check_bytes(op, bytes)?;
         let t = self.transport(op);
-        let _abort = AbortOnUnwind {
+        let _abort = self.abort_on_unwind(op);
+        run(&t)
+    }
+
+    /// The guard that ends the job if a panic unwinds through it inside `op`.
+    fn abort_on_unwind(&self, op: &'static str) -> AbortOnUnwind<'_> {
+        AbortOnUnwind {
             comm: &self.comm,
             rank: self.rank,
             op,
-        };
-        run(&t)
+        }
     }
 
     /// The refusal of an algorithm that needs the ranks' shared address space.

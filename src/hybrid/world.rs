@@ -39,6 +39,7 @@
 
 use super::bridge::Links;
 use super::check::Arrival;
+use super::node::Nodes;
 use super::relay::Relay;
 use super::shadows::ShadowSet;
 use super::ProcessComm;
@@ -59,15 +60,9 @@ pub(crate) struct Layout {
     offsets: Vec<usize>,
     /// This process's number (its rank in the MPI communicator the team was built on).
     process: usize,
-    /// Whether the world's stage between processes runs through the node's shared memory
-    /// (`hybrid::node`): the same on every process, and known to every rank, whose stages
-    /// within the process depend on it.
-    pub(crate) on_node: bool,
-    /// With `on_node`, the first process of every node and the number of processes at the
-    /// end (`[0, processes]` for one node); else empty.
-    pub(crate) node_starts: Vec<usize>,
-    /// With `on_node`, whether a long allreduce on one node copies once (`hybrid::node`).
-    pub(crate) node_cma: bool,
+    /// How the processes share nodes, if the world's stage between processes runs through
+    /// the nodes' shared memory (`hybrid::node`).
+    pub(crate) nodes: Option<Nodes>,
 }
 
 impl Layout {
@@ -83,16 +78,18 @@ impl Layout {
         Layout {
             offsets,
             process,
-            on_node: false,
-            node_starts: Vec::new(),
-            node_cma: false,
+            nodes: None,
         }
     }
 
-    /// Whether the stage between processes runs through the shared memory of one node that
-    /// holds every process.
+    /// Whether the world's stage between processes runs through the nodes' shared memory.
+    pub(crate) fn on_node(&self) -> bool {
+        self.nodes.is_some()
+    }
+
+    /// Whether it runs through the shared memory of one node that holds every process.
     pub(crate) fn one_node(&self) -> bool {
-        self.on_node && self.node_starts.len() == 2
+        self.nodes.as_ref().is_some_and(Nodes::whole)
     }
 
     /// Number of ranks of the world.
@@ -298,11 +295,7 @@ impl Process {
         let pc = Mutex::new(pc);
         let shadows = Mutex::new(vec![super::shadows::make(comm, None)?]);
         let mut layout = Layout::new(&counts, rank);
-        if let Some(stage) = pc.lock().node() {
-            layout.on_node = true;
-            layout.node_starts = stage.starts().to_vec();
-            layout.node_cma = stage.cma();
-        }
+        layout.nodes = pc.lock().node().map(|stage| stage.nodes().clone());
         // Collective over the processes, as every MPI_Comm_dup.
         let world = comm.duplicate();
         let channels =

@@ -60,15 +60,15 @@ pub(crate) fn grouped<Tr: Transport, T: Elem, O: Op<T>>(
     for src in 1..starts[1] {
         t.recv_reduce(src, tag, buf, right)?;
     }
-    let mut part = crate::copy::to_vec(buf);
-    for g in starts.windows(2).skip(1) {
-        t.recv_reduce(g[0], tag, &mut part, &mut |acc, inc| {
-            acc.copy_from_slice(inc)
-        })?;
-        for src in g[0] + 1..g[1] {
-            t.recv_reduce(src, tag, &mut part, right)?;
+    if starts.len() > 2 {
+        let mut part = crate::copy::to_vec(buf);
+        for g in starts.windows(2).skip(1) {
+            t.recv(g[0], tag, &mut part)?;
+            for src in g[0] + 1..g[1] {
+                t.recv_reduce(src, tag, &mut part, right)?;
+            }
+            op.fold_right(buf, &part);
         }
-        op.fold_right(buf, &part);
     }
     for dest in 1..p {
         t.send(dest, tag, buf)?;

@@ -49,7 +49,7 @@ mod stage;
 use super::ProcessComm;
 use crate::algorithms::node as sched;
 use crate::error::Error;
-use crate::shm::node::{cma, process_exists, NodeMemory, Segment};
+use crate::shm::node::{cma, gone, NodeMemory, Segment};
 use ::mpi::collective::SystemOperation;
 use ::mpi::topology::{Color, Communicator, SimpleCommunicator};
 use ::mpi::traits::*;
@@ -57,18 +57,12 @@ use ::mpi::traits::*;
 /// Bytes of the broadcast segment name.
 const NAME: usize = 256;
 
-/// The node stage of the world's processes: this process's node's shared memory, and how the
-/// nodes divide the world if there are several.
-#[derive(Debug)]
-pub(crate) struct NodeStage {
-    /// This process's node's segment, mapped.
-    memory: NodeMemory,
-    /// The nodes: the first process of each, and the number of processes at the end.
+/// How the world's processes share nodes, the same on every process and known to every rank
+/// (`Layout::nodes`), whose stages within the process depend on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Nodes {
+    /// The first process of every node, and the number of processes at the end.
     starts: Vec<usize>,
-    /// This process's node.
-    node: usize,
-    /// The node leaders' communicator, on the node's first process, if there are several nodes.
-    leaders: Option<Box<ProcessComm>>,
     /// Whether every process of the world asked for one copy (`CORECOLL_NODE_CMA=1`) and may
     /// read its node's others' memory (cross-memory attach, probed at setup): a long
     /// allreduce on one node then copies once (`algorithms::node::single`). Off by default:
@@ -77,8 +71,8 @@ pub(crate) struct NodeStage {
     cma: bool,
 }
 
-impl NodeStage {
-    /// Whether every process of the world shares this one node.
+impl Nodes {
+    /// Whether every process of the world shares one node.
     pub(crate) fn whole(&self) -> bool {
         self.starts.len() == 2
     }
@@ -88,19 +82,9 @@ impl NodeStage {
         &self.starts
     }
 
-    /// Whether a long allreduce on one node copies once (see the field).
-    pub(crate) fn cma(&self) -> bool {
-        self.cma
-    }
-
     /// Whether an allreduce of `bytes` bytes per process runs with one copy (see `cma`).
     pub(crate) fn single_copy(&self, bytes: usize) -> bool {
-        single_copy(self.cma && self.whole(), bytes)
-    }
-
-    /// The world's number of this node's process `q`.
-    fn process(&self, q: usize) -> usize {
-        self.starts[self.node] + q
+        self.cma && self.whole() && bytes >= SINGLE_COPY_BYTES
     }
 
     /// The node of process `q` of the world, and `q`'s place among its processes.
@@ -110,16 +94,41 @@ impl NodeStage {
     }
 }
 
+/// The node stage of the world's processes: this process's node's shared memory, and how the
+/// nodes divide the world.
+#[derive(Debug)]
+pub(crate) struct NodeStage {
+    /// This process's node's segment, mapped.
+    memory: NodeMemory,
+    /// The nodes.
+    nodes: Nodes,
+    /// This process's node.
+    node: usize,
+    /// The node leaders' communicator, on the node's first process, if there are several nodes.
+    leaders: Option<Box<ProcessComm>>,
+}
+
+impl NodeStage {
+    /// How the world's processes share nodes.
+    pub(crate) fn nodes(&self) -> &Nodes {
+        &self.nodes
+    }
+
+    /// The world's number of this node's process `q`.
+    fn process(&self, q: usize) -> usize {
+        self.nodes.starts[self.node] + q
+    }
+
+    /// Number of processes of this node.
+    fn processes(&self) -> usize {
+        self.nodes.starts[self.node + 1] - self.nodes.starts[self.node]
+    }
+}
+
 /// Bytes per process from which an allreduce on one node copies once where asked and the
 /// kernel allows it: below, the copy-in/copy-out rounds' one round with the check wins even
 /// against a fast kernel copy (three rounds and a system call per process read).
-pub(crate) const SINGLE_COPY_BYTES: usize = 64 << 10;
-
-/// Whether an allreduce of `bytes` bytes per process on one node whose processes may read each
-/// other's memory (`cma`) runs with one copy.
-pub(crate) fn single_copy(cma: bool, bytes: usize) -> bool {
-    cma && bytes >= SINGLE_COPY_BYTES
-}
+const SINGLE_COPY_BYTES: usize = 64 << 10;
 
 /// The number of processes of a node, made believe by `CORECOLL_NODE_SIZE` if set.
 fn faked_node_size() -> Option<usize> {
@@ -185,9 +194,8 @@ pub(crate) fn node_stage<C: Communicator>(
     Some(NodeStage {
         memory,
         node: starts.partition_point(|&s| s <= rank) - 1,
-        starts,
+        nodes: Nodes { starts, cma },
         leaders: leaders.flatten(),
-        cma,
     })
 }
 
@@ -200,7 +208,7 @@ fn probe_cma(memory: &NodeMemory) -> bool {
     let word = MARK ^ pid;
     let r = memory.rounds();
     let mut watch = |q: usize| {
-        (!process_exists(r.pid(q))).then_some(Error::ProcessFailed {
+        gone(&r, q).then_some(Error::ProcessFailed {
             rank: 0,
             op: "TeamBuilder::mpi",
             process: q,

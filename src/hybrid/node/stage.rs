@@ -9,11 +9,11 @@ use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::hybrid::check::{as_failed, rows_alike, words_of, Arrival, Call, N};
 use crate::hybrid::gather::V_FORM;
-use crate::hybrid::{AbortOnUnwind, ProcessComm};
+use crate::hybrid::ProcessComm;
 use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
 use crate::select::{Algorithm, Broadcast};
-use crate::shm::node::{cma, process_exists, Halt, Rounds, SLOT_BYTES, SPINS};
+use crate::shm::node::{cma, gone, Halt, Rounds, SLOT_BYTES, SPINS};
 use ::mpi::traits::*;
 
 /// The leaders' allreduce between nodes for `op` on `T`: the linear one, which keeps the node
@@ -62,8 +62,7 @@ impl ProcessComm {
             // This process's immediate collectives (a request's, the last checks of a run on
             // the shadows) may be what the process waited for is waiting for.
             crate::transport::mpi::nudge(&self.comm);
-            let pid = rounds.pid(q);
-            (pid != 0 && !process_exists(pid)).then(|| failed(q))
+            gone(&rounds, q).then(|| failed(q))
         };
         // A panic inside (the user's op) leaves this process's rounds where they are: the
         // others would wait for it for ever.
@@ -91,7 +90,7 @@ impl ProcessComm {
     pub(crate) fn node_rows(&self, mine: &[u64], op: &'static str) -> Result<Vec<u64>> {
         let stage = self.node().expect("a node stage");
         let gathered = self.on_node(op, |r, w| sched::gather_words(r, mine, w));
-        if stage.whole() {
+        if stage.nodes.whole() {
             return gathered;
         }
         let mut rows = vec![0u64; mine.len() * self.size];
@@ -111,9 +110,9 @@ impl ProcessComm {
             return false;
         };
         let fits = |words| sched::fits_with_words::<T>(SLOT_BYTES, words, n);
-        !stage.single_copy(n * std::mem::size_of::<T>())
+        !stage.nodes.single_copy(n * std::mem::size_of::<T>())
             && fits(N)
-            && (stage.whole() || fits(N * self.size))
+            && (stage.nodes.whole() || fits(N * self.size))
     }
 
     /// The check of `call` (with `arrival`) and the allreduce of `buf` together through the
@@ -137,18 +136,14 @@ impl ProcessComm {
         let stage = self.node().expect("a node stage");
         let mine = words_of(call, arrival);
         let agreed = |rows: &[u64]| self.outcome_of_rows(rows, rank, leaders, name).is_ok();
-        if stage.whole() {
+        if stage.nodes.whole() {
             let rows = self.on_node(name, |r, w| {
                 sched::words_and_allreduce(r, &mine, buf, op, &agreed, w)
             })?;
             return self.outcome_of_rows(&rows, rank, leaders, name);
         }
         // A leader whose op panics ends the job: the other leaders would wait for it in MPI.
-        let _abort = stage.leaders.is_some().then_some(AbortOnUnwind {
-            comm: &self.comm,
-            rank: self.rank,
-            op: name,
-        });
+        let _abort = stage.leaders.is_some().then(|| self.abort_on_unwind(name));
         let gathered = self.on_node(name, |r, w| {
             sched::words_and_allreduce(r, &mine, buf, op, &rows_alike, w)
         });
@@ -180,7 +175,7 @@ impl ProcessComm {
         rows: &mut [u64],
     ) {
         let stage = self.node().expect("a node stage");
-        let count = stage.starts[stage.node + 1] - stage.starts[stage.node];
+        let count = stage.processes();
         let failed;
         let ours = match ours {
             Some(ours) => ours,
@@ -225,11 +220,7 @@ impl ProcessComm {
             self.on_node(op, |r, w| before(r, &mut *buf, w))?;
             return self.on_node(op, |r, w| after(r, buf, w));
         };
-        let _abort = AbortOnUnwind {
-            comm: &self.comm,
-            rank: self.rank,
-            op,
-        };
+        let _abort = self.abort_on_unwind(op);
         if let Err(e) = self.on_node(op, |r, w| before(r, &mut *buf, w)) {
             self.end_job(op, e);
         }
@@ -250,7 +241,7 @@ impl ProcessComm {
     {
         const OP: &str = "allreduce";
         let stage = self.node().expect("a node stage");
-        if stage.single_copy(std::mem::size_of_val(buf)) {
+        if stage.nodes.single_copy(std::mem::size_of_val(buf)) {
             let rank = self.rank;
             return self.on_node(OP, |r, w| {
                 let read = |q: usize, at: u64, into: &mut [u8]| {
@@ -273,7 +264,7 @@ impl ProcessComm {
                 sched::single::allreduce(r, buf, op, &read, w)
             });
         }
-        if stage.whole() {
+        if stage.nodes.whole() {
             return self.on_node(OP, |r, w| sched::allreduce(r, buf, op, w));
         }
         self.reduce_across_nodes(OP, buf, op, true)
@@ -321,10 +312,10 @@ impl ProcessComm {
     {
         const OP: &str = "reduce";
         let stage = self.node().expect("a node stage");
-        if stage.whole() {
+        if stage.nodes.whole() {
             return self.on_node(OP, |r, w| sched::reduce(r, buf, op, root, w));
         }
-        let (j, at) = stage.locate(root);
+        let (j, at) = stage.nodes.locate(root);
         self.reduce_across_nodes(OP, buf, op, j == stage.node && at != 0)
     }
 
@@ -337,10 +328,10 @@ impl ProcessComm {
     {
         const OP: &str = "broadcast";
         let stage = self.node().expect("a node stage");
-        if stage.whole() {
+        if stage.nodes.whole() {
             return self.on_node(OP, |r, w| sched::broadcast(r, buf, root, w));
         }
-        let (j, at) = stage.locate(root);
+        let (j, at) = stage.nodes.locate(root);
         // The root's node has the data everywhere after a round from a root that is not its
         // leader; every other node (and that one, if the root leads it) after a round from
         // its leader.
@@ -372,12 +363,13 @@ impl ProcessComm {
     pub(crate) fn node_allgather<T: Elem>(&self, send: &[T], recv: &mut [T]) -> Result<()> {
         const OP: &str = "allgather";
         let stage = self.node().expect("a node stage");
-        if stage.whole() {
+        if stage.nodes.whole() {
             return self.on_node(OP, |r, w| sched::allgather(r, send, recv, w));
         }
         let b = send.len();
-        let ours = stage.starts[stage.node] * b..stage.starts[stage.node + 1] * b;
+        let ours = stage.process(0) * b..(stage.process(0) + stage.processes()) * b;
         let (counts, displs): (Vec<usize>, Vec<usize>) = stage
+            .nodes
             .starts
             .windows(2)
             .map(|w| ((w[1] - w[0]) * b, w[0] * b))

@@ -45,6 +45,14 @@ pub(crate) struct NodeMemory {
 #[cfg(not(loom))]
 const LINE: usize = size_of::<CachePadded<Control>>();
 
+/// Whether process `q` of `r`'s node joined and its process no longer exists: what a node's
+/// waits ask of the process they wait for.
+#[cfg(all(not(loom), any(test, feature = "mpi")))]
+pub(crate) fn gone(r: &Rounds<'_>, q: usize) -> bool {
+    let pid = r.pid(q);
+    pid != 0 && !process_exists(pid)
+}
+
 #[cfg(not(loom))]
 impl NodeMemory {
     /// Bytes of the segment of a node of `processes` processes.

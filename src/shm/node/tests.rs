@@ -1,7 +1,7 @@
 //! A process of the node that exits in the middle of a round: a real segment shared with a
 //! forked child, which the test reaps so that its process id is gone.
 
-use super::{process_exists, NodeMemory, Segment};
+use super::{gone, process_exists, NodeMemory, Segment};
 use crate::error::Error;
 use crate::shm::node::Halt;
 
@@ -34,8 +34,7 @@ fn a_process_that_exits_inside_a_round_fails_the_waits_for_it() {
     let k = r.begin(&mut |_| None).unwrap();
     r.arrive(k);
     let mut watch = |q: usize| {
-        let gone = r.pid(q) != std::process::id() && !process_exists(r.pid(q));
-        gone.then_some(Error::ProcessFailed {
+        gone(&r, q).then_some(Error::ProcessFailed {
             rank: 0,
             op: "test",
             process: q,
