@@ -71,7 +71,8 @@ fn hybrid_collectives_match_the_references_and_fail_everywhere() {
 
 /// Point-to-point between the threads of different processes (`examples/hybrid_p2p`): under
 /// `Threading::Multiple` with 1, 2 and unequal threads per process on 2 and 3 processes, and
-/// under `Funneled` (the leaders relay) with 2 and unequal threads per process.
+/// under `Funneled` with 2 and unequal threads per process, through the node's rings; and
+/// over MPI (the threads calling it, or the leaders relaying) with nodes of one process.
 #[test]
 fn hybrid_point_to_point_between_processes() {
     if !on_path("mpirun") {
@@ -95,6 +96,18 @@ fn hybrid_point_to_point_between_processes() {
             let what = format!("mpirun {args:?}");
             mpi_common::assert_passed(&what, "hybrid_p2p: all ", run("mpirun", &args, limit));
         }
+    }
+    // On one node the runs above go through the node's rings; nodes of one process make MPI
+    // carry the messages instead, with the threads calling it and with the leaders relaying.
+    for layout in [
+        &["--threads-by-rank"][..],
+        &["--funneled", "--threads-by-rank"][..],
+    ] {
+        let mut args = vec!["-np", "3", "--oversubscribe", "-x", "CORECOLL_NODE_SIZE=1"];
+        args.extend(["--bind-to", "none", exe]);
+        args.extend(layout);
+        let what = format!("mpirun {args:?}");
+        mpi_common::assert_passed(&what, "hybrid_p2p: all ", run("mpirun", &args, limit));
     }
 }
 

@@ -12,6 +12,7 @@ use super::world::{Layout, Process};
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::local::Local;
+use crate::shm::node::mail::NodeMail;
 use crate::transport::mpi::Channels;
 use std::any::Any;
 use std::cell::Cell;
@@ -33,6 +34,9 @@ pub(crate) struct Bridge {
     pub(crate) channels: Option<Arc<Channels>>,
     /// The process's relay, if its leader relays instead.
     pub(crate) relay: Option<Arc<Relay>>,
+    /// Point-to-point through the node's segment, if one node holds every process (used
+    /// instead of the channels or the relay).
+    pub(crate) mail: Option<Arc<NodeMail>>,
     /// This rank's messages from other processes moved aside by its receives.
     pub(crate) aside: AsideQueue,
     /// This rank's staging buffers for messages between processes.
@@ -97,6 +101,7 @@ impl Bridge {
             layout: process.layout.clone(),
             channels: process.direct.then(|| process.channels.clone()),
             relay: process.relay.clone(),
+            mail: process.mail.clone(),
             process: leader.then(|| process.clone()),
             aside: AsideQueue::default(),
             stages: Stages::default(),
@@ -117,6 +122,7 @@ impl Bridge {
             process: self.process.clone(),
             channels: self.channels.clone(),
             relay: self.relay.clone(),
+            mail: self.mail.clone(),
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),
@@ -175,6 +181,11 @@ impl Bridge {
     /// Where the stage between processes of this rank's last collective ran.
     pub(crate) fn between(&self) -> Option<&'static str> {
         self.between.get()
+    }
+
+    /// Which of the team's communicators this is (0: the world; k: the k-th duplicate).
+    pub(crate) fn context(&self) -> u64 {
+        self.context
     }
 
     /// This rank's number in the world.
@@ -310,6 +321,7 @@ impl Bridge {
             process: self.process.clone(),
             channels: links.channels.clone(),
             relay: links.relay.clone(),
+            mail: self.mail.clone(),
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),

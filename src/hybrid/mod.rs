@@ -45,6 +45,7 @@ mod bridge;
 mod check;
 mod collectives;
 mod gather;
+mod mail;
 mod native;
 mod node;
 mod p2p;

@@ -1,7 +1,9 @@
 //! Point-to-point on a communicator whose ranks are the threads of several MPI processes.
 //!
 //! A message between two threads of one process goes through that process's mailboxes, as on
-//! any team, and never touches MPI. A message to a thread of another process goes over MPI:
+//! any team, and never touches MPI. When one node holds every process, a message to a thread
+//! of another process goes through the node's shared memory (`hybrid::mail`; its messages are
+//! then taken as the relay's are, below). Otherwise it goes over MPI:
 //! under `Threading::Multiple` sent and received by the calling threads themselves on the
 //! team's [`Channels`] (one duplicate communicator per receiving thread index,
 //! `transport::mpi::p2p`); under `Funneled` or `Serialized` through the process's leader,
@@ -29,9 +31,11 @@
 //! waits between processes.
 
 use super::bridge::Bridge;
+use super::mail::Direct;
 use super::relay::Relay;
 use crate::error::{Error, Result};
 use crate::mailbox::{names, type_fingerprint, Elem};
+use crate::shm::node::mail::NodeMail;
 use crate::sync::{spin_hint, yield_now};
 use crate::transport::mpi::{new_stage, Arrived, Channels, Receiving, Stage};
 use crate::transport::shm::{Found, Want};
@@ -94,6 +98,8 @@ pub(super) enum Link<'a> {
     Direct(&'a Channels),
     /// Through its process's leader.
     Relay(&'a Relay),
+    /// Through the rings of the node's segment, when one node holds every process.
+    Node(&'a NodeMail),
 }
 
 /// Where a rank of the world runs, seen from this rank.
@@ -127,10 +133,11 @@ impl Bridge {
 
     /// How this rank reaches other processes.
     pub(super) fn link(&self) -> Link<'_> {
-        match (&self.channels, &self.relay) {
-            (Some(ch), _) => Link::Direct(ch),
-            (None, Some(relay)) => Link::Relay(relay),
-            (None, None) => unreachable!("a hybrid team has channels or a relay"),
+        match (&self.mail, &self.channels, &self.relay) {
+            (Some(mail), _, _) => Link::Node(mail),
+            (None, Some(ch), _) => Link::Direct(ch),
+            (None, None, Some(relay)) => Link::Relay(relay),
+            (None, None, None) => unreachable!("a hybrid team has channels or a relay"),
         }
     }
 
@@ -286,6 +293,7 @@ impl Bridge {
                 crate::sync::idle::run();
                 Ok(())
             }
+            Link::Node(mail) => self.send_node(op, mail, dest, tag, data),
         }
     }
 
@@ -307,7 +315,7 @@ impl Bridge {
         }
         let ch = match self.link() {
             Link::Direct(ch) => ch,
-            Link::Relay(_) => return self.recv_relayed(want, buf, OP),
+            Link::Relay(_) | Link::Node(_) => return self.recv_relayed(want, buf, OP),
         };
         if let Some(a) = take(&mut self.aside.borrow_mut(), want) {
             return self.receive_aside(a, buf, OP);
@@ -390,8 +398,9 @@ impl Bridge {
         self.layout.offset(a.process) + a.thread
     }
 
-    /// A receive through the relay: polls this rank's inbox (and for a receive from any rank,
-    /// this process's mailboxes) until a message `want` accepts is there.
+    /// A receive through the relay or the node's rings: polls this rank's inbox (and for a
+    /// receive from any rank, this process's mailboxes) until a message `want` accepts is
+    /// there.
     fn recv_relayed<T: Elem>(&self, want: Want, buf: &mut [T], op: &'static str) -> Result<Found> {
         let mut got = None;
         self.poll_until(op, want.src.unwrap_or(self.rank()), || {
@@ -405,6 +414,20 @@ impl Bridge {
                         ..f
                     });
                     return Ok(true);
+                }
+            }
+            if let Link::Node(mail) = self.link() {
+                if let Some(a) = take(&mut self.aside.borrow_mut(), want) {
+                    got = Some(self.unpack(a, &mut *buf, op)?);
+                    return Ok(true);
+                }
+                match self.recv_direct(mail, want, &mut *buf, op)? {
+                    Direct::Read(f) => {
+                        got = Some(f);
+                        return Ok(true);
+                    }
+                    Direct::Nothing => return Ok(false),
+                    Direct::Other => {}
                 }
             }
             // (The relay's messages need no staging buffer.)
@@ -536,6 +559,12 @@ impl Bridge {
                 // matching call, takes it.
                 self.local.send(d, tag, data)?;
                 self.recv(want, buf)
+            }
+            (Place::There(..), _) if matches!(self.link(), Link::Node(_)) => {
+                let Link::Node(mail) = self.link() else {
+                    unreachable!("matched above")
+                };
+                self.sendrecv_node(mail, (dest, tag, data), want, buf)
             }
             (Place::There(..), _) if matches!(self.link(), Link::Relay(_)) => {
                 // The relay's send completes at once.

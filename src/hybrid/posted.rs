@@ -276,6 +276,13 @@ impl Bridge {
                 }
                 Ok(())
             }
+            Link::Node(mail) => {
+                self.collect_node(mail, op)?;
+                while let Some(a) = self.next_node(mail) {
+                    self.hand_in(a)?;
+                }
+                Ok(())
+            }
             Link::Relay(relay) => loop {
                 let next = {
                     let mut inbox = relay.inbox(self.local.rank());
@@ -363,7 +370,7 @@ impl Bridge {
             .then(|| unsafe { self.local.post_shared(here, buf, &gate) });
         let ch = match self.link() {
             Link::Direct(ch) => Some(ch),
-            Link::Relay(_) => None,
+            Link::Relay(_) | Link::Node(_) => None,
         };
         let mut got = None;
         self.poll_until(OP, want.src.unwrap_or(self.rank()), || {

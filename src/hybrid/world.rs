@@ -44,6 +44,7 @@ use super::relay::Relay;
 use super::shadows::ShadowSet;
 use super::ProcessComm;
 use crate::error::{Error, Result};
+use crate::shm::node::mail::NodeMail;
 use crate::transport::mpi::Channels;
 use ::mpi::environment::Threading;
 use ::mpi::ffi;
@@ -165,6 +166,9 @@ pub(crate) struct Process {
     pub(super) direct: bool,
     /// The leader's relay, unless `direct`.
     pub(super) relay: Option<Arc<Relay>>,
+    /// Point-to-point between the processes through the node's segment, when one node holds
+    /// them all (`hybrid::p2p`); otherwise over the channels or the relay.
+    pub(super) mail: Option<Arc<NodeMail>>,
     /// The relays of the duplicates of the team's communicator (`Comm::dup`), unless `direct`:
     /// the leader serves them beside its own, and drops each on its own thread (which alone
     /// may call MPI, to free their channels) once nothing else holds it.
@@ -291,7 +295,8 @@ impl Process {
             index: node.rank() as usize,
         };
         let mut pc = ProcessComm::new(comm)?;
-        pc.node = super::node::node_stage(comm, &node);
+        pc.node = super::node::node_stage(comm, &node, &counts);
+        let mail = pc.node().and_then(|stage| stage.mail().cloned());
         let pc = Mutex::new(pc);
         let shadows = Mutex::new(vec![super::shadows::make(comm, None)?]);
         let mut layout = Layout::new(&counts, rank);
@@ -311,6 +316,7 @@ impl Process {
             channels,
             direct,
             relay,
+            mail,
             dup_relays: Mutex::new(Vec::new()),
             contexts: AtomicU64::new(0),
             closed: AtomicBool::new(false),

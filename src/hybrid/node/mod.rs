@@ -32,6 +32,11 @@
 //! which keeps that grouping, unless the op is exact (integers, min, max: any grouping gives the
 //! same bits), where they run MPI's own choice.
 //!
+//! **Point-to-point.** When one node holds every process, the segment also holds a ring per
+//! ordered pair of ranks (`shm::node::mail`), and messages between threads of different
+//! processes go through them instead of MPI (`hybrid::mail`). With several nodes every message
+//! between processes still goes over MPI, also between processes of one node.
+//!
 //! **Failures.** A process whose run failed arrives at the check saying so, and every process
 //! fails the call, as over MPI. A process that disappears (killed, exited) is seen by the waits
 //! for it — its process id no longer exists — which fail with `ProcessFailed` and poison the
@@ -49,10 +54,17 @@ mod stage;
 use super::ProcessComm;
 use crate::algorithms::node as sched;
 use crate::error::Error;
+use crate::shm::node::mail::{self, NodeMail};
 use crate::shm::node::{cma, gone, NodeMemory, Segment};
 use ::mpi::collective::SystemOperation;
 use ::mpi::topology::{Color, Communicator, SimpleCommunicator};
 use ::mpi::traits::*;
+use std::sync::Arc;
+
+/// The most bytes of point-to-point rings a node's segment holds (one ring per ordered pair
+/// of ranks, `shm::node::mail`; only the pages of the pairs that talk are ever allocated):
+/// about 180 ranks. With more, point-to-point between the processes stays MPI's.
+const MAX_RING_BYTES: usize = 1 << 30;
 
 /// Bytes of the broadcast segment name.
 const NAME: usize = 256;
@@ -106,12 +118,20 @@ pub(crate) struct NodeStage {
     node: usize,
     /// The node leaders' communicator, on the node's first process, if there are several nodes.
     leaders: Option<Box<ProcessComm>>,
+    /// Point-to-point between the processes through the segment, when one node holds them all
+    /// (`hybrid::p2p`).
+    mail: Option<Arc<NodeMail>>,
 }
 
 impl NodeStage {
     /// How the world's processes share nodes.
     pub(crate) fn nodes(&self) -> &Nodes {
         &self.nodes
+    }
+
+    /// Point-to-point through the segment, if one node holds every process.
+    pub(crate) fn mail(&self) -> Option<&Arc<NodeMail>> {
+        self.mail.as_ref()
     }
 
     /// The world's number of this node's process `q`.
@@ -145,11 +165,13 @@ fn all<C: Communicator>(comm: &C, v: u64, op: SystemOperation) -> u64 {
     out
 }
 
-/// The node stage of `comm`'s processes, whose processes on this node `shared` holds, if it
-/// runs (module docs); collective over `comm`'s processes.
+/// The node stage of `comm`'s processes, whose processes on this node `shared` holds and
+/// whose process q runs `threads[q]` threads, if it runs (module docs); collective over
+/// `comm`'s processes.
 pub(crate) fn node_stage<C: Communicator>(
     comm: &C,
     shared: &SimpleCommunicator,
+    threads: &[usize],
 ) -> Option<NodeStage> {
     let (rank, size) = (comm.rank() as usize, comm.size() as usize);
     let split = faked_node_size().map(|k| {
@@ -174,7 +196,12 @@ pub(crate) fn node_stage<C: Communicator>(
     let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
     starts.dedup();
     starts.push(size);
-    let segment = map_segment(comm, node, NodeMemory::bytes(ranks.len()));
+    // On one node, the ranks' point-to-point rings too, unless there are so many ranks that
+    // their rings would not fit the address space comfortably.
+    let world: usize = threads.iter().sum();
+    let whole = starts.len() == 2 && mail::bytes(world) <= MAX_RING_BYTES;
+    let ring_ranks = if whole { world } else { 0 };
+    let segment = map_segment(comm, node, NodeMemory::bytes(ranks.len(), ring_ranks));
     let (me, processes) = (rank - first, ranks.len());
     let leaders = (starts.len() > 2).then(|| {
         let colour = if me == 0 {
@@ -188,6 +215,8 @@ pub(crate) fn node_stage<C: Communicator>(
         })
     });
     let memory = NodeMemory::new(segment?, processes, me);
+    let mine = (threads[..rank].iter().sum(), threads[rank]);
+    let mail = whole.then(|| Arc::new(memory.mail(world, mine)));
     let wanted = std::env::var("CORECOLL_NODE_CMA").is_ok_and(|v| v.trim() == "1");
     let cma = wanted && probe_cma(&memory);
     let cma = all(comm, u64::from(cma), SystemOperation::min()) == 1;
@@ -196,6 +225,7 @@ pub(crate) fn node_stage<C: Communicator>(
         node: starts.partition_point(|&s| s <= rank) - 1,
         nodes: Nodes { starts, cma },
         leaders: leaders.flatten(),
+        mail,
     })
 }
 

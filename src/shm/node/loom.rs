@@ -3,6 +3,7 @@
 //! be written while another process reads it (a round begun before the others left the one
 //! two before) or read before its writer arrived.
 
+use super::ring::{Lines, Ring, Store};
 use super::{Control, Rounds};
 use crate::sync::{AtomicU64, CachePadded};
 use loom::cell::UnsafeCell;
@@ -86,4 +87,72 @@ fn two_processes_three_rounds_never_overwrite_a_slot_being_read() {
 #[test]
 fn a_root_that_alone_arrives_waits_for_its_readers_to_leave() {
     exchange(2, 3, true);
+}
+
+/// A ring's bytes as cells whose every access loom checks.
+struct Cells(Vec<UnsafeCell<u8>>);
+
+impl Store for &Cells {
+    fn capacity(&self) -> usize {
+        self.0.len()
+    }
+
+    unsafe fn put(&self, at: usize, src: &[u8]) {
+        for (i, &b) in src.iter().enumerate() {
+            // SAFETY: loom checks the access against every other: the property under test.
+            self.0[at + i].with_mut(|p| unsafe { *p = b });
+        }
+    }
+
+    unsafe fn get(&self, at: usize, dst: &mut [u8]) {
+        for (i, d) in dst.iter_mut().enumerate() {
+            // SAFETY: as in `put`.
+            *d = self.0[at + i].with(|p| unsafe { *p });
+        }
+    }
+}
+
+/// A sender pushes 7 bytes (a frame's two parts) through a ring of 3 in pieces as space frees while the receiver
+/// pulls them: loom reports a race if a byte could be overwritten before it is read or read
+/// before it is written, and the receiver checks it gets the bytes in order.
+#[test]
+fn a_ring_never_overwrites_a_byte_not_yet_read() {
+    loom::model(|| {
+        let shared = Arc::new((
+            Lines::default(),
+            Cells((0..3).map(|_| UnsafeCell::new(0)).collect()),
+        ));
+        let sender = {
+            let shared = shared.clone();
+            loom::thread::spawn(move || {
+                let ring = Ring::new(&shared.0, &shared.1);
+                // A header of 2 bytes and a payload of 5, as a frame is pushed.
+                let (head, payload): (Vec<u8>, Vec<u8>) = ((1..=2).collect(), (3..=7).collect());
+                let mut done = 0;
+                while done < 7 {
+                    let n = if done < 2 {
+                        ring.push_two(&head[done..], &payload)
+                    } else {
+                        ring.push(&payload[done - 2..])
+                    };
+                    if n == 0 {
+                        loom::thread::yield_now();
+                    }
+                    done += n;
+                }
+            })
+        };
+        let ring = Ring::new(&shared.0, &shared.1);
+        let mut got = Vec::new();
+        while got.len() < 7 {
+            let mut buf = [0u8; 2];
+            let n = ring.pull(&mut buf);
+            if n == 0 {
+                loom::thread::yield_now();
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert_eq!(got, (1..=7).collect::<Vec<u8>>());
+        sender.join().unwrap();
+    });
 }

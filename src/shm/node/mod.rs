@@ -8,6 +8,9 @@
 pub(crate) mod cma;
 #[cfg(all(test, loom))]
 mod loom;
+#[cfg(not(loom))]
+pub(crate) mod mail;
+mod ring;
 mod rounds;
 #[cfg(not(loom))]
 mod segment;
@@ -36,7 +39,7 @@ pub(crate) const SLOT_BYTES: usize = 128 << 10;
 #[cfg(not(loom))]
 #[derive(Debug)]
 pub(crate) struct NodeMemory {
-    segment: Segment,
+    segment: std::sync::Arc<Segment>,
     processes: usize,
     me: usize,
 }
@@ -55,17 +58,31 @@ pub(crate) fn gone(r: &Rounds<'_>, q: usize) -> bool {
 
 #[cfg(not(loom))]
 impl NodeMemory {
-    /// Bytes of the segment of a node of `processes` processes.
-    pub(crate) fn bytes(processes: usize) -> usize {
-        LINE * (1 + processes) + 2 * processes * SLOT_BYTES
+    /// Bytes of the segment of a node of `processes` processes, with point-to-point rings
+    /// for `ranks` ranks (none if 0: [`NodeMemory::mail`]).
+    pub(crate) fn bytes(processes: usize, ranks: usize) -> usize {
+        NodeMemory::rings_at(processes) + mail::bytes(ranks)
+    }
+
+    /// Where the rings start: after the rounds' lines and slots, on a page of their own.
+    fn rings_at(processes: usize) -> usize {
+        (LINE * (1 + processes) + 2 * processes * SLOT_BYTES).next_multiple_of(4096)
+    }
+
+    /// This process's side of the node's point-to-point rings among `ranks` ranks, of which
+    /// it holds `mine` (its first rank on the node, its number of threads); the segment must
+    /// have been made for that many ([`NodeMemory::bytes`]).
+    pub(crate) fn mail(&self, ranks: usize, mine: (usize, usize)) -> mail::NodeMail {
+        let at = NodeMemory::rings_at(self.processes);
+        mail::NodeMail::new(self.segment.clone(), at, ranks, mine)
     }
 
     /// The share of process `me` of `processes` in `segment` (made or opened with
     /// [`NodeMemory::bytes`] bytes, zeroed when made): records this process's id in it.
     pub(crate) fn new(segment: Segment, processes: usize, me: usize) -> NodeMemory {
-        assert!(segment.len() >= NodeMemory::bytes(processes) && me < processes);
+        assert!(segment.len() >= NodeMemory::bytes(processes, 0) && me < processes);
         let share = NodeMemory {
-            segment,
+            segment: std::sync::Arc::new(segment),
             processes,
             me,
         };

@@ -7,7 +7,7 @@ use crate::shm::node::Halt;
 
 #[test]
 fn a_process_that_exits_inside_a_round_fails_the_waits_for_it() {
-    let bytes = NodeMemory::bytes(2);
+    let bytes = NodeMemory::bytes(2, 0);
     let (a, name) = Segment::create(bytes).unwrap();
     let b = Segment::open(&name, bytes).unwrap();
     Segment::unlink(&name).unwrap();
