@@ -90,7 +90,7 @@ const MAX_COUNT_BLOCK_1: usize = 1000;
 
 /// The most ranks on which one-element blocks run counts up to [`LONG`] (so that the deepest
 /// pipelines, 65 538 blocks, are tested somewhere).
-const MAX_P_LONG_BLOCK_1: usize = 3;
+const MAX_P_LONG_BLOCK_1: usize = 2;
 
 /// Every algorithm the suite runs, in one list: every variant of [`Algorithm`], the three
 /// tree-shaped ones that take a pipeline block each with blocks of 1 and 7 elements and

@@ -71,8 +71,9 @@ fn hybrid_collectives_match_the_references_and_fail_everywhere() {
 
 /// Point-to-point between the threads of different processes (`examples/hybrid_p2p`): under
 /// `Threading::Multiple` with 1, 2 and unequal threads per process on 2 and 3 processes, and
-/// under `Funneled` with 2 and unequal threads per process, through the node's rings; and
-/// over MPI (the threads calling it, or the leaders relaying) with nodes of one process.
+/// under `Funneled` with 2 and unequal threads per process, through the node's rings; over
+/// MPI (the threads calling it, or the leaders relaying) with nodes of one process; both ways
+/// with nodes of two processes made believe.
 #[test]
 fn hybrid_point_to_point_between_processes() {
     if !on_path("mpirun") {
@@ -97,13 +98,20 @@ fn hybrid_point_to_point_between_processes() {
             mpi_common::assert_passed(&what, "hybrid_p2p: all ", run("mpirun", &args, limit));
         }
     }
-    // On one node the runs above go through the node's rings; nodes of one process make MPI
-    // carry the messages instead, with the threads calling it and with the leaders relaying.
-    for layout in [
-        &["--threads-by-rank"][..],
-        &["--funneled", "--threads-by-rank"][..],
+    // On one node the runs above go through the node's rings. Nodes of one process make MPI
+    // carry every message instead; nodes of two processes, some through the rings (within a
+    // node) and some over MPI (between nodes) — with the threads calling MPI and with the
+    // leaders relaying.
+    let multiple = &["--threads-by-rank"][..];
+    let funneled = &["--funneled", "--threads-by-rank"][..];
+    for (np, node, layout) in [
+        ("3", "CORECOLL_NODE_SIZE=1", multiple),
+        ("3", "CORECOLL_NODE_SIZE=1", funneled),
+        ("3", "CORECOLL_NODE_SIZE=2", multiple),
+        ("3", "CORECOLL_NODE_SIZE=2", funneled),
+        ("4", "CORECOLL_NODE_SIZE=2", multiple),
     ] {
-        let mut args = vec!["-np", "3", "--oversubscribe", "-x", "CORECOLL_NODE_SIZE=1"];
+        let mut args = vec!["-np", np, "--oversubscribe", "-x", node];
         args.extend(["--bind-to", "none", exe]);
         args.extend(layout);
         let what = format!("mpirun {args:?}");

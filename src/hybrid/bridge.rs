@@ -34,8 +34,8 @@ pub(crate) struct Bridge {
     pub(crate) channels: Option<Arc<Channels>>,
     /// The process's relay, if its leader relays instead.
     pub(crate) relay: Option<Arc<Relay>>,
-    /// Point-to-point through the node's segment, if one node holds every process (used
-    /// instead of the channels or the relay).
+    /// Point-to-point with the other processes of this process's node through its segment,
+    /// if the node has several (used instead of the channels or the relay).
     pub(crate) mail: Option<Arc<NodeMail>>,
     /// This rank's messages from other processes moved aside by its receives.
     pub(crate) aside: AsideQueue,

@@ -1,6 +1,7 @@
 //! Point-to-point between processes of one node through its segment's rings
-//! (`shm::node::mail`): the path `hybrid::p2p` takes to other processes when one node holds
-//! every process of the team, instead of MPI (`Link::Node`).
+//! (`shm::node::mail`): the path `hybrid::p2p` takes to the other processes of a rank's node,
+//! instead of MPI ([`Bridge::ring_to`]; when one node holds every process, the only path
+//! between processes, `Link::Node`).
 //!
 //! A send frames its message (the communicator's context, tag, element type, count) onto the
 //! ring from its rank to the receiver and is complete once the whole frame is written: at once
@@ -14,7 +15,7 @@
 //! nothing wakes a thread across processes.
 
 use super::bridge::Bridge;
-use super::p2p::Aside;
+use super::p2p::{Aside, Place};
 use crate::error::{Error, Result};
 use crate::mailbox::{type_fingerprint, Elem};
 use crate::shm::node::mail::{Header, Look, NodeMail, Sending};
@@ -187,6 +188,25 @@ impl Bridge {
             tag: h.tag,
             count: h.count as usize,
         }))
+    }
+
+    /// The node's rings, if world rank `r` runs in another process of this rank's node.
+    pub(super) fn ring_to(&self, r: usize) -> Option<&NodeMail> {
+        let mail = self.mail.as_deref()?;
+        (mail.holds_rank(r) && matches!(self.place(r), Place::There(..))).then_some(mail)
+    }
+
+    /// Brings in every message that has come through the node's rings for this communicator
+    /// and hands each, in order, to the oldest posted receive that accepts it, else aside.
+    pub(super) fn pump_node(&self, op: &'static str) -> Result<()> {
+        let Some(mail) = self.mail.as_deref() else {
+            return Ok(());
+        };
+        self.collect_node(mail, op)?;
+        while let Some(a) = self.next_node(mail) {
+            self.hand_in(a)?;
+        }
+        Ok(())
     }
 
     /// Reads what has come for this rank from the other processes' ranks into its inbox.

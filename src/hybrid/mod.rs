@@ -50,6 +50,7 @@ mod native;
 mod node;
 mod p2p;
 mod pipeline;
+mod poll;
 mod posted;
 mod probe;
 mod reduce_scatter;

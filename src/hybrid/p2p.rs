@@ -1,9 +1,10 @@
 //! Point-to-point on a communicator whose ranks are the threads of several MPI processes.
 //!
 //! A message between two threads of one process goes through that process's mailboxes, as on
-//! any team, and never touches MPI. When one node holds every process, a message to a thread
-//! of another process goes through the node's shared memory (`hybrid::mail`; its messages are
-//! then taken as the relay's are, below). Otherwise it goes over MPI:
+//! any team, and never touches MPI. A message to a thread of another process of the same node
+//! goes through the node's shared memory (`hybrid::mail`; such messages are taken as the
+//! relay's are, below; a receive from any rank looks there too). To another node it goes over
+//! MPI:
 //! under `Threading::Multiple` sent and received by the calling threads themselves on the
 //! team's [`Channels`] (one duplicate communicator per receiving thread index,
 //! `transport::mpi::p2p`); under `Funneled` or `Serialized` through the process's leader,
@@ -35,8 +36,6 @@ use super::mail::Direct;
 use super::relay::Relay;
 use crate::error::{Error, Result};
 use crate::mailbox::{names, type_fingerprint, Elem};
-use crate::shm::node::mail::NodeMail;
-use crate::sync::{spin_hint, yield_now};
 use crate::transport::mpi::{new_stage, Arrived, Channels, Receiving, Stage};
 use crate::transport::shm::{Found, Want};
 use ::mpi::ffi;
@@ -98,8 +97,8 @@ pub(super) enum Link<'a> {
     Direct(&'a Channels),
     /// Through its process's leader.
     Relay(&'a Relay),
-    /// Through the rings of the node's segment, when one node holds every process.
-    Node(&'a NodeMail),
+    /// Through the rings of the node's segment only: one node holds every process.
+    Node,
 }
 
 /// Where a rank of the world runs, seen from this rank.
@@ -134,99 +133,11 @@ impl Bridge {
     /// How this rank reaches other processes.
     pub(super) fn link(&self) -> Link<'_> {
         match (&self.mail, &self.channels, &self.relay) {
-            (Some(mail), _, _) => Link::Node(mail),
-            (None, Some(ch), _) => Link::Direct(ch),
-            (None, None, Some(relay)) => Link::Relay(relay),
-            (None, None, None) => unreachable!("a hybrid team has channels or a relay"),
+            (Some(_), _, _) if self.layout.one_node() => Link::Node,
+            (_, Some(ch), _) => Link::Direct(ch),
+            (_, None, Some(relay)) => Link::Relay(relay),
+            (_, None, None) => unreachable!("a hybrid team has channels or a relay"),
         }
-    }
-
-    /// Polls `done` until it holds — as the team's waits do, spinning first (the team's spin
-    /// budget, `WaitPolicy`) and then yielding the core between polls, but never parking,
-    /// since nothing wakes a thread when an MPI message arrives; an error (failing this
-    /// process's run) if the run fails or the team's timeout passes first. Inside a task (a
-    /// non-blocking send) the task suspends between polls instead (`task::poll_until`).
-    pub(super) fn poll_until(
-        &self,
-        op: &'static str,
-        peer: usize,
-        mut done: impl FnMut() -> Result<bool>,
-    ) -> Result<()> {
-        let started = self.local.member().wait_start();
-        if crate::sync::task::inside() {
-            let mut out = None;
-            crate::sync::task::poll_until(&mut || {
-                if out.is_none() {
-                    out = match done() {
-                        Ok(false) => self.given_up(op, peer, started).map(Err),
-                        r => Some(r.map(drop)),
-                    };
-                }
-                out.is_some()
-            });
-            return out.expect("polled until it ended");
-        }
-        let spins = self.local.run().ranks.policy.spins;
-        let mut polls: u32 = 0;
-        loop {
-            if done()? {
-                return Ok(());
-            }
-            polls = polls.wrapping_add(1);
-            if polls < spins {
-                spin_hint();
-                if !polls.is_multiple_of(64) {
-                    continue;
-                }
-            } else {
-                yield_now();
-            }
-            if let Some(e) = self.given_up(op, peer, started) {
-                return Err(e);
-            }
-        }
-    }
-
-    /// Between two polls of a wait for `peer` begun at `started`: runs a relaying leader's
-    /// relay (its own message may be among what it brings in), and returns the error that
-    /// ends the wait, if any — the run failed, another process's failure notice, the team's
-    /// timeout.
-    fn given_up(
-        &self,
-        op: &'static str,
-        peer: usize,
-        started: Option<(std::time::Instant, std::time::Duration)>,
-    ) -> Option<Error> {
-        crate::sync::idle::run();
-        let run = self.local.run();
-        if run.is_aborted() {
-            if let Some(ch) = &self.channels {
-                // Threads of other processes may be waiting for this one.
-                ch.notices()
-                    .notify(self.layout.processes(), self.layout.process());
-            }
-            return Some(Error::Aborted {
-                rank: self.rank(),
-                op,
-                cause: Box::new(run.cause()),
-            });
-        }
-        if let Some(process) = self.channels.as_ref().and_then(|ch| ch.notices().notice()) {
-            return Some(self.local.fail(Error::ProcessFailed {
-                rank: self.rank(),
-                op,
-                process,
-            }));
-        }
-        let (start, limit) = started?;
-        (start.elapsed() >= limit).then(|| {
-            self.local.fail(Error::Timeout {
-                rank: self.rank(),
-                peer,
-                op,
-                waited: start.elapsed(),
-            })
-        })
     }
 
     /// Point-to-point send of `data` with `tag` to world rank `dest`.
@@ -260,6 +171,9 @@ impl Bridge {
         let Place::There(q, i) = self.place(dest) else {
             unreachable!("a rank of another process")
         };
+        if let Some(mail) = self.ring_to(dest) {
+            return self.send_node(op, mail, dest, tag, data);
+        }
         let from = self.local.rank();
         match self.link() {
             Link::Direct(ch) => {
@@ -293,7 +207,7 @@ impl Bridge {
                 crate::sync::idle::run();
                 Ok(())
             }
-            Link::Node(mail) => self.send_node(op, mail, dest, tag, data),
+            Link::Node => unreachable!("on one node every other process's rank has a ring"),
         }
     }
 
@@ -313,9 +227,12 @@ impl Bridge {
         if want.src.is_none() && self.layout.processes() == 1 {
             return self.local.recv(want, buf);
         }
+        if want.src.is_some_and(|s| self.ring_to(s).is_some()) {
+            return self.recv_relayed(want, buf, OP);
+        }
         let ch = match self.link() {
             Link::Direct(ch) => ch,
-            Link::Relay(_) | Link::Node(_) => return self.recv_relayed(want, buf, OP),
+            Link::Relay(_) | Link::Node => return self.recv_relayed(want, buf, OP),
         };
         if let Some(a) = take(&mut self.aside.borrow_mut(), want) {
             return self.receive_aside(a, buf, OP);
@@ -353,8 +270,8 @@ impl Bridge {
     }
 
     /// Waits for posted receive `r` to complete or, for a receive from any rank, a message
-    /// within this process that `want` accepts (taken into `buf`): what came over MPI, and
-    /// what came from this process. On an error `r` is given up.
+    /// within this process or from another of its node that `want` accepts (taken into
+    /// `buf`): what came over MPI, and what came otherwise. On an error `r` is given up.
     fn wait_recv<T: Elem>(
         &self,
         ch: &Channels,
@@ -372,6 +289,12 @@ impl Bridge {
                     src: self.world(f.src),
                     ..f
                 });
+                if local.is_none() && self.mail.is_some() {
+                    // From the node's other processes.
+                    self.pump_node(op)?;
+                    let a = take(&mut self.aside.borrow_mut(), want);
+                    local = a.map(|a| self.unpack(a, &mut *buf, op)).transpose()?;
+                }
                 if local.is_some() {
                     return Ok(true);
                 }
@@ -416,7 +339,8 @@ impl Bridge {
                     return Ok(true);
                 }
             }
-            if let Link::Node(mail) = self.link() {
+            let ring = want.src.and_then(|s| self.ring_to(s));
+            if let Some(mail) = ring {
                 if let Some(a) = take(&mut self.aside.borrow_mut(), want) {
                     got = Some(self.unpack(a, &mut *buf, op)?);
                     return Ok(true);
@@ -430,8 +354,14 @@ impl Bridge {
                     Direct::Other => {}
                 }
             }
-            // (The relay's messages need no staging buffer.)
-            let taken = self.next_aside(want, std::ptr::null_mut(), op)?;
+            let taken = if ring.is_some() {
+                // Its sender's messages come through the rings only.
+                self.pump_node(op)?;
+                take(&mut self.aside.borrow_mut(), want)
+            } else {
+                // (The relay's messages need no staging buffer.)
+                self.next_aside(want, std::ptr::null_mut(), op)?
+            };
             got = taken.map(|a| self.unpack(a, &mut *buf, op)).transpose()?;
             Ok(got.is_some())
         })?;
@@ -560,10 +490,8 @@ impl Bridge {
                 self.local.send(d, tag, data)?;
                 self.recv(want, buf)
             }
-            (Place::There(..), _) if matches!(self.link(), Link::Node(_)) => {
-                let Link::Node(mail) = self.link() else {
-                    unreachable!("matched above")
-                };
+            (Place::There(..), _) if self.ring_to(dest).is_some() => {
+                let mail = self.ring_to(dest).expect("matched above");
                 self.sendrecv_node(mail, (dest, tag, data), want, buf)
             }
             (Place::There(..), _) if matches!(self.link(), Link::Relay(_)) => {

@@ -176,7 +176,7 @@ impl Drop for Withdraw<'_> {
 impl Bridge {
     /// A message from another process, in hand (`a`): into the oldest posted receive that
     /// accepts it, else aside.
-    fn hand_in(&self, a: Aside) -> Result<()> {
+    pub(super) fn hand_in(&self, a: Aside) -> Result<()> {
         debug_assert!(a.pending.is_none(), "a message whose payload is in");
         let Some(p) = self.posted.claim(a.src, a.tag) else {
             self.aside.borrow_mut().push_back(a);
@@ -253,10 +253,12 @@ impl Bridge {
     }
 
     /// Brings in and classifies every message from another process that `want` could take
-    /// and that has come: from MPI (its sender's process, or any), unless a blocking receive
-    /// of the rank is listening there; or out of the relaying leader's inbox, in order, up to
-    /// one whose payload the leader has not received yet.
+    /// and that has come: through the node's rings (`pump_node`); from MPI (its sender's
+    /// process, or any), unless a blocking receive of the rank is listening there; or out of
+    /// the relaying leader's inbox, in order, up to one whose payload the leader has not
+    /// received yet.
     pub(super) fn pump(&self, want: Want, stage: *mut Stage, op: &'static str) -> Result<()> {
+        self.pump_node(op)?;
         match self.link() {
             Link::Direct(ch) => {
                 if self.posted.listening.get() {
@@ -276,13 +278,7 @@ impl Bridge {
                 }
                 Ok(())
             }
-            Link::Node(mail) => {
-                self.collect_node(mail, op)?;
-                while let Some(a) = self.next_node(mail) {
-                    self.hand_in(a)?;
-                }
-                Ok(())
-            }
+            Link::Node => Ok(()),
             Link::Relay(relay) => loop {
                 let next = {
                     let mut inbox = relay.inbox(self.local.rank());
@@ -370,7 +366,7 @@ impl Bridge {
             .then(|| unsafe { self.local.post_shared(here, buf, &gate) });
         let ch = match self.link() {
             Link::Direct(ch) => Some(ch),
-            Link::Relay(_) | Link::Node(_) => None,
+            Link::Relay(_) | Link::Node => None,
         };
         let mut got = None;
         self.poll_until(OP, want.src.unwrap_or(self.rank()), || {

@@ -65,7 +65,7 @@ impl Bridge {
         }
         let mut stage = match link {
             Link::Direct(_) => Some(self.stages.recv()),
-            Link::Relay(_) | Link::Node(_) => None,
+            Link::Relay(_) | Link::Node => None,
         };
         let stage: *mut Stage = stage.as_mut().map_or(std::ptr::null_mut(), |s| &mut ***s);
         // Bring in what has come (into posted receives or aside), then look aside and, behind

@@ -166,8 +166,9 @@ pub(crate) struct Process {
     pub(super) direct: bool,
     /// The leader's relay, unless `direct`.
     pub(super) relay: Option<Arc<Relay>>,
-    /// Point-to-point between the processes through the node's segment, when one node holds
-    /// them all (`hybrid::p2p`); otherwise over the channels or the relay.
+    /// Point-to-point between the processes of this process's node through its segment
+    /// (`hybrid::mail`), if the node has several; to other nodes over the channels or the
+    /// relay.
     pub(super) mail: Option<Arc<NodeMail>>,
     /// The relays of the duplicates of the team's communicator (`Comm::dup`), unless `direct`:
     /// the leader serves them beside its own, and drops each on its own thread (which alone

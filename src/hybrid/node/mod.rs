@@ -32,10 +32,10 @@
 //! which keeps that grouping, unless the op is exact (integers, min, max: any grouping gives the
 //! same bits), where they run MPI's own choice.
 //!
-//! **Point-to-point.** When one node holds every process, the segment also holds a ring per
-//! ordered pair of ranks (`shm::node::mail`), and messages between threads of different
-//! processes go through them instead of MPI (`hybrid::mail`). With several nodes every message
-//! between processes still goes over MPI, also between processes of one node.
+//! **Point-to-point.** The segment of a node of several processes also holds a ring per
+//! ordered pair of its ranks (`shm::node::mail`), and messages between threads of different
+//! processes of the node go through them instead of MPI (`hybrid::mail`); messages to other
+//! nodes go over MPI.
 //!
 //! **Failures.** A process whose run failed arrives at the check saying so, and every process
 //! fails the call, as over MPI. A process that disappears (killed, exited) is seen by the waits
@@ -63,7 +63,7 @@ use std::sync::Arc;
 
 /// The most bytes of point-to-point rings a node's segment holds (one ring per ordered pair
 /// of ranks, `shm::node::mail`; only the pages of the pairs that talk are ever allocated):
-/// about 180 ranks. With more, point-to-point between the processes stays MPI's.
+/// about 180 ranks on a node. With more, point-to-point between its processes stays MPI's.
 const MAX_RING_BYTES: usize = 1 << 30;
 
 /// Bytes of the broadcast segment name.
@@ -118,8 +118,7 @@ pub(crate) struct NodeStage {
     node: usize,
     /// The node leaders' communicator, on the node's first process, if there are several nodes.
     leaders: Option<Box<ProcessComm>>,
-    /// Point-to-point between the processes through the segment, when one node holds them all
-    /// (`hybrid::p2p`).
+    /// Point-to-point between the node's processes through the segment (`hybrid::mail`).
     mail: Option<Arc<NodeMail>>,
 }
 
@@ -129,7 +128,7 @@ impl NodeStage {
         &self.nodes
     }
 
-    /// Point-to-point through the segment, if one node holds every process.
+    /// Point-to-point between the node's processes through the segment, if it has several.
     pub(crate) fn mail(&self) -> Option<&Arc<NodeMail>> {
         self.mail.as_ref()
     }
@@ -196,13 +195,14 @@ pub(crate) fn node_stage<C: Communicator>(
     let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
     starts.dedup();
     starts.push(size);
-    // On one node, the ranks' point-to-point rings too, unless there are so many ranks that
-    // their rings would not fit the address space comfortably.
-    let world: usize = threads.iter().sum();
-    let whole = starts.len() == 2 && mail::bytes(world) <= MAX_RING_BYTES;
-    let ring_ranks = if whole { world } else { 0 };
-    let segment = map_segment(comm, node, NodeMemory::bytes(ranks.len(), ring_ranks));
     let (me, processes) = (rank - first, ranks.len());
+    // The point-to-point rings of the node's ranks too, if it has several processes and not so
+    // many ranks that their rings would crowd the address space (the same on the whole node).
+    let base: usize = threads[..first].iter().sum();
+    let on_node: usize = threads[first..first + processes].iter().sum();
+    let rings = processes > 1 && mail::bytes(on_node) <= MAX_RING_BYTES;
+    let ring_ranks = if rings { on_node } else { 0 };
+    let segment = map_segment(comm, node, NodeMemory::bytes(processes, ring_ranks));
     let leaders = (starts.len() > 2).then(|| {
         let colour = if me == 0 {
             Color::with_value(0)
@@ -216,7 +216,7 @@ pub(crate) fn node_stage<C: Communicator>(
     });
     let memory = NodeMemory::new(segment?, processes, me);
     let mine = (threads[..rank].iter().sum(), threads[rank]);
-    let mail = whole.then(|| Arc::new(memory.mail(world, mine)));
+    let mail = rings.then(|| Arc::new(memory.mail((base, on_node), mine)));
     let wanted = std::env::var("CORECOLL_NODE_CMA").is_ok_and(|v| v.trim() == "1");
     let cma = wanted && probe_cma(&memory);
     let cma = all(comm, u64::from(cma), SystemOperation::min()) == 1;

@@ -92,7 +92,7 @@ impl Header {
 /// A whole message taken off a ring.
 #[derive(Debug)]
 pub(crate) struct Letter {
-    /// The sender's rank on the node.
+    /// The sender.
     pub(crate) src: usize,
     pub(crate) header: Header,
     pub(crate) payload: Vec<u8>,
@@ -212,9 +212,11 @@ pub(crate) struct NodeMail {
     _segment: Arc<Segment>,
     /// The first ring.
     rings: *mut u8,
+    /// The world's number of the node's first rank.
+    base: usize,
     /// Ranks of the node.
     ranks: usize,
-    /// This process's first rank on the node.
+    /// This process's first rank (the world's number).
     first: usize,
     /// By thread of this process.
     desks: Vec<Mutex<Desk>>,
@@ -238,31 +240,40 @@ impl std::fmt::Debug for NodeMail {
 }
 
 impl NodeMail {
-    /// The mail of the process whose ranks are `first..first + threads` of a node of `ranks`
-    /// ranks, over the rings at byte `offset` of `segment` ([`bytes`]`(ranks)` long, zeroed
-    /// when made; every process of the node uses the same offset and rank numbers).
+    /// The mail of the process whose ranks are `first..first + threads` of a node whose ranks
+    /// are `base..base + ranks` (the world's numbers, which every call here takes), over the
+    /// rings at byte `offset` of `segment` ([`bytes`]`(ranks)` long, zeroed when made; every
+    /// process of the node uses the same offset and numbers).
     pub(crate) fn new(
         segment: Arc<Segment>,
         offset: usize,
-        ranks: usize,
+        (base, ranks): (usize, usize),
         (first, threads): (usize, usize),
     ) -> NodeMail {
-        assert!(offset + bytes(ranks) <= segment.len() && first + threads <= ranks);
+        assert!(offset + bytes(ranks) <= segment.len());
+        assert!(base <= first && first + threads <= base + ranks);
         assert!(offset.is_multiple_of(128));
         // SAFETY: within the mapping (asserted).
         let rings = unsafe { segment.base().add(offset) };
         NodeMail {
             _segment: segment,
             rings,
+            base,
             ranks,
             first,
             desks: (0..threads).map(|_| Mutex::new(Desk::new(ranks))).collect(),
         }
     }
 
-    /// The ring from node rank `from` to node rank `to`: its head and its bytes.
+    /// Whether world rank `r` runs on this node.
+    pub(crate) fn holds_rank(&self, r: usize) -> bool {
+        (self.base..self.base + self.ranks).contains(&r)
+    }
+
+    /// The ring from rank `from` to rank `to`: its head and its bytes.
     fn ring(&self, from: usize, to: usize) -> (&RingHead, Raw) {
-        debug_assert!(from < self.ranks && to < self.ranks);
+        debug_assert!(self.holds_rank(from) && self.holds_rank(to));
+        let (from, to) = (from - self.base, to - self.base);
         // SAFETY: ring (from, to) lies within the rings' area (`new`), page-aligned plus a
         // multiple of `STRIDE` (a multiple of 128), so its head is aligned; zeroed memory is a
         // valid `RingHead` (atomics of `u64`), only ever used through atomics.
@@ -281,11 +292,11 @@ impl NodeMail {
         self.desks[me - self.first].lock()
     }
 
-    /// Begins a send of `header`'s message from `me` to `to` (node ranks; `me` of this
+    /// Begins a send of `header`'s message from `me` to `to` (ranks of the node; `me` of this
     /// process, `to` of another): its turn, after `me`'s earlier sends to `to`.
     pub(crate) fn begin(&self, me: usize, to: usize, header: Header) -> Sending {
         let mut desk = self.desk(me);
-        let turns = &mut desk.turns[to];
+        let turns = &mut desk.turns[to - self.base];
         let ticket = turns.next;
         turns.next += 1;
         Sending {
@@ -308,7 +319,7 @@ impl NodeMail {
             return Err(Broken);
         }
         let mut desk = self.desk(me);
-        let turns = &mut desk.turns[s.to];
+        let turns = &mut desk.turns[s.to - self.base];
         if turns.serving != s.ticket {
             return Ok(false);
         }
@@ -336,7 +347,7 @@ impl NodeMail {
             head.broken.store(1, Ordering::Release);
         }
         let mut desk = self.desk(me);
-        let turns = &mut desk.turns[s.to];
+        let turns = &mut desk.turns[s.to - self.base];
         if s.done > 0 {
             return;
         }
@@ -360,19 +371,19 @@ impl NodeMail {
         for from in senders {
             let (head, raw) = self.ring(from, me);
             let ring = Ring::new(&head.lines, raw);
-            let reading = &desk.reading[from];
+            let reading = &desk.reading[from - self.base];
             if reading.lost {
                 return Err((Broken, from));
             }
             if reading.direct {
                 continue;
             }
-            while let Some(letter) = read(&ring, &mut desk.reading[from], from) {
+            while let Some(letter) = read(&ring, &mut desk.reading[from - self.base], from) {
                 desk.inbox(letter.header.ctx).push_back(letter);
             }
             // The broken frame is the last the sender wrote, and every whole one before it is
             // read above: what is left is the broken one's start.
-            let reading = &desk.reading[from];
+            let reading = &desk.reading[from - self.base];
             let partial = reading.have > 0 || reading.body.is_some();
             if partial && head.broken.load(Ordering::Acquire) != 0 {
                 return Err((Broken, from));
@@ -387,7 +398,7 @@ impl NodeMail {
     /// message from `from` of that context already in the inbox.
     pub(crate) fn look(&self, me: usize, ctx: u64, from: usize) -> Look {
         let mut desk = self.desk(me);
-        if !desk.reading[from].idle() || desk.inbox(ctx).iter().any(|l| l.src == from) {
+        if !desk.reading[from - self.base].idle() || desk.inbox(ctx).iter().any(|l| l.src == from) {
             return Look::Busy;
         }
         let (head, raw) = self.ring(from, me);
@@ -406,7 +417,7 @@ impl NodeMail {
     /// payload is for the caller to read with [`Direct::pull`].
     pub(crate) fn direct(&self, me: usize, from: usize) -> Direct<'_> {
         let mut desk = self.desk(me);
-        let reading = &mut desk.reading[from];
+        let reading = &mut desk.reading[from - self.base];
         debug_assert!(reading.idle());
         let (head, raw) = self.ring(from, me);
         let mut h = [0u8; HEADER];
@@ -429,7 +440,7 @@ impl NodeMail {
     /// The node's ranks outside this process.
     pub(crate) fn others(&self) -> impl Iterator<Item = usize> + '_ {
         let mine = self.first..self.first + self.desks.len();
-        (0..self.ranks).filter(move |r| !mine.contains(r))
+        (self.base..self.base + self.ranks).filter(move |r| !mine.contains(r))
     }
 }
 
@@ -478,7 +489,7 @@ impl Drop for Direct<'_> {
     /// receive gave up), marks it unreadable.
     fn drop(&mut self) {
         let mut desk = self.mail.desk(self.me);
-        let reading = &mut desk.reading[self.from];
+        let reading = &mut desk.reading[self.from - self.mail.base];
         reading.direct = false;
         reading.lost = self.left > 0;
     }

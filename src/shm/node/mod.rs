@@ -69,12 +69,13 @@ impl NodeMemory {
         (LINE * (1 + processes) + 2 * processes * SLOT_BYTES).next_multiple_of(4096)
     }
 
-    /// This process's side of the node's point-to-point rings among `ranks` ranks, of which
-    /// it holds `mine` (its first rank on the node, its number of threads); the segment must
-    /// have been made for that many ([`NodeMemory::bytes`]).
-    pub(crate) fn mail(&self, ranks: usize, mine: (usize, usize)) -> mail::NodeMail {
+    /// This process's side of the node's point-to-point rings among its ranks `node` (the
+    /// world's number of the first, and how many), of which it holds `mine` (the first, and
+    /// its number of threads); the segment must have been made for that many
+    /// ([`NodeMemory::bytes`]).
+    pub(crate) fn mail(&self, node: (usize, usize), mine: (usize, usize)) -> mail::NodeMail {
         let at = NodeMemory::rings_at(self.processes);
-        mail::NodeMail::new(self.segment.clone(), at, ranks, mine)
+        mail::NodeMail::new(self.segment.clone(), at, node, mine)
     }
 
     /// The share of process `me` of `processes` in `segment` (made or opened with

@@ -9,8 +9,8 @@ fn pair() -> (Arc<NodeMail>, Arc<NodeMail>) {
     let (a, name) = Segment::create(len).unwrap();
     let b = Segment::open(&name, len).unwrap();
     Segment::unlink(&name).unwrap();
-    let first = NodeMail::new(Arc::new(a), 4096, 4, (0, 2));
-    let second = NodeMail::new(Arc::new(b), 4096, 4, (2, 2));
+    let first = NodeMail::new(Arc::new(a), 4096, (0, 4), (0, 2));
+    let second = NodeMail::new(Arc::new(b), 4096, (0, 4), (2, 2));
     (Arc::new(first), Arc::new(second))
 }
 
