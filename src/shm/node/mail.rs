@@ -414,8 +414,8 @@ impl NodeMail {
     }
 
     /// Takes the frame [`NodeMail::look`] saw from `from` to `me`: its header is read, and its
-    /// payload is for the caller to read with [`Direct::pull`].
-    pub(crate) fn direct(&self, me: usize, from: usize) -> Direct<'_> {
+    /// payload is for the caller to read with [`StraightRead::pull`].
+    pub(crate) fn direct(&self, me: usize, from: usize) -> StraightRead<'_> {
         let mut desk = self.desk(me);
         let reading = &mut desk.reading[from - self.base];
         debug_assert!(reading.idle());
@@ -424,7 +424,7 @@ impl NodeMail {
         let n = Ring::new(&head.lines, raw).pull(&mut h);
         debug_assert_eq!(n, HEADER, "peeked whole");
         reading.direct = true;
-        Direct {
+        StraightRead {
             mail: self,
             me,
             from,
@@ -456,7 +456,7 @@ pub(crate) enum Look {
 }
 
 /// A frame's payload being read straight into a receive's buffer ([`NodeMail::direct`]).
-pub(crate) struct Direct<'m> {
+pub(crate) struct StraightRead<'m> {
     mail: &'m NodeMail,
     me: usize,
     from: usize,
@@ -464,7 +464,7 @@ pub(crate) struct Direct<'m> {
     left: usize,
 }
 
-impl Direct<'_> {
+impl StraightRead<'_> {
     /// Reads what has come of the payload into `dst` (its next bytes, at most all that is
     /// left): the number read. `Err` if the sender gave up the frame.
     pub(crate) fn pull(&mut self, dst: &mut [u8]) -> Result<usize, Broken> {
@@ -484,7 +484,7 @@ impl Direct<'_> {
     }
 }
 
-impl Drop for Direct<'_> {
+impl Drop for StraightRead<'_> {
     /// Hands the ring back to the others' reads, or, if the payload is not all read (the
     /// receive gave up), marks it unreadable.
     fn drop(&mut self) {
