@@ -11,8 +11,8 @@
 //! messages from there in order as it takes those a relaying leader brings in (`pump`: into
 //! the oldest posted receive that accepts one, else aside), so MPI's matching rules hold as on
 //! the other paths. A receive from one rank whose message is next on that rank's ring reads
-//! it straight into its buffer instead (`recv_direct`), one copy less. The waits poll as every wait for another process does (`poll_until`):
-//! nothing wakes a thread across processes.
+//! it straight into its buffer instead (`recv_direct`), one copy less. The waits poll as every
+//! wait for another process does (`poll_until`): nothing wakes a thread across processes.
 
 use super::bridge::Bridge;
 use super::p2p::{Aside, Place};
