@@ -15,7 +15,7 @@
 //! wait for another process does (`poll_until`): nothing wakes a thread across processes.
 
 use super::bridge::Bridge;
-use super::p2p::{Aside, Place};
+use super::p2p::{take, Aside, Place};
 use crate::error::{Error, Result};
 use crate::mailbox::{type_fingerprint, Elem};
 use crate::shm::node::mail::{Header, Look, NodeMail, Sending};
@@ -83,14 +83,24 @@ impl Bridge {
         s: &mut Sending,
         bytes: &[u8],
     ) -> Result<()> {
-        let me = self.rank();
-        let dest = s.to();
-        self.poll_until(op, dest, || match mail.step(me, s, bytes) {
+        self.poll_until(op, s.to(), || self.advance_node(op, mail, s, bytes))
+            .inspect_err(|_| mail.give_up(self.rank(), s))
+    }
+
+    /// Writes what fits of send `s` (of `bytes`) and, unless it is all written, reads what
+    /// has come for this rank: whether the send is all written.
+    fn advance_node(
+        &self,
+        op: &'static str,
+        mail: &NodeMail,
+        s: &mut Sending,
+        bytes: &[u8],
+    ) -> Result<bool> {
+        match mail.step(self.rank(), s, bytes) {
             Ok(true) => Ok(true),
             Ok(false) => self.collect_node(mail, op).map(|()| false),
-            Err(_) => Err(self.broken(op, dest)),
-        })
-        .inspect_err(|_| mail.give_up(me, s))
+            Err(_) => Err(self.broken(op, s.to())),
+        }
     }
 
     /// `sendrecv` with the send through the node's rings: begun first, written on in every
@@ -111,20 +121,20 @@ impl Bridge {
         let me = self.rank();
         let (s, bytes) = self.begin_node(mail, dest, tag, data);
         let s = RefCell::new(s);
-        // Whether the send is written (or broken: its error comes when it is finished).
+        // Whether the send is written (or failed: its error comes again when it is finished).
         let written = std::cell::Cell::new(false);
         // Reads what comes for this rank too: the receiver of this rank's send may be
         // blocked the same way, waiting in its receive for a rank that waits for this one.
         let hook = || {
-            // (A broken ring fails the receive that reads it.)
-            let _ = mail.collect(me, mail.others());
             if written.get() {
+                // (A broken ring fails the receive that reads it.)
+                let _ = mail.collect(me, mail.others());
                 return false;
             }
             let Ok(mut s) = s.try_borrow_mut() else {
                 return false;
             };
-            let done = !matches!(mail.step(me, &mut s, bytes), Ok(false));
+            let done = !matches!(self.advance_node(OP, mail, &mut s, bytes), Ok(false));
             written.set(done);
             true
         };
@@ -207,6 +217,19 @@ impl Bridge {
             self.hand_in(a)?;
         }
         Ok(())
+    }
+
+    /// The first message `want` accepts from the node's other processes, taken into `buf`:
+    /// aside already, or brought in now (`pump_node`).
+    pub(super) fn take_node<T: Elem>(
+        &self,
+        want: Want,
+        buf: &mut [T],
+        op: &'static str,
+    ) -> Result<Option<Found>> {
+        self.pump_node(op)?;
+        let a = take(&mut self.aside.borrow_mut(), want);
+        a.map(|a| self.unpack(a, buf, op)).transpose()
     }
 
     /// Reads what has come for this rank from the other processes' ranks into its inbox.

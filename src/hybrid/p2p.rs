@@ -291,9 +291,7 @@ impl Bridge {
                 });
                 if local.is_none() && self.mail.is_some() {
                     // From the node's other processes.
-                    self.pump_node(op)?;
-                    let a = take(&mut self.aside.borrow_mut(), want);
-                    local = a.map(|a| self.unpack(a, &mut *buf, op)).transpose()?;
+                    local = self.take_node(want, &mut *buf, op)?;
                 }
                 if local.is_some() {
                     return Ok(true);
@@ -354,15 +352,14 @@ impl Bridge {
                     Direct::Other => {}
                 }
             }
-            let taken = if ring.is_some() {
+            got = if ring.is_some() {
                 // Its sender's messages come through the rings only.
-                self.pump_node(op)?;
-                take(&mut self.aside.borrow_mut(), want)
+                self.take_node(want, &mut *buf, op)?
             } else {
                 // (The relay's messages need no staging buffer.)
-                self.next_aside(want, std::ptr::null_mut(), op)?
+                let taken = self.next_aside(want, std::ptr::null_mut(), op)?;
+                taken.map(|a| self.unpack(a, &mut *buf, op)).transpose()?
             };
-            got = taken.map(|a| self.unpack(a, &mut *buf, op)).transpose()?;
             Ok(got.is_some())
         })?;
         Ok(got.expect("polled until a message came"))

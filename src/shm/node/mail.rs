@@ -115,9 +115,14 @@ struct Reading {
 }
 
 impl Reading {
-    /// Whether no frame is begun.
+    /// Whether some of a frame is read (into this reading).
+    fn begun(&self) -> bool {
+        self.have > 0 || self.body.is_some()
+    }
+
+    /// Whether no frame is begun, here or by a straight read.
     fn idle(&self) -> bool {
-        self.have == 0 && self.body.is_none() && !self.direct && !self.lost
+        !self.begun() && !self.direct && !self.lost
     }
 }
 
@@ -383,9 +388,7 @@ impl NodeMail {
             }
             // The broken frame is the last the sender wrote, and every whole one before it is
             // read above: what is left is the broken one's start.
-            let reading = &desk.reading[from - self.base];
-            let partial = reading.have > 0 || reading.body.is_some();
-            if partial && head.broken.load(Ordering::Acquire) != 0 {
+            if desk.reading[from - self.base].begun() && head.broken.load(Ordering::Acquire) != 0 {
                 return Err((Broken, from));
             }
         }
