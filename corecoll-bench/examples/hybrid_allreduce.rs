@@ -60,7 +60,7 @@ use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use std::process::ExitCode;
 use std::time::Instant;
-use timing::{shown, Budget, Cell};
+use timing::{option, shown, Budget, Cell};
 
 /// The algorithms between processes that run over MPI point-to-point. Every algorithm but the
 /// shared-memory ones (`Direct`, and the hierarchies, which the hybrid world itself is).
@@ -97,17 +97,6 @@ fn label_of((a, request): Method) -> String {
 /// The value of element `i` on rank `r`.
 fn value(r: usize, i: usize) -> u64 {
     (r as u64 + 1) * 1_000_003 + i as u64
-}
-
-/// The value of option `name` (`--name VALUE`), parsed.
-fn option<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    match args.iter().position(|a| a == name) {
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{name} takes a value")),
-        None => default,
-    }
 }
 
 /// One rank's part of a table row on the team (see the module docs, table mode): its input

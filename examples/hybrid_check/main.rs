@@ -37,6 +37,10 @@
 //! - requests (`requests`): every non-blocking collective against the blocking call, bit for
 //!   bit; twelve in flight waited in per-rank orders; a disagreement, a process that never
 //!   starts a request the others started; the refusals on a duplicate and of persistent ones;
+//! - persistent short allreduces (`persistent`), which fold through the node's segment where
+//!   they can: every start against the blocking call, many alive and in flight, thousands of
+//!   starts, set-ups past the node's regions and more alive than it has, a skipped start and
+//!   a panic instead of a start;
 //! - failures (`failures`): mismatched lengths and roots between processes, a panicking
 //!   thread, a process that skips the last collective, roots out of range — each an `Err` on
 //!   every rank of every process, never a hang — and a normal run on the same team afterwards.
@@ -48,6 +52,7 @@ mod cases;
 #[path = "../common/collectives.rs"]
 mod collectives;
 mod failures;
+mod persistent;
 mod pipeline;
 mod requests;
 mod results;
@@ -185,5 +190,6 @@ fn finish(suite: &Suite<'_>, what: &str, t0: Instant) -> ExitCode {
     failures::check_all(suite);
     pipeline::check_all(suite);
     requests::check_all(suite);
+    persistent::check_all(suite);
     suite.summary("hybrid_check", what, t0)
 }

@@ -228,6 +228,29 @@ fn persistent(comm: &Comm) -> Option<String> {
     out.unwrap_or_else(|e| Some(format!("persistent: {e}")))
 }
 
+/// The check `name` in which the last thread of process 1 (the victim, `body`'s second
+/// argument) panics: every run fails, and every rank's call with it — between processes with
+/// `ProcessFailed` or `Aborted`. Skipped with one process.
+pub fn process_1_panics(s: &Suite<'_>, name: &str, body: impl Fn(&Comm, usize) -> Outcome + Sync) {
+    if s.ctx.processes() < 2 {
+        s.skip(name, "needs two processes");
+        return;
+    }
+    let (ctx, hybrid) = (&s.ctx, s.ctx.hybrid);
+    let victim = ctx.offset(1) + ctx.threads(1) - 1;
+    s.check_fails(
+        name,
+        RunFails::Everywhere,
+        Some(victim),
+        |rank, e| {
+            !hybrid
+                || ctx.process_of(rank) == 1
+                || matches!(e, Error::ProcessFailed { .. } | Error::Aborted { .. })
+        },
+        |comm| body(comm, victim),
+    );
+}
+
 /// Every check of requests.
 pub fn check_all(s: &Suite<'_>) {
     let ctx = &s.ctx;
@@ -280,29 +303,17 @@ pub fn check_all(s: &Suite<'_>) {
     }
     // A thread of process 1 panics before it starts the request the others start: theirs
     // fails (between processes with `ProcessFailed` or `Aborted`), and so does every run.
-    let name = "requests: a thread of process 1 panics before starting an iallreduce";
-    if two {
-        let victim = s.ctx.offset(1) + s.ctx.threads(1) - 1;
-        s.check_fails(
-            name,
-            RunFails::Everywhere,
-            Some(victim),
-            |rank, e| {
-                !hybrid
-                    || process_of(rank) == 1
-                    || matches!(e, Error::ProcessFailed { .. } | Error::Aborted { .. })
-            },
-            |comm| {
-                if comm.rank() == victim {
-                    panic!("{} (rank {victim})", crate::failures::INTENTIONAL);
-                }
-                let mut v = inputs::<u64>(comm.rank(), 1000);
-                Outcome::Called(comm.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait()))
-            },
-        );
-    } else {
-        s.skip(name, "needs two processes");
-    }
+    process_1_panics(
+        s,
+        "requests: a thread of process 1 panics before starting an iallreduce",
+        |comm, victim| {
+            if comm.rank() == victim {
+                panic!("{} (rank {victim})", crate::failures::INTENTIONAL);
+            }
+            let mut v = inputs::<u64>(comm.rank(), 1000);
+            Outcome::Called(comm.scope(|s| s.iallreduce(&mut v, op::Sum)?.wait()))
+        },
+    );
     let want = crate::cases::reduction::<u64>(s.ctx.size(), 1000);
     s.check(
         "requests: on a duplicate and on the team's communicator at once, started in another \

@@ -100,6 +100,15 @@ impl Comm {
         matches!(self.span, Span::Threads(_))
     }
 
+    /// This rank's link to the other processes, on a communicator that spans processes.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn bridge(&self) -> Option<&Bridge> {
+        match &self.span {
+            Span::Threads(_) => None,
+            Span::Processes(b) => Some(b),
+        }
+    }
+
     /// This rank's part among the threads of its own process: the whole communicator on a
     /// team of one process.
     pub(crate) fn local(&self) -> &Local {

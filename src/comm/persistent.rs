@@ -49,10 +49,59 @@ pub struct Persistent<'scope, T> {
     _buffers: PhantomData<&'scope mut [T]>,
 }
 
-/// A persistent allreduce folded on slots (`local::persistent::Folded`), with its op.
+/// A persistent allreduce folded on slots, with its op.
 struct Fold<'scope, T> {
-    state: Folded,
+    state: Folding,
     op: Rc<dyn Op<T> + 'scope>,
+}
+
+/// Where a persistent allreduce folds: on the slots of the threads of one process
+/// (`local::persistent::Folded`), or on those of every rank of a node's processes
+/// (`hybrid::fold`).
+enum Folding {
+    Threads(Folded),
+    #[cfg(feature = "mpi")]
+    Node(crate::hybrid::NodeFold),
+}
+
+impl Folding {
+    fn in_flight(&self) -> bool {
+        match self {
+            Folding::Threads(f) => f.in_flight(),
+            #[cfg(feature = "mpi")]
+            Folding::Node(f) => f.in_flight(),
+        }
+    }
+
+    fn start<T: Copy>(&mut self, comm: &Comm, buf: &[T]) -> Result<()> {
+        match self {
+            Folding::Threads(f) => comm.local().fold_start(f, buf),
+            #[cfg(feature = "mpi")]
+            Folding::Node(f) => comm
+                .bridge()
+                .expect("spans processes")
+                .node_fold_start(f, buf),
+        }
+    }
+
+    fn ready(&self, comm: &Comm) -> bool {
+        match self {
+            Folding::Threads(f) => comm.local().fold_ready(f),
+            #[cfg(feature = "mpi")]
+            Folding::Node(f) => comm.bridge().expect("spans processes").node_fold_ready(f),
+        }
+    }
+
+    fn finish<T: Copy>(&mut self, comm: &Comm, buf: &mut [T], op: &dyn Op<T>) -> Result<()> {
+        match self {
+            Folding::Threads(f) => comm.local().fold_finish(f, buf, op),
+            #[cfg(feature = "mpi")]
+            Folding::Node(f) => {
+                let b = comm.bridge().expect("spans processes");
+                b.node_fold_finish(f, buf, op)
+            }
+        }
+    }
 }
 
 impl<T> std::fmt::Debug for Persistent<'_, T> {
@@ -71,8 +120,8 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
             return Err(self.refuse("start", "a start is in flight".into()));
         }
         if self.fold.is_some() {
-            let (local, f, buf) = self.fold_parts();
-            return local.fold_start(&mut f.state, buf);
+            let (comm, f, buf) = self.fold_parts();
+            return f.state.start(comm, buf);
         }
         let (send, send_len, recv, recv_len) = (self.send, self.send_len, self.recv, self.recv_len);
         let start = self.start.clone();
@@ -99,7 +148,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     /// completed, or if none is; its error, once, if it failed.
     pub fn test(&mut self) -> Result<bool> {
         if let Some(f) = &self.fold {
-            if !self.core.comm().local().fold_ready(&f.state) {
+            if !f.state.ready(self.core.comm()) {
                 return Ok(false);
             }
             // Ready: `wait` completes it without waiting.
@@ -118,8 +167,8 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     /// Blocks until the start in flight (if any) has completed: its result.
     pub fn wait(&mut self) -> Result<()> {
         if self.fold.is_some() {
-            let (local, f, buf) = self.fold_parts();
-            return local.fold_finish(&mut f.state, buf, &*f.op);
+            let (comm, f, buf) = self.fold_parts();
+            return f.state.finish(comm, buf, &*f.op);
         }
         match self.current.take() {
             Some(req) => req.wait(),
@@ -165,16 +214,16 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
         Ok(unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) })
     }
 
-    /// A folded allreduce's parts: the rank's `Local`, the fold, and the buffer (the one its
+    /// A folded allreduce's parts: the communicator, the fold, and the buffer (the one its
     /// starts publish and its completions fill).
-    fn fold_parts(&mut self) -> (&crate::local::Local, &mut Fold<'scope, T>, &mut [T]) {
-        let local = self.core.comm().local();
+    fn fold_parts(&mut self) -> (&Comm, &mut Fold<'scope, T>, &mut [T]) {
+        let comm = self.core.comm();
         let fold = self.fold.as_mut().expect("a folded allreduce");
         // SAFETY: the buffer was borrowed mutably for 'scope at setup and only this
         // `Persistent` reaches it; the fold reads and writes it only inside these calls (its
         // peers read the copy in the slots), and the borrow of `self` ends with them.
         let buf = unsafe { std::slice::from_raw_parts_mut(self.recv, self.recv_len) };
-        (local, fold, buf)
+        (comm, fold, buf)
     }
 
     /// Whether a start has not completed yet.
@@ -280,15 +329,38 @@ impl<'scope> Scope<'scope, '_> {
         let len = buf.len();
         let commutative = kept.is_commutative();
         let mut persistent = self.persistent(plan, None, buf)?;
-        // Decided from what every rank agreed, so the same on every rank.
+        // Decided from what every rank agreed and the layout, so the same on every rank.
         let comm = self.comm();
-        if comm.is_threads() && comm.local().folds::<T>(len, algorithm, commutative) {
-            persistent.fold = Some(Fold {
-                state: comm.local().folded(persistent.setup),
-                op: kept,
-            });
-        }
+        let state = if comm.is_threads() {
+            let local = comm.local();
+            let folds = local.folds::<T>(len, algorithm, commutative);
+            folds.then(|| Folding::Threads(local.folded(persistent.setup)))
+        } else {
+            Self::node_folding::<T>(comm, len, algorithm, commutative)?
+        };
+        persistent.fold = state.map(|state| Fold { state, op: kept });
         Ok(persistent)
+    }
+
+    /// Where a persistent allreduce of a communicator that spans processes folds, if it does
+    /// (`hybrid::fold`).
+    #[cfg_attr(
+        not(feature = "mpi"),
+        allow(clippy::extra_unused_type_parameters, unused_variables)
+    )]
+    fn node_folding<T>(
+        comm: &Comm,
+        len: usize,
+        algorithm: Algorithm,
+        commutative: bool,
+    ) -> Result<Option<Folding>> {
+        #[cfg(feature = "mpi")]
+        if let Some(b) = comm.bridge() {
+            if b.node_folds::<T>(len, algorithm, commutative) {
+                return b.node_folded().map(|f| Some(Folding::Node(f)));
+            }
+        }
+        Ok(None)
     }
 
     /// [`Comm::broadcast`] as a persistent collective on `buf` (in place).

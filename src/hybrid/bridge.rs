@@ -12,6 +12,7 @@ use super::world::{Layout, Process};
 use super::ProcessComm;
 use crate::error::{Error, Result};
 use crate::local::Local;
+use crate::shm::node::folds::NodeFolds;
 use crate::shm::node::mail::NodeMail;
 use crate::transport::mpi::Channels;
 use std::any::Any;
@@ -37,6 +38,11 @@ pub(crate) struct Bridge {
     /// Point-to-point with the other processes of this process's node through its segment,
     /// if the node has several (used instead of the channels or the relay).
     pub(crate) mail: Option<Arc<NodeMail>>,
+    /// The persistent short allreduces' share of the node's segment, on the world's link
+    /// when one node holds every process (`hybrid::fold`).
+    pub(super) folds: Option<Arc<NodeFolds>>,
+    /// Persistent allreduces set up through `folds` in this run (a `Comm` lives for one run).
+    pub(super) folds_made: Cell<u64>,
     /// This rank's messages from other processes moved aside by its receives.
     pub(crate) aside: AsideQueue,
     /// This rank's staging buffers for messages between processes.
@@ -102,6 +108,8 @@ impl Bridge {
             channels: process.direct.then(|| process.channels.clone()),
             relay: process.relay.clone(),
             mail: process.mail.clone(),
+            folds: process.folds.clone(),
+            folds_made: Cell::new(0),
             process: leader.then(|| process.clone()),
             aside: AsideQueue::default(),
             stages: Stages::default(),
@@ -123,6 +131,8 @@ impl Bridge {
             channels: self.channels.clone(),
             relay: self.relay.clone(),
             mail: self.mail.clone(),
+            folds: None,
+            folds_made: Cell::new(0),
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),
@@ -322,6 +332,8 @@ impl Bridge {
             channels: links.channels.clone(),
             relay: links.relay.clone(),
             mail: self.mail.clone(),
+            folds: None,
+            folds_made: Cell::new(0),
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),

@@ -28,7 +28,7 @@ use crate::select::{Algorithm, Barrier, Broadcast, Reduce};
 use std::mem::size_of;
 
 /// The algorithm between processes for a caller's allreduce choice.
-fn between_allreduce(algorithm: Algorithm) -> Algorithm {
+pub(super) fn between_allreduce(algorithm: Algorithm) -> Algorithm {
     match algorithm {
         Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect => Algorithm::Auto,
         chosen => chosen,

@@ -44,6 +44,7 @@ mod alltoall;
 mod bridge;
 mod check;
 mod collectives;
+mod fold;
 mod gather;
 mod mail;
 mod native;
@@ -63,6 +64,7 @@ mod split;
 pub(crate) mod world;
 
 pub(crate) use bridge::Bridge;
+pub(crate) use fold::NodeFold;
 
 use crate::algorithms;
 use crate::collective::Collective;

@@ -96,6 +96,11 @@ impl std::fmt::Debug for Relay {
 }
 
 impl Relay {
+    /// The channels it relays over.
+    pub(crate) fn channels(&self) -> &Arc<Channels> {
+        &self.channels
+    }
+
     /// The relay of this process of `layout`, over `channels`.
     pub(crate) fn new(channels: Arc<Channels>, layout: Arc<Layout>) -> Relay {
         let threads = layout.threads(layout.process());

@@ -44,6 +44,7 @@ use super::relay::Relay;
 use super::shadows::ShadowSet;
 use super::ProcessComm;
 use crate::error::{Error, Result};
+use crate::shm::node::folds::NodeFolds;
 use crate::shm::node::mail::NodeMail;
 use crate::transport::mpi::Channels;
 use ::mpi::environment::Threading;
@@ -170,6 +171,9 @@ pub(crate) struct Process {
     /// (`hybrid::mail`), if the node has several; to other nodes over the channels or the
     /// relay.
     pub(super) mail: Option<Arc<NodeMail>>,
+    /// The persistent short allreduces' share of the node's segment, if one node holds every
+    /// process (`hybrid::fold`).
+    pub(super) folds: Option<Arc<NodeFolds>>,
     /// The relays of the duplicates of the team's communicator (`Comm::dup`), unless `direct`:
     /// the leader serves them beside its own, and drops each on its own thread (which alone
     /// may call MPI, to free their channels) once nothing else holds it.
@@ -298,6 +302,10 @@ impl Process {
         let mut pc = ProcessComm::new(comm)?;
         pc.node = super::node::node_stage(comm, &node, &counts);
         let mail = pc.node().and_then(|stage| stage.mail().cloned());
+        let folds = pc
+            .node()
+            .filter(|stage| stage.nodes().whole())
+            .map(|stage| stage.folds().clone());
         let pc = Mutex::new(pc);
         let shadows = Mutex::new(vec![super::shadows::make(comm, None)?]);
         let mut layout = Layout::new(&counts, rank);
@@ -318,6 +326,7 @@ impl Process {
             direct,
             relay,
             mail,
+            folds,
             dup_relays: Mutex::new(Vec::new()),
             contexts: AtomicU64::new(0),
             closed: AtomicBool::new(false),
@@ -352,6 +361,9 @@ impl Process {
         self.failed_elsewhere.store(NONE, Ordering::SeqCst);
         let run = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
         self.channels.notices().begin_run(run);
+        if let Some(folds) = &self.folds {
+            folds.begin_run(run);
+        }
         Ok(())
     }
 
@@ -479,6 +491,10 @@ impl Process {
     pub(crate) fn end(&self, failed: bool) -> Result<()> {
         let layout = &self.layout;
         let rank = layout.offset(layout.process());
+        if let Some(folds) = &self.folds {
+            // Its ranks start nothing more in this run (`hybrid::fold`'s waits look).
+            folds.end_run(self.runs.load(Ordering::SeqCst), failed);
+        }
         // What this process's threads sent last leaves now.
         self.relay_all();
         let closed = self.closed.load(Ordering::SeqCst);

@@ -27,9 +27,20 @@ struct Half {
     data: UnsafeCell<[MaybeUninit<u8>; SLOT_BYTES]>,
 }
 
-/// The slots of one persistent short allreduce, shared by its ranks.
+/// Bytes of one rank's two halves.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) const RANK_BYTES: usize = std::mem::size_of::<[Half; 2]>();
+
+/// The slots of one persistent short allreduce, shared by its ranks: in memory of their own
+/// (threads of one process, [`Slots::new`]) or in a node's segment (processes of one node,
+/// [`Slots::within`]).
 pub(crate) struct Slots {
-    halves: Box<[[Half; 2]]>,
+    /// The first rank's halves; `ranks` of them follow one another.
+    halves: *const [Half; 2],
+    ranks: usize,
+    /// What keeps the halves' memory alive (the halves themselves, or a mapping that is
+    /// `Send` and `Sync`).
+    _keep: Box<dyn std::any::Any>,
 }
 
 // SAFETY: the halves' cells are written by their owner only, and read by others only after
@@ -41,9 +52,7 @@ unsafe impl Send for Slots {}
 
 impl std::fmt::Debug for Slots {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slots")
-            .field("ranks", &self.halves.len())
-            .finish()
+        f.debug_struct("Slots").field("ranks", &self.ranks).finish()
     }
 }
 
@@ -54,9 +63,42 @@ impl Slots {
             seq: AtomicU64::new(0),
             data: UnsafeCell::new([MaybeUninit::uninit(); SLOT_BYTES]),
         };
+        let halves: Box<[[Half; 2]]> = (0..p).map(|_| [half(), half()]).collect();
         Slots {
-            halves: (0..p).map(|_| [half(), half()]).collect(),
+            halves: halves.as_ptr(),
+            ranks: p,
+            _keep: Box::new(halves),
         }
+    }
+
+    /// Slots for `ranks` ranks in memory shared with other processes: `ranks · RANK_BYTES`
+    /// bytes at `at`, which `keep` keeps mapped.
+    ///
+    /// # Safety
+    /// `at` is aligned to 64 and valid for reads and writes of `ranks · RANK_BYTES` bytes for
+    /// as long as `keep` lives; the memory was zeroed when made, or has been used only as such
+    /// slots since; every process that maps it follows the module's protocol, each rank
+    /// publishing into its own halves only.
+    #[cfg(not(loom))]
+    pub(crate) unsafe fn within(
+        at: *mut u8,
+        ranks: usize,
+        keep: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Slots {
+        debug_assert!((at as usize).is_multiple_of(64));
+        Slots {
+            halves: at.cast_const().cast(),
+            ranks,
+            _keep: Box::new(keep),
+        }
+    }
+
+    /// Rank `r`'s halves.
+    fn of(&self, r: usize) -> &[Half; 2] {
+        assert!(r < self.ranks);
+        // SAFETY: `halves` points to `ranks` pairs of halves that `_keep` keeps alive
+        // (`new`, `within`), and `r` is one of them.
+        unsafe { &*self.halves.add(r) }
     }
 
     /// Rank `r`'s contribution to start `k`: `bytes` bytes at `src`, then the sequence number.
@@ -67,18 +109,27 @@ impl Slots {
     /// [`Slots::reached`]), and so every rank has finished reading start `k − 2`.
     pub(crate) unsafe fn publish(&self, r: usize, k: u64, src: *const u8, bytes: usize) {
         debug_assert!(bytes <= SLOT_BYTES);
-        let half = &self.halves[r][(k % 2) as usize];
+        let half = &self.of(r)[(k % 2) as usize];
         // SAFETY: no reader is in this half (contract), and `src` is readable for `bytes`.
         half.data
             .with_mut(|d| unsafe { std::ptr::copy_nonoverlapping(src, d.cast::<u8>(), bytes) });
         half.seq.store(k, Ordering::Release);
     }
 
+    /// Rank `r`'s sequence numbers back to 0, for slots used again from start 1 (`shm::node`'s
+    /// regions): no other rank may look at `r`'s halves until `r` says so by a release store
+    /// of its own after this.
+    pub(crate) fn reset(&self, r: usize) {
+        for half in self.of(r) {
+            half.seq.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Whether rank `q` has published start `k` (or a later one).
     #[inline]
     pub(crate) fn reached(&self, q: usize, k: u64) -> bool {
         // A later start in the same half (k + 2 …) implies start k too.
-        self.halves[q][(k % 2) as usize].seq.load(Ordering::Acquire) >= k
+        self.of(q)[(k % 2) as usize].seq.load(Ordering::Acquire) >= k
     }
 
     /// Runs `f` on rank `q`'s contribution to start `k` (a pointer to it, aligned to 8).
@@ -87,7 +138,7 @@ impl Slots {
     /// [`Slots::reached`]`(q, k)` has returned true on this thread, and the caller has not yet
     /// published start `k + 1` (module docs: the half stays as it is until then).
     pub(crate) unsafe fn read<R>(&self, q: usize, k: u64, f: impl FnOnce(*const u8) -> R) -> R {
-        self.halves[q][(k % 2) as usize]
+        self.of(q)[(k % 2) as usize]
             .data
             .with(|d| f(d.cast::<u8>()))
     }

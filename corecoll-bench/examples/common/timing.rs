@@ -192,3 +192,15 @@ pub fn show_bytes(b: usize) -> String {
         format!("{b} B")
     }
 }
+
+/// The value of option `name` (`--name VALUE`) in `args`, parsed, or `default` if absent; a
+/// panic naming the option if its value does not parse.
+pub fn option<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
+    match args.iter().position(|a| a == name) {
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} takes a value")),
+        None => default,
+    }
+}

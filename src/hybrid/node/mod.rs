@@ -54,6 +54,7 @@ mod stage;
 use super::ProcessComm;
 use crate::algorithms::node as sched;
 use crate::error::Error;
+use crate::shm::node::folds::NodeFolds;
 use crate::shm::node::mail::{self, NodeMail};
 use crate::shm::node::{cma, gone, NodeMemory, Segment};
 use ::mpi::collective::SystemOperation;
@@ -120,6 +121,8 @@ pub(crate) struct NodeStage {
     leaders: Option<Box<ProcessComm>>,
     /// Point-to-point between the node's processes through the segment (`hybrid::mail`).
     mail: Option<Arc<NodeMail>>,
+    /// The persistent short allreduces' share of the segment (`hybrid::fold`).
+    folds: Arc<NodeFolds>,
 }
 
 impl NodeStage {
@@ -131,6 +134,11 @@ impl NodeStage {
     /// Point-to-point between the node's processes through the segment, if it has several.
     pub(crate) fn mail(&self) -> Option<&Arc<NodeMail>> {
         self.mail.as_ref()
+    }
+
+    /// The persistent short allreduces' share of the segment.
+    pub(crate) fn folds(&self) -> &Arc<NodeFolds> {
+        &self.folds
     }
 
     /// The world's number of this node's process `q`.
@@ -201,8 +209,7 @@ pub(crate) fn node_stage<C: Communicator>(
     let base: usize = threads[..first].iter().sum();
     let on_node: usize = threads[first..first + processes].iter().sum();
     let rings = processes > 1 && mail::bytes(on_node) <= MAX_RING_BYTES;
-    let ring_ranks = if rings { on_node } else { 0 };
-    let segment = map_segment(comm, node, NodeMemory::bytes(processes, ring_ranks));
+    let segment = map_segment(comm, node, NodeMemory::bytes(processes, on_node, rings));
     let leaders = (starts.len() > 2).then(|| {
         let colour = if me == 0 {
             Color::with_value(0)
@@ -214,9 +221,10 @@ pub(crate) fn node_stage<C: Communicator>(
             Box::new(pc)
         })
     });
-    let memory = NodeMemory::new(segment?, processes, me);
+    let memory = NodeMemory::new(segment?, processes, on_node, me);
     let mine = (threads[..rank].iter().sum(), threads[rank]);
-    let mail = rings.then(|| Arc::new(memory.mail((base, on_node), mine)));
+    let mail = rings.then(|| Arc::new(memory.mail(base, mine)));
+    let folds = Arc::new(memory.folds());
     let wanted = std::env::var("CORECOLL_NODE_CMA").is_ok_and(|v| v.trim() == "1");
     let cma = wanted && probe_cma(&memory);
     let cma = all(comm, u64::from(cma), SystemOperation::min()) == 1;
@@ -226,6 +234,7 @@ pub(crate) fn node_stage<C: Communicator>(
         nodes: Nodes { starts, cma },
         leaders: leaders.flatten(),
         mail,
+        folds,
     })
 }
 

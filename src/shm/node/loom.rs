@@ -1,7 +1,8 @@
 //! Loom models of the rounds of a node's processes (`rounds`), with threads for processes and
 //! the slots as cells whose every access loom tracks: loom reports a data race if a slot could
 //! be written while another process reads it (a round begun before the others left the one
-//! two before) or read before its writer arrived.
+//! two before) or read before its writer arrived. Also of a point-to-point ring (`ring`) and
+//! of a region of persistent short allreduces' slots taken again (`region`).
 
 use super::ring::{Lines, Ring, Store};
 use super::{Control, Rounds};
@@ -154,5 +155,58 @@ fn a_ring_never_overwrites_a_byte_not_yet_read() {
         }
         assert_eq!(got, (1..=7).collect::<Vec<u8>>());
         sender.join().unwrap();
+    });
+}
+
+/// Rank `q`'s vector (one word) in generation `g` of a region.
+fn vector(q: usize, g: u64) -> u64 {
+    (g << 8) | q as u64
+}
+
+/// Two ranks take one region twice (generations 1 and 2), each generation one start: every
+/// read of a rank's slot gives that generation's vector, and loom finds no slot written while
+/// it is read (`region`'s protocol: what the first generation left must not pass for the
+/// second's start 1, which uses the same half).
+#[test]
+fn a_region_taken_again_never_shows_the_last_generation() {
+    use super::region::Region;
+    use crate::shm::Slots;
+    loom::model(|| {
+        let shared = Arc::new((
+            (0..2)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect::<Vec<_>>(),
+            Slots::new(2),
+        ));
+        let rank = |shared: Arc<(Vec<CachePadded<AtomicU64>>, Slots)>, me: usize| {
+            let r = Region::new(&shared.0, &shared.1);
+            for g in 1..=2 {
+                while r.busy(g).is_some() {
+                    loom::thread::yield_now();
+                }
+                r.take(me, g);
+                let mine = vector(me, g);
+                // SAFETY: rank `me` publishes into its own slots, 8 bytes from a live word;
+                // its previous start (of the last generation) completed, and no rank uses
+                // that generation any more (`busy` said none).
+                unsafe { shared.1.publish(me, 1, (&raw const mine).cast(), 8) };
+                while r.pending(g, 1).is_some() {
+                    loom::thread::yield_now();
+                }
+                for q in 0..2 {
+                    // SAFETY: every rank took `g` and published its start 1, and this rank
+                    // publishes nothing more before it is done reading.
+                    let got = unsafe { shared.1.read(q, 1, |x| x.cast::<u64>().read()) };
+                    assert_eq!(got, vector(q, g), "rank {me} read rank {q}'s slot");
+                }
+                r.done(me, g);
+            }
+        };
+        let other = {
+            let shared = shared.clone();
+            loom::thread::spawn(move || rank(shared, 1))
+        };
+        rank(shared, 0);
+        other.join().unwrap();
     });
 }

@@ -1,15 +1,19 @@
 //! What the processes of one node share: a segment of memory ([`Segment`], in `/dev/shm`)
 //! laid out for [`Rounds`] — the segment's poison flag, one control line per process, and two
 //! data slots per process — through which the node stage of a hybrid team's collectives runs
-//! (`algorithms::node`), with no MPI. Positions within the segment, never pointers, are what
+//! (`algorithms::node`), with no MPI; then the persistent short allreduces' slots (`folds`)
+//! and the point-to-point rings (`mail`), if the node has them. Positions within the segment, never pointers, are what
 //! the processes agree on: each maps it at its own address.
 
 #[cfg(not(loom))]
 pub(crate) mod cma;
+#[cfg(not(loom))]
+pub(crate) mod folds;
 #[cfg(all(test, loom))]
 mod loom;
 #[cfg(not(loom))]
 pub(crate) mod mail;
+pub(crate) mod region;
 mod ring;
 mod rounds;
 #[cfg(not(loom))]
@@ -41,6 +45,8 @@ pub(crate) const SLOT_BYTES: usize = 128 << 10;
 pub(crate) struct NodeMemory {
     segment: std::sync::Arc<Segment>,
     processes: usize,
+    /// The node's ranks.
+    ranks: usize,
     me: usize,
 }
 
@@ -58,36 +64,55 @@ pub(crate) fn gone(r: &Rounds<'_>, q: usize) -> bool {
 
 #[cfg(not(loom))]
 impl NodeMemory {
-    /// Bytes of the segment of a node of `processes` processes, with point-to-point rings
-    /// for `ranks` ranks (none if 0: [`NodeMemory::mail`]).
-    pub(crate) fn bytes(processes: usize, ranks: usize) -> usize {
-        NodeMemory::rings_at(processes) + mail::bytes(ranks)
+    /// Bytes of the segment of a node of `processes` processes and `ranks` ranks, with
+    /// point-to-point rings among them if `rings` ([`NodeMemory::mail`]).
+    pub(crate) fn bytes(processes: usize, ranks: usize, rings: bool) -> usize {
+        NodeMemory::rings_at(processes, ranks) + if rings { mail::bytes(ranks) } else { 0 }
     }
 
-    /// Where the rings start: after the rounds' lines and slots, on a page of their own.
-    fn rings_at(processes: usize) -> usize {
+    /// Where the persistent short allreduces' share starts: after the rounds' lines and
+    /// slots, on a page of its own.
+    fn folds_at(processes: usize) -> usize {
         (LINE * (1 + processes) + 2 * processes * SLOT_BYTES).next_multiple_of(4096)
     }
 
-    /// This process's side of the node's point-to-point rings among its ranks `node` (the
-    /// world's number of the first, and how many), of which it holds `mine` (the first, and
-    /// its number of threads); the segment must have been made for that many
-    /// ([`NodeMemory::bytes`]).
-    pub(crate) fn mail(&self, node: (usize, usize), mine: (usize, usize)) -> mail::NodeMail {
-        let at = NodeMemory::rings_at(self.processes);
-        mail::NodeMail::new(self.segment.clone(), at, node, mine)
+    /// Where the rings start: after that share (a multiple of the page).
+    fn rings_at(processes: usize, ranks: usize) -> usize {
+        NodeMemory::folds_at(processes) + folds::NodeFolds::bytes(processes, ranks)
     }
 
-    /// The share of process `me` of `processes` in `segment` (made or opened with
-    /// [`NodeMemory::bytes`] bytes, zeroed when made): records this process's id in it.
-    pub(crate) fn new(segment: Segment, processes: usize, me: usize) -> NodeMemory {
-        assert!(segment.len() >= NodeMemory::bytes(processes, 0) && me < processes);
+    /// This process's side of the node's point-to-point rings among its ranks, the first of
+    /// which is the world's `base`, of which it holds `mine` (the first, and its number of
+    /// threads); the segment must have been made with rings ([`NodeMemory::bytes`]).
+    pub(crate) fn mail(&self, base: usize, mine: (usize, usize)) -> mail::NodeMail {
+        let at = NodeMemory::rings_at(self.processes, self.ranks);
+        mail::NodeMail::new(self.segment.clone(), at, (base, self.ranks), mine)
+    }
+
+    /// The node's share of the persistent short allreduces.
+    pub(crate) fn folds(&self) -> folds::NodeFolds {
+        let at = NodeMemory::folds_at(self.processes);
+        folds::NodeFolds::new(
+            self.segment.clone(),
+            at,
+            (self.processes, self.ranks),
+            self.me,
+        )
+    }
+
+    /// The share of process `me` of `processes` (of `ranks` ranks in all) in `segment` (made
+    /// or opened with [`NodeMemory::bytes`] bytes, zeroed when made): records this process's
+    /// id in it.
+    pub(crate) fn new(segment: Segment, processes: usize, ranks: usize, me: usize) -> NodeMemory {
+        assert!(segment.len() >= NodeMemory::bytes(processes, ranks, false) && me < processes);
         let share = NodeMemory {
             segment: std::sync::Arc::new(segment),
             processes,
+            ranks,
             me,
         };
         share.rounds().join(std::process::id());
+        share.folds().join(std::process::id());
         share
     }
 

@@ -7,12 +7,12 @@ use crate::shm::node::Halt;
 
 #[test]
 fn a_process_that_exits_inside_a_round_fails_the_waits_for_it() {
-    let bytes = NodeMemory::bytes(2, 0);
+    let bytes = NodeMemory::bytes(2, 2, false);
     let (a, name) = Segment::create(bytes).unwrap();
     let b = Segment::open(&name, bytes).unwrap();
     Segment::unlink(&name).unwrap();
-    let parent = NodeMemory::new(a, 2, 0);
-    let child = NodeMemory::new(b, 2, 1);
+    let parent = NodeMemory::new(a, 2, 2, 0);
+    let child = NodeMemory::new(b, 2, 2, 1);
     // SAFETY: the child touches only atomics of the shared mapping and its own process id
     // before `_exit`, nothing that another thread of this test process could hold locked.
     let pid = unsafe { libc::fork() };

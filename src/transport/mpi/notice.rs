@@ -95,6 +95,14 @@ impl Notices {
         }
     }
 
+    /// Records that process `q`'s current run failed, learned without its notice (through a
+    /// node's shared memory), as if the notice had come first.
+    pub(crate) fn record(&self, q: usize) {
+        let _ = self
+            .noticed
+            .compare_exchange(0, q as u64 + 1, Ordering::SeqCst, Ordering::SeqCst);
+    }
+
     /// A notice of the current run's failure from another process, if one has arrived: that
     /// process. Notices of earlier runs are received and dropped.
     pub(crate) fn notice(&self) -> Option<usize> {

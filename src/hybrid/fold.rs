@@ -1,0 +1,258 @@
+//! Persistent short allreduces between the processes of one node, folded on slots in the
+//! node's segment (`shm::node::folds`) as the threads of one process fold on theirs
+//! (`algorithms::allreduce::folded`): a start copies the rank's vector into its own slot and
+//! stores its sequence number; completing it waits until every rank of the node has stored
+//! it and combines their vectors. No MPI, no call check at a start (the set-up agreed the
+//! call), no task.
+//!
+//! **Same bits as the blocking call.** The blocking allreduce of a hybrid team reduces each
+//! process's threads to its first thread, combines the processes' results in process order
+//! (the node stage's grouping, ((P₀ ⊙ P₁) ⊙ P₂) ⊙ …, or any algorithm's, with two processes),
+//! and broadcasts. The fold computes exactly that: each process's vectors left to right, then
+//! the processes' results left to right. So it runs only where that is the blocking call's
+//! grouping: one node holds every process, no process has more than two threads (whose
+//! reduce is t₀ ⊙ t₁ whatever the algorithm), and the algorithm between processes is the
+//! node's (`Auto`, `Direct`, or a hierarchical one) or there are only two processes.
+//!
+//! **Failures.** A wait for another process's rank polls (nothing wakes a thread across
+//! processes), and gives up as every wait between processes does (`Bridge::poll_until`: the
+//! run failed here, another process's failure notice, the team's timeout), and also when the
+//! process it waits for has ended its run without the start (`Error::PeerExited`) or no
+//! longer exists (`Error::ProcessFailed`).
+
+use super::bridge::Bridge;
+use crate::algorithms::allreduce::folded;
+use crate::error::{Error, Result};
+use crate::op::Op;
+use crate::select::Algorithm;
+use crate::shm::node::folds::{self, NodeFolds, REGIONS};
+use crate::shm::node::process_exists;
+use crate::shm::node::region::Region;
+use crate::shm::Slots;
+use std::mem::{size_of_val, MaybeUninit};
+use std::sync::Arc;
+
+/// This rank's part of a persistent short allreduce folded through the node (module docs).
+pub(crate) struct NodeFold {
+    folds: Arc<NodeFolds>,
+    slots: Slots,
+    region: usize,
+    generation: u64,
+    /// This rank's place among the node's ranks (its slots').
+    me: usize,
+    /// The number of this rank's last start (0: none yet).
+    k: u64,
+    /// Whether that start has not completed yet.
+    in_flight: bool,
+    /// Every process's first rank and number of ranks, in process order.
+    groups: Vec<(usize, usize)>,
+}
+
+impl NodeFold {
+    /// Whether a start has not completed yet.
+    pub(crate) fn in_flight(&self) -> bool {
+        self.in_flight
+    }
+
+    /// Its region, as `shm::node::region` runs it.
+    fn region(&self) -> Region<'_> {
+        Region::new(self.folds.lines(self.region), &self.slots)
+    }
+
+    /// The first rank that has not stored the start in flight's number, if one has not.
+    fn pending(&self) -> Option<usize> {
+        self.region().pending(self.generation, self.k)
+    }
+
+    /// The process of rank `i`.
+    fn process_of(&self, i: usize) -> usize {
+        self.groups.partition_point(|&(first, _)| first <= i) - 1
+    }
+}
+
+impl Drop for NodeFold {
+    fn drop(&mut self) {
+        // Done with the region's slots: a later set-up may take them. (A start in flight is
+        // abandoned: this rank reads nothing more, and its own vector stays for the others
+        // until they are done with the generation too.)
+        self.region().done(self.me, self.generation);
+    }
+}
+
+impl Bridge {
+    /// Whether a persistent allreduce of `len` elements of `T` with `algorithm` folds through
+    /// the node (module docs). The same on every rank: it depends on what the ranks agreed and
+    /// on the layout.
+    pub(crate) fn node_folds<T>(
+        &self,
+        len: usize,
+        algorithm: Algorithm,
+        commutative: bool,
+    ) -> bool {
+        if self.folds.is_none() {
+            return false;
+        }
+        let between_node = matches!(
+            super::collectives::between_allreduce(algorithm),
+            Algorithm::Auto | Algorithm::Direct
+        );
+        let grouping = match algorithm {
+            Algorithm::Ring { .. } if !commutative => false,
+            _ => between_node || self.layout.processes() <= 2,
+        };
+        folded::fits::<T>(len)
+            && self.layout.most_threads() <= 2
+            && grouping
+            && folds::fits(self.folds_made.get())
+    }
+
+    /// Sets up a persistent allreduce that [`Bridge::node_folds`]: takes the run's next region
+    /// of the node's share, once no rank uses another generation of it (`shm::node::folds`).
+    pub(crate) fn node_folded(&self) -> Result<NodeFold> {
+        const OP: &str = "allreduce_init";
+        let folds = self.folds.clone().expect("a node that folds");
+        // One node holds every process: the node's ranks are the world's.
+        let me = self.rank();
+        let n = self.folds_made.get();
+        self.folds_made.set(n + 1);
+        let region = (n % REGIONS as u64) as usize;
+        let generation = folds::generation(folds.run(), n);
+        let slots = folds.slots(region);
+        let r = Region::new(folds.lines(region), &slots);
+        if r.held_apart(me, generation) {
+            return Err(self.fail(Error::InvalidArgument {
+                rank: me,
+                op: OP,
+                what: format!(
+                    "more than {REGIONS} persistent allreduces of at most {} bytes alive at \
+                     once on this rank (drop one first)",
+                    crate::shm::SLOT_BYTES
+                ),
+            }));
+        }
+        self.poll_until(OP, r.busy(generation).unwrap_or(me), || {
+            Ok(r.busy(generation).is_none())
+        })?;
+        r.take(me, generation);
+        let groups = (0..self.layout.processes())
+            .map(|q| (self.layout.offset(q), self.layout.threads(q)))
+            .collect();
+        Ok(NodeFold {
+            folds,
+            slots,
+            region,
+            generation,
+            me,
+            k: 0,
+            in_flight: false,
+            groups,
+        })
+    }
+
+    /// Starts `f` with this rank's `buf` (of the agreed length).
+    pub(crate) fn node_fold_start<T: Copy>(&self, f: &mut NodeFold, buf: &[T]) -> Result<()> {
+        self.local.member().enter("allreduce")?;
+        debug_assert!(!f.in_flight && folded::fits::<T>(buf.len()));
+        f.k += 1;
+        // SAFETY: rank `me` publishes into its own slots only; `buf` fits them; its previous
+        // start has completed (or it has none), so every rank has read the start before it
+        // (`Slots::publish`), and no rank reads an earlier generation of the region any more
+        // (none used one when `node_folded` returned).
+        unsafe {
+            f.slots
+                .publish(f.me, f.k, buf.as_ptr().cast(), size_of_val(buf))
+        };
+        f.in_flight = true;
+        Ok(())
+    }
+
+    /// Whether `f`'s start in flight can complete without waiting.
+    pub(crate) fn node_fold_ready(&self, f: &NodeFold) -> bool {
+        !f.in_flight || f.pending().is_none()
+    }
+
+    /// Completes `f`'s start in flight, if any, into `buf` (the buffer it started with).
+    pub(crate) fn node_fold_finish<T: Copy, O: Op<T> + ?Sized>(
+        &self,
+        f: &mut NodeFold,
+        buf: &mut [T],
+        op: &O,
+    ) -> Result<()> {
+        const OP: &str = "allreduce";
+        if !f.in_flight {
+            return Ok(());
+        }
+        f.in_flight = false;
+        let run = f.folds.run();
+        let mut polls = 0u32;
+        if let Some(peer) = f.pending() {
+            self.poll_until(OP, peer, || {
+                let Some(i) = f.pending() else {
+                    return Ok(true);
+                };
+                polls = polls.wrapping_add(1);
+                let q = f.process_of(i);
+                // Its process ended the run, and (looked at after that) has not stored it.
+                if let Some(failed) = f.folds.ended(q, run).filter(|_| f.pending() == Some(i)) {
+                    if !failed {
+                        return Err(self.fail(Error::PeerExited {
+                            rank: self.rank(),
+                            peer: i,
+                            op: OP,
+                        }));
+                    }
+                    // Its run failed: as if its failure notice had come.
+                    let relayed = self.relay.as_ref().map(|r| r.channels());
+                    if let Some(ch) = self.channels.as_ref().or(relayed) {
+                        ch.notices().record(q);
+                    }
+                    return Err(self.fail(Error::ProcessFailed {
+                        rank: self.rank(),
+                        op: OP,
+                        process: q,
+                    }));
+                }
+                let pid = f.folds.pid(q);
+                if polls.is_multiple_of(1024) && pid != 0 && !process_exists(pid) {
+                    return Err(self.fail(Error::ProcessFailed {
+                        rank: self.rank(),
+                        op: OP,
+                        process: q,
+                    }));
+                }
+                Ok(false)
+            })?;
+        }
+        let (seq, len) = (f.k, buf.len());
+        // Ranks `start..start + count`'s vectors combined left to right into `acc`.
+        let combine = |acc: &mut [T], start: usize, count: usize| {
+            // SAFETY: every rank uses this generation and has stored `seq`, and this rank publishes its next start only
+            // after this returns, so the slots hold every rank's vector of this start: `len`
+            // `T`s (the agreed length), aligned to 8 ≥ align_of::<T>() (`folded::fits`).
+            unsafe {
+                f.slots.read(start, seq, |x| {
+                    std::ptr::copy_nonoverlapping(x.cast::<T>(), acc.as_mut_ptr(), len)
+                });
+                for i in start + 1..start + count {
+                    f.slots.read(i, seq, |x| {
+                        op.fold_right(acc, std::slice::from_raw_parts(x.cast::<T>(), len))
+                    });
+                }
+            }
+        };
+        // Room for one process's result: `SLOT_BYTES` ≥ `len` `T`s, aligned to 8.
+        let mut room = [MaybeUninit::<u64>::uninit(); crate::shm::SLOT_BYTES / 8];
+        // SAFETY: `room` is large and aligned enough (above), and `combine` writes each of its
+        // `T`s (copies of a rank's valid ones) before anything reads it.
+        let partial = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<T>(), len) };
+        for (g, &(start, count)) in f.groups.iter().enumerate() {
+            if g == 0 {
+                combine(buf, start, count);
+            } else {
+                combine(partial, start, count);
+                op.fold_right(buf, partial);
+            }
+        }
+        Ok(())
+    }
+}
