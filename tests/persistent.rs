@@ -7,8 +7,9 @@
 //! Thousands of starts of one 8-byte allreduce; two persistent collectives and a non-blocking
 //! one in flight together; buffers refused while a start is in flight; a setup that differs
 //! between ranks (length, root, op, algorithm) an error on every rank at setup; a bad root an
-//! error at setup; a persistent collective forgotten with a start in flight. Teams time out
-//! after 30 s.
+//! error at setup; a persistent collective forgotten with a start in flight; a rank that skips
+//! a start while the others poll `test` alone (an error for them, never a spin for ever).
+//! Teams time out after 30 s.
 
 mod common;
 
@@ -405,5 +406,32 @@ fn forgotten_with_a_start_in_flight() {
             })
             .unwrap();
         assert!(out.iter().all(Result::is_ok), "{out:?}");
+    }
+}
+
+#[test]
+fn a_rank_that_skips_a_start_fails_the_others_tests() {
+    // Short (folded on slots) and long (a request per start): the others poll with `test`
+    // alone, which must end in an error once the last rank returns without its start.
+    for (p, n) in [(2, 1), (3, 31), (5, 1), (3, 1000)] {
+        let out = team(p)
+            .run(|comm| -> Result<()> {
+                let mut v = vec![1.0f64; n];
+                comm.scope(|s| {
+                    let mut ar = s.allreduce_init(&mut v, op::Sum)?;
+                    if comm.rank() == p - 1 {
+                        return Ok(());
+                    }
+                    ar.start()?;
+                    while !ar.test()? {}
+                    Ok(())
+                })
+            })
+            .unwrap();
+        assert!(out[p - 1].is_ok(), "p = {p}, n = {n}: {out:?}");
+        assert!(
+            out[..p - 1].iter().all(Result::is_err),
+            "p = {p}, n = {n}: {out:?}"
+        );
     }
 }

@@ -84,7 +84,9 @@ impl Folding {
         }
     }
 
-    fn ready(&self, comm: &Comm) -> bool {
+    /// Whether the start in flight can complete without waiting; an error if its wait would
+    /// end in one (the run failed, a process ended or failed its run).
+    fn ready(&self, comm: &Comm) -> Result<bool> {
         match self {
             Folding::Threads(f) => comm.local().fold_ready(f),
             #[cfg(feature = "mpi")]
@@ -148,7 +150,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     /// completed, or if none is; its error, once, if it failed.
     pub fn test(&mut self) -> Result<bool> {
         if let Some(f) = &self.fold {
-            if !f.state.ready(self.core.comm()) {
+            if !f.state.ready(self.core.comm())? {
                 return Ok(false);
             }
             // Ready: `wait` completes it without waiting.

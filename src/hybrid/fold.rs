@@ -166,9 +166,54 @@ impl Bridge {
         Ok(())
     }
 
-    /// Whether `f`'s start in flight can complete without waiting.
-    pub(crate) fn node_fold_ready(&self, f: &NodeFold) -> bool {
-        !f.in_flight || f.pending().is_none()
+    /// Whether `f`'s start in flight can complete without waiting; the error that would end
+    /// its wait, if one would (the process waited for ended or failed its run, this run failed,
+    /// another process's failure notice).
+    pub(crate) fn node_fold_ready(&self, f: &NodeFold) -> Result<bool> {
+        let Some(i) = f.pending().filter(|_| f.in_flight) else {
+            return Ok(true);
+        };
+        let stalled = self.stalled(f, i, f.folds.run(), true);
+        match stalled.or_else(|| self.given_up("allreduce", i, None)) {
+            Some(e) => Err(e),
+            None => Ok(false),
+        }
+    }
+
+    /// Why a wait of `f` for rank `i`'s start in run `run` cannot end, if it cannot: `i`'s
+    /// process ended the run without it, or failed its run, or (if `look`: a system call) no
+    /// longer exists.
+    fn stalled(&self, f: &NodeFold, i: usize, run: u64, look: bool) -> Option<Error> {
+        const OP: &str = "allreduce";
+        let q = f.process_of(i);
+        // Its process ended the run, and (looked at after that) has not stored it.
+        if let Some(failed) = f.folds.ended(q, run).filter(|_| f.pending() == Some(i)) {
+            if !failed {
+                return Some(self.fail(Error::PeerExited {
+                    rank: self.rank(),
+                    peer: i,
+                    op: OP,
+                }));
+            }
+            // Its run failed: as if its failure notice had come.
+            let relayed = self.relay.as_ref().map(|r| r.channels());
+            if let Some(ch) = self.channels.as_ref().or(relayed) {
+                ch.notices().record(q);
+            }
+            return Some(self.fail(Error::ProcessFailed {
+                rank: self.rank(),
+                op: OP,
+                process: q,
+            }));
+        }
+        let pid = f.folds.pid(q);
+        (look && pid != 0 && !process_exists(pid)).then(|| {
+            self.fail(Error::ProcessFailed {
+                rank: self.rank(),
+                op: OP,
+                process: q,
+            })
+        })
     }
 
     /// Completes `f`'s start in flight, if any, into `buf` (the buffer it started with).
@@ -191,44 +236,19 @@ impl Bridge {
                     return Ok(true);
                 };
                 polls = polls.wrapping_add(1);
-                let q = f.process_of(i);
-                // Its process ended the run, and (looked at after that) has not stored it.
-                if let Some(failed) = f.folds.ended(q, run).filter(|_| f.pending() == Some(i)) {
-                    if !failed {
-                        return Err(self.fail(Error::PeerExited {
-                            rank: self.rank(),
-                            peer: i,
-                            op: OP,
-                        }));
-                    }
-                    // Its run failed: as if its failure notice had come.
-                    let relayed = self.relay.as_ref().map(|r| r.channels());
-                    if let Some(ch) = self.channels.as_ref().or(relayed) {
-                        ch.notices().record(q);
-                    }
-                    return Err(self.fail(Error::ProcessFailed {
-                        rank: self.rank(),
-                        op: OP,
-                        process: q,
-                    }));
+                match self.stalled(f, i, run, polls.is_multiple_of(1024)) {
+                    Some(e) => Err(e),
+                    None => Ok(false),
                 }
-                let pid = f.folds.pid(q);
-                if polls.is_multiple_of(1024) && pid != 0 && !process_exists(pid) {
-                    return Err(self.fail(Error::ProcessFailed {
-                        rank: self.rank(),
-                        op: OP,
-                        process: q,
-                    }));
-                }
-                Ok(false)
             })?;
         }
         let (seq, len) = (f.k, buf.len());
         // Ranks `start..start + count`'s vectors combined left to right into `acc`.
         let combine = |acc: &mut [T], start: usize, count: usize| {
-            // SAFETY: every rank uses this generation and has stored `seq`, and this rank publishes its next start only
-            // after this returns, so the slots hold every rank's vector of this start: `len`
-            // `T`s (the agreed length), aligned to 8 ≥ align_of::<T>() (`folded::fits`).
+            // SAFETY: every rank took this generation and stored `seq`, and this rank publishes
+            // its next start only after this returns, so the slots hold every rank's vector of
+            // this start: `len` `T`s (the agreed length), aligned to 8 ≥ align_of::<T>()
+            // (`folded::fits`).
             unsafe {
                 f.slots.read(start, seq, |x| {
                     std::ptr::copy_nonoverlapping(x.cast::<T>(), acc.as_mut_ptr(), len)

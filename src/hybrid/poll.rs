@@ -53,11 +53,11 @@ impl Bridge {
         }
     }
 
-    /// Between two polls of a wait for `peer` begun at `started`: runs a relaying leader's
-    /// relay (its own message may be among what it brings in), and returns the error that
-    /// ends the wait, if any — the run failed, another process's failure notice, the team's
-    /// timeout.
-    fn given_up(
+    /// Between two polls of a wait for `peer` begun at `started` (if timed): runs a relaying
+    /// leader's relay (its own message may be among what it brings in), and returns the error
+    /// that ends the wait, if any — the run failed, another process's failure notice, the
+    /// team's timeout.
+    pub(super) fn given_up(
         &self,
         op: &'static str,
         peer: usize,

@@ -6,7 +6,7 @@ use super::Local;
 use crate::algorithms::allreduce::folded;
 use crate::algorithms::check::{self, Call};
 use crate::collective::Collective;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::mailbox::Kind;
 use crate::op::Op;
 use crate::select::Choice;
@@ -89,9 +89,21 @@ impl Local {
         Ok(())
     }
 
-    /// Whether `f`'s start in flight can complete without waiting.
-    pub(crate) fn fold_ready(&self, f: &Folded) -> bool {
-        !f.in_flight || folded::pending(&f.slots, self.size(), f.k).is_none()
+    /// Whether `f`'s start in flight can complete without waiting; an error if it never can:
+    /// the run failed, or a rank it waits for has returned from the run without the start.
+    pub(crate) fn fold_ready(&self, f: &Folded) -> Result<bool> {
+        let pending = || folded::pending(&f.slots, self.size(), f.k);
+        let Some(q) = pending().filter(|_| f.in_flight) else {
+            return Ok(true);
+        };
+        self.member().enter("allreduce")?;
+        // Returned, and (looked at after that) still without the start.
+        if self.member().returned(q) && pending() == Some(q) {
+            let rank = self.rank();
+            let op = "allreduce";
+            return Err(self.fail(Error::PeerExited { rank, peer: q, op }));
+        }
+        Ok(false)
     }
 
     /// Completes `f`'s start in flight, if any, into `buf` (the buffer it started with).

@@ -223,6 +223,11 @@ impl Member {
         }
     }
 
+    /// Whether rank `peer` has returned from the run (what it did before is seen too).
+    pub(crate) fn returned(&self, peer: usize) -> bool {
+        self.run.is_done(self.shared.members[peer])
+    }
+
     /// The error of a wait for `peer` (begun at `started`) that ended without what it waited
     /// for: the run's failure if the run failed; else `peer` returned from the run
     /// ([`Error::PeerExited`]) or the timeout passed ([`Error::Timeout`]), both of which fail
