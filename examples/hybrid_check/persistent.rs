@@ -148,6 +148,24 @@ pub fn check_all(s: &Suite<'_>) {
         "persistent: 150 short allreduces set up and dropped in turn",
         |comm| made_again(comm, 150),
     );
+    // A forgotten one (folded: its region never marked done) holds nothing up in later runs.
+    s.check(
+        "persistent: one forgotten with a start in flight, then set-ups in the next run",
+        |comm| {
+            let mut v = vec![1u64; 3];
+            let forgot = comm.scope(|s| -> Result<()> {
+                let mut ar = s.allreduce_init(&mut v, op::Sum)?;
+                ar.start()?;
+                std::mem::forget(ar);
+                Ok(())
+            });
+            forgot.err().map(|e| format!("forgotten: {e}"))
+        },
+    );
+    s.check(
+        "persistent: set-ups in the run after one was forgotten",
+        |comm| made_again(comm, 3),
+    );
     let two = s.ctx.processes() >= 2;
     let hybrid = s.ctx.hybrid;
     let any = |_: usize, _: &Error| true;

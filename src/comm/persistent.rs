@@ -29,7 +29,9 @@ type Start<'scope, T> = Rc<dyn Fn(&Comm, &[T], &mut [T]) -> Result<()> + 'scope>
 /// starts it, [`Persistent::test`] and [`Persistent::wait`] complete the start as a
 /// [`Request`]'s; between starts, [`Persistent::buffer`] (the in-place collectives) or
 /// [`Persistent::send_buffer`] and [`Persistent::recv_buffer`] reach its buffers. A start still
-/// in flight when the persistent collective is dropped completes at the end of the scope.
+/// in flight when the persistent collective is dropped completes at the end of the scope (a
+/// short allreduce folded on slots abandons it instead: the other ranks complete theirs, and
+/// this rank's buffer keeps what it held).
 pub struct Persistent<'scope, T> {
     core: &'scope Core<'scope>,
     op: &'static str,

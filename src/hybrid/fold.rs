@@ -16,9 +16,10 @@
 //!
 //! **Failures.** A wait for another process's rank polls (nothing wakes a thread across
 //! processes), and gives up as every wait between processes does (`Bridge::poll_until`: the
-//! run failed here, another process's failure notice, the team's timeout), and also when the
-//! process it waits for has ended its run without the start (`Error::PeerExited`) or no
-//! longer exists (`Error::ProcessFailed`).
+//! run failed here, another process's failure notice, the team's timeout), and also on what
+//! the segment shows of the process it waits for: it ended its run without the start
+//! (`Error::PeerExited`), ended it failed, or no longer exists (`Error::ProcessFailed`). A
+//! `test` returns the same errors (but the timeout), so that a loop of them ends too.
 
 use super::bridge::Bridge;
 use crate::algorithms::allreduce::folded;
@@ -56,7 +57,8 @@ impl NodeFold {
 
     /// Its region, as `shm::node::region` runs it.
     fn region(&self) -> Region<'_> {
-        Region::new(self.folds.lines(self.region), &self.slots)
+        let since = folds::first_generation(self.folds.run());
+        Region::new(self.folds.lines(self.region), &self.slots, since)
     }
 
     /// The first rank that has not stored the start in flight's number, if one has not.
@@ -118,14 +120,15 @@ impl Bridge {
         let region = (n % REGIONS as u64) as usize;
         let generation = folds::generation(folds.run(), n);
         let slots = folds.slots(region);
-        let r = Region::new(folds.lines(region), &slots);
+        let since = folds::first_generation(folds.run());
+        let r = Region::new(folds.lines(region), &slots, since);
         if r.held_apart(me, generation) {
             return Err(self.fail(Error::InvalidArgument {
                 rank: me,
                 op: OP,
                 what: format!(
-                    "more than {REGIONS} persistent allreduces of at most {} bytes alive at \
-                     once on this rank (drop one first)",
+                    "more than {REGIONS} persistent allreduces of at most {} bytes alive (or \
+                     forgotten with mem::forget) at once on this rank in this run",
                     crate::shm::SLOT_BYTES
                 ),
             }));

@@ -46,6 +46,11 @@ pub(crate) fn generation(run: u64, n: u64) -> u64 {
     run << SETUP_BITS | (n / REGIONS as u64 + 1)
 }
 
+/// The first generation of run `run`: those below are from runs that have ended.
+pub(crate) fn first_generation(run: u64) -> u64 {
+    run << SETUP_BITS
+}
+
 /// Whether the n-th set-up of a run gets a generation.
 pub(crate) fn fits(n: u64) -> bool {
     n / (REGIONS as u64) + 1 < 1 << SETUP_BITS

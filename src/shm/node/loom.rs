@@ -179,7 +179,7 @@ fn a_region_taken_again_never_shows_the_last_generation() {
             Slots::new(2),
         ));
         let rank = |shared: Arc<(Vec<CachePadded<AtomicU64>>, Slots)>, me: usize| {
-            let r = Region::new(&shared.0, &shared.1);
+            let r = Region::new(&shared.0, &shared.1, 1);
             for g in 1..=2 {
                 while r.busy(g).is_some() {
                     loom::thread::yield_now();

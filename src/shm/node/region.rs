@@ -10,7 +10,8 @@
 //!   take for this one's, were set back before the take it saw.
 //! - It is **done** with g after its last read of the others' slots: g with the done bit
 //!   (release). Its own slots stay as they are until no rank uses g any more, since no rank
-//!   takes another generation before that.
+//!   takes another generation before that. A generation of a run that has ended is used by
+//!   no one, done or not (a take never marked done was forgotten with `mem::forget`).
 //!
 //! The loom model beside it (`loom::a_region_taken_again_never_shows_the_last_generation`)
 //! takes one region twice on two ranks; without the look at the line in `pending`, it reports
@@ -26,12 +27,20 @@ const DONE: u64 = 1 << 63;
 pub(crate) struct Region<'a> {
     lines: &'a [CachePadded<AtomicU64>],
     slots: &'a Slots,
+    /// Generations below this one are no longer used, whatever their lines say (their
+    /// ranks' runs have ended: a take not marked done there was forgotten).
+    since: u64,
 }
 
 impl<'a> Region<'a> {
-    /// The region of `slots` (of `lines.len()` ranks) with the ranks' `lines`.
-    pub(crate) fn new(lines: &'a [CachePadded<AtomicU64>], slots: &'a Slots) -> Self {
-        Region { lines, slots }
+    /// The region of `slots` (of `lines.len()` ranks) with the ranks' `lines`, where no
+    /// generation below `since` is used any more.
+    pub(crate) fn new(lines: &'a [CachePadded<AtomicU64>], slots: &'a Slots, since: u64) -> Self {
+        Region {
+            lines,
+            slots,
+            since,
+        }
     }
 
     /// The generation rank `i` took last (0: none yet), and whether it is done with it.
@@ -43,7 +52,7 @@ impl<'a> Region<'a> {
     /// Whether rank `i` uses a generation other than `generation`.
     pub(crate) fn held_apart(&self, i: usize, generation: u64) -> bool {
         let (g, done) = self.taken(i);
-        g != 0 && !done && g != generation
+        g >= self.since && !done && g != generation
     }
 
     /// The first rank that uses a generation other than `generation`, if one does: the region
