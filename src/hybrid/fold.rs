@@ -45,8 +45,6 @@ pub(crate) struct NodeFold {
     k: u64,
     /// Whether that start has not completed yet.
     in_flight: bool,
-    /// Every process's first rank and number of ranks, in process order.
-    groups: Vec<(usize, usize)>,
 }
 
 impl NodeFold {
@@ -64,11 +62,6 @@ impl NodeFold {
     /// The first rank that has not stored the start in flight's number, if one has not.
     fn pending(&self) -> Option<usize> {
         self.region().pending(self.generation, self.k)
-    }
-
-    /// The process of rank `i`.
-    fn process_of(&self, i: usize) -> usize {
-        self.groups.partition_point(|&(first, _)| first <= i) - 1
     }
 }
 
@@ -137,9 +130,6 @@ impl Bridge {
             Ok(r.busy(generation).is_none())
         })?;
         r.take(me, generation);
-        let groups = (0..self.layout.processes())
-            .map(|q| (self.layout.offset(q), self.layout.threads(q)))
-            .collect();
         Ok(NodeFold {
             folds,
             slots,
@@ -148,7 +138,6 @@ impl Bridge {
             me,
             k: 0,
             in_flight: false,
-            groups,
         })
     }
 
@@ -188,7 +177,7 @@ impl Bridge {
     /// longer exists.
     fn stalled(&self, f: &NodeFold, i: usize, run: u64, look: bool) -> Option<Error> {
         const OP: &str = "allreduce";
-        let q = f.process_of(i);
+        let q = self.layout.locate(i).0;
         // Its process ended the run, and (looked at after that) has not stored it.
         if let Some(failed) = f.folds.ended(q, run).filter(|_| f.pending() == Some(i)) {
             if !failed {
@@ -245,35 +234,25 @@ impl Bridge {
                 }
             })?;
         }
-        let (seq, len) = (f.k, buf.len());
-        // Ranks `start..start + count`'s vectors combined left to right into `acc`.
-        let combine = |acc: &mut [T], start: usize, count: usize| {
-            // SAFETY: every rank took this generation and stored `seq`, and this rank publishes
-            // its next start only after this returns, so the slots hold every rank's vector of
-            // this start: `len` `T`s (the agreed length), aligned to 8 ≥ align_of::<T>()
-            // (`folded::fits`).
-            unsafe {
-                f.slots.read(start, seq, |x| {
-                    std::ptr::copy_nonoverlapping(x.cast::<T>(), acc.as_mut_ptr(), len)
-                });
-                for i in start + 1..start + count {
-                    f.slots.read(i, seq, |x| {
-                        op.fold_right(acc, std::slice::from_raw_parts(x.cast::<T>(), len))
-                    });
-                }
-            }
-        };
+        // Each process's vectors left to right, then the processes' results left to right.
+        let len = buf.len();
         // Room for one process's result: `SLOT_BYTES` ≥ `len` `T`s, aligned to 8.
         let mut room = [MaybeUninit::<u64>::uninit(); crate::shm::SLOT_BYTES / 8];
         // SAFETY: `room` is large and aligned enough (above), and `combine` writes each of its
         // `T`s (copies of a rank's valid ones) before anything reads it.
         let partial = unsafe { std::slice::from_raw_parts_mut(room.as_mut_ptr().cast::<T>(), len) };
-        for (g, &(start, count)) in f.groups.iter().enumerate() {
-            if g == 0 {
-                combine(buf, start, count);
-            } else {
-                combine(partial, start, count);
-                op.fold_right(buf, partial);
+        for q in 0..self.layout.processes() {
+            let ranks = self.layout.offset(q)..self.layout.offset(q) + self.layout.threads(q);
+            // SAFETY: every rank took this generation and stored start `f.k`, and this rank
+            // publishes its next start only after this returns; every vector is `len` `T`s
+            // (the agreed length), which fit the slots (`node_folds`).
+            unsafe {
+                if q == 0 {
+                    folded::combine(&f.slots, ranks, f.k, buf, op);
+                } else {
+                    folded::combine(&f.slots, ranks, f.k, partial, op);
+                    op.fold_right(buf, partial);
+                }
             }
         }
         Ok(())

@@ -49,6 +49,35 @@ pub(crate) fn pending(slots: &Slots, p: usize, k: u64) -> Option<usize> {
     (0..p).find(|&q| !slots.reached(q, k))
 }
 
+/// Leaves the contributions of `ranks` to start `k` in `acc`, combined left to right:
+/// x_a ⊙ x_{a+1} ⊙ … for `ranks` = a..b (nonempty).
+///
+/// # Safety
+/// Every rank of `ranks` has reached `k` ([`Slots::reached`]) and the caller publishes its
+/// start `k + 1` only after this returns; each contribution holds `acc.len()` elements of `T`,
+/// which fit the slots ([`fits`]: aligned to 8 ≥ align_of::<T>()).
+pub(crate) unsafe fn combine<T: Copy, O: Op<T> + ?Sized>(
+    slots: &Slots,
+    ranks: std::ops::Range<usize>,
+    k: u64,
+    acc: &mut [T],
+    op: &O,
+) {
+    let len = acc.len();
+    // SAFETY: the contributions are whole and stay so meanwhile (the contract), each `len`
+    // `T`s at an address aligned for `T`.
+    unsafe {
+        slots.read(ranks.start, k, |x| {
+            std::ptr::copy_nonoverlapping(x.cast::<T>(), acc.as_mut_ptr(), len)
+        });
+        for q in ranks.start + 1..ranks.end {
+            slots.read(q, k, |xq| {
+                op.fold_right(acc, std::slice::from_raw_parts(xq.cast::<T>(), len))
+            });
+        }
+    }
+}
+
 /// Completes start `k`: waits until every rank has published it (giving up as every wait of
 /// the crate does), then leaves x₀ ⊙ … ⊙ x_{p−1} in `buf`.
 ///
@@ -69,16 +98,7 @@ pub(crate) unsafe fn finish<T: Copy, O: Op<T> + ?Sized>(
     waited?;
     // SAFETY: every rank has reached `k`, and this rank publishes `k + 1` only after this
     // returns; each contribution holds `buf.len()` elements of `T` (every rank agreed the
-    // length at setup), aligned to 8 ≥ align_of::<T>() ([`fits`]).
-    unsafe {
-        slots.read(0, k, |x0| {
-            std::ptr::copy_nonoverlapping(x0.cast::<T>(), buf.as_mut_ptr(), buf.len())
-        });
-        for q in 1..p {
-            slots.read(q, k, |xq| {
-                op.fold_right(buf, std::slice::from_raw_parts(xq.cast::<T>(), buf.len()))
-            });
-        }
-    }
+    // length at setup).
+    unsafe { combine(slots, 0..p, k, buf, op) };
     Ok(())
 }
