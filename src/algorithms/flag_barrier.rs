@@ -111,8 +111,8 @@ use super::groups::group_of;
 use crate::error::Result;
 use crate::mailbox::Tag;
 use crate::shm::{reached, Flag, Member};
+use crate::sync::park::Started;
 use crate::sync::{AtomicU64, CachePadded, Ordering};
-use std::time::{Duration, Instant};
 
 /// The operation's name in errors.
 const OP: &str = "barrier";
@@ -178,9 +178,9 @@ struct Call<'a> {
     flags: &'a [CachePadded<Flag>],
     /// The call's epoch, `tag.seq + 1`.
     epoch: u64,
-    /// When the call began and the team's timeout, if it has one: every wait of the call
-    /// gives up at the same deadline.
-    started: Option<(Instant, Duration)>,
+    /// When the call began to wait and the team's timeout: every wait of the call gives up at
+    /// the same deadline.
+    started: Started,
 }
 
 impl Call<'_> {
@@ -226,7 +226,7 @@ impl Call<'_> {
     /// for; `Err` if the run failed, the rank it names returned from the run, or the timeout
     /// passed first (module docs, "Failure"): `Comm::wait_for`.
     fn wait(&self, pending: impl FnMut() -> Option<usize>) -> Result<()> {
-        self.comm.wait_for(OP, self.started, pending)
+        self.comm.wait_for(OP, &self.started, pending)
     }
 }
 

@@ -166,7 +166,9 @@ impl Bridge {
             return Ok(true);
         };
         let stalled = self.stalled(f, i, f.folds.run(), true);
-        match stalled.or_else(|| self.given_up("allreduce", i, None)) {
+        match stalled
+            .or_else(|| self.given_up("allreduce", i, &crate::sync::park::Started::new(None)))
+        {
             Some(e) => Err(e),
             None => Ok(false),
         }

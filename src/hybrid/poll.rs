@@ -24,7 +24,7 @@ impl Bridge {
             crate::sync::task::poll_until(&mut || {
                 if out.is_none() {
                     out = match done() {
-                        Ok(false) => self.given_up(op, peer, started).map(Err),
+                        Ok(false) => self.given_up(op, peer, &started).map(Err),
                         r => Some(r.map(drop)),
                     };
                 }
@@ -47,7 +47,7 @@ impl Bridge {
             } else {
                 yield_now();
             }
-            if let Some(e) = self.given_up(op, peer, started) {
+            if let Some(e) = self.given_up(op, peer, &started) {
                 return Err(e);
             }
         }
@@ -61,7 +61,7 @@ impl Bridge {
         &self,
         op: &'static str,
         peer: usize,
-        started: Option<(std::time::Instant, std::time::Duration)>,
+        started: &crate::sync::park::Started,
     ) -> Option<Error> {
         crate::sync::idle::run();
         let run = self.local.run();
@@ -84,13 +84,12 @@ impl Bridge {
                 process,
             }));
         }
-        let (start, limit) = started?;
-        (start.elapsed() >= limit).then(|| {
+        started.expired().then(|| {
             self.local.fail(Error::Timeout {
                 rank: self.rank(),
                 peer,
                 op,
-                waited: start.elapsed(),
+                waited: started.elapsed(),
             })
         })
     }

@@ -5,11 +5,11 @@ use super::scratch::{Pool, Scratch};
 use super::{CommShared, RunState};
 use crate::error::{Error, Result};
 use crate::mailbox::{Kind, Tag};
-use crate::sync::park::{wait_until_watched, Watch};
+use crate::sync::park::{wait_until_watched, Started, Watch};
+use crate::sync::{fence, Ordering};
 use crate::topology::Location;
 use std::cell::Cell;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// One rank of one communicator, as the layers below the API see it: its rank, the
 /// communicator's shared state, the run's state, its collective call count and its scratch
@@ -122,6 +122,16 @@ impl Member {
         self.run.ranks.parkers[self.shared.members[peer]].unpark();
     }
 
+    /// Wakes every other rank of the communicator that is parked or about to park: one
+    /// `SeqCst` fence for them all, then each one's parker as [`Member::unpark_sleeping`]
+    /// (`unpark` for each would fence once per peer).
+    pub(crate) fn unpark_others(&self) {
+        fence(Ordering::SeqCst);
+        for q in (0..self.size()).filter(|&q| q != self.rank) {
+            self.unpark_sleeping(q);
+        }
+    }
+
     /// Wakes communicator rank `peer` if it is seen parked, without `unpark`'s fence: a writer
     /// that calls this must `unpark` the peer later as well, so that no wake-up is lost
     /// (`Parker::unpark_seen`).
@@ -168,10 +178,10 @@ impl Member {
         e
     }
 
-    /// When a wait of this rank's that begins now gives up: the start and the team's
-    /// timeout, if it has one.
-    pub(crate) fn wait_start(&self) -> Option<(Instant, Duration)> {
-        self.run.ranks.timeout.map(|t| (Instant::now(), t))
+    /// When a wait of this rank's that begins now gives up: the team's timeout, counted from
+    /// the first moment the wait needs the clock ([`Started`]).
+    pub(crate) fn wait_start(&self) -> Started {
+        Started::new(self.run.ranks.timeout)
     }
 
     /// Waits (spin, yield, then park on this rank's parker) until `pending()` names no peer
@@ -184,20 +194,23 @@ impl Member {
     pub(crate) fn wait_for(
         &self,
         op: &'static str,
-        started: Option<(Instant, Duration)>,
+        started: &Started,
         mut pending: impl FnMut() -> Option<usize>,
     ) -> Result<()> {
         let run = &self.run;
         let members = &self.shared.members;
-        // A timeout too large to add to the start is no limit.
-        let deadline = started.and_then(|(s, t)| s.checked_add(t));
         let watch = self.watch(op);
+        // Whether `pending()` named no one (rather than the wait giving up).
+        let mut met = false;
         wait_until_watched(
             &run.ranks.parkers[members[self.rank]],
             &run.ranks.policy,
-            deadline,
+            || started.deadline(),
             || match pending() {
-                None => true,
+                None => {
+                    met = true;
+                    true
+                }
                 Some(q) => {
                     watch.peer.set(members[q]);
                     run.is_aborted() || run.is_done(members[q])
@@ -206,6 +219,9 @@ impl Member {
             // Unwatched where the team does not look for deadlocks: no marks to keep.
             run.ranks.detect_deadlocks.then_some(&watch as &dyn Watch),
         );
+        if met {
+            return Ok(());
+        }
         match pending() {
             None => Ok(()),
             Some(peer) => Err(self.stalled(op, peer, started)),
@@ -232,12 +248,7 @@ impl Member {
     /// for: the run's failure if the run failed; else `peer` returned from the run
     /// ([`Error::PeerExited`]) or the timeout passed ([`Error::Timeout`]), both of which fail
     /// the run so that no other rank waits for this one.
-    pub(crate) fn stalled(
-        &self,
-        op: &'static str,
-        peer: usize,
-        started: Option<(Instant, Duration)>,
-    ) -> Error {
+    pub(crate) fn stalled(&self, op: &'static str, peer: usize, started: &Started) -> Error {
         let rank = self.rank;
         if let Some(waits) = self.run.deadlock() {
             Error::Deadlock { rank, op, waits }
@@ -250,7 +261,7 @@ impl Member {
                 rank,
                 peer,
                 op,
-                waited: started.map(|(s, _)| s.elapsed()).unwrap_or_default(),
+                waited: started.elapsed(),
             })
         }
     }

@@ -299,6 +299,54 @@ impl WaitPolicy {
     }
 }
 
+/// When a call began to wait, for the team's timeout. The clock is read the first time one of
+/// the call's waits needs it — once its spinning is over, or for an error's report — so a
+/// wait whose condition holds at once or within the spin reads no clock: a clock read costs
+/// about a fifth of the cache-line handoff a short collective waits for, and the persistent
+/// short allreduce's completion would pay it every time. (The timeout is so counted from that
+/// first need, a few microseconds after the call began at most.)
+#[derive(Debug)]
+pub(crate) struct Started {
+    timeout: Option<Duration>,
+    at: std::cell::Cell<Option<Instant>>,
+}
+
+impl Started {
+    /// A wait (or a call's waits) bounded by `timeout`, if any.
+    pub(crate) fn new(timeout: Option<Duration>) -> Started {
+        Started {
+            timeout,
+            at: std::cell::Cell::new(None),
+        }
+    }
+
+    /// The instant the wait began: now, if no wait has asked before.
+    pub(crate) fn at(&self) -> Instant {
+        self.at.get().unwrap_or_else(|| {
+            let now = Instant::now();
+            self.at.set(Some(now));
+            now
+        })
+    }
+
+    /// When the timeout passes (`None`: no timeout, or one too large to add to the start).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        let limit = self.timeout?;
+        self.at().checked_add(limit)
+    }
+
+    /// Whether the timeout has passed.
+    #[cfg(feature = "mpi")]
+    pub(crate) fn expired(&self) -> bool {
+        self.deadline().is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// How long since the wait began.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.at().elapsed()
+    }
+}
+
 /// Polls without a spin hint at the start of a wait.
 const TIGHT_POLLS: u32 = 64;
 
@@ -312,16 +360,17 @@ pub(crate) fn wait_until(
     deadline: Option<Instant>,
     ready: impl FnMut() -> bool,
 ) -> bool {
-    wait_until_watched(parker, policy, deadline, ready, None)
+    wait_until_watched(parker, policy, || deadline, ready, None)
 }
 
 /// [`wait_until`] for a wait that may be part of a deadlock between ranks: parks watched by
-/// `watch` (module doc).
+/// `watch` (module doc). `deadline` is asked only if `ready()` does not hold at once, and
+/// outside a task only once the spinning is over ([`Started`]).
 #[inline]
 pub(crate) fn wait_until_watched(
     parker: &Parker,
     policy: &WaitPolicy,
-    deadline: Option<Instant>,
+    deadline: impl FnOnce() -> Option<Instant>,
     mut ready: impl FnMut() -> bool,
     watch: Option<&dyn Watch>,
 ) -> bool {
@@ -330,7 +379,7 @@ pub(crate) fn wait_until_watched(
     }
     if super::task::inside() {
         // A task does not wait: it stops here until its resumer finds the condition true.
-        return super::task::suspend_until(parker, policy, deadline, &mut ready, watch);
+        return super::task::suspend_until(parker, policy, deadline(), &mut ready, watch);
     }
     if !cfg!(loom) {
         // The first polls go without a spin hint: a hint costs 30-60 ns on some cores, which
@@ -343,6 +392,9 @@ pub(crate) fn wait_until_watched(
                 return true;
             }
         }
+    }
+    let deadline = deadline();
+    if !cfg!(loom) {
         // Yield until `yield_for` has passed since the wait began, or, for a thread with an
         // idle hook (`idle`), since the hook last found work: its work wakes nobody, so such a
         // thread then sleeps in short stretches and runs the hook between them instead of

@@ -286,6 +286,6 @@ pub(crate) unsafe fn wait_any(blocked: &[Blocked]) {
     // (and the parker, a rank's, for the whole run).
     unsafe {
         let watch = watch.map(|w| &*w);
-        wait_until_watched(&*parker, &*policy, deadline, &mut any, watch);
+        wait_until_watched(&*parker, &*policy, || deadline, &mut any, watch);
     }
 }

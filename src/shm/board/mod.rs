@@ -245,7 +245,6 @@ impl Board {
         let run = comm.run();
         let members = &comm.shared().members;
         let started = comm.wait_start();
-        let deadline = started.and_then(|(s, t)| s.checked_add(t));
         // Peers below `next` have been seen arrived; the words do not change until this rank
         // finishes the call, so they need not be read again.
         let mut next = 0;
@@ -254,7 +253,7 @@ impl Board {
         wait_until_watched(
             &run.ranks.parkers[members[me]],
             &run.ranks.policy,
-            deadline,
+            || started.deadline(),
             || match scan() {
                 Scan::Pending(peer) => {
                     watch.peer.set(members[peer]);
@@ -277,7 +276,7 @@ impl Board {
                 ),
                 found: "a later direct collective call".into(),
             }),
-            Scan::Pending(peer) => comm.stalled(op, peer, started),
+            Scan::Pending(peer) => comm.stalled(op, peer, &started),
         };
         session.withdraw();
         Err(e)

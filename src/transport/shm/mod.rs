@@ -193,7 +193,7 @@ impl<'a> ShmTransport<'a> {
         let members = &self.member.shared().members;
         let me = self.member.rank();
         let started = self.member.wait_start();
-        self.member.wait_for(self.op, started, || {
+        self.member.wait_for(self.op, &started, || {
             if ready() {
                 return None;
             }
