@@ -8,6 +8,7 @@
 //! different ranks.
 
 use crate::cases::{inputs, Affine, Case};
+use crate::collectives::note;
 use crate::suite::{Outcome, RunFails, Suite};
 use corecoll::algorithm::{Broadcast, Reduce};
 use corecoll::{op, Algorithm, Comm, Error, Request, Result};
@@ -17,6 +18,12 @@ fn same<T: Case>(got: &[T], want: &[T]) -> bool {
     got.len() == want.len() && got.iter().zip(want).all(|(g, w)| g.bits() == w.bits())
 }
 
+/// What a rank found: `Err` if a call failed (which fails the run, so every rank stops
+/// calling), `Ok(Some(..))` if a result was wrong — the rank then goes on making the same
+/// calls as the others, so that a wrong answer shows as a FAIL rather than as ranks waiting
+/// in different calls.
+type Found = std::result::Result<Option<String>, String>;
+
 /// Runs `blocking` on one copy of `input` and the request that `start` makes on another, and
 /// says what differs (`what` names the call).
 fn against<T: Case>(
@@ -25,62 +32,63 @@ fn against<T: Case>(
     input: &[T],
     blocking: impl FnOnce(&Comm, &mut [T]) -> Result<()>,
     start: impl for<'s> FnOnce(&'s corecoll::Scope<'s, '_>, &'s mut [T]) -> Result<Request<'s>>,
-) -> Option<String> {
+) -> Found {
     let mut want = input.to_vec();
-    if let Err(e) = blocking(comm, &mut want) {
-        return Some(format!("{what}, blocking: {e}"));
-    }
+    blocking(comm, &mut want).map_err(|e| format!("{what}, blocking: {e}"))?;
     let mut got = input.to_vec();
-    if let Err(e) = comm.scope(|s| start(s, &mut got)?.wait()) {
-        return Some(format!("{what}, request: {e}"));
-    }
-    (!same(&got, &want)).then(|| format!("{what}: the request's result differs"))
+    comm.scope(|s| start(s, &mut got)?.wait())
+        .map_err(|e| format!("{what}, request: {e}"))?;
+    Ok((!same(&got, &want)).then(|| format!("{what}: the request's result differs")))
 }
 
 /// The reducing requests of type `T` at `n` elements with the type's op.
-fn reductions<T: Case>(comm: &Comm, n: usize, algs: &[Algorithm]) -> Option<String> {
+fn reductions<T: Case>(comm: &Comm, n: usize, algs: &[Algorithm]) -> Found {
     let (r, p) = (comm.rank(), comm.size());
     let x = inputs::<T>(r, n);
     let o = T::op();
+    let mut problem = None;
     for &alg in algs {
         let what = format!("iallreduce {} {alg:?} n={n}", T::NAME);
-        let bad = against(
+        let found = against(
             comm,
             &what,
             &x,
             |c, b| c.allreduce_with(b, o, alg),
             |s, b| s.iallreduce_with(b, o, alg),
-        );
-        if bad.is_some() {
-            return bad;
-        }
+        )?;
+        note(&mut problem, found);
     }
     let what = format!("ireduce {} n={n}", T::NAME);
-    against(
+    let found = against(
         comm,
         &what,
         &x,
         |c, b| c.reduce_with(b, o, p - 1, Reduce::Auto),
         |s, b| s.ireduce_with(b, o, p - 1, Reduce::Auto),
-    )
-    .or_else(|| {
-        let what = format!("iscan {} n={n}", T::NAME);
-        against(comm, &what, &x, |c, b| c.scan(b, o), |s, b| s.iscan(b, o))
-    })
-    .or_else(|| {
-        let what = format!("iexscan {} n={n}", T::NAME);
-        against(
-            comm,
-            &what,
-            &x,
-            |c, b| c.exscan(b, o),
-            |s, b| s.iexscan(b, o),
-        )
-    })
+    )?;
+    note(&mut problem, found);
+    let what = format!("iscan {} n={n}", T::NAME);
+    let found = against(comm, &what, &x, |c, b| c.scan(b, o), |s, b| s.iscan(b, o))?;
+    note(&mut problem, found);
+    let what = format!("iexscan {} n={n}", T::NAME);
+    let found = against(
+        comm,
+        &what,
+        &x,
+        |c, b| c.exscan(b, o),
+        |s, b| s.iexscan(b, o),
+    )?;
+    note(&mut problem, found);
+    Ok(problem)
 }
 
 /// Every request against its blocking call, at every count of the suite.
 fn every_request(comm: &Comm, counts: &[usize]) -> Option<String> {
+    every_request_found(comm, counts).unwrap_or_else(Some)
+}
+
+/// [`every_request`], telling a failed call from a wrong result ([`Found`]).
+fn every_request_found(comm: &Comm, counts: &[usize]) -> Found {
     let (r, p) = (comm.rank(), comm.size());
     let between: Vec<Algorithm> = Algorithm::ALL
         .into_iter()
@@ -91,71 +99,55 @@ fn every_request(comm: &Comm, counts: &[usize]) -> Option<String> {
         .copied()
         .filter(|a| !matches!(a, Algorithm::Ring { .. }))
         .collect();
+    let mut problem = None;
     for &n in counts {
-        let bad = reductions::<u64>(comm, n, &[&between[..], &[Algorithm::Native]].concat())
-            .or_else(|| reductions::<f64>(comm, n, &between))
-            .or_else(|| reductions::<Affine>(comm, n, &keeps_order));
-        if bad.is_some() {
-            return bad;
-        }
+        let u64_algs = [&between[..], &[Algorithm::Native]].concat();
+        note(&mut problem, reductions::<u64>(comm, n, &u64_algs)?);
+        note(&mut problem, reductions::<f64>(comm, n, &between)?);
+        note(&mut problem, reductions::<Affine>(comm, n, &keeps_order)?);
         let x = inputs::<u64>(r, n);
         for root in [0, p - 1] {
             let what = format!("ibroadcast root {root} n={n}");
-            let bad = against(
+            let found = against(
                 comm,
                 &what,
                 &x,
                 |c, b| c.broadcast_with(b, root, Broadcast::Auto),
                 |s, b| s.ibroadcast(b, root),
-            );
-            if bad.is_some() {
-                return bad;
-            }
+            )?;
+            note(&mut problem, found);
         }
         let mut want = vec![0u64; n * p];
         let mut got = vec![0u64; n * p];
-        if let Err(e) = comm
-            .allgather(&x, &mut want)
+        comm.allgather(&x, &mut want)
             .and_then(|()| comm.scope(|s| s.iallgather(&x, &mut got)?.wait()))
-        {
-            return Some(format!("iallgather n={n}: {e}"));
-        }
-        if got != want {
-            return Some(format!("iallgather n={n}: the request's result differs"));
-        }
+            .map_err(|e| format!("iallgather n={n}: {e}"))?;
+        let differs = |what: &str| format!("{what} n={n}: the request's result differs");
+        note(&mut problem, (got != want).then(|| differs("iallgather")));
         let all = inputs::<u64>(r, n * p);
-        if let Err(e) = comm
-            .alltoall(&all, &mut want)
+        comm.alltoall(&all, &mut want)
             .and_then(|()| comm.scope(|s| s.ialltoall(&all, &mut got)?.wait()))
-        {
-            return Some(format!("ialltoall n={n}: {e}"));
-        }
-        if got != want {
-            return Some(format!("ialltoall n={n}: the request's result differs"));
-        }
+            .map_err(|e| format!("ialltoall n={n}: {e}"))?;
+        note(&mut problem, (got != want).then(|| differs("ialltoall")));
         let aff = inputs::<Affine>(r, n * p);
         let fill = Affine::input(0, 0);
         let (mut want, mut got) = (vec![fill; n], vec![fill; n]);
-        if let Err(e) = comm
-            .reduce_scatter_block(&aff, &mut want, Affine::op())
+        comm.reduce_scatter_block(&aff, &mut want, Affine::op())
             .and_then(|()| {
                 comm.scope(|s| {
                     s.ireduce_scatter_block(&aff, &mut got, Affine::op())?
                         .wait()
                 })
             })
-        {
-            return Some(format!("ireduce_scatter_block n={n}: {e}"));
-        }
-        if !same(&got, &want) {
-            return Some(format!(
-                "ireduce_scatter_block n={n}: the request's result differs"
-            ));
-        }
+            .map_err(|e| format!("ireduce_scatter_block n={n}: {e}"))?;
+        note(
+            &mut problem,
+            (!same(&got, &want)).then(|| differs("ireduce_scatter_block")),
+        );
     }
     comm.scope(|s| s.ibarrier()?.wait())
-        .err()
-        .map(|e| format!("ibarrier: {e}"))
+        .map_err(|e| format!("ibarrier: {e}"))?;
+    Ok(problem)
 }
 
 /// Twelve requests in flight, a blocking allreduce among them, waited in an order rotated by
@@ -199,6 +191,7 @@ fn persistent(comm: &Comm) -> Option<String> {
     let mut x = vec![0f64; n];
     let mut b = vec![0u64; n];
     let out = comm.scope(|s| {
+        let mut problem = None;
         let mut ar = s.allreduce_init(&mut x, op::Sum)?;
         let mut bc = s.broadcast_init(&mut b, p - 1)?;
         let mut bar = s.barrier_init()?;
@@ -215,15 +208,17 @@ fn persistent(comm: &Comm) -> Option<String> {
             let mut want = input;
             comm.allreduce(&mut want, op::Sum)?;
             if !same(ar.buffer()?, &want) {
-                return Ok(Some(format!(
-                    "allreduce start {k} differs from the blocking call"
-                )));
+                let why = format!("allreduce start {k} differs from the blocking call");
+                note(&mut problem, Some(why));
             }
             if bc.buffer()? != inputs::<u64>(p - 1 + k, n) {
-                return Ok(Some(format!("broadcast start {k}: wrong result")));
+                note(
+                    &mut problem,
+                    Some(format!("broadcast start {k}: wrong result")),
+                );
             }
         }
-        Ok(None)
+        Ok(problem)
     });
     out.unwrap_or_else(|e| Some(format!("persistent: {e}")))
 }
