@@ -30,6 +30,7 @@ use crate::shm::node::folds::{self, NodeFolds, REGIONS};
 use crate::shm::node::process_exists;
 use crate::shm::node::region::Region;
 use crate::shm::Slots;
+use crate::sync::park::Started;
 use std::mem::{size_of_val, MaybeUninit};
 use std::sync::Arc;
 
@@ -166,9 +167,7 @@ impl Bridge {
             return Ok(true);
         };
         let stalled = self.stalled(f, i, f.folds.run(), true);
-        match stalled
-            .or_else(|| self.given_up("allreduce", i, &crate::sync::park::Started::new(None)))
-        {
+        match stalled.or_else(|| self.given_up("allreduce", i, &Started::new(None))) {
             Some(e) => Err(e),
             None => Ok(false),
         }

@@ -4,6 +4,7 @@
 
 use super::bridge::Bridge;
 use crate::error::{Error, Result};
+use crate::sync::park::Started;
 use crate::sync::{spin_hint, yield_now};
 
 impl Bridge {
@@ -61,7 +62,7 @@ impl Bridge {
         &self,
         op: &'static str,
         peer: usize,
-        started: &crate::sync::park::Started,
+        started: &Started,
     ) -> Option<Error> {
         crate::sync::idle::run();
         let run = self.local.run();

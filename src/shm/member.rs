@@ -191,7 +191,22 @@ impl Member {
     /// publish, and every store it waits for must be followed by an unpark of this rank (the
     /// parking protocol, `sync::park`). The waiting loop of the transport, the board and the
     /// flag barrier.
+    #[inline]
     pub(crate) fn wait_for(
+        &self,
+        op: &'static str,
+        started: &Started,
+        mut pending: impl FnMut() -> Option<usize>,
+    ) -> Result<()> {
+        // Often there is no one left to wait for: then there is no wait to set up.
+        if pending().is_none() {
+            return Ok(());
+        }
+        self.wait_for_someone(op, started, pending)
+    }
+
+    /// [`Member::wait_for`] once `pending()` has named someone.
+    fn wait_for_someone(
         &self,
         op: &'static str,
         started: &Started,

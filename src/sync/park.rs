@@ -321,7 +321,7 @@ impl Started {
     }
 
     /// The instant the wait began: now, if no wait has asked before.
-    pub(crate) fn at(&self) -> Instant {
+    fn at(&self) -> Instant {
         self.at.get().unwrap_or_else(|| {
             let now = Instant::now();
             self.at.set(Some(now));

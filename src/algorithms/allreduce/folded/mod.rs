@@ -91,11 +91,7 @@ pub(crate) unsafe fn finish<T: Copy, O: Op<T> + ?Sized>(
     op: &O,
 ) -> Result<()> {
     let p = member.size();
-    // Often every rank has published by now: then there is no wait to set up.
-    let waited = match pending(slots, p, k) {
-        None => Ok(()),
-        Some(_) => member.wait_for("allreduce", &member.wait_start(), || pending(slots, p, k)),
-    };
+    let waited = member.wait_for("allreduce", &member.wait_start(), || pending(slots, p, k));
     member.unpark_others();
     waited?;
     // SAFETY: every rank has reached `k`, and this rank publishes `k + 1` only after this
