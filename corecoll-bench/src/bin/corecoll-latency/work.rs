@@ -292,6 +292,19 @@ pub fn measure_memcpy(n: usize) -> AnyResult<Summary> {
 /// checks). Reported one way, as the ping-pong rows are, so the two can be compared within one
 /// run (on a virtual machine this floor itself moves from run to run).
 pub fn measure_handoff(cores: &[Option<usize>]) -> AnyResult<Summary> {
+    let (iters, samples) = handoff(cores, |time| {
+        let iters = calibrate(|i| Ok(time(i)))?;
+        Ok((iters, (0..SAMPLES).map(|_| time(iters)).collect::<Vec<_>>()))
+    })?;
+    Ok(stats(&samples, iters, 2.0))
+}
+
+/// Runs `timed` on a thread pinned to rank 0's core while another, pinned to rank 1's, answers
+/// the handoff (see [`measure_handoff`]); `timed` gets a clock of `iters` round trips.
+fn handoff<R: Send>(
+    cores: &[Option<usize>],
+    timed: impl FnOnce(&mut dyn FnMut(u64) -> Duration) -> AnyResult<R> + Send,
+) -> AnyResult<R> {
     use crossbeam_utils::CachePadded;
     use std::sync::atomic::{AtomicU64, Ordering::*};
     let pin = |r: usize| {
@@ -339,14 +352,39 @@ pub fn measure_handoff(cores: &[Option<usize>]) -> AnyResult<Summary> {
                 t
             };
             time(1000);
-            let stats = calibrate(|i| Ok(time(i))).map(|iters| {
-                let samples: Vec<Duration> = (0..SAMPLES).map(|_| time(iters)).collect();
-                stats(&samples, iters, 2.0)
-            });
+            let out = timed(&mut time).map_err(|e| e.to_string());
             ping.store(u64::MAX, Release);
-            stats.map_err(|e| e.to_string())
+            out
         });
-        let stats = timer.join().map_err(|_| "the handoff timer panicked")?;
-        Ok(stats?)
+        let out = timer.join().map_err(|_| "the handoff timer panicked")?;
+        Ok(out?)
     })
+}
+
+/// Measures every one of `works` on `team` (ranks 0 and 1 on the cores of the floor) and the
+/// handoff floor in `rounds` interleaved rounds: each round takes one sample of every method
+/// in turn, so that all of them see the same changes of the machine's load, and ratios of one
+/// round compare like with like. Each method's seconds per repetition, round by round (`per`
+/// as in [`stats`]); the floor's (one way) last.
+pub fn measure_interleaved(
+    team: &Team,
+    works: &[(Work, f64)],
+    rounds: usize,
+) -> AnyResult<Vec<Vec<f64>>> {
+    let cores = team.cores();
+    let mut iters = Vec::with_capacity(works.len());
+    for &(work, _) in works {
+        iters.push(calibrate(|i| Ok(run_samples(team, work, 1, i)?[0]))?);
+    }
+    let floor_iters = handoff(cores, |time| calibrate(|i| Ok(time(i))))?;
+    let mut out = vec![Vec::with_capacity(rounds); works.len() + 1];
+    for _ in 0..rounds {
+        for (k, &(work, per)) in works.iter().enumerate() {
+            let t = run_samples(team, work, 1, iters[k])?[0];
+            out[k].push(t.as_secs_f64() / (iters[k] as f64 * per));
+        }
+        let t = handoff(cores, |time| Ok(time(floor_iters)))?;
+        out[works.len()].push(t.as_secs_f64() / (floor_iters as f64 * 2.0));
+    }
+    Ok(out)
 }
