@@ -251,8 +251,9 @@ impl Bridge {
         let Some(p) = &self.process else {
             return before;
         };
-        // A relaying leader sends what its threads sent before it blocks in MPI's collective.
-        crate::sync::idle::run();
+        // A relaying leader sends what its threads sent before it waits in the stage between
+        // processes (the hooks' flush: the relay's sending part, a scope's whole hook).
+        crate::sync::idle::flush();
         if let Err(e) = p.on_main_thread(op) {
             return Err(self.local.fail(e));
         }

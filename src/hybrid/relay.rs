@@ -23,9 +23,13 @@
 //! for another process's failure notice. The leader runs it as its *idle hook*
 //! (`sync::idle`) during the whole run: in every wait of its own (for a message, for its
 //! threads in a collective, for them to finish the run), so a leader blocked in its own
-//! receive or collective still serves its threads; when it sends itself; and before each
-//! stage between processes, so that what its threads sent before a collective leaves before
-//! the leader blocks in MPI's. A leader busy computing outside any call relays nothing until
+//! receive or collective still serves its threads; and when it sends itself. Before each stage
+//! between processes it runs the sending part alone ([`Relay::flush`]), so that what its
+//! threads sent before a collective leaves before the leader waits for the other processes
+//! (which may be waiting for those messages to join it); what has come in can wait for the
+//! next pass — every thread of the process is in the collective then, none receiving — and
+//! the pass skipped is an `MPI_Improbe` per thread (with Open MPI, an 8-byte allreduce
+//! through the node between two processes went from 0.87–1.00 to 0.74–0.79 µs). A leader busy computing outside any call relays nothing until
 //! its next call, as MPI itself progresses only inside calls. Inside MPI's own collectives (the
 //! stage between processes) it does not relay either.
 
@@ -141,16 +145,20 @@ impl Relay {
         self.inboxes[i].lock()
     }
 
-    /// One pass of the leader (module docs): posts the outbox, completes sends, receives what
-    /// has come for each thread and the payloads in flight. Returns whether there was anything
-    /// to do (or still is: sends or payloads in flight), and the process whose failure notice
-    /// for this run has arrived, if one has. Only the leader may call it.
-    pub(crate) fn progress(&self) -> (bool, Option<usize>) {
+    /// The sending part of a pass (module docs): posts the outbox and completes the sends it
+    /// can, without looking for what has come in — what must happen before the leader waits in
+    /// a stage between processes, whose peers may be waiting for these messages to join it.
+    /// Whether there was anything to send (or still is in flight). Only the leader may call it.
+    pub(crate) fn flush(&self) -> bool {
+        self.send_outbox(&mut self.leader.lock())
+    }
+
+    /// Posts the outbox's messages and completes the sends it can: whether there was anything
+    /// to post, or still is in flight.
+    fn send_outbox(&self, st: &mut LeaderState) -> bool {
         let ch = &*self.channels;
-        let mut guard = self.leader.lock();
-        let st = &mut *guard;
         std::mem::swap(&mut *self.outbox.lock(), &mut st.draining);
-        let mut worked = !st.draining.is_empty();
+        let worked = !st.draining.is_empty();
         for o in st.draining.drain(..) {
             let mut staged = Vec::new();
             // SAFETY: `staged` and `o.bytes` move into `flight` below, which keeps them (their
@@ -172,7 +180,18 @@ impl Relay {
             });
         }
         st.flight.retain_mut(|f| !ch.test(&mut f.send));
-        worked |= !st.flight.is_empty();
+        worked || !st.flight.is_empty()
+    }
+
+    /// One pass of the leader (module docs): posts the outbox, completes sends, receives what
+    /// has come for each thread and the payloads in flight. Returns whether there was anything
+    /// to do (or still is: sends or payloads in flight), and the process whose failure notice
+    /// for this run has arrived, if one has. Only the leader may call it.
+    pub(crate) fn progress(&self) -> (bool, Option<usize>) {
+        let ch = &*self.channels;
+        let mut guard = self.leader.lock();
+        let st = &mut *guard;
+        let mut worked = self.send_outbox(st);
         let stage: *mut Stage = &mut *st.stage;
         for (i, inbox) in self.inboxes.iter().enumerate() {
             for a in inbox.lock().iter_mut() {

@@ -431,7 +431,9 @@ impl Process {
             }
             worked
         };
-        crate::sync::idle::with_idle(&hook, f)
+        // Before a stage between processes only the sends must leave (`Relay::flush`).
+        let flush = || self.flush_all();
+        crate::sync::idle::with_idle_flush(&hook, &flush, f)
     }
 
     /// One pass of every relay of the team (its own and its duplicates'), on the leader:
@@ -451,6 +453,19 @@ impl Process {
             failed = failed.or(f);
         }
         (worked, failed)
+    }
+
+    /// The sending part of every relay of the team ([`Relay::flush`]), on the leader: whether
+    /// any had something to send. Duplicates' relays are not dropped here (`relay_all` does).
+    fn flush_all(&self) -> bool {
+        let Some(relay) = &self.relay else {
+            return false;
+        };
+        let mut worked = relay.flush();
+        for r in self.dup_relays.lock().iter() {
+            worked |= r.flush();
+        }
+        worked
     }
 
     /// The shadows of the world (first) and of the duplicates made so far.

@@ -27,6 +27,9 @@ pub(crate) const IDLE_PARK: Duration = Duration::from_micros(50);
 /// An installed hook and the one installed before it, which runs too.
 struct Node {
     hook: *const (dyn Fn() -> bool + 'static),
+    /// The part of the hook that [`flush`] runs, if it is not the whole hook
+    /// ([`with_idle_flush`]).
+    flush: Option<*const (dyn Fn() -> bool + 'static)>,
     /// Whether the hook has work now, for a hook that can tell ([`with_idle_ready`]).
     ready: Option<*const (dyn Fn() -> bool + 'static)>,
     below: Option<*const Node>,
@@ -43,7 +46,19 @@ thread_local! {
 /// around this call run too — and removes it when `f` returns or unwinds.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn with_idle<R>(hook: &dyn Fn() -> bool, f: impl FnOnce() -> R) -> R {
-    install(hook, None, f)
+    install(hook, None, None, f)
+}
+
+/// [`with_idle`] for a hook of which only a part, `flush`, needs to run where the thread is
+/// about to stop serving it for a while ([`flush`]): a relaying leader's sends, before it
+/// waits in a stage between processes, without its look for what has come in.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn with_idle_flush<R>(
+    hook: &dyn Fn() -> bool,
+    flush: &dyn Fn() -> bool,
+    f: impl FnOnce() -> R,
+) -> R {
+    install(hook, None, Some(flush), f)
 }
 
 /// [`with_idle`] for a hook whose work is announced by a wake-up of the thread's parker, with
@@ -55,12 +70,13 @@ pub(crate) fn with_idle_ready<R>(
     ready: &dyn Fn() -> bool,
     f: impl FnOnce() -> R,
 ) -> R {
-    install(hook, Some(ready), f)
+    install(hook, Some(ready), None, f)
 }
 
 fn install<R>(
     hook: &dyn Fn() -> bool,
     ready: Option<&dyn Fn() -> bool>,
+    flush: Option<&dyn Fn() -> bool>,
     f: impl FnOnce() -> R,
 ) -> R {
     struct Restore(Option<*const Node>);
@@ -84,9 +100,16 @@ fn install<R>(
             r,
         )
     });
+    // SAFETY: as for the hook.
+    let flush = flush.map(|r| unsafe {
+        std::mem::transmute::<*const (dyn Fn() -> bool + '_), *const (dyn Fn() -> bool + 'static)>(
+            r,
+        )
+    });
     let below = TOP.with(|h| h.get());
     let node = Node {
         hook: erased,
+        flush,
         ready,
         below,
     };
@@ -100,8 +123,16 @@ pub(crate) fn installed() -> bool {
     TOP.with(|h| h.get().is_some())
 }
 
-/// This thread's installed hooks, innermost first: `(hook, ready)` of each.
-fn hooks() -> impl Iterator<Item = (&'static dyn Fn() -> bool, Option<&'static dyn Fn() -> bool>)> {
+/// An installed hook as [`hooks`] yields it: the hook, and its `ready` and `flush` parts if
+/// it has them.
+type Hook = (
+    &'static dyn Fn() -> bool,
+    Option<&'static dyn Fn() -> bool>,
+    Option<&'static dyn Fn() -> bool>,
+);
+
+/// This thread's installed hooks, innermost first.
+fn hooks() -> impl Iterator<Item = Hook> {
     let mut node = TOP.with(|h| h.get());
     std::iter::from_fn(move || {
         let n = node?;
@@ -110,7 +141,11 @@ fn hooks() -> impl Iterator<Item = (&'static dyn Fn() -> bool, Option<&'static d
         // iterator and what it yields inside that call, at once, on this thread.
         unsafe {
             node = (*n).below;
-            Some((&*(*n).hook, (*n).ready.map(|r| &*r)))
+            Some((
+                &*(*n).hook,
+                (*n).ready.map(|r| &*r),
+                (*n).flush.map(|r| &*r),
+            ))
         }
     })
 }
@@ -119,18 +154,32 @@ fn hooks() -> impl Iterator<Item = (&'static dyn Fn() -> bool, Option<&'static d
 /// and no task of this thread polls ([`super::task::poll_until`]).
 pub(crate) fn precise() -> bool {
     // A task suspended in a poll (an MPI request) waits for what wakes nobody.
-    hooks().all(|(_, ready)| ready.is_some()) && !super::task::polling()
+    hooks().all(|(_, ready, _)| ready.is_some()) && !super::task::polling()
 }
 
 /// Whether one of this thread's idle hooks that can tell has work now (false while the hooks
 /// run).
 pub(crate) fn ready() -> bool {
-    !RUNNING.with(|r| r.get()) && hooks().any(|(_, ready)| ready.is_some_and(|r| r()))
+    !RUNNING.with(|r| r.get()) && hooks().any(|(_, ready, _)| ready.is_some_and(|r| r()))
 }
 
 /// Runs this thread's idle hooks, innermost first, unless they are already running: whether
 /// one found work (which keeps the thread's wait awake a while longer).
 pub(crate) fn run() -> bool {
+    run_each(|(hook, _, _)| hook)
+}
+
+/// [`run`], but of a hook installed with a `flush` part ([`with_idle_flush`]) only that part:
+/// what must happen before the thread stops serving its hooks for a while (a leader's wait in a
+/// stage between processes).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn flush() -> bool {
+    run_each(|(hook, _, flush)| flush.unwrap_or(hook))
+}
+
+/// Runs `pick` of each of this thread's hooks, innermost first, unless they are already
+/// running: whether one found work.
+fn run_each(pick: impl Fn(Hook) -> &'static dyn Fn() -> bool) -> bool {
     if !installed() || RUNNING.with(|r| r.replace(true)) {
         return false;
     }
@@ -142,7 +191,7 @@ pub(crate) fn run() -> bool {
     }
     let _done = Done;
     // Every hook runs, whatever the others found.
-    hooks().fold(false, |worked, (hook, _)| hook() | worked)
+    hooks().fold(false, |worked, h| pick(h)() | worked)
 }
 
 #[cfg(all(test, not(loom)))]
@@ -202,5 +251,32 @@ mod tests {
             assert!(!run());
         });
         assert_eq!((outer_runs.get(), inner_runs.get()), (3, 1));
+    }
+
+    #[test]
+    fn flush_runs_a_hooks_flush_part_and_the_other_hooks_whole() {
+        let (whole, part, plain) = (Cell::new(0), Cell::new(0), Cell::new(0));
+        let hook = || {
+            whole.set(whole.get() + 1);
+            false
+        };
+        let flush_part = || {
+            part.set(part.get() + 1);
+            true
+        };
+        let other = || {
+            plain.set(plain.get() + 1);
+            false
+        };
+        assert!(!flush());
+        with_idle_flush(&hook, &flush_part, || {
+            with_idle(&other, || {
+                assert!(flush());
+                assert!(!run());
+            });
+            assert!(flush());
+        });
+        // flush: the part twice, the plain hook once; run: both hooks whole once.
+        assert_eq!((whole.get(), part.get(), plain.get()), (1, 2, 2));
     }
 }
