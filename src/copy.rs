@@ -85,9 +85,86 @@ pub(crate) fn to_vec<T: Copy>(src: &[T]) -> Vec<T> {
     v
 }
 
+/// Longest copy [`copy_short`] takes.
+pub(crate) const SHORT_BYTES: usize = 256;
+
+/// Copies `bytes` bytes (at most [`SHORT_BYTES`]) from `src` to `dst` inline: at most two
+/// fixed-size moves, the first from the front and the second ending at the last byte (they
+/// overlap unless `bytes` is a power of two), and no call. A `memcpy` of a length known only
+/// at run time is a call and a dispatch on the length, a good part of a short message's cost;
+/// the mailboxes' inline payloads and the persistent short allreduce's slots copy with this.
+///
+/// # Safety
+/// As `ptr::copy_nonoverlapping(src, dst, bytes)`; `bytes <= SHORT_BYTES`.
+#[inline(always)]
+pub(crate) unsafe fn copy_short(src: *const u8, dst: *mut u8, bytes: usize) {
+    /// Copies `N` bytes from `src + at` to `dst + at`.
+    #[inline(always)]
+    unsafe fn piece<const N: usize>(src: *const u8, dst: *mut u8, at: usize) {
+        // SAFETY: the caller keeps `at + N` within the `bytes` both ranges are valid for.
+        unsafe {
+            let v = ptr::read_unaligned(src.add(at).cast::<[u8; N]>());
+            ptr::write_unaligned(dst.add(at).cast::<[u8; N]>(), v);
+        }
+    }
+    debug_assert!(bytes <= SHORT_BYTES);
+    // SAFETY: each branch copies a piece of N bytes at 0 and at `bytes − N` with
+    // N ≤ bytes, so every piece lies within the ranges the caller vouched for; together they
+    // cover all `bytes` since 2N ≥ bytes.
+    unsafe {
+        match bytes {
+            0 => {}
+            1 => piece::<1>(src, dst, 0),
+            2..=3 => {
+                piece::<2>(src, dst, 0);
+                piece::<2>(src, dst, bytes - 2);
+            }
+            4..=7 => {
+                piece::<4>(src, dst, 0);
+                piece::<4>(src, dst, bytes - 4);
+            }
+            8..=15 => {
+                piece::<8>(src, dst, 0);
+                piece::<8>(src, dst, bytes - 8);
+            }
+            16..=31 => {
+                piece::<16>(src, dst, 0);
+                piece::<16>(src, dst, bytes - 16);
+            }
+            32..=63 => {
+                piece::<32>(src, dst, 0);
+                piece::<32>(src, dst, bytes - 32);
+            }
+            64..=127 => {
+                piece::<64>(src, dst, 0);
+                piece::<64>(src, dst, bytes - 64);
+            }
+            _ => {
+                piece::<128>(src, dst, 0);
+                piece::<128>(src, dst, bytes - 128);
+            }
+        }
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn short_copies_every_length_and_nothing_around() {
+        let src: Vec<u8> = (0..=255u8)
+            .map(|b| b.wrapping_mul(7).wrapping_add(3))
+            .collect();
+        for bytes in 0..=SHORT_BYTES {
+            let mut dst = vec![0xAAu8; SHORT_BYTES + 2];
+            // SAFETY: `src` holds 256 bytes and `dst` from index 1 holds 257, apart.
+            unsafe { copy_short(src.as_ptr(), dst.as_mut_ptr().add(1), bytes) };
+            assert_eq!(&dst[1..=bytes], &src[..bytes], "{bytes} bytes");
+            assert_eq!(dst[0], 0xAA);
+            assert!(dst[bytes + 1..].iter().all(|&b| b == 0xAA), "{bytes} bytes");
+        }
+    }
 
     #[test]
     fn copies_every_length_around_the_piece() {

@@ -1,7 +1,8 @@
 //! The eager payload arena of a mailbox (a byte ring filled in cache-line pieces and freed in
-//! message order; see the parent module), and the small-copy helper for inline payloads.
+//! message order; see the parent module).
 
 use super::CHUNK;
+#[cfg(loom)]
 use crate::sync::UnsafeCell;
 use std::mem::MaybeUninit;
 
@@ -11,11 +12,13 @@ use std::mem::MaybeUninit;
 #[repr(C, align(64))]
 struct Line([MaybeUninit<u8>; CHUNK]);
 
-/// The eager payload ring. Outside loom one cell over all bytes; under loom one cell per
+/// The eager payload ring. Outside loom one cell per line, reached through raw pointers only
+/// (a `&mut` to the whole ring, even for an instant, would claim every line while a reader is
+/// in another: a data race in Rust's model, which Miri reports); under loom one cell per
 /// chunk, so that loom checks exactly the byte ranges the protocol keeps apart.
 pub(super) struct Arena {
     #[cfg(not(loom))]
-    bytes: UnsafeCell<Box<[Line]>>,
+    lines: Box<[std::cell::UnsafeCell<Line>]>,
     #[cfg(loom)]
     chunks: Box<[UnsafeCell<[MaybeUninit<u8>; CHUNK]>]>,
     /// Capacity in bytes (a multiple of `CHUNK`).
@@ -27,9 +30,9 @@ impl Arena {
         let len = bytes.div_ceil(CHUNK).max(1) * CHUNK;
         Arena {
             #[cfg(not(loom))]
-            bytes: UnsafeCell::new(
-                vec![Line([MaybeUninit::uninit(); CHUNK]); len / CHUNK].into_boxed_slice(),
-            ),
+            lines: (0..len / CHUNK)
+                .map(|_| std::cell::UnsafeCell::new(Line([MaybeUninit::uninit(); CHUNK])))
+                .collect(),
             #[cfg(loom)]
             chunks: (0..len / CHUNK)
                 .map(|_| UnsafeCell::new([MaybeUninit::uninit(); CHUNK]))
@@ -38,18 +41,24 @@ impl Arena {
         }
     }
 
+    /// The first byte of the ring, with the right to write any line of it (a line's cell
+    /// allows writes through a pointer made from a shared borrow).
+    #[cfg(not(loom))]
+    fn base(&self) -> *mut u8 {
+        std::cell::UnsafeCell::raw_get(self.lines.as_ptr()).cast::<u8>()
+    }
+
     /// Copies `len` bytes from `src` to offset `at`.
     ///
     /// # Safety
     /// `src` readable for `len` bytes; `at + len <= self.len`; nobody reads the range now.
     pub(super) unsafe fn write(&self, at: usize, src: *const u8, len: usize) {
+        // SAFETY: per the contract; the range lies inside the lines, reached through the
+        // cells' raw pointer.
         #[cfg(not(loom))]
-        self.bytes.with_mut(|b| {
-            // SAFETY: per the contract; the range lies inside the boxed slice.
-            unsafe {
-                std::ptr::copy_nonoverlapping(src, (*b).as_mut_ptr().cast::<u8>().add(at), len)
-            }
-        });
+        unsafe {
+            std::ptr::copy_nonoverlapping(src, self.base().add(at), len)
+        };
         #[cfg(loom)]
         for (i, c) in (at / CHUNK..(at + len).div_ceil(CHUNK)).enumerate() {
             let (from, n) = (i * CHUNK, CHUNK.min(len - i * CHUNK));
@@ -73,9 +82,8 @@ impl Arena {
         #[cfg(not(loom))]
         {
             let _ = len;
-            // SAFETY: per the contract.
-            self.bytes
-                .with(|b| f(unsafe { (*b).as_ptr().cast::<u8>().add(at) }))
+            // SAFETY: per the contract, the range lies inside the lines.
+            f(unsafe { self.base().add(at) }.cast_const())
         }
         #[cfg(loom)]
         {
@@ -92,37 +100,6 @@ impl Arena {
                 });
             }
             f(copy.as_ptr())
-        }
-    }
-}
-
-/// Copies `len <= 16` bytes with at most two overlapping unaligned loads and stores of the
-/// largest width that fits, instead of a call to `memcpy` (whose call overhead is a good part
-/// of a small message's cost).
-///
-/// # Safety
-/// `src` readable and `dst` writable for `len` bytes, not overlapping.
-#[inline(always)]
-pub(crate) unsafe fn copy_small(src: *const u8, dst: *mut u8, len: usize) {
-    debug_assert!(len <= 16);
-    // SAFETY (every arm): both accesses of each arm lie within the first `len` bytes of `src`
-    // and of `dst` (the second starts at `len − width` ≥ 0), and unaligned accesses are used.
-    unsafe {
-        macro_rules! two {
-            ($t:ty) => {{
-                let w = std::mem::size_of::<$t>();
-                let a = src.cast::<$t>().read_unaligned();
-                let b = src.add(len - w).cast::<$t>().read_unaligned();
-                dst.cast::<$t>().write_unaligned(a);
-                dst.add(len - w).cast::<$t>().write_unaligned(b);
-            }};
-        }
-        match len {
-            8..=16 => two!(u64),
-            4..=7 => two!(u32),
-            2..=3 => two!(u16),
-            1 => *dst = *src,
-            _ => {}
         }
     }
 }

@@ -34,7 +34,6 @@ pub(crate) mod names;
 mod tag;
 
 use crate::sync::{AtomicU32, AtomicU64, CachePadded, Ordering, UnsafeCell};
-pub(crate) use arena::copy_small;
 use arena::Arena;
 use std::mem::MaybeUninit;
 pub(crate) use tag::{
@@ -366,7 +365,11 @@ impl Mailbox {
                 (*body).len = header.len as u64;
                 (*body).loc = loc;
                 if how == Carry::Inline {
-                    copy_small(src, (*body).inline.as_mut_ptr().cast::<u8>(), header.len);
+                    crate::copy::copy_short(
+                        src,
+                        (*body).inline.as_mut_ptr().cast::<u8>(),
+                        header.len,
+                    );
                 }
             }
         });

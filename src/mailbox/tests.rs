@@ -93,22 +93,6 @@ proptest! {
 }
 
 #[test]
-fn copy_small_copies_exactly_len_bytes() {
-    for len in 0..=16usize {
-        let src: Vec<u8> = (1..=16).collect();
-        let mut dst = [0xAAu8; 18];
-        // SAFETY: both buffers hold at least `len` bytes (dst one past, to see overruns).
-        unsafe { copy_small(src.as_ptr(), dst[1..].as_mut_ptr(), len) };
-        assert_eq!(&dst[1..=len], &src[..len], "len {len}");
-        assert_eq!(dst[0], 0xAA);
-        assert!(
-            dst[len + 1..].iter().all(|&b| b == 0xAA),
-            "len {len} wrote past the end"
-        );
-    }
-}
-
-#[test]
 fn withdrawn_message_is_not_read() {
     let mb = Mailbox::new(2);
     let data = vec![5u8; EAGER_MAX + 10];

@@ -16,6 +16,7 @@ use std::mem::MaybeUninit;
 
 /// Bytes of a contribution a half holds.
 pub(crate) const SLOT_BYTES: usize = 248;
+const _: () = assert!(SLOT_BYTES <= crate::copy::SHORT_BYTES);
 
 /// One half of a rank's slots: a sequence number and a contribution, 256 bytes aligned to a
 /// cache line.
@@ -63,7 +64,10 @@ impl Slots {
             seq: AtomicU64::new(0),
             data: UnsafeCell::new([MaybeUninit::uninit(); SLOT_BYTES]),
         };
-        let halves: Box<[[Half; 2]]> = (0..p).map(|_| [half(), half()]).collect();
+        // A `Vec`, not a `Box`: moving a `Box` into `_keep` would assert that it is the only
+        // way to its memory and so void the pointer taken from it (Stacked Borrows, as Miri
+        // checks); moving a `Vec` leaves its buffer's pointers valid.
+        let halves: Vec<[Half; 2]> = (0..p).map(|_| [half(), half()]).collect();
         Slots {
             halves: halves.as_ptr(),
             ranks: p,
@@ -110,9 +114,10 @@ impl Slots {
     pub(crate) unsafe fn publish(&self, r: usize, k: u64, src: *const u8, bytes: usize) {
         debug_assert!(bytes <= SLOT_BYTES);
         let half = &self.of(r)[(k % 2) as usize];
-        // SAFETY: no reader is in this half (contract), and `src` is readable for `bytes`.
+        // SAFETY: no reader is in this half (contract), `src` is readable for `bytes`, and
+        // `bytes ≤ SLOT_BYTES ≤ SHORT_BYTES`.
         half.data
-            .with_mut(|d| unsafe { std::ptr::copy_nonoverlapping(src, d.cast::<u8>(), bytes) });
+            .with_mut(|d| unsafe { crate::copy::copy_short(src, d.cast::<u8>(), bytes) });
         half.seq.store(k, Ordering::Release);
     }
 

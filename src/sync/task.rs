@@ -15,6 +15,12 @@
 //! own with a guard page, panics carried out to the resumer), reused through a per-thread pool
 //! so that a task costs no `mmap` once the pool is warm.
 //!
+//! Under Miri, which runs neither the stacks' `mmap` nor the switches' assembly, a task runs its
+//! closure to the end at its first resume, on the resumer's stack, waiting as blocking code
+//! does: a request then completes where it is first driven (at its start). That keeps the rest
+//! of the request machinery (borrows handed to tasks, the scopes, persistent collectives) in
+//! reach of Miri's checks, for programs whose requests can complete in the order they start.
+//!
 //! A task borrows what its code borrows. Dropping or forgetting a suspended task would leave
 //! those borrows to end while the peers it published to may still read or write through them,
 //! so [`Task::new`] is `unsafe`: its caller must run every task to completion before anything
@@ -144,6 +150,10 @@ fn suspend(
 /// on the thread that made it.
 pub(crate) struct Task<'a, R> {
     co: Option<Coroutine<(), Blocked, R, DefaultStack>>,
+    /// Under Miri, the closure until its first resume runs it (module docs). Its borrows'
+    /// lifetime is erased, as the coroutine's are: [`Task::new`]'s contract keeps them alive.
+    #[cfg(miri)]
+    eager: Option<Box<dyn FnOnce() -> R>>,
     /// Where the task is suspended, if it is.
     blocked: Option<Blocked>,
     /// The closure's value once it has returned.
@@ -160,6 +170,21 @@ impl<'a, R: 'a> Task<'a, R> {
     /// stopped in (which aborts the process if one of them waits), and forgetting it leaves its
     /// peers free to touch what it published.
     pub(crate) unsafe fn new(f: impl FnOnce() -> R + 'a) -> Self {
+        #[cfg(miri)]
+        return Task {
+            co: None,
+            // SAFETY: only the lifetime is erased; the closure runs (or is dropped) before
+            // what it borrows goes away, by this function's contract.
+            eager: Some(unsafe {
+                std::mem::transmute::<Box<dyn FnOnce() -> R + 'a>, Box<dyn FnOnce() -> R>>(
+                    Box::new(f),
+                )
+            }),
+            blocked: None,
+            done: None,
+            _borrows: std::marker::PhantomData,
+        };
+        #[cfg_attr(miri, allow(unreachable_code))]
         let stack = STACKS
             .with(|s| s.borrow_mut().pop())
             .unwrap_or_else(|| DefaultStack::new(STACK_BYTES).expect("a task's stack maps"));
@@ -178,6 +203,8 @@ impl<'a, R: 'a> Task<'a, R> {
         let co = unsafe { Coroutine::with_stack_unchecked(stack, body) };
         Task {
             co: Some(co),
+            #[cfg(miri)]
+            eager: None,
             blocked: None,
             done: None,
             _borrows: std::marker::PhantomData,
@@ -189,6 +216,11 @@ impl<'a, R: 'a> Task<'a, R> {
     /// called from inside a task.
     pub(crate) fn resume(&mut self) -> bool {
         debug_assert!(!inside(), "tasks are resumed from outside any task");
+        #[cfg(miri)]
+        if let Some(f) = self.eager.take() {
+            self.done = Some(f());
+            return true;
+        }
         let Some(co) = &mut self.co else {
             return true;
         };
@@ -217,6 +249,10 @@ impl<'a, R: 'a> Task<'a, R> {
 
     /// Whether the task has returned (or panicked).
     pub(crate) fn done(&self) -> bool {
+        #[cfg(miri)]
+        if self.eager.is_some() {
+            return false;
+        }
         self.co.as_ref().is_none_or(|co| co.done())
     }
 

@@ -2,7 +2,7 @@
 //! as their count, and reading a received payload into a buffer or combining it with one.
 
 use super::shm::Outgoing;
-use crate::mailbox::{copy_small, op_bits, Header, INLINE};
+use crate::mailbox::{op_bits, Header, INLINE};
 use crate::mailbox::{type_fingerprint, Elem, Tag};
 use std::mem::{size_of, size_of_val};
 
@@ -60,7 +60,7 @@ pub(super) unsafe fn copy_in<T: Elem>(p: *const u8, buf: &mut [T]) -> usize {
     // (a mailbox cell, the arena, or another call's lent slice).
     unsafe {
         if len <= INLINE {
-            copy_small(p, dst, len)
+            crate::copy::copy_short(p, dst, len)
         } else {
             crate::copy::copy_elems(p, dst, len)
         }

@@ -65,10 +65,10 @@ pub(crate) unsafe fn combine<T: Copy, O: Op<T> + ?Sized>(
 ) {
     let len = acc.len();
     // SAFETY: the contributions are whole and stay so meanwhile (the contract), each `len`
-    // `T`s at an address aligned for `T`.
+    // `T`s at an address aligned for `T`, within `SLOT_BYTES ≤ SHORT_BYTES` ([`fits`]).
     unsafe {
         slots.read(ranks.start, k, |x| {
-            std::ptr::copy_nonoverlapping(x.cast::<T>(), acc.as_mut_ptr(), len)
+            crate::copy::copy_short(x, acc.as_mut_ptr().cast::<u8>(), size_of_val(acc))
         });
         for q in ranks.start + 1..ranks.end {
             slots.read(q, k, |xq| {
