@@ -9,8 +9,9 @@
 //! (isolation makes the topology's reads of /sys fail, so the team runs on the flat topology).
 //! The suite runs them as ordinary tests too. What they reach: the mailboxes' eager and
 //! rendezvous copies, the single-copy board and its direct allreduce, the flag barrier, the
-//! folded persistent allreduce's slots with starts in flight and a `Persistent` forgotten, and
-//! requests in flight waited out of order and forgotten, persistent collectives run as
+//! pipelined algorithms in blocks of two elements, the hierarchical ones on two groups of a
+//! synthetic topology (both levels), allgatherv and a split, the folded persistent allreduce's
+//! slots with starts in flight and a `Persistent` forgotten, and requests in flight waited out of order and forgotten, persistent collectives run as
 //! requests, and the errors of mismatched calls. Under Miri a request's task runs to its end
 //! when first driven, on the rank's own stack (a task's stack and its switches are `mmap` and
 //! inline assembly, which Miri does not run: `sync::task`), so Miri checks everything about
@@ -272,4 +273,96 @@ fn mismatched_calls_fail_on_every_rank() {
         })
         .unwrap();
     assert!(out.iter().all(Result::is_err), "{out:?}");
+}
+
+#[test]
+fn hierarchies_pipelines_and_split_on_four_ranks_in_two_groups() {
+    use corecoll::algorithm::{Allgather, Broadcast, Gather};
+    use corecoll::Topology;
+    let p = 4;
+    let n = 5;
+    let b2 = Block::Elements(2);
+    let allreduces = [
+        Algorithm::Hierarchical { segment: b2 },
+        Algorithm::HierarchicalDirect,
+        Algorithm::DualRoot { block: b2 },
+        Algorithm::TwoTree { block: b2 },
+        Algorithm::PipelinedTree { block: b2 },
+        Algorithm::Chain { block: b2 },
+        Algorithm::Rabenseifner,
+    ];
+    let broadcasts = [
+        Broadcast::Hierarchical,
+        Broadcast::HierarchicalDirect,
+        Broadcast::PipelinedTree { block: b2 },
+        Broadcast::ScatterAllgather,
+        Broadcast::Direct,
+    ];
+    let allgathers = [
+        Allgather::Hierarchical,
+        Allgather::HierarchicalDirect,
+        Allgather::Bruck,
+        Allgather::Direct,
+    ];
+    // Two groups of two cores: the hierarchical algorithms have two levels to run.
+    let team = Team::builder()
+        .ranks(p)
+        .topology(Topology::synthetic(&[2, 2]).unwrap())
+        .pinning(Pinning::Compact)
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let out = team
+        .run(|comm| -> Result<()> {
+            let r = comm.rank();
+            assert!(
+                comm.location(r).is_some(),
+                "placed in the synthetic topology"
+            );
+            for alg in allreduces {
+                let mut s: Vec<_> = (0..n).map(|i| span(r, i)).collect();
+                comm.allreduce_with(&mut s, span_op(), alg)?;
+                assert!(
+                    (0..n).all(|i| s[i] == (span(0, i).0, span(p - 1, i).1)),
+                    "{alg:?}"
+                );
+            }
+            for alg in broadcasts {
+                let mut v: Vec<u64> = (0..n).map(|i| val(r, i)).collect();
+                comm.broadcast_with(&mut v, 3, alg)?;
+                assert!((0..n).all(|i| v[i] == val(3, i)), "{alg:?}");
+            }
+            let mine: Vec<u64> = (0..n).map(|i| val(r, i)).collect();
+            let all: Vec<u64> = (0..p)
+                .flat_map(|q| (0..n).map(move |i| val(q, i)))
+                .collect();
+            for alg in allgathers {
+                let mut got = vec![0u64; n * p];
+                comm.allgather_with(&mine, &mut got, alg)?;
+                assert_eq!(got, all, "{alg:?}");
+            }
+            let mut got = vec![0u64; n * p];
+            comm.gather_with(&mine, &mut got, 1, Gather::Direct)?;
+            if r == 1 {
+                assert_eq!(got, all);
+            }
+            // Rank q sends q + 1 elements to each rank; displacements leave one gap.
+            let counts: Vec<usize> = (0..p).map(|q| q + 1).collect();
+            let displs: Vec<usize> = (0..p).map(|q| q * (q + 1) / 2 + q).collect();
+            let mut vgot = vec![0u64; displs[p - 1] + counts[p - 1]];
+            comm.allgatherv(&mine[..r + 1], &mut vgot, &counts, &displs)?;
+            for q in 0..p {
+                let part = &vgot[displs[q]..displs[q] + counts[q]];
+                assert!(part.iter().enumerate().all(|(i, &x)| x == val(q, i)));
+            }
+            // Ranks {0, 2} and {1, 3}, ordered by descending key.
+            let sub = comm.split(Some(r % 2), p - r)?.expect("a color");
+            let mut v: Vec<u64> = (0..n).map(|i| val(r, i)).collect();
+            sub.allreduce(&mut v, op::Sum)?;
+            let pair = [r % 2, r % 2 + 2];
+            assert!((0..n).all(|i| v[i] == pair.iter().map(|&q| val(q, i)).sum::<u64>()));
+            Ok(())
+        })
+        .unwrap();
+    assert!(out.iter().all(Result::is_ok), "{out:?}");
 }

@@ -67,6 +67,7 @@ enum Folding {
 }
 
 impl Folding {
+    #[inline]
     fn in_flight(&self) -> bool {
         match self {
             Folding::Threads(f) => f.in_flight(),
@@ -75,6 +76,7 @@ impl Folding {
         }
     }
 
+    #[inline]
     fn start<T: Copy>(&mut self, comm: &Comm, buf: &[T]) -> Result<()> {
         match self {
             Folding::Threads(f) => comm.local().fold_start(f, buf),
@@ -96,6 +98,7 @@ impl Folding {
         }
     }
 
+    #[inline]
     fn finish<T: Copy>(&mut self, comm: &Comm, buf: &mut [T], op: &dyn Op<T>) -> Result<()> {
         match self {
             Folding::Threads(f) => comm.local().fold_finish(f, buf, op),
@@ -119,6 +122,7 @@ impl<T> std::fmt::Debug for Persistent<'_, T> {
 
 impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     /// Starts the collective (as `MPI_Start`); an error while a start is in flight.
+    #[inline]
     pub fn start(&mut self) -> Result<()> {
         if self.in_flight() {
             return Err(self.refuse("start", "a start is in flight".into()));
@@ -169,6 +173,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     }
 
     /// Blocks until the start in flight (if any) has completed: its result.
+    #[inline]
     pub fn wait(&mut self) -> Result<()> {
         if self.fold.is_some() {
             let (comm, f, buf) = self.fold_parts();
@@ -182,6 +187,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
 
     /// The buffer of an in-place collective (allreduce, broadcast, reduce), between starts: an
     /// error while a start is in flight, or for a collective with send and receive buffers.
+    #[inline]
     pub fn buffer(&mut self) -> Result<&mut [T]> {
         if !self.in_place {
             return Err(self.refuse(
@@ -210,6 +216,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     }
 
     /// The receive (or in-place) buffer, between starts: an error while a start is in flight.
+    #[inline]
     pub fn recv_buffer(&mut self) -> Result<&mut [T]> {
         if self.in_flight() {
             return Err(self.refuse("recv_buffer", "a start is in flight".into()));
@@ -220,6 +227,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
 
     /// A folded allreduce's parts: the communicator, the fold, and the buffer (the one its
     /// starts publish and its completions fill).
+    #[inline]
     fn fold_parts(&mut self) -> (&Comm, &mut Fold<'scope, T>, &mut [T]) {
         let comm = self.core.comm();
         let fold = self.fold.as_mut().expect("a folded allreduce");
@@ -231,6 +239,7 @@ impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
     }
 
     /// Whether a start has not completed yet.
+    #[inline]
     fn in_flight(&self) -> bool {
         self.current.is_some() || self.fold.as_ref().is_some_and(|f| f.state.in_flight())
     }

@@ -78,6 +78,7 @@ impl Local {
     }
 
     /// Starts `f` with this rank's `buf` (which must fit the slots and have the agreed length).
+    #[inline]
     pub(crate) fn fold_start<T: Copy>(&self, f: &mut Folded, buf: &[T]) -> Result<()> {
         self.member().enter("allreduce")?;
         debug_assert!(!f.in_flight && folded::fits::<T>(buf.len()));
@@ -107,6 +108,7 @@ impl Local {
     }
 
     /// Completes `f`'s start in flight, if any, into `buf` (the buffer it started with).
+    #[inline]
     pub(crate) fn fold_finish<T: Copy, O: Op<T> + ?Sized>(
         &self,
         f: &mut Folded,

@@ -87,9 +87,10 @@ struct Body {
     tag: u64,
     typ: u64,
     len: u64,
-    /// Where the payload is: the arena offset (eager), the producer's slice address
-    /// (rendezvous), unused (inline).
-    loc: u64,
+    /// Where the payload is: the arena offset (eager, as an address without provenance), the
+    /// producer's slice (rendezvous, a pointer, so that the consumer reads through the
+    /// producer's own provenance), unused (inline).
+    loc: *const u8,
     inline: [MaybeUninit<u8>; INLINE],
 }
 
@@ -130,7 +131,7 @@ impl Slot {
                 tag: 0,
                 typ: 0,
                 len: 0,
-                loc: 0,
+                loc: std::ptr::null(),
                 inline: [MaybeUninit::uninit(); INLINE],
             }),
             #[cfg(loom)]
@@ -342,15 +343,15 @@ impl Mailbox {
         let (n, start, end) = self.reserve(header.len)?;
         let how = carry(header.len);
         let loc = match how {
-            Carry::Inline => 0,
+            Carry::Inline => std::ptr::null(),
             Carry::Arena => {
                 let at = (start & (self.arena.len as u64 - 1)) as usize;
                 // SAFETY: `fits` saw the consumer release every message that used this range;
                 // `src` is readable per the contract.
                 unsafe { self.arena.write(at, src, header.len) };
-                at as u64
+                std::ptr::without_provenance(at)
             }
-            Carry::Lent => src as u64,
+            Carry::Lent => src,
         };
         let slot = self.slot(n);
         if how == Carry::Lent {
@@ -468,7 +469,7 @@ impl Mailbox {
                 let _release = Release(&self.cons.consumed, n);
                 // SAFETY: the producer wrote this range before publishing `seq` and leaves it
                 // alone until we release the cell.
-                Ok(unsafe { self.arena.read(loc as usize, len, read) })
+                Ok(unsafe { self.arena.read(loc.addr(), len, read) })
             }
             Carry::Lent => {
                 let claimed = slot
@@ -485,9 +486,9 @@ impl Mailbox {
                     return Err(Withdrawn);
                 }
                 #[cfg(loom)]
-                let out = slot.lent.with(|_| read(loc as usize as *const u8));
+                let out = slot.lent.with(|_| read(loc));
                 #[cfg(not(loom))]
-                let out = read(loc as usize as *const u8);
+                let out = read(loc);
                 Ok(out)
             }
         }

@@ -125,6 +125,7 @@ impl Member {
     /// Wakes every other rank of the communicator that is parked or about to park: one
     /// `SeqCst` fence for them all, then each one's parker as [`Member::unpark_sleeping`]
     /// (`unpark` for each would fence once per peer).
+    #[inline]
     pub(crate) fn unpark_others(&self) {
         fence(Ordering::SeqCst);
         for q in (0..self.size()).filter(|&q| q != self.rank) {

@@ -98,6 +98,7 @@ impl Slots {
     }
 
     /// Rank `r`'s halves.
+    #[inline]
     fn of(&self, r: usize) -> &[Half; 2] {
         assert!(r < self.ranks);
         // SAFETY: `halves` points to `ranks` pairs of halves that `_keep` keeps alive
@@ -111,6 +112,7 @@ impl Slots {
     /// Only rank `r` publishes into its slots; `bytes ≤ SLOT_BYTES` and `src` is readable for
     /// `bytes` bytes; start `k − 1` of rank `r` has completed (every rank has published it,
     /// [`Slots::reached`]), and so every rank has finished reading start `k − 2`.
+    #[inline]
     pub(crate) unsafe fn publish(&self, r: usize, k: u64, src: *const u8, bytes: usize) {
         debug_assert!(bytes <= SLOT_BYTES);
         let half = &self.of(r)[(k % 2) as usize];
@@ -142,6 +144,7 @@ impl Slots {
     /// # Safety
     /// [`Slots::reached`]`(q, k)` has returned true on this thread, and the caller has not yet
     /// published start `k + 1` (module docs: the half stays as it is until then).
+    #[inline]
     pub(crate) unsafe fn read<R>(&self, q: usize, k: u64, f: impl FnOnce(*const u8) -> R) -> R {
         self.of(q)[(k % 2) as usize]
             .data

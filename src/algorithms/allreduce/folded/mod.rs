@@ -36,6 +36,7 @@ pub(crate) fn fits<T>(len: usize) -> bool {
 /// # Safety
 /// `slots` are this communicator's for this persistent allreduce; `buf` fits them
 /// ([`fits`]); this rank's start `k − 1` has completed ([`finish`]) and it starts `k` once.
+#[inline]
 pub(crate) unsafe fn start<T: Copy>(member: &Member, slots: &Slots, k: u64, buf: &[T]) {
     // SAFETY: the caller's contract is `publish`'s.
     unsafe { slots.publish(member.rank(), k, buf.as_ptr().cast(), size_of_val(buf)) };
@@ -45,6 +46,7 @@ pub(crate) unsafe fn start<T: Copy>(member: &Member, slots: &Slots, k: u64, buf:
 }
 
 /// The first rank that has not yet published start `k`, if one has not.
+#[inline]
 pub(crate) fn pending(slots: &Slots, p: usize, k: u64) -> Option<usize> {
     (0..p).find(|&q| !slots.reached(q, k))
 }
@@ -56,6 +58,7 @@ pub(crate) fn pending(slots: &Slots, p: usize, k: u64) -> Option<usize> {
 /// Every rank of `ranks` has reached `k` ([`Slots::reached`]) and the caller publishes its
 /// start `k + 1` only after this returns; each contribution holds `acc.len()` elements of `T`,
 /// which fit the slots ([`fits`]: aligned to 8 ≥ align_of::<T>()).
+#[inline]
 pub(crate) unsafe fn combine<T: Copy, O: Op<T> + ?Sized>(
     slots: &Slots,
     ranks: std::ops::Range<usize>,
@@ -83,6 +86,7 @@ pub(crate) unsafe fn combine<T: Copy, O: Op<T> + ?Sized>(
 ///
 /// # Safety
 /// As [`start`], after this rank's `start` of `k` with a `buf` of the same length.
+#[inline]
 pub(crate) unsafe fn finish<T: Copy, O: Op<T> + ?Sized>(
     member: &Member,
     slots: &Slots,
