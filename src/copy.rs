@@ -98,51 +98,33 @@ pub(crate) const SHORT_BYTES: usize = 256;
 /// As `ptr::copy_nonoverlapping(src, dst, bytes)`; `bytes <= SHORT_BYTES`.
 #[inline(always)]
 pub(crate) unsafe fn copy_short(src: *const u8, dst: *mut u8, bytes: usize) {
-    /// Copies `N` bytes from `src + at` to `dst + at`.
+    /// Copies the first and the last `N` of the `bytes` bytes (`N ≤ bytes ≤ 2N`: together
+    /// all of them).
     #[inline(always)]
-    unsafe fn piece<const N: usize>(src: *const u8, dst: *mut u8, at: usize) {
-        // SAFETY: the caller keeps `at + N` within the `bytes` both ranges are valid for.
+    unsafe fn ends<const N: usize>(src: *const u8, dst: *mut u8, bytes: usize) {
+        // SAFETY: both pieces, at 0 and at `bytes − N ≥ 0`, lie within the `bytes` bytes the
+        // caller vouched for; unaligned accesses.
         unsafe {
-            let v = ptr::read_unaligned(src.add(at).cast::<[u8; N]>());
-            ptr::write_unaligned(dst.add(at).cast::<[u8; N]>(), v);
+            let head = ptr::read_unaligned(src.cast::<[u8; N]>());
+            let tail = ptr::read_unaligned(src.add(bytes - N).cast::<[u8; N]>());
+            ptr::write_unaligned(dst.cast::<[u8; N]>(), head);
+            ptr::write_unaligned(dst.add(bytes - N).cast::<[u8; N]>(), tail);
         }
     }
     debug_assert!(bytes <= SHORT_BYTES);
-    // SAFETY: each branch copies a piece of N bytes at 0 and at `bytes − N` with
-    // N ≤ bytes, so every piece lies within the ranges the caller vouched for; together they
-    // cover all `bytes` since 2N ≥ bytes.
+    // SAFETY: each arm's N satisfies N ≤ bytes ≤ 2N (`ends`' contract), within the ranges
+    // the caller vouched for.
     unsafe {
         match bytes {
             0 => {}
-            1 => piece::<1>(src, dst, 0),
-            2..=3 => {
-                piece::<2>(src, dst, 0);
-                piece::<2>(src, dst, bytes - 2);
-            }
-            4..=7 => {
-                piece::<4>(src, dst, 0);
-                piece::<4>(src, dst, bytes - 4);
-            }
-            8..=15 => {
-                piece::<8>(src, dst, 0);
-                piece::<8>(src, dst, bytes - 8);
-            }
-            16..=31 => {
-                piece::<16>(src, dst, 0);
-                piece::<16>(src, dst, bytes - 16);
-            }
-            32..=63 => {
-                piece::<32>(src, dst, 0);
-                piece::<32>(src, dst, bytes - 32);
-            }
-            64..=127 => {
-                piece::<64>(src, dst, 0);
-                piece::<64>(src, dst, bytes - 64);
-            }
-            _ => {
-                piece::<128>(src, dst, 0);
-                piece::<128>(src, dst, bytes - 128);
-            }
+            1 => ends::<1>(src, dst, bytes),
+            2..=3 => ends::<2>(src, dst, bytes),
+            4..=7 => ends::<4>(src, dst, bytes),
+            8..=15 => ends::<8>(src, dst, bytes),
+            16..=31 => ends::<16>(src, dst, bytes),
+            32..=63 => ends::<32>(src, dst, bytes),
+            64..=127 => ends::<64>(src, dst, bytes),
+            _ => ends::<128>(src, dst, bytes),
         }
     }
 }

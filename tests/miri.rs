@@ -47,6 +47,16 @@ fn span(r: usize, i: usize) -> (u32, u32) {
     (o + r as u32, o + r as u32 + 1)
 }
 
+/// Rank `r`'s `n` spans.
+fn spans(r: usize, n: usize) -> Vec<(u32, u32)> {
+    (0..n).map(|i| span(r, i)).collect()
+}
+
+/// The spans of `p` ranks combined in rank order, element `i`.
+fn whole(p: usize, i: usize) -> (u32, u32) {
+    (span(0, i).0, span(p - 1, i).1)
+}
+
 /// Runs `f` on `p` ranks and unwraps every rank's result.
 fn on<R: Send>(p: usize, f: impl Fn(&Comm) -> Result<R> + Sync) -> Vec<R> {
     let out = team(p).run(f).unwrap();
@@ -62,19 +72,16 @@ fn persistent_folds_with_starts_in_flight_and_one_forgotten() {
         on(p, |comm| {
             let r = comm.rank();
             let mut sums = vec![0u64; 3];
-            let mut spans = vec![(0u32, 0u32); 2];
+            let mut chain = vec![(0u32, 0u32); 2];
             comm.scope(|s| {
                 let mut a = s.allreduce_init(&mut sums, op::Sum)?;
-                let mut b = s.allreduce_init_with(&mut spans, span_op(), Algorithm::Linear)?;
+                let mut b = s.allreduce_init_with(&mut chain, span_op(), Algorithm::Linear)?;
                 for k in 0..3u64 {
                     a.buffer()?
                         .iter_mut()
                         .enumerate()
                         .for_each(|(i, x)| *x = val(r, i) + k);
-                    b.buffer()?
-                        .iter_mut()
-                        .enumerate()
-                        .for_each(|(i, x)| *x = span(r, i));
+                    b.buffer()?.copy_from_slice(&spans(r, 2));
                     a.start()?;
                     b.start()?;
                     // Waited in an order that depends on the rank.
@@ -89,17 +96,14 @@ fn persistent_folds_with_starts_in_flight_and_one_forgotten() {
                         assert_eq!(x, (0..p).map(|q| val(q, i) + k).sum::<u64>());
                     }
                     for (i, &x) in b.buffer()?.iter().enumerate() {
-                        assert_eq!(x, (span(0, i).0, span(p - 1, i).1));
+                        assert_eq!(x, whole(p, i));
                     }
                 }
                 // Forgotten with a start in flight: its peers complete theirs from the copy in
                 // the slots, and the buffer stays borrowed to the end of the scope.
                 a.start()?;
                 std::mem::forget(a);
-                b.buffer()?
-                    .iter_mut()
-                    .enumerate()
-                    .for_each(|(i, x)| *x = span(r, i));
+                b.buffer()?.copy_from_slice(&spans(r, 2));
                 b.start()?;
                 b.wait()
             })?;
@@ -114,7 +118,7 @@ fn requests_waited_out_of_order_forgotten_and_persistent_broadcasts() {
     let got = on(p, |comm| {
         let r = comm.rank();
         let mut a: Vec<u64> = (0..4).map(|i| val(r, i)).collect();
-        let mut b: Vec<_> = (0..3).map(|i| span(r, i)).collect();
+        let mut b = spans(r, 3);
         let mut c = vec![r as u64; 2];
         // Longer than the slots' 248 bytes: a request per start.
         let mut long = vec![r as u64; 40];
@@ -144,7 +148,7 @@ fn requests_waited_out_of_order_forgotten_and_persistent_broadcasts() {
                 .map(|i| (0..p).map(|q| val(q, i)).sum())
                 .collect::<Vec<u64>>()
         );
-        assert!((0..3).all(|i| b[i] == (span(0, i).0, span(p - 1, i).1)));
+        assert!((0..3).all(|i| b[i] == whole(p, i)));
         assert_eq!(
             c,
             [2, 2],
@@ -206,12 +210,9 @@ fn collectives_on_three_ranks() {
             if matches!(alg, Algorithm::Ring { .. }) {
                 continue; // it refuses non-commutative ops
             }
-            let mut s: Vec<_> = (0..n).map(|i| span(r, i)).collect();
+            let mut s = spans(r, n);
             comm.allreduce_with(&mut s, span_op(), alg)?;
-            assert!(
-                (0..n).all(|i| s[i] == (span(0, i).0, span(p - 1, i).1)),
-                "{alg:?}"
-            );
+            assert!((0..n).all(|i| s[i] == whole(p, i)), "{alg:?}");
         }
         let mut b = mine.clone();
         comm.broadcast(&mut b, 1)?;
@@ -222,7 +223,7 @@ fn collectives_on_three_ranks() {
         let mut t = vec![0u64; n * p];
         let sent: Vec<u64> = (0..n * p).map(|i| val(r, i)).collect();
         comm.alltoall(&sent, &mut t)?;
-        let mut sc: Vec<_> = (0..n).map(|i| span(r, i)).collect();
+        let mut sc = spans(r, n);
         comm.scan(&mut sc, span_op())?;
         let mut rs = vec![0u64; 2];
         let from: Vec<u64> = (0..2 * p).map(|i| val(r, i)).collect();
@@ -247,7 +248,7 @@ fn collectives_on_three_ranks() {
             .flat_map(|q| (0..n).map(move |i| val(q, r * n + i)))
             .collect();
         assert_eq!(t, expect);
-        assert!((0..n).all(|i| sc[i] == (span(0, i).0, span(r, i).1)));
+        assert!((0..n).all(|i| sc[i] == whole(r + 1, i)));
         assert_eq!(rs, (2 * r..2 * r + 2).map(sum).collect::<Vec<_>>());
     }
 }
@@ -320,12 +321,9 @@ fn hierarchies_pipelines_and_split_on_four_ranks_in_two_groups() {
                 "placed in the synthetic topology"
             );
             for alg in allreduces {
-                let mut s: Vec<_> = (0..n).map(|i| span(r, i)).collect();
+                let mut s = spans(r, n);
                 comm.allreduce_with(&mut s, span_op(), alg)?;
-                assert!(
-                    (0..n).all(|i| s[i] == (span(0, i).0, span(p - 1, i).1)),
-                    "{alg:?}"
-                );
+                assert!((0..n).all(|i| s[i] == whole(p, i)), "{alg:?}");
             }
             for alg in broadcasts {
                 let mut v: Vec<u64> = (0..n).map(|i| val(r, i)).collect();
