@@ -176,6 +176,17 @@ pub enum Error {
         /// What is wrong.
         what: String,
     },
+    /// An environment variable the crate reads is set to a value it does not take (the
+    /// team's build refuses it rather than ignore it; docs/usage.md lists the variables).
+    #[error("environment variable {name}={value:?} is not accepted: it takes {accepted}")]
+    Environment {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it takes.
+        accepted: &'static str,
+    },
     /// A rank thread could not be started.
     #[error("could not start rank thread {rank}: {message}")]
     Spawn {

@@ -58,6 +58,7 @@ mod algorithms;
 mod collective;
 mod comm;
 mod copy;
+mod env;
 mod error;
 mod hierarchy;
 #[cfg(feature = "mpi")]
@@ -77,6 +78,7 @@ pub mod tuning;
 
 pub use collective::Collective;
 pub use comm::{Comm, Peer, Persistent, Request, Scope, Status, ANY_TAG, TAG_MAX};
+pub use env::NodeShm;
 pub use error::{Error, Result};
 pub use mailbox::EAGER_MAX;
 pub use profile::Profile;

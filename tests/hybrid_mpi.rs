@@ -191,3 +191,104 @@ fn one_cg_solver_on_threads_hybrid_and_processes() {
         );
     }
 }
+
+/// A `/dev/shm` too small for the node's segment (64 KiB, in a private mount namespace: as
+/// root, where `unshare -m` works): with the default choice the team falls back to MPI between
+/// the processes with one warning line and every check passes; with
+/// `CORECOLL_NODE_SHM=require` the build fails on every process, naming the bytes. No SIGBUS.
+#[test]
+fn a_small_dev_shm_falls_back_to_mpi_or_fails_when_required() {
+    if !on_path("mpirun") {
+        eprintln!("skipped: mpirun is not on PATH (Debian: openmpi-bin)");
+        return;
+    }
+    let probe = std::process::Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=64k tmpfs /dev/shm",
+        ])
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "skipped: no private mount namespace with a small /dev/shm here (needs root and \
+             `unshare -m`)"
+        );
+        return;
+    }
+    let exe = build_example("hybrid_check");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let limit = Duration::from_secs(120);
+    let small = |env: &str| {
+        let script = format!(
+            "mount -t tmpfs -o size=64k tmpfs /dev/shm && exec mpirun -np 2 -x {env} \
+             --bind-to none {exe} --quick --threads 2"
+        );
+        run("unshare", &["-m", "sh", "-c", &script], limit)
+    };
+    let (ok, out, err) = small("CORECOLL_NODE_SHM=auto");
+    let warnings = err.matches("corecoll: warning: ").count();
+    assert!(
+        ok && warnings == 1 && err.contains("No space left on device"),
+        "auto: exit ok {ok}, {warnings} warnings\n{out}\n{err}"
+    );
+    assert!(out.contains("hybrid_check: all "), "{out}");
+    let (ok, out, err) = small("CORECOLL_NODE_SHM=require");
+    let both = format!("{out}{err}");
+    assert!(!ok, "require: the run passed\n{both}");
+    for q in 0..2 {
+        let line = both
+            .lines()
+            .find(|l| l.starts_with(&format!("process {q}: ")))
+            .unwrap_or_else(|| panic!("process {q} reported no error:\n{both}"));
+        assert!(
+            line.contains("shared memory between the processes is required"),
+            "{line}"
+        );
+    }
+    assert!(
+        both.contains("1226752 bytes") || both.contains(" bytes in /dev/shm"),
+        "{both}"
+    );
+}
+
+/// An environment variable with a bad value in one process only: every process's build fails
+/// (the refusal travels with the thread counts), none waits for the other.
+#[test]
+fn a_bad_environment_variable_in_one_process_fails_every_process() {
+    if !on_path("mpirun") {
+        eprintln!("skipped: mpirun is not on PATH (Debian: openmpi-bin)");
+        return;
+    }
+    let exe = build_example("hybrid_check");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let args = [
+        "-np",
+        "1",
+        "-x",
+        "CORECOLL_SPINS=lots",
+        "--bind-to",
+        "none",
+        exe,
+        "--quick",
+        ":",
+        "-np",
+        "1",
+        "--bind-to",
+        "none",
+        exe,
+        "--quick",
+    ];
+    let (ok, out, err) = run("mpirun", &args, Duration::from_secs(60));
+    let both = format!("{out}{err}");
+    assert!(!ok, "the run passed\n{both}");
+    assert!(
+        both.contains("process 0: environment variable CORECOLL_SPINS=\"lots\" is not accepted"),
+        "{both}"
+    );
+    assert!(
+        both.contains("process 0 refused an environment variable's value"),
+        "{both}"
+    );
+}

@@ -8,6 +8,7 @@
 use crate::cases::{inputs, reduction};
 use crate::collectives::note;
 use crate::suite::{Outcome, RunFails, Suite};
+use corecoll::algorithm::Barrier;
 use corecoll::{op, Error};
 
 /// The start of the message of the panics the checks cause on purpose (not printed).
@@ -231,6 +232,78 @@ pub fn check_all(s: &Suite<'_>) {
         s.skip(name, need);
     }
 
+    // (f) One thread of a process disagrees with the rest of the team, which its own leader
+    // does not (the last thread of process 1; with one thread per process, its leader): every
+    // argument that must agree is compared within each process too.
+    let odd = two.then(|| s.ctx.offset(1) + s.ctx.threads(1) - 1);
+    type Case = (
+        &'static str,
+        fn(&corecoll::Comm, bool) -> corecoll::Result<()>,
+    );
+    let cases: [Case; 7] = [
+        ("another root (broadcast from rank 0)", |comm, odd| {
+            let mut v = inputs::<u64>(comm.rank(), 7);
+            comm.broadcast(&mut v, usize::from(odd))
+        }),
+        ("another root (reduce to rank 0)", |comm, odd| {
+            let mut v = inputs::<u64>(comm.rank(), 7);
+            comm.reduce(&mut v, op::Sum, usize::from(odd))
+        }),
+        ("another root (gather to rank 0)", |comm, odd| {
+            let n = if comm.rank() == 0 || odd {
+                3 * comm.size()
+            } else {
+                0
+            };
+            let mut all = vec![0u64; n];
+            comm.gather(&inputs::<u64>(comm.rank(), 3), &mut all, usize::from(odd))
+        }),
+        ("another root (scatter from rank 0)", |comm, odd| {
+            let all = inputs::<u64>(comm.rank(), 3 * comm.size());
+            let mut mine = vec![0u64; 3];
+            comm.scatter(&all, &mut mine, usize::from(odd))
+        }),
+        (
+            "another algorithm (barrier: tree against dissemination)",
+            |comm, odd| {
+                comm.barrier_with(if odd {
+                    Barrier::Tree
+                } else {
+                    Barrier::Dissemination
+                })
+            },
+        ),
+        ("another op (allreduce: max against sum)", |comm, odd| {
+            let mut v = inputs::<u64>(comm.rank(), 7);
+            if odd {
+                comm.allreduce(&mut v, op::Max)
+            } else {
+                comm.allreduce(&mut v, op::Sum)
+            }
+        }),
+        (
+            "another collective (allreduce against broadcast)",
+            |comm, odd| {
+                let mut v = inputs::<u64>(comm.rank(), 7);
+                if odd {
+                    comm.allreduce(&mut v, op::Sum)
+                } else {
+                    comm.broadcast(&mut v, 0)
+                }
+            },
+        ),
+    ];
+    for (what, call) in cases {
+        let name = format!("failure: one thread of process 1 passes {what}");
+        let Some(odd) = odd else {
+            s.skip(&name, need);
+            continue;
+        };
+        s.check_fails(&name, RunFails::Either, None, any, |comm| {
+            Outcome::Called(call(comm, comm.rank() == odd))
+        });
+    }
+
     // The team is reusable: a normal run after all that.
     let want = reduction::<u64>(p, 1000);
     s.check(
@@ -254,6 +327,13 @@ pub fn check_all(s: &Suite<'_>) {
                 &mut problem,
                 comm.barrier().err().map(|e| format!("barrier: {e}")),
             );
+            for alg in Barrier::ALL {
+                let e = comm.barrier_with(alg).err();
+                note(
+                    &mut problem,
+                    e.map(|e| format!("barrier with {}: {e}", alg.name())),
+                );
+            }
             problem
         },
     );

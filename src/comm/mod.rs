@@ -233,7 +233,7 @@ impl Comm {
         match &self.span {
             Span::Threads(l) => l.barrier_with(algorithm),
             #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.barrier(),
+            Span::Processes(b) => b.barrier(algorithm),
         }
     }
 

@@ -28,7 +28,7 @@
 //! rank. That costs a second check and a small exchange; the fixed-size form needs neither
 //! (its lengths are in the one check).
 
-use super::bridge::Bridge;
+use super::bridge::{Bridge, FirstStage};
 use super::check::Call;
 use super::gather::{bytes, bytes_mut, packed, scaled, staging, B, V_FORM};
 use crate::algorithms::alltoall as sched;
@@ -86,7 +86,9 @@ impl Bridge {
         let leader = self.is_leader();
         let local = &self.local;
         let mut all = staging(if leader { t * p * m } else { 0 });
-        let before = local.gather_with(send, &mut all, 0, Gather::Auto);
+        let before = self.first_stage(OP, &call, || {
+            local.gather_with(send, &mut all, 0, Gather::Auto)
+        });
         let mut back = staging(if leader { t * p * m } else { 0 });
         self.across(OP, call, before, |pc| {
             let l = &self.layout;
@@ -194,7 +196,9 @@ impl Bridge {
         mine.extend_from_slice(sc);
         mine.extend_from_slice(rc);
         let mut cm = vec![0usize; if leader { 2 * p * t } else { 0 }];
-        let counted = local.gather_with(&mine, &mut cm, 0, Gather::Auto);
+        let counted = self.first_stage(OP, &call, || {
+            local.gather_with(&mine, &mut cm, 0, Gather::Auto)
+        });
         let send_of = |i: usize, r: usize| cm[i * 2 * p + r];
         let expects = |j: usize, r: usize| cm[j * 2 * p + p + r];
         let mut ps = Vec::with_capacity(sc.iter().sum());
@@ -210,7 +214,7 @@ impl Bridge {
         };
         let (td, tsum) = packed(&tc);
         let mut own = staging(tsum);
-        let before = counted.and_then(|()| local.gatherv(&ps, &mut own, &tc, &td, 0));
+        let before = counted.and_then(|| local.gatherv(&ps, &mut own, &tc, &td, 0));
 
         // Stage 2a: the leaders exchange the counts: xc[r·t + j] is what rank r sends to this
         // process's thread j.
@@ -294,7 +298,7 @@ impl Bridge {
         };
         let (bd, btot) = packed(&rt);
         let mut back = staging(btot);
-        self.across(OP, call, verdict, |pc| {
+        self.across(OP, call, FirstStage::agreed(verdict), |pc| {
             // Where thread i's block for rank r starts in `own`.
             let starts: Vec<Vec<usize>> = (0..t)
                 .map(|i| {

@@ -10,6 +10,7 @@ use super::relay::Relay;
 use super::shadows::ShadowSet;
 use super::world::{Layout, Process};
 use super::ProcessComm;
+use crate::algorithms::check;
 use crate::error::{Error, Result};
 use crate::local::Local;
 use crate::shm::node::folds::NodeFolds;
@@ -60,6 +61,27 @@ pub(crate) struct Bridge {
     /// Which of the communicator's stages between processes this link's collectives use: the
     /// team's leaders' communicator (`None`), or the leaders' shadow k (of `shadows`).
     stage: Option<usize>,
+}
+
+/// What a process's threads bring to the stage between processes of a collective
+/// ([`Bridge::across`]): the outcome of their first stage, which they run only after agreeing
+/// on the call among themselves ([`Bridge::first_stage`]), so that the words the leader
+/// compares with the other processes' speak for every thread of its process.
+#[must_use]
+pub(crate) struct FirstStage(Result<()>);
+
+impl FirstStage {
+    /// The arrival of a process whose threads have compared every word of the call already,
+    /// some other way or at an earlier check of the same call: `verdict`, the result since.
+    pub(crate) fn agreed(verdict: Result<()>) -> FirstStage {
+        FirstStage(verdict)
+    }
+
+    /// This first stage and then `more`, a further part of it, run only if this part
+    /// succeeded.
+    pub(crate) fn and_then(self, more: impl FnOnce() -> Result<()>) -> FirstStage {
+        FirstStage(self.0.and_then(|()| more()))
+    }
 }
 
 /// [`Bridge::between`] of a collective whose stage between processes ran over MPI.
@@ -213,6 +235,35 @@ impl Bridge {
         self.process.is_some()
     }
 
+    /// Stage 1 of a collective `op` described by `call`: the process's threads agree on the
+    /// call — every word its leader will compare with the other processes' (collective,
+    /// algorithm, length, element type, root, block, op) — and then run `stage`, their part of
+    /// the collective within the process.
+    ///
+    /// Without the agreement a thread whose arguments differ from its leader's (another root,
+    /// say) would not be seen by the check between processes, which compares one call per
+    /// process, and might take part in a collective that means something else to it. The
+    /// agreement is the dissemination check (`check::agree` with every rank), so a leader that
+    /// passes it knows that every thread of its process passed; a thread that finds a
+    /// difference fails its process's run, and the leader takes that failure to the check
+    /// between processes, which then fails on every process. One round among two threads; none
+    /// for a process of one thread.
+    pub(crate) fn first_stage(
+        &self,
+        op: &'static str,
+        call: &Call,
+        stage: impl FnOnce() -> Result<()>,
+    ) -> FirstStage {
+        let local = &self.local;
+        let agreed = if local.size() == 1 {
+            Ok(())
+        } else {
+            let tag = local.next_tag(call.kind());
+            check::agree(&local.coll(op), tag, &call.for_threads(op), true)
+        };
+        FirstStage(agreed.and_then(|()| stage()))
+    }
+
     /// Stage 2 of a collective `op` described by `call`: on the leader, the check between
     /// processes, with `before` (the leader's result of stage 1) as its arrival, then
     /// `stage` on the leaders' communicator; on the other ranks, nothing (`before`).
@@ -225,7 +276,7 @@ impl Bridge {
         &self,
         op: &'static str,
         call: Call,
-        before: Result<()>,
+        before: FirstStage,
         stage: impl FnOnce(&ProcessComm) -> Result<()>,
     ) -> Result<()> {
         let (rank, leaders) = (self.rank(), self.layout.leaders());
@@ -244,9 +295,10 @@ impl Bridge {
         &self,
         op: &'static str,
         call: Call,
-        before: Result<()>,
+        before: FirstStage,
         run: impl FnOnce(&ProcessComm, &Call, Arrival) -> Result<()>,
     ) -> Result<()> {
+        let FirstStage(before) = before;
         self.between.set(Some(BETWEEN_MPI));
         let Some(p) = &self.process else {
             return before;
@@ -299,18 +351,24 @@ impl Bridge {
     /// of its own, so its messages never match this communicator's.
     pub(crate) fn dup(&self) -> Result<Bridge> {
         const OP: &str = "dup";
-        let split = self.local.split(Some(0), self.local.rank());
+        let call = Call::dup();
+        let mut split = None;
+        let before = self.first_stage(OP, &call, || {
+            let s = self.local.split(Some(0), self.local.rank());
+            let r = s.as_ref().map(|_| ()).map_err(Clone::clone);
+            split = Some(s);
+            r
+        });
         let mut links = None;
-        let agreed = self.across(
-            OP,
-            Call::dup(),
-            split.as_ref().map(|_| ()).map_err(Clone::clone),
-            |pc| {
-                let p = self.process.as_ref().expect("only a leader runs the stage");
-                links = Some(p.duplicate(pc)?);
-                Ok(())
-            },
-        );
+        let agreed = self.across(OP, call, before, |pc| {
+            let p = self.process.as_ref().expect("only a leader runs the stage");
+            links = Some(p.duplicate(pc)?);
+            Ok(())
+        });
+        let Some(split) = split else {
+            // The threads did not agree, and `across` returned their failure.
+            return Err(agreed.expect_err("a first stage that did not run failed"));
+        };
         let local = split?.expect("every rank passes a color");
         agreed?;
         if let Some(links) = links {

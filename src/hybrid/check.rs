@@ -27,10 +27,11 @@
 
 use super::gather::V_FORM;
 use super::ProcessComm;
+use crate::algorithms::check;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::mailbox::{describe_op_word, fingerprint_size, op_word, type_fingerprint, Kind};
-use crate::op::Op;
+use crate::op::{Identity, Op};
 use ::mpi::ffi;
 use ::mpi::traits::*;
 use std::ffi::c_int;
@@ -70,9 +71,9 @@ pub(crate) struct Call {
     elem: u64,
     /// The root, for rooted collectives.
     root: Option<usize>,
-    /// The op, for reducing collectives: which built-in op it is, else whether it is
-    /// commutative ([`op_word`]).
-    op: Option<u64>,
+    /// The op, for reducing collectives (compared as [`op_word`]: which built-in op it is,
+    /// else the user op's type and whether it is commutative).
+    op: Option<Identity>,
     /// Which communicator of the team: 0 for those that share the team's leaders (the world
     /// and what `split` makes), k for its k-th duplicate (`Comm::dup`), so that processes
     /// whose leaders call collectives of a communicator and of its duplicate in different
@@ -110,11 +111,16 @@ impl Call {
         Call { context, ..self }
     }
 
-    /// A barrier: no data, nothing else to compare.
+    /// A barrier: no data, nothing else to compare (the check of a run's end is one too).
     pub(crate) fn barrier() -> Call {
+        Call::barrier_with(0)
+    }
+
+    /// A barrier with the algorithm of id `alg`.
+    pub(crate) fn barrier_with(alg: u8) -> Call {
         Call {
             elem: 0,
-            ..Call::of::<()>(Kind::Coll(Collective::Barrier), 0, 0)
+            ..Call::of::<()>(Kind::Coll(Collective::Barrier), alg, 0)
         }
     }
 
@@ -136,8 +142,33 @@ impl Call {
     /// it is commutative (user ops cannot be told apart).
     pub(crate) fn with_op<T, O: Op<T> + ?Sized>(self, op: &O) -> Call {
         Call {
-            op: Some(op_word(op.identity())),
+            op: Some(op.identity()),
             ..self
+        }
+    }
+
+    /// The collective.
+    pub(crate) fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// The same call as the threads of one process compare it among themselves
+    /// (`Bridge::first_stage`), with `op` as the collective's name: every word the processes
+    /// compare but the communicator's context, which the threads' own communicator (the
+    /// world's or a duplicate's) already is.
+    pub(crate) fn for_threads(&self, op: &'static str) -> check::Call {
+        check::Call {
+            op,
+            alg: self.alg,
+            name_of: match self.kind {
+                Kind::Coll(c) => crate::select::names_of(c),
+                Kind::P2p | Kind::Split => |_| None,
+            },
+            len: self.len,
+            root: self.root,
+            block: self.block,
+            elem: self.elem,
+            combine: self.op,
         }
     }
 
@@ -150,7 +181,7 @@ impl Call {
             self.len as u64,
             self.elem,
             self.root.map_or(u64::MAX, |r| r as u64),
-            self.op.unwrap_or(0),
+            self.op.map_or(0, op_word),
         ]
     }
 }
@@ -175,7 +206,7 @@ fn describe_call(w: &[u64]) -> String {
         return format!("an unknown collective {:#x}", w[0]);
     };
     match kind {
-        Kind::Coll(Collective::Barrier) => return "barrier".to_string(),
+        Kind::Coll(Collective::Barrier) if w[1] == 0 => return "barrier".to_string(),
         Kind::Split if w[1] == u64::from(DUP) => return "dup".to_string(),
         _ => {}
     }

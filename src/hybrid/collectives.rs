@@ -72,7 +72,7 @@ impl Bridge {
             return self.allreduce_pipelined(buf, op, seg, call, between);
         }
         let local = &self.local;
-        let before = local.reduce_with(buf, op, 0, Reduce::Auto);
+        let before = self.first_stage(OP, &call, || local.reduce_with(buf, op, 0, Reduce::Auto));
         let on_node = matches!(between, Algorithm::Auto | Algorithm::Direct);
         // A request of a world whose processes share nodes combines over MPI in the node
         // stage's grouping (`hybrid::node`), so that it gives the blocking call's bits.
@@ -116,11 +116,13 @@ impl Bridge {
         let call =
             Call::of::<T>(Kind::Coll(Collective::Broadcast), algorithm.id(), buf.len()).at(root);
         let local = &self.local;
-        let before = if home && l != 0 {
-            local.broadcast_with(buf, l, Broadcast::Auto)
-        } else {
-            Ok(())
-        };
+        let before = self.first_stage(OP, &call, || {
+            if home && l != 0 {
+                local.broadcast_with(buf, l, Broadcast::Auto)
+            } else {
+                Ok(())
+            }
+        });
         let between = match algorithm {
             Broadcast::Hierarchical | Broadcast::HierarchicalDirect => Broadcast::Auto,
             chosen => chosen,
@@ -173,7 +175,8 @@ impl Bridge {
                 Some(c) => c,
                 None => &mut *buf,
             };
-            let before = local.reduce_with(part, op, 0, Reduce::Auto);
+            let before =
+                self.first_stage(OP, &call, || local.reduce_with(part, op, 0, Reduce::Auto));
             self.across(OP, call, before, |pc| match grouped {
                 Some(starts) => pc.grouped_allreduce(part, op, starts),
                 None => pc.reduce_call(part, op, q, between),
@@ -196,15 +199,21 @@ impl Bridge {
         local.scatterv(send, &counts, &displs, recv, 0)
     }
 
-    /// `Comm::barrier` across processes: a barrier within each process, the leaders' check
-    /// (an allreduce, which no process leaves before every process has entered it), and a
-    /// barrier within each process again.
-    pub(crate) fn barrier(&self) -> Result<()> {
-        let local = &self.local;
-        let before = local.barrier_with(Barrier::Auto);
-        self.across("barrier", Call::barrier(), before, |_| Ok(()))?;
+    /// `Comm::barrier_with` across processes: the threads' agreement on the call (a
+    /// dissemination among them, so it is also their barrier), the leaders' check (an
+    /// allreduce, which no process leaves before every process has entered it) and, for a
+    /// flat algorithm, that algorithm's barrier between the processes, then a barrier within
+    /// each process (the release). The hierarchical algorithms are this composition itself.
+    pub(crate) fn barrier(&self, algorithm: Barrier) -> Result<()> {
+        const OP: &str = "barrier";
+        let call = Call::barrier_with(algorithm.id());
+        let before = self.first_stage(OP, &call, || Ok(()));
+        self.across(OP, call, before, |pc| match algorithm {
+            Barrier::Dissemination | Barrier::Tree => pc.barrier_call(algorithm),
+            Barrier::Auto | Barrier::Hierarchical | Barrier::HierarchicalDirect => Ok(()),
+        })?;
         self.note_node(true);
-        local.barrier_with(Barrier::Auto)
+        self.local.barrier_with(Barrier::Auto)
     }
 }
 

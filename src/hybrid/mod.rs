@@ -426,6 +426,18 @@ impl ProcessComm {
         })
     }
 
+    /// A flat barrier between the processes (`Dissemination` or `Tree`), after the hybrid
+    /// world's check (which is a barrier of its own: this one runs because the caller named
+    /// it).
+    pub(crate) fn barrier_call(&self, algorithm: crate::select::Barrier) -> Result<()> {
+        const OP: &str = "barrier";
+        let tag = self.next_tag(Kind::Coll(Collective::Barrier));
+        let schedule = algorithm.schedule().expect("a flat barrier has a schedule");
+        self.schedule(OP, 0, |t| {
+            algorithms::barrier::run(t, schedule, tag.with_variant(algorithm.id()))
+        })
+    }
+
     /// [`ProcessComm::broadcast_with`], with its call check if `check` (see
     /// [`ProcessComm::allreduce_call`]).
     pub(crate) fn broadcast_call<T>(

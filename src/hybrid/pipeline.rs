@@ -165,7 +165,9 @@ impl Bridge {
         let s = n.div_ceil(seg);
         debug_assert!(s > 1);
         let local = &self.local;
-        let before = local.reduce_with(&mut buf[block_range(n, seg, 0)], op, 0, Reduce::Auto);
+        let before = self.first_stage(OP, &call, || {
+            local.reduce_with(&mut buf[block_range(n, seg, 0)], op, 0, Reduce::Auto)
+        });
         let mut panic = None;
         let led = self.across(OP, call, before, |pc| {
             self.lead(pc, buf, op, seg, &call, between, &mut panic)

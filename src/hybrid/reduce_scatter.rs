@@ -42,8 +42,12 @@ impl Bridge {
         let (p, m) = (self.size(), recv.len());
         let (_, o, t) = self.here();
         let local = &self.local;
+        let call =
+            Call::of::<T>(Kind::Coll(Collective::ReduceScatter), algorithm.id(), m).with_op(op);
         let mut whole = crate::copy::to_vec(send);
-        let before = local.reduce_with(&mut whole, op, 0, Reduce::Auto);
+        let before = self.first_stage(OP, &call, || {
+            local.reduce_with(&mut whole, op, 0, Reduce::Auto)
+        });
         // The leader's part: its initial contents are overwritten by the stage between
         // processes.
         let mut part = if self.is_leader() {
@@ -51,8 +55,6 @@ impl Bridge {
         } else {
             Vec::new()
         };
-        let call =
-            Call::of::<T>(Kind::Coll(Collective::ReduceScatter), algorithm.id(), m).with_op(op);
         self.across(OP, call, before, |pc| {
             let l = &self.layout;
             let np = l.processes();

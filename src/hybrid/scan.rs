@@ -63,11 +63,15 @@ impl Bridge {
         let me = local.rank();
         let last = me == t - 1;
         let own = (exclusive && last).then(|| crate::copy::to_vec(buf));
-        let before = if exclusive {
-            local.exscan_with(buf, op, algorithm)
-        } else {
-            local.scan_with(buf, op, algorithm)
-        };
+        let word = algorithm.id() | if exclusive { V_FORM } else { 0 };
+        let call = Call::of::<T>(Kind::Coll(Collective::Scan), word, buf.len()).with_op(op);
+        let before = self.first_stage(name, &call, || {
+            if exclusive {
+                local.exscan_with(buf, op, algorithm)
+            } else {
+                local.scan_with(buf, op, algorithm)
+            }
+        });
         // The process total, on the last thread.
         let total = |buf: &[T]| -> Vec<T> {
             match &own {
@@ -87,7 +91,7 @@ impl Bridge {
         } else {
             Vec::new()
         };
-        let before = before.and_then(|()| {
+        let before = before.and_then(|| {
             if t > 1 {
                 let from = if last { acc.clone() } else { Vec::new() };
                 let into: &mut [T] = if self.is_leader() { &mut acc } else { &mut [] };
@@ -96,8 +100,6 @@ impl Bridge {
                 Ok(())
             }
         });
-        let word = algorithm.id() | if exclusive { V_FORM } else { 0 };
-        let call = Call::of::<T>(Kind::Coll(Collective::Scan), word, buf.len()).with_op(op);
         self.across(name, call, before, |pc| {
             let np = self.layout.processes();
             let (alg, schedule) = match algorithm.schedule() {

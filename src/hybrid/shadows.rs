@@ -18,7 +18,7 @@
 //! still waiting in a request that another never started meets that process's end there and
 //! gets an error instead of waiting for ever, and `Team::run` reports it.
 
-use super::bridge::Bridge;
+use super::bridge::{Bridge, FirstStage};
 use super::check::{Arrival, Call, PendingCheck};
 use super::world::Process;
 use super::ProcessComm;
@@ -83,7 +83,8 @@ impl Bridge {
     /// within its process, the leaders agree it between processes (on the shadow this link
     /// runs on, in its place among the requests), and every rank learns the outcome.
     pub(crate) fn agree_setup<T: 'static, A: Choice>(&self, setup: &Setup<'_, T, A>) -> Result<()> {
-        let before = self.local.agree_setup(setup);
+        // The threads agree the setup, which holds every word of the call below.
+        let before = FirstStage::agreed(self.local.agree_setup(setup));
         let mut call = Call::of::<T>(Kind::Coll(setup.kind), setup.alg.id(), setup.len);
         if let Some(root) = setup.root {
             call = call.at(root);

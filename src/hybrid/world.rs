@@ -262,7 +262,11 @@ impl Process {
     /// The process part of a hybrid team of `threads` threads in this process, collective over
     /// `comm`'s processes: checks MPI's threading level, allgathers the thread counts (over
     /// `comm` and over its processes on this node) and duplicates `comm` for the leaders.
-    pub(crate) fn new<C: Communicator>(comm: &C, threads: usize) -> Result<(Process, NodeShare)> {
+    pub(crate) fn new<C: Communicator>(
+        comm: &C,
+        threads: usize,
+        shm: crate::NodeShm,
+    ) -> Result<(Process, NodeShare)> {
         const OP: &str = "TeamBuilder::mpi";
         let rank = comm.rank() as usize;
         let level = ::mpi::environment::threading_support();
@@ -282,8 +286,18 @@ impl Process {
                     .to_string(),
             ));
         }
+        // The environment's refusal travels with the thread counts (as a count of `usize::MAX`),
+        // so that every process fails alike.
+        let env = crate::env::check();
+        let mine = if env.is_ok() { threads } else { usize::MAX };
         let mut counts = vec![0usize; comm.size() as usize];
-        comm.all_gather_into(&threads, &mut counts[..]);
+        comm.all_gather_into(&mine, &mut counts[..]);
+        env?;
+        if let Some(q) = counts.iter().position(|&t| t == usize::MAX) {
+            return Err(unsupported(format!(
+                "process {q} refused an environment variable's value (its error names it)"
+            )));
+        }
         if let Some(q) = counts.iter().position(|&t| t == 0) {
             return Err(if q == rank {
                 Error::ZeroRanks
@@ -300,7 +314,7 @@ impl Process {
             index: node.rank() as usize,
         };
         let mut pc = ProcessComm::new(comm)?;
-        pc.node = super::node::node_stage(comm, &node, &counts);
+        pc.node = super::node::node_stage(comm, &node, &counts, shm)?;
         let mail = pc.node().and_then(|stage| stage.mail().cloned());
         let folds = pc
             .node()

@@ -33,9 +33,9 @@ pub(crate) use choose::{
     prefer_hierarchy,
 };
 pub(crate) use flat::{Decision, Flat};
-#[cfg(feature = "mpi")]
-pub(crate) use ids::name_of;
 pub(crate) use ids::Choice;
+#[cfg(feature = "mpi")]
+pub(crate) use ids::{name_of, names_of};
 
 /// An allreduce algorithm (see `Comm::allreduce_with`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -284,15 +284,10 @@ impl WaitPolicy {
         } else {
             WaitPolicy::DEDICATED
         };
-        let var = |name: &str| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-        };
-        if let Some(spins) = var("CORECOLL_SPINS") {
-            policy.spins = u32::try_from(spins).unwrap_or(u32::MAX);
+        if let Some(spins) = crate::env::spins() {
+            policy.spins = spins;
         }
-        if let Some(us) = var("CORECOLL_YIELD_US") {
+        if let Some(us) = crate::env::yield_us() {
             policy.yield_for = Duration::from_micros(us);
         }
         policy

@@ -79,6 +79,10 @@ pub struct TeamBuilder {
     /// Whether runs look for deadlocks (`None`: the default, on).
     deadlocks: Option<bool>,
     wait: Wait,
+    /// What the processes of a node use between them (`None`: `CORECOLL_NODE_SHM`, else
+    /// `Auto`).
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    node_shm: Option<crate::NodeShm>,
     profile: Option<Profile>,
     /// `algorithm_rules`' overrides, parsed when the team is built.
     rules: Vec<(Collective, String)>,
@@ -105,21 +109,15 @@ pub enum Wait {
 }
 
 impl Wait {
-    /// The choice a value of `CORECOLL_WAIT_POLICY` names (`active` or `passive`, in any
-    /// case); anything else, or no value, is `Auto`.
-    fn named(value: Option<&str>) -> Wait {
-        match value.map(str::trim) {
-            Some(v) if v.eq_ignore_ascii_case("active") => Wait::Active,
-            Some(v) if v.eq_ignore_ascii_case("passive") => Wait::Passive,
-            _ => Wait::Auto,
-        }
-    }
-
     /// The policy this choice resolves to for `ranks` threads on `cores` cores, with the
     /// environment variable consulted when the choice is `Auto`.
     fn resolve(self, ranks: usize, cores: usize) -> WaitPolicy {
         let chosen = match self {
-            Wait::Auto => Wait::named(std::env::var("CORECOLL_WAIT_POLICY").ok().as_deref()),
+            Wait::Auto => match crate::env::wait_passive() {
+                Some(true) => Wait::Passive,
+                Some(false) => Wait::Active,
+                None => Wait::Auto,
+            },
             other => other,
         };
         let load = match chosen {
@@ -185,6 +183,21 @@ impl TeamBuilder {
         self
     }
 
+    /// What the processes of one node use between them on a hybrid team ([`NodeShm`]): shared
+    /// memory where `/dev/shm` can hold the node's segment, else MPI with a warning (`Auto`,
+    /// the default); shared memory or an error ([`NodeShm::Require`]); MPI only
+    /// ([`NodeShm::Off`]). Unset, the environment variable `CORECOLL_NODE_SHM`
+    /// (`auto|require|off`) decides.
+    ///
+    /// [`NodeShm`]: crate::NodeShm
+    /// [`NodeShm::Require`]: crate::NodeShm::Require
+    /// [`NodeShm::Off`]: crate::NodeShm::Off
+    #[cfg(feature = "mpi")]
+    pub fn node_shm(mut self, choice: crate::NodeShm) -> Self {
+        self.node_shm = Some(choice);
+        self
+    }
+
     /// The machine's cost constants ([`Profile`], written by `corecoll-bench --calibrate`),
     /// from which `Block::Auto` picks pipeline block sizes: each communicator takes those of
     /// the level its ranks span. Default: the file named by the environment variable
@@ -246,7 +259,11 @@ impl TeamBuilder {
         let detected = self.topology.is_none();
         let topology = self.topology.take().unwrap_or_else(Topology::detect);
         let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
-        let (process, node) = crate::hybrid::world::Process::new(comm, ranks)?;
+        let shm = self
+            .node_shm
+            .or_else(crate::env::node_shm)
+            .unwrap_or_default();
+        let (process, node) = crate::hybrid::world::Process::new(comm, ranks, shm)?;
         self.topology = Some(topology);
         self.ranks = Some(ranks);
         if detected && node.total > ranks && self.pinning == Pinning::Compact {
@@ -269,6 +286,7 @@ impl TeamBuilder {
     /// of every process on the node) instead of the team's own. A hybrid team (a `load`) does
     /// not look for deadlocks: its ranks may wait for another process.
     fn build_for(self, load: Option<usize>) -> Result<Team> {
+        crate::env::check()?;
         let detect_deadlocks = load.is_none() && self.deadlocks.unwrap_or(true);
         let topology = self.topology.unwrap_or_else(Topology::detect);
         let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
@@ -528,12 +546,8 @@ mod tests {
     use super::Wait;
 
     #[test]
-    fn wait_policy_by_name_and_by_load() {
-        assert_eq!(Wait::named(Some("active")), Wait::Active);
-        assert_eq!(Wait::named(Some(" PASSIVE\n")), Wait::Passive);
-        assert_eq!(Wait::named(Some("spin")), Wait::Auto);
-        assert_eq!(Wait::named(None), Wait::Auto);
-        // An explicit choice overrides the load (and the environment).
+    fn wait_policy_by_load() {
+        // (The environment variable's names: `env`'s tests.) An explicit choice overrides the load (and the environment).
         assert!(!Wait::Active.resolve(64, 2).oversubscribed);
         assert!(Wait::Passive.resolve(1, 64).oversubscribed);
     }

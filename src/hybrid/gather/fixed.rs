@@ -48,11 +48,13 @@ impl Bridge {
         // A shared-memory choice is refused between the processes, below; stage 1 does not
         // run it first.
         let refused = algorithm.needs_shared_memory();
-        let before = if refused {
-            Ok(())
-        } else {
-            local.gather_with(send, &mut own, 0, algorithm)
-        };
+        let before = self.first_stage(OP, &call, || {
+            if refused {
+                Ok(())
+            } else {
+                local.gather_with(send, &mut own, 0, algorithm)
+            }
+        });
         let mut whole = staging(if leader && q == qr && lr != 0 {
             p * m
         } else {
@@ -125,12 +127,14 @@ impl Bridge {
         } else {
             0
         });
-        let before = if q == qr && lr != 0 {
-            let data = if is_root { send } else { &[] };
-            self.to_leader(lr, data, &mut whole)
-        } else {
-            Ok(())
-        };
+        let before = self.first_stage(OP, &call, || {
+            if q == qr && lr != 0 {
+                let data = if is_root { send } else { &[] };
+                self.to_leader(lr, data, &mut whole)
+            } else {
+                Ok(())
+            }
+        });
         let mut own = staging(if leader { t * m } else { 0 });
         self.across(OP, call, before, |pc| {
             if algorithm.needs_shared_memory() {
@@ -189,7 +193,9 @@ impl Bridge {
         let leader = self.is_leader();
         let local = &self.local;
         let mut own = staging(if leader { t * m } else { 0 });
-        let before = local.gather_with(send, &mut own, 0, Gather::Auto);
+        let before = self.first_stage(OP, &call, || {
+            local.gather_with(send, &mut own, 0, Gather::Auto)
+        });
         let l = &self.layout;
         let uniform = (0..l.processes()).all(|q| l.threads(q) == t);
         let on_node = uniform && matches!(algorithm.flat(), None | Some(Flat::Direct));

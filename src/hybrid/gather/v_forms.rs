@@ -99,7 +99,7 @@ impl Bridge {
         let lc = &cnt[o..o + t];
         let (ld, lsum) = packed(lc);
         let mut own = staging(if leader { lsum } else { 0 });
-        let before = local.gatherv(send, &mut own, lc, &ld, 0);
+        let before = self.first_stage(OP, &call, || local.gatherv(send, &mut own, lc, &ld, 0));
         let sums = self.process_sums(cnt);
         let (sd, total) = packed(&sums);
         let mut all = staging(if leader && q == qr { total } else { 0 });
@@ -196,18 +196,20 @@ impl Bridge {
                 crate::copy::extend(&mut all, &send[displs[i]..displs[i] + cnt[i]]);
             }
         }
-        // Stage 1 in every process goes through every thread, so that a thread's wrong
-        // length fails the process before its leader's check.
-        let before = if q == qr && lr != 0 {
-            let mut at_leader = staging(if leader { total } else { 0 });
-            let r = self.to_leader(lr, &all, &mut at_leader);
-            if leader {
-                all = at_leader;
+        // The threads' agreement goes through every thread, so that a thread's wrong length
+        // fails the process before its leader's check.
+        let before = self.first_stage(OP, &call, || {
+            if q == qr && lr != 0 {
+                let mut at_leader = staging(if leader { total } else { 0 });
+                let r = self.to_leader(lr, &all, &mut at_leader);
+                if leader {
+                    all = at_leader;
+                }
+                r
+            } else {
+                Ok(())
             }
-            r
-        } else {
-            local.barrier_with(Barrier::Auto)
-        };
+        });
         let lc = &cnt[o..o + t];
         let (ld, lsum) = packed(lc);
         let mut own = staging(if leader { lsum } else { 0 });
@@ -244,43 +246,27 @@ impl Bridge {
         // SAFETY: `recv` receives only blocks of the ranks' `send`, at multiples of `w`.
         let recv = unsafe { bytes_mut(recv) };
         let (counts, displs) = (scaled(counts, w), scaled(displs, w));
-        self.allgatherv_bytes(bytes(send), recv, &counts, &displs, fp, call)
+        self.allgatherv_bytes(bytes(send), recv, &counts, &displs, call)
     }
 
-    /// [`Bridge::allgatherv`] on the bytes of the blocks (`fp`: the fingerprint of the
-    /// caller's counts).
+    /// [`Bridge::allgatherv`] on the bytes of the blocks.
     fn allgatherv_bytes(
         &self,
         send: &[B],
         recv: &mut [B],
         counts: &[usize],
         displs: &[usize],
-        fp: u64,
         call: Call,
     ) -> Result<()> {
         const OP: &str = "allgatherv";
         let (_, o, t) = self.here();
         let leader = self.is_leader();
         let local = &self.local;
-        let mut fps = vec![0u64; if leader { t } else { 0 }];
         let lc = &counts[o..o + t];
         let (ld, lsum) = packed(lc);
         let mut own = staging(if leader { lsum } else { 0 });
-        let before = local
-            .gather_with(&[fp], &mut fps, 0, Gather::Auto)
-            .and_then(|()| {
-                if let Some(i) = fps.iter().position(|&f| f != fp) {
-                    return Err(self.invalid(
-                        OP,
-                        format!(
-                            "rank {} passes other counts than rank {o} (counts must be the same \
-                         on every rank)",
-                            o + i
-                        ),
-                    ));
-                }
-                local.gatherv(send, &mut own, lc, &ld, 0)
-            });
+        // The threads' agreement compares the counts' fingerprint (the call's block).
+        let before = self.first_stage(OP, &call, || local.gatherv(send, &mut own, lc, &ld, 0));
         let sums = self.process_sums(counts);
         let (sd, total) = packed(&sums);
         let mut all = staging(total);

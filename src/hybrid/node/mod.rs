@@ -9,9 +9,15 @@
 //! consecutive processes (their numbers in the world, so that combining node by node keeps the
 //! processes' order) and some node holds two or more. The first process of each node makes its
 //! node's segment, sends its name to the node's others, which map it, and once every process of
-//! the world has (an allreduce of whether each could) removes its name from `/dev/shm`. If any
-//! process cannot map its node's segment, no node uses one, and the stage between processes
-//! stays MPI's. With several nodes, the nodes' first processes (the node leaders) get a
+//! the world has (an allreduce of whether each could) removes its name from `/dev/shm`. The
+//! segment's pages are reserved when it is made (`shm::node::segment`), so a `/dev/shm` too
+//! small for it (a container's 64 MiB, say), missing or not writable is found here, not by a
+//! `SIGBUS` in a collective. If any process cannot map its node's segment, no node uses one:
+//! with [`NodeShm::Auto`] the stage between processes stays MPI's and the process that could
+//! not says so in one warning line (the bytes needed, what `/dev/shm` has, how to make room);
+//! with [`NodeShm::Require`] the team's build fails on every process; [`NodeShm::Off`] makes
+//! no segment at all. (The processes take the strictest choice any of them passed: off, then
+//! require, then auto.) With several nodes, the nodes' first processes (the node leaders) get a
 //! communicator of their own, over which the stage between nodes runs.
 //!
 //! **What runs there** (`stage`). The call check of every blocking collective of the world: the
@@ -53,10 +59,11 @@ mod stage;
 
 use super::ProcessComm;
 use crate::algorithms::node as sched;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::shm::node::folds::NodeFolds;
 use crate::shm::node::mail::{self, NodeMail};
 use crate::shm::node::{cma, gone, NodeMemory, Segment};
+use crate::NodeShm;
 use ::mpi::collective::SystemOperation;
 use ::mpi::topology::{Color, Communicator, SimpleCommunicator};
 use ::mpi::traits::*;
@@ -157,14 +164,6 @@ impl NodeStage {
 /// against a fast kernel copy (three rounds and a system call per process read).
 const SINGLE_COPY_BYTES: usize = 64 << 10;
 
-/// The number of processes of a node, made believe by `CORECOLL_NODE_SIZE` if set.
-fn faked_node_size() -> Option<usize> {
-    std::env::var("CORECOLL_NODE_SIZE")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&k| k > 0)
-}
-
 /// `v` reduced with `op` over `comm`'s processes.
 fn all<C: Communicator>(comm: &C, v: u64, op: SystemOperation) -> u64 {
     let mut out = 0u64;
@@ -173,15 +172,27 @@ fn all<C: Communicator>(comm: &C, v: u64, op: SystemOperation) -> u64 {
 }
 
 /// The node stage of `comm`'s processes, whose processes on this node `shared` holds and
-/// whose process q runs `threads[q]` threads, if it runs (module docs); collective over
-/// `comm`'s processes.
+/// whose process q runs `threads[q]` threads, if it runs (module docs), as `choice` asks;
+/// collective over `comm`'s processes. An error (the same on every process) where shared
+/// memory is required and a node's segment could not be made.
 pub(crate) fn node_stage<C: Communicator>(
     comm: &C,
     shared: &SimpleCommunicator,
     threads: &[usize],
-) -> Option<NodeStage> {
+    choice: NodeShm,
+) -> Result<Option<NodeStage>> {
     let (rank, size) = (comm.rank() as usize, comm.size() as usize);
-    let split = faked_node_size().map(|k| {
+    let code = |c: NodeShm| match c {
+        NodeShm::Auto => 0,
+        NodeShm::Require => 1,
+        NodeShm::Off => 2,
+    };
+    let choice = match all(comm, code(choice), SystemOperation::max()) {
+        0 => NodeShm::Auto,
+        1 => NodeShm::Require,
+        _ => return Ok(None),
+    };
+    let split = crate::env::node_size().map(|k| {
         comm.split_by_color(Color::with_value((rank / k) as i32))
             .expect("every process has a colour")
     });
@@ -196,7 +207,7 @@ pub(crate) fn node_stage<C: Communicator>(
     let usable = all(comm, u64::from(consecutive), SystemOperation::min()) == 1;
     let largest = all(comm, ranks.len() as u64, SystemOperation::max());
     if !usable || largest < 2 || size < 2 {
-        return None;
+        return Ok(None);
     }
     let mut firsts = vec![0u64; size];
     comm.all_gather_into(&(first as u64), &mut firsts[..]);
@@ -209,7 +220,21 @@ pub(crate) fn node_stage<C: Communicator>(
     let base: usize = threads[..first].iter().sum();
     let on_node: usize = threads[first..first + processes].iter().sum();
     let rings = processes > 1 && mail::bytes(on_node) <= MAX_RING_BYTES;
-    let segment = map_segment(comm, node, NodeMemory::bytes(processes, on_node, rings));
+    let bytes = NodeMemory::bytes(processes, on_node, rings);
+    let segment = match map_segment(comm, node, bytes) {
+        Ok(segment) => Some(segment),
+        Err(why) => {
+            let e = no_segment(choice, bytes, why.as_deref());
+            if let Some(e) = e {
+                return Err(Error::Unsupported {
+                    rank: threads[..rank].iter().sum(),
+                    op: "TeamBuilder::mpi",
+                    what: e,
+                });
+            }
+            None
+        }
+    };
     let leaders = (starts.len() > 2).then(|| {
         let colour = if me == 0 {
             Color::with_value(0)
@@ -221,21 +246,24 @@ pub(crate) fn node_stage<C: Communicator>(
             Box::new(pc)
         })
     });
-    let memory = NodeMemory::new(segment?, processes, on_node, me);
+    // (After the split above, which every process makes alike.)
+    let Some(segment) = segment else {
+        return Ok(None);
+    };
+    let memory = NodeMemory::new(segment, processes, on_node, me);
     let mine = (threads[..rank].iter().sum(), threads[rank]);
     let mail = rings.then(|| Arc::new(memory.mail(base, mine)));
     let folds = Arc::new(memory.folds());
-    let wanted = std::env::var("CORECOLL_NODE_CMA").is_ok_and(|v| v.trim() == "1");
-    let cma = wanted && probe_cma(&memory);
+    let cma = crate::env::node_cma() && probe_cma(&memory);
     let cma = all(comm, u64::from(cma), SystemOperation::min()) == 1;
-    Some(NodeStage {
+    Ok(Some(NodeStage {
         memory,
         node: starts.partition_point(|&s| s <= rank) - 1,
         nodes: Nodes { starts, cma },
         leaders: leaders.flatten(),
         mail,
         folds,
-    })
+    }))
 }
 
 /// Whether this process can read the next process of its node's memory (cross-memory attach):
@@ -264,20 +292,79 @@ fn probe_cma(memory: &NodeMemory) -> bool {
     sched::gather_words(&r, &[0], &mut watch).is_ok() && ok
 }
 
+/// What follows where the processes could not all map their node's segment of `bytes` bytes
+/// (`why`: this process's reason, if the failure was its own): with `Require`, the error's
+/// text; with `Auto`, nothing (one warning line on stderr from a process that failed, and MPI
+/// between the processes).
+fn no_segment(choice: NodeShm, bytes: usize, why: Option<&str>) -> Option<String> {
+    let room = match shm_space() {
+        Some((free, size)) => format!("/dev/shm has {free} bytes free of {size}"),
+        None => "/dev/shm cannot be examined".to_string(),
+    };
+    let cause = match why {
+        Some(why) => format!(
+            "the processes of this node could not share a segment of {bytes} bytes in \
+             /dev/shm ({why}; {room})"
+        ),
+        None => "another process could not map its node's segment in /dev/shm \
+                 (its own error or warning names the cause)"
+            .to_string(),
+    };
+    const RAISE: &str = "make /dev/shm larger (`mount -o remount,size=1G /dev/shm` as root, \
+                         or a container's --shm-size)";
+    match choice {
+        NodeShm::Require => Some(format!(
+            "{cause}, and shared memory between the processes is required \
+             (CORECOLL_NODE_SHM=require or TeamBuilder::node_shm): {RAISE}, or allow MPI \
+             instead (auto)"
+        )),
+        NodeShm::Auto | NodeShm::Off => {
+            if why.is_some() {
+                eprintln!(
+                    "corecoll: warning: {cause}; the processes of this job meet over MPI \
+                     instead. To use shared memory, {RAISE}; CORECOLL_NODE_SHM=off chooses \
+                     MPI without this warning, =require makes it an error"
+                );
+            }
+            None
+        }
+    }
+}
+
+/// The free and total bytes of the file system at `/dev/shm`, if it can be examined.
+fn shm_space() -> Option<(u64, u64)> {
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: a NUL-terminated path and a buffer for one `statvfs`, filled on success.
+    let rc = unsafe { libc::statvfs(c"/dev/shm".as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: `statvfs` succeeded and filled it.
+    let st = unsafe { st.assume_init() };
+    // (`u64` on 64-bit Linux, whose libc the crate targets.)
+    let unit = st.f_frsize;
+    Some((st.f_bavail * unit, st.f_blocks * unit))
+}
+
 /// This process's node's segment of `bytes` bytes, made by the node's first process and mapped
-/// by the others, if every process of `comm` could map its node's (collective over `comm`).
+/// by the others, if every process of `comm` could map its node's (collective over `comm`);
+/// else this process's reason, if it failed itself.
 fn map_segment<C: Communicator>(
     comm: &C,
     node: &SimpleCommunicator,
     bytes: usize,
-) -> Option<Segment> {
+) -> std::result::Result<Segment, Option<String>> {
     let first = node.rank() == 0;
     let mut name = [0u8; NAME];
     let mut made = None;
+    let mut why = None;
     if first {
-        if let Ok((segment, n)) = Segment::create(bytes) {
-            name[..n.len()].copy_from_slice(n.as_bytes());
-            made = Some(segment);
+        match Segment::create(bytes) {
+            Ok((segment, n)) => {
+                name[..n.len()].copy_from_slice(n.as_bytes());
+                made = Some(segment);
+            }
+            Err(e) => why = Some(e.to_string()),
         }
     }
     node.process_at_rank(0).broadcast_into(&mut name[..]);
@@ -287,7 +374,9 @@ fn map_segment<C: Communicator>(
         .filter(|s| !s.is_empty());
     let segment = match (made, text) {
         (Some(segment), _) => Some(segment),
-        (None, Some(n)) if !first => Segment::open(n, bytes).ok(),
+        (None, Some(n)) if !first => Segment::open(n, bytes)
+            .map_err(|e| why = Some(e.to_string()))
+            .ok(),
         _ => None,
     };
     let everywhere = all(comm, u64::from(segment.is_some()), SystemOperation::min());
@@ -295,5 +384,8 @@ fn map_segment<C: Communicator>(
     if let (true, Some(n)) = (first, text) {
         let _ = Segment::unlink(n);
     }
-    segment.filter(|_| everywhere == 1)
+    match segment.filter(|_| everywhere == 1) {
+        Some(segment) => Ok(segment),
+        None => Err(why),
+    }
 }

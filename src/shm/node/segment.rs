@@ -4,9 +4,21 @@
 //! opened and mapped by the others, and removed from `/dev/shm` as soon as every process has
 //! mapped it ([`Segment::unlink`]), so that a crash afterwards leaves nothing behind: the
 //! memory lives while a process maps it.
+//!
+//! **Private to the job's user.** The file is created with mode 0600 (whatever the umask),
+//! never through a symbolic link, and every opener checks, on the descriptor it opened, that
+//! the file is a regular file of its own user that nobody else may read or write: another user
+//! of the node can neither read the job's data in the window before the name is removed nor
+//! slip in a file of its own.
+//!
+//! **Reserved when made.** Extending a tmpfs file (`ftruncate`) reserves nothing, and the first
+//! write past what the tmpfs has left would kill the process with `SIGBUS` in the middle of a
+//! collective. The maker reserves every page instead (`posix_fallocate`), so that a `/dev/shm`
+//! too small for the segment is an error when the team is built.
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -55,11 +67,11 @@ impl Segment {
             .read(true)
             .write(true)
             .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path(&name))?;
-        // A new file's length is 0; extending it reads as zeros.
-        let mapped = file
-            .set_len(len as u64)
-            .and_then(|()| Segment::map(&file, len));
+        // A new file's length is 0; its reserved pages read as zeros.
+        let mapped = reserve(&file, len).and_then(|()| Segment::map(&file, len));
         if mapped.is_err() {
             let _ = Segment::unlink(&name);
         }
@@ -68,8 +80,14 @@ impl Segment {
 
     /// Maps the existing segment `name` of `len` bytes.
     pub(crate) fn open(name: &str, len: usize) -> io::Result<Segment> {
-        let file = OpenOptions::new().read(true).write(true).open(path(name))?;
-        if file.metadata()?.len() < len as u64 {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path(name))?;
+        let meta = file.metadata()?;
+        check_private(&meta, name)?;
+        if meta.len() < len as u64 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 format!("{DIR}/{name} is shorter than {len} bytes"),
@@ -117,6 +135,47 @@ impl Segment {
     }
 }
 
+/// Reserves the `len` bytes of `file` (a new, empty file): every page allocated now, so that no
+/// write into the mapping can fault for want of space later.
+fn reserve(file: &File, len: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    if len == 0 {
+        return Ok(());
+    }
+    let len = libc::off_t::try_from(len)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "segment too long"))?;
+    // SAFETY: an open descriptor; `posix_fallocate` only allocates the file's blocks.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    match rc {
+        0 => Ok(()),
+        e => Err(io::Error::from_raw_os_error(e)),
+    }
+}
+
+/// Fails unless `meta` (of the opened segment `name`) is a regular file of this process's
+/// effective user with no permission for anyone else.
+fn check_private(meta: &std::fs::Metadata, name: &str) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: `geteuid` has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let refuse = |why: String| {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!("{DIR}/{name} {why}; a node's segment must be private to the job's user"),
+        ))
+    };
+    if !meta.file_type().is_file() {
+        return refuse("is not a regular file".to_string());
+    }
+    if meta.uid() != me {
+        return refuse(format!("belongs to user {}, not {me}", meta.uid()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return refuse(format!("has mode {:o}", meta.mode() & 0o7777));
+    }
+    Ok(())
+}
+
 /// Whether process id `pid` still exists: what a node's waits ask of the process they wait for
 /// (a process that exited and was reaped no longer does).
 #[cfg(any(test, feature = "mpi"))]
@@ -152,5 +211,40 @@ mod tests {
         }
         assert!(Segment::open(&name, 4096).is_err());
         assert!(Segment::open("corecoll-no-such-segment", 64).is_err());
+    }
+
+    #[test]
+    fn a_segment_is_private_to_its_user_and_its_pages_are_reserved() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let (_a, name) = Segment::create(3 * 4096).unwrap();
+        let meta = std::fs::metadata(path(&name)).unwrap();
+        assert_eq!(meta.mode() & 0o777, 0o600, "created with mode 0600");
+        // SAFETY: `geteuid` has no preconditions.
+        assert_eq!(meta.uid(), unsafe { libc::geteuid() });
+        // Allocated, not a sparse file (blocks of 512 bytes).
+        assert!(meta.blocks() * 512 >= 3 * 4096, "{} blocks", meta.blocks());
+        assert!(Segment::open(&name, 4096).is_ok());
+        // A mode that lets others in is refused by the openers.
+        std::fs::set_permissions(path(&name), std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = Segment::open(&name, 4096).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        assert!(e.to_string().contains("has mode 644"), "{e}");
+        Segment::unlink(&name).unwrap();
+        // A file of another user (where this process may make one: as root) is refused too.
+        // SAFETY: `geteuid` has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let (_b, other) = Segment::create(4096).unwrap();
+            std::os::unix::fs::chown(path(&other), Some(65534), None).unwrap();
+            let e = Segment::open(&other, 4096).unwrap_err();
+            assert!(e.to_string().contains("belongs to user 65534"), "{e}");
+            Segment::unlink(&other).unwrap();
+        }
+        // A symbolic link is not followed.
+        let link = format!("corecoll-test-link-{}", std::process::id());
+        let (_c, target) = Segment::create(4096).unwrap();
+        std::os::unix::fs::symlink(path(&target), path(&link)).unwrap();
+        assert!(Segment::open(&link, 4096).is_err());
+        std::fs::remove_file(path(&link)).unwrap();
+        Segment::unlink(&target).unwrap();
     }
 }
