@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 
 /// What the processes of one node use between them on a hybrid team
 /// ([`TeamBuilder::node_shm`](crate::TeamBuilder), or `CORECOLL_NODE_SHM`): a segment of
-/// shared memory in `/dev/shm`, or MPI.
+/// shared memory in `/dev/shm`, or MPI. (Declared from the least strict choice to the strictest,
+/// the order in which processes that ask differently settle on the strictest.)
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum NodeShm {
     /// Shared memory where `/dev/shm` can hold the node's segment (its pages are reserved
@@ -26,6 +27,10 @@ pub enum NodeShm {
 }
 
 impl NodeShm {
+    /// Every choice, in declaration order: `NodeShm::BY_STRICTNESS[c as usize] == c`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) const BY_STRICTNESS: [NodeShm; 3] = [NodeShm::Auto, NodeShm::Require, NodeShm::Off];
+
     /// The choice `text` names (`auto`, `require` or `off`, in any case).
     fn named(text: &str) -> Option<NodeShm> {
         [
@@ -72,22 +77,22 @@ pub(crate) const VARS: [Var; 6] = [
     Var {
         name: SPINS,
         accepted: "a whole number of polls from 0 to 4294967295",
-        valid: |v| v.parse::<u32>().is_ok(),
+        valid: |v| whole::<u32>(v).is_some(),
     },
     Var {
         name: YIELD_US,
         accepted: "a whole number of microseconds",
-        valid: |v| v.parse::<u64>().is_ok(),
+        valid: |v| whole::<u64>(v).is_some(),
     },
     Var {
         name: NODE_SIZE,
         accepted: "a whole number of processes, at least 1",
-        valid: |v| v.parse::<usize>().is_ok_and(|k| k > 0),
+        valid: |v| node_count(v).is_some(),
     },
     Var {
         name: NODE_CMA,
         accepted: "0 or 1",
-        valid: |v| v == "0" || v == "1",
+        valid: |v| flag(v).is_some(),
     },
     Var {
         name: NODE_SHM,
@@ -120,6 +125,25 @@ fn read<T>(name: &str, parse: impl FnOnce(&str) -> Option<T>) -> Option<T> {
     std::env::var(name).ok().and_then(|v| parse(v.trim()))
 }
 
+/// A whole number of type `T`.
+fn whole<T: std::str::FromStr>(text: &str) -> Option<T> {
+    text.parse().ok()
+}
+
+/// A number of processes: a whole number, at least 1.
+fn node_count(text: &str) -> Option<usize> {
+    whole(text).filter(|&k| k > 0)
+}
+
+/// `0` or `1`.
+fn flag(text: &str) -> Option<bool> {
+    match text {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
 /// Whether `text` names passive waiting (`passive`) or active (`active`), in any case.
 fn passive(text: &str) -> Option<bool> {
     match text {
@@ -136,24 +160,24 @@ pub(crate) fn wait_passive() -> Option<bool> {
 
 /// `CORECOLL_SPINS`.
 pub(crate) fn spins() -> Option<u32> {
-    read(SPINS, |v| v.parse().ok())
+    read(SPINS, whole)
 }
 
 /// `CORECOLL_YIELD_US`.
 pub(crate) fn yield_us() -> Option<u64> {
-    read(YIELD_US, |v| v.parse().ok())
+    read(YIELD_US, whole)
 }
 
 /// `CORECOLL_NODE_SIZE`.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn node_size() -> Option<usize> {
-    read(NODE_SIZE, |v| v.parse().ok().filter(|&k| k > 0))
+    read(NODE_SIZE, node_count)
 }
 
 /// `CORECOLL_NODE_CMA` is `1`.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn node_cma() -> bool {
-    read(NODE_CMA, |v| Some(v == "1")).unwrap_or(false)
+    read(NODE_CMA, flag).unwrap_or(false)
 }
 
 /// `CORECOLL_NODE_SHM`, if set.
@@ -196,6 +220,9 @@ mod tests {
             }
         }
         assert_eq!(NodeShm::named("require"), Some(NodeShm::Require));
+        for c in NodeShm::BY_STRICTNESS {
+            assert_eq!(NodeShm::BY_STRICTNESS[c as usize], c);
+        }
         assert_eq!(passive("Active"), Some(false));
     }
 }

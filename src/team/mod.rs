@@ -226,8 +226,11 @@ impl TeamBuilder {
     /// topology cannot satisfy, or (without [`TeamBuilder::profile`]) a `CORECOLL_PROFILE`
     /// that names a file that cannot be read or is not a profile ([`Error::Profile`]), and
     /// for algorithm rules (of [`TeamBuilder::algorithm_rules`] or an environment variable
-    /// such as `CORECOLL_ALLREDUCE`) that do not parse ([`Error::Tuning`]).
+    /// such as `CORECOLL_ALLREDUCE`) that do not parse ([`Error::Tuning`]), and for another
+    /// of the crate's environment variables set to a value it does not take
+    /// ([`Error::Environment`]; docs/usage.md lists them).
     pub fn build(self) -> Result<Team> {
+        crate::env::check()?;
         self.build_for(None)
     }
 
@@ -286,7 +289,6 @@ impl TeamBuilder {
     /// of every process on the node) instead of the team's own. A hybrid team (a `load`) does
     /// not look for deadlocks: its ranks may wait for another process.
     fn build_for(self, load: Option<usize>) -> Result<Team> {
-        crate::env::check()?;
         let detect_deadlocks = load.is_none() && self.deadlocks.unwrap_or(true);
         let topology = self.topology.unwrap_or_else(Topology::detect);
         let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));

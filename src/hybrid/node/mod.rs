@@ -182,16 +182,11 @@ pub(crate) fn node_stage<C: Communicator>(
     choice: NodeShm,
 ) -> Result<Option<NodeStage>> {
     let (rank, size) = (comm.rank() as usize, comm.size() as usize);
-    let code = |c: NodeShm| match c {
-        NodeShm::Auto => 0,
-        NodeShm::Require => 1,
-        NodeShm::Off => 2,
-    };
-    let choice = match all(comm, code(choice), SystemOperation::max()) {
-        0 => NodeShm::Auto,
-        1 => NodeShm::Require,
-        _ => return Ok(None),
-    };
+    let strictest = all(comm, choice as u64, SystemOperation::max());
+    let choice = NodeShm::BY_STRICTNESS[strictest as usize];
+    if choice == NodeShm::Off {
+        return Ok(None);
+    }
     let split = crate::env::node_size().map(|k| {
         comm.split_by_color(Color::with_value((rank / k) as i32))
             .expect("every process has a colour")
