@@ -292,3 +292,54 @@ fn a_bad_environment_variable_in_one_process_fails_every_process() {
         "{both}"
     );
 }
+
+/// The randomized fault test (`examples/hybrid_faults`): random sequences of collectives —
+/// every kind, `v` forms, splits, duplicates, requests, persistent calls — with at most one
+/// rank misbehaving per run (another root, count, op, type, algorithm or collective; a panic;
+/// an early return). Every rank of a faulty run gets an `Err` (never the team's timeout), every
+/// rank of a clean run the sequential reference's bits, on one team reused run after run. On a
+/// plain team, then under `mpirun -np 2` and `-np 3` with 1–3 threads per process, `Funneled`
+/// and `Multiple`, and with nodes of one process made believe (MPI between all processes).
+/// The seeds come from the clock, so each pass tries new runs; every run prints its seed
+/// (`--seed N --runs 1` runs it again).
+#[test]
+fn random_faults_are_errors_everywhere_and_clean_runs_are_exact() {
+    let exe = build_example("hybrid_faults");
+    let exe = exe.to_str().expect("a UTF-8 path");
+    let limit = Duration::from_secs(300);
+    let summary = "hybrid_faults: all ";
+    let local = [exe, "--local", "6", "--threads-by-rank", "--runs", "300"];
+    mpi_common::assert_passed(
+        &format!("{local:?}"),
+        summary,
+        run(local[0], &local[1..], limit),
+    );
+    if !on_path("mpirun") {
+        eprintln!("skipped the MPI runs: mpirun is not on PATH (Debian: openmpi-bin)");
+        return;
+    }
+    // (processes, an environment variable, the layout and threading)
+    let runs: [(&str, Option<&str>, &[&str]); 7] = [
+        ("2", None, &["--threads", "1"]),
+        ("2", None, &["--threads", "2"]),
+        ("2", None, &["--threads", "3", "--multiple"]),
+        ("3", None, &["--threads-by-rank"]),
+        ("3", None, &["--threads", "2", "--multiple"]),
+        (
+            "3",
+            Some("CORECOLL_NODE_SIZE=1"),
+            &["--threads-by-rank", "--multiple"],
+        ),
+        ("4", Some("CORECOLL_NODE_SIZE=2"), &["--threads", "1"]),
+    ];
+    for (np, env, layout) in runs {
+        let mut args = vec!["-np", np, "--oversubscribe"];
+        if let Some(env) = env {
+            args.extend(["-x", env]);
+        }
+        args.extend(["--bind-to", "none", exe, "--runs", "150"]);
+        args.extend(layout);
+        let what = format!("mpirun {args:?}");
+        mpi_common::assert_passed(&what, summary, run("mpirun", &args, limit));
+    }
+}

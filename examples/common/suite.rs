@@ -13,6 +13,45 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Instant;
 
+/// The value of option `name` (`--name VALUE`) of the command line `args`, parsed, if given.
+pub fn option<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+    let i = args.iter().position(|a| a == name)?;
+    Some(
+        args.get(i + 1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("{name} takes a number")),
+    )
+}
+
+/// The sizes of the groups that stand for processes on a plain team of `t` ranks: groups of
+/// `threads`, or of 1, 2, 3, … ranks (`by_rank`), the last one cut short.
+pub fn local_groups(t: usize, threads: usize, by_rank: bool) -> Vec<usize> {
+    let mut groups = Vec::new();
+    let mut left = t;
+    while left > 0 {
+        let g = if by_rank { groups.len() + 1 } else { threads };
+        groups.push(g.min(left));
+        left -= g.min(left);
+    }
+    groups
+}
+
+/// Keeps out of the log the panics whose message starts with `intentional` (those a check
+/// causes on purpose), and every other one in.
+pub fn quiet_panics(intentional: &'static str) {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied());
+        if !message.is_some_and(|m| m.starts_with(intentional)) {
+            hook(info);
+        }
+    }));
+}
+
 /// The counts (elements per rank, or per block) the checks run at.
 pub struct Counts {
     /// Allreduce's.

@@ -17,17 +17,7 @@ pub const INTENTIONAL: &str = "the intentional panic of a failure check";
 /// Every failure check, then the normal run.
 pub fn check_all(s: &Suite<'_>) {
     // The panics of check (c) are expected: keep them out of the log, and every other one in.
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied());
-        if !message.is_some_and(|m| m.starts_with(INTENTIONAL)) {
-            hook(info);
-        }
-    }));
+    crate::suite::quiet_panics(INTENTIONAL);
     let p = s.ctx.size();
     let two = s.ctx.processes() >= 2;
     let need = "needs two processes";

@@ -67,7 +67,7 @@ use mpi::environment::Threading;
 use mpi::traits::*;
 use std::process::ExitCode;
 use std::time::Instant;
-use suite::{Across, Counts, Ctx, Suite};
+use suite::{local_groups, option, Across, Counts, Ctx, Suite};
 
 /// The counts the collectives are checked at (`--quick`: fewer).
 fn counts(quick: bool) -> Counts {
@@ -81,28 +81,6 @@ fn counts(quick: bool) -> Counts {
         rooted: others.clone(),
         others,
     }
-}
-
-/// The value of option `name` (`--name VALUE`), parsed, if given.
-fn option<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
-    let i = args.iter().position(|a| a == name)?;
-    Some(
-        args.get(i + 1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or_else(|| panic!("{name} takes a number")),
-    )
-}
-
-/// The sizes of the groups that stand for processes on a plain team of `t` ranks.
-fn local_groups(t: usize, threads: usize, by_rank: bool) -> Vec<usize> {
-    let mut groups = Vec::new();
-    let mut left = t;
-    while left > 0 {
-        let g = if by_rank { groups.len() + 1 } else { threads };
-        groups.push(g.min(left));
-        left -= g.min(left);
-    }
-    groups
 }
 
 fn main() -> ExitCode {
