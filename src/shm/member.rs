@@ -216,31 +216,39 @@ impl Member {
         let run = &self.run;
         let members = &self.shared.members;
         let watch = self.watch(op);
-        // Whether `pending()` named no one (rather than the wait giving up).
-        let mut met = false;
-        wait_until_watched(
-            &run.ranks.parkers[members[self.rank]],
-            &run.ranks.policy,
-            || started.deadline(),
-            || match pending() {
-                None => {
-                    met = true;
-                    true
-                }
-                Some(q) => {
-                    watch.peer.set(members[q]);
-                    run.is_aborted() || run.is_done(members[q])
-                }
-            },
-            // Unwatched where the team does not look for deadlocks: no marks to keep.
-            run.ranks.detect_deadlocks.then_some(&watch as &dyn Watch),
-        );
-        if met {
-            return Ok(());
-        }
-        match pending() {
-            None => Ok(()),
-            Some(peer) => Err(self.stalled(op, peer, started)),
+        loop {
+            // Whether `pending()` named no one (rather than the wait giving up).
+            let mut met = false;
+            let ended = wait_until_watched(
+                &run.ranks.parkers[members[self.rank]],
+                &run.ranks.policy,
+                || started.deadline(),
+                || match pending() {
+                    None => {
+                        met = true;
+                        true
+                    }
+                    Some(q) => {
+                        watch.peer.set(members[q]);
+                        run.is_aborted() || run.is_done(members[q])
+                    }
+                },
+                // Unwatched where the team does not look for deadlocks: no marks to keep.
+                run.ranks.detect_deadlocks.then_some(&watch as &dyn Watch),
+            );
+            if met {
+                return Ok(());
+            }
+            let Some(peer) = pending() else {
+                return Ok(());
+            };
+            // Given up on `peer` only if the timeout passed, the run failed or `peer` itself
+            // returned: the peer that ended the wait may not be the one `pending()` names now
+            // (a receive from any rank names one that may still send, which may return just
+            // before it is asked whether it has; then another may still send).
+            if !ended || run.is_aborted() || run.is_done(members[peer]) {
+                return Err(self.stalled(op, peer, started));
+            }
         }
     }
 
