@@ -227,6 +227,20 @@ fn a_small_dev_shm_falls_back_to_mpi_or_fails_when_required() {
         );
         run("unshare", &["-m", "sh", "-c", &script], limit)
     };
+    // Two nodes of two processes made believe, whose segments need 0.9 and 2.3 MiB, on a
+    // /dev/shm of 2 MiB: the second node falls back to MPI between its processes, the first
+    // keeps its shared memory (unless the two reservations race for the space, when both
+    // fall back), and every check passes.
+    let script = format!(
+        "mount -t tmpfs -o size=2m tmpfs /dev/shm && exec mpirun -np 4 --oversubscribe -x \
+         CORECOLL_NODE_SIZE=2 --bind-to none {exe} --quick --threads-by-rank"
+    );
+    let (ok, out, err) = run("unshare", &["-m", "sh", "-c", &script], limit);
+    let warnings = err.matches("corecoll: warning: ").count();
+    assert!(
+        ok && (1..=2).contains(&warnings) && out.contains("hybrid_check: all "),
+        "two nodes, one too large: exit ok {ok}, {warnings} warnings\n{out}\n{err}"
+    );
     let (ok, out, err) = small("CORECOLL_NODE_SHM=auto");
     let warnings = err.matches("corecoll: warning: ").count();
     assert!(

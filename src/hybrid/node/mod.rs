@@ -9,14 +9,15 @@
 //! consecutive processes (their numbers in the world, so that combining node by node keeps the
 //! processes' order) and some node holds two or more. The first process of each node makes its
 //! node's segment, sends its name to the node's others, which map it, and once every process of
-//! the world has (an allreduce of whether each could) removes its name from `/dev/shm`. The
-//! segment's pages are reserved when it is made (`shm::node::segment`), so a `/dev/shm` too
-//! small for it (a container's 64 MiB, say), missing or not writable is found here, not by a
-//! `SIGBUS` in a collective. If any process cannot map its node's segment, no node uses one:
-//! with [`NodeShm::Auto`] the stage between processes stays MPI's and the process that could
-//! not says so in one warning line (the bytes needed, what `/dev/shm` has, how to make room);
-//! with [`NodeShm::Require`] the team's build fails on every process; [`NodeShm::Off`] makes
-//! no segment at all. (The processes take the strictest choice any of them passed: off, then
+//! the node has (an allreduce of whether each could) removes its name from `/dev/shm`; a node of
+//! one process maps private memory instead. The segment's pages are reserved when it is made
+//! (`shm::node::segment`), so a `/dev/shm` too small for it (a container's 64 MiB, say),
+//! missing or not writable is found here, not by a `SIGBUS` in a collective. A node whose
+//! processes cannot all map its segment: with [`NodeShm::Auto`] it falls back to nodes of one
+//! process each (MPI between its processes; the other nodes keep their segments), and the
+//! process that could not says so in one warning line (the bytes needed, what `/dev/shm` has,
+//! how to make room); with [`NodeShm::Require`] the team's build fails on every process;
+//! [`NodeShm::Off`] makes no segment at all. (The processes take the strictest choice any of them passed: off, then
 //! require, then auto.) With several nodes, the nodes' first processes (the node leaders) get a
 //! communicator of their own, over which the stage between nodes runs.
 //!
@@ -204,32 +205,61 @@ pub(crate) fn node_stage<C: Communicator>(
     if !usable || largest < 2 || size < 2 {
         return Ok(None);
     }
-    let mut firsts = vec![0u64; size];
-    comm.all_gather_into(&(first as u64), &mut firsts[..]);
-    let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
-    starts.dedup();
-    starts.push(size);
-    let (me, processes) = (rank - first, ranks.len());
-    // The point-to-point rings of the node's ranks too, if it has several processes and not so
-    // many ranks that their rings would crowd the address space (the same on the whole node).
-    let base: usize = threads[..first].iter().sum();
-    let on_node: usize = threads[first..first + processes].iter().sum();
-    let rings = processes > 1 && mail::bytes(on_node) <= MAX_RING_BYTES;
-    let bytes = NodeMemory::bytes(processes, on_node, rings);
-    let segment = match map_segment(comm, node, bytes) {
-        Ok(segment) => Some(segment),
+    // This node's segment: a file in /dev/shm that its processes share, or, for a node of one
+    // process, private memory. A node whose processes cannot share one falls back to nodes of
+    // one process each (MPI between them), unless shared memory is required.
+    let processes = ranks.len();
+    let memory_bytes = |first: usize, processes: usize| {
+        let on_node: usize = threads[first..first + processes].iter().sum();
+        let rings = processes > 1 && mail::bytes(on_node) <= MAX_RING_BYTES;
+        NodeMemory::bytes(processes, on_node, rings)
+    };
+    let bytes = memory_bytes(first, processes);
+    let mapped = if processes == 1 {
+        Segment::private(bytes).map_err(|e| Some(e.to_string()))
+    } else {
+        map_segment(node, bytes)
+    };
+    let failed = all(comm, u64::from(mapped.is_err()), SystemOperation::max()) == 1;
+    let (first, processes, segment) = match mapped {
+        Ok(segment) => (first, processes, Some(segment)),
         Err(why) => {
-            let e = no_segment(choice, bytes, why.as_deref());
-            if let Some(e) = e {
+            if let Some(e) = no_segment(choice, bytes, why.as_deref()) {
                 return Err(Error::Unsupported {
                     rank: threads[..rank].iter().sum(),
                     op: "TeamBuilder::mpi",
                     what: e,
                 });
             }
-            None
+            (rank, 1, Segment::private(memory_bytes(rank, 1)).ok())
         }
     };
+    if failed && choice == NodeShm::Require {
+        // Another node's process could not share its segment (its own error says why).
+        let e = no_segment(choice, bytes, None).expect("required");
+        return Err(Error::Unsupported {
+            rank: threads[..rank].iter().sum(),
+            op: "TeamBuilder::mpi",
+            what: e,
+        });
+    }
+    // (Every process has its memory, or none anywhere: the stage between processes is MPI's.)
+    let ready = all(comm, u64::from(segment.is_some()), SystemOperation::min()) == 1;
+    let largest = all(comm, processes as u64, SystemOperation::max());
+    let (Some(segment), true, true) = (segment, ready, largest >= 2) else {
+        return Ok(None);
+    };
+    let mut firsts = vec![0u64; size];
+    comm.all_gather_into(&(first as u64), &mut firsts[..]);
+    let mut starts: Vec<usize> = firsts.iter().map(|&f| f as usize).collect();
+    starts.dedup();
+    starts.push(size);
+    let me = rank - first;
+    // The point-to-point rings of the node's ranks too, if it has several processes and not so
+    // many ranks that their rings would crowd the address space (the same on the whole node).
+    let base: usize = threads[..first].iter().sum();
+    let on_node: usize = threads[first..first + processes].iter().sum();
+    let rings = processes > 1 && mail::bytes(on_node) <= MAX_RING_BYTES;
     let leaders = (starts.len() > 2).then(|| {
         let colour = if me == 0 {
             Color::with_value(0)
@@ -241,10 +271,6 @@ pub(crate) fn node_stage<C: Communicator>(
             Box::new(pc)
         })
     });
-    // (After the split above, which every process makes alike.)
-    let Some(segment) = segment else {
-        return Ok(None);
-    };
     let memory = NodeMemory::new(segment, processes, on_node, me);
     let mine = (threads[..rank].iter().sum(), threads[rank]);
     let mail = rings.then(|| Arc::new(memory.mail(base, mine)));
@@ -302,7 +328,7 @@ fn no_segment(choice: NodeShm, bytes: usize, why: Option<&str>) -> Option<String
              /dev/shm ({why}; {room})"
         ),
         None => "another process could not map its node's segment in /dev/shm \
-                 (its own error or warning names the cause)"
+                 (its own error names the cause)"
             .to_string(),
     };
     const RAISE: &str = "make /dev/shm larger (`mount -o remount,size=1G /dev/shm` as root, \
@@ -316,7 +342,7 @@ fn no_segment(choice: NodeShm, bytes: usize, why: Option<&str>) -> Option<String
         NodeShm::Auto | NodeShm::Off => {
             if why.is_some() {
                 eprintln!(
-                    "corecoll: warning: {cause}; the processes of this job meet over MPI \
+                    "corecoll: warning: {cause}; the processes of this node meet over MPI \
                      instead. To use shared memory, {RAISE}; CORECOLL_NODE_SHM=off chooses \
                      MPI without this warning, =require makes it an error"
                 );
@@ -342,10 +368,9 @@ fn shm_space() -> Option<(u64, u64)> {
 }
 
 /// This process's node's segment of `bytes` bytes, made by the node's first process and mapped
-/// by the others, if every process of `comm` could map its node's (collective over `comm`);
-/// else this process's reason, if it failed itself.
-fn map_segment<C: Communicator>(
-    comm: &C,
+/// by the others, if every process of the node could map it (collective over the node's
+/// processes, `node`); else this process's reason, if it failed itself.
+fn map_segment(
     node: &SimpleCommunicator,
     bytes: usize,
 ) -> std::result::Result<Segment, Option<String>> {
@@ -374,8 +399,9 @@ fn map_segment<C: Communicator>(
             .ok(),
         _ => None,
     };
-    let everywhere = all(comm, u64::from(segment.is_some()), SystemOperation::min());
-    // Every process has mapped its node's segment (or failed to) before the allreduce completes.
+    let everywhere = all(node, u64::from(segment.is_some()), SystemOperation::min());
+    // Every process of the node has mapped the segment (or failed to) before the allreduce
+    // completes.
     if let (true, Some(n)) = (first, text) {
         let _ = Segment::unlink(n);
     }

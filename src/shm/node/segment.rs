@@ -78,6 +78,31 @@ impl Segment {
         Ok((mapped?, name))
     }
 
+    /// `len` bytes of private memory, zeroed, laid out as a segment: for a node of one
+    /// process, whose memory no other process maps, so that it needs no room in `/dev/shm`.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    pub(crate) fn private(len: usize) -> io::Result<Segment> {
+        // SAFETY: a private anonymous read-write mapping of `len` bytes (at least one); the
+        // kernel picks the address and zeroes the pages.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len.max(1),
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Segment {
+            base: base.cast(),
+            len,
+        })
+    }
+
     /// Maps the existing segment `name` of `len` bytes.
     pub(crate) fn open(name: &str, len: usize) -> io::Result<Segment> {
         let file = OpenOptions::new()
@@ -211,6 +236,17 @@ mod tests {
         }
         assert!(Segment::open(&name, 4096).is_err());
         assert!(Segment::open("corecoll-no-such-segment", 64).is_err());
+    }
+
+    #[test]
+    fn private_memory_is_zeroed_and_writable() {
+        let s = Segment::private(2 * 4096).unwrap();
+        // SAFETY: the mapping's 8192 bytes; one thread.
+        unsafe {
+            assert_eq!(s.base().add(8191).read(), 0);
+            s.base().add(8191).write(7);
+            assert_eq!(s.base().add(8191).read(), 7);
+        }
     }
 
     #[test]
