@@ -147,6 +147,16 @@ pub enum Error {
         /// The MPI process (its rank in the team's MPI communicator) whose run failed.
         process: usize,
     },
+    /// A thread could not join a team as asked ([`Team::join`](crate::Team::join)): the team
+    /// has threads of its own, the rank is out of range or has joined the current run
+    /// already; or `Team::run` was called on a team whose ranks join.
+    #[error("team rank {rank}: join: {what}")]
+    Join {
+        /// The team rank asked for.
+        rank: usize,
+        /// What is wrong.
+        what: String,
+    },
     /// `Team::run` was called while the team was already running (from another thread, or
     /// from inside one of its own ranks).
     #[error("the team is already running a closure; runs of one team do not nest or overlap")]

@@ -34,7 +34,31 @@
 //! - a hybrid team (feature `mpi`): `Team::builder().ranks(t).mpi(&world)?` in every MPI
 //!   process, whose runs hand every thread of every process a rank of one `Comm`; between the
 //!   processes each process's first thread calls MPI;
-//! - one rank per MPI process: the same with `.ranks(1)`.
+//! - one rank per MPI process: the same with `.ranks(1)`;
+//! - any of these with the program's own threads as ranks (an OpenMP region's, a rayon pool's):
+//!   `Team::builder().ranks(t).external()`, each thread calling [`Team::join`]:
+//!
+//! ```
+//! # fn main() -> corecoll::Result<()> {
+//! let team = corecoll::Team::builder().ranks(4).external().build()?;
+//! let sums = std::thread::scope(|s| {
+//!     let joins: Vec<_> = (0..4)
+//!         .map(|rank| {
+//!             let team = &team;
+//!             s.spawn(move || {
+//!                 team.join(rank, |comm| {
+//!                     let mut x = [comm.rank() as f64];
+//!                     comm.allreduce(&mut x, corecoll::op::Sum).map(|()| x[0])
+//!                 })
+//!             })
+//!         })
+//!         .collect();
+//!     joins.into_iter().map(|j| j.join().unwrap()).collect::<Vec<_>>()
+//! });
+//! assert!(sums.into_iter().all(|s| s == Ok(Ok(6.0))));
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! Every collective has a form that names its algorithm (`allreduce_with(buf, op,`
 //! [`Algorithm::DualRoot`]` { .. })`, and the enums of [`algorithm`]); `Auto` decides from

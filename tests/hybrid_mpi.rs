@@ -365,3 +365,67 @@ fn random_faults_are_errors_everywhere_and_clean_runs_are_exact() {
         mpi_common::assert_passed(&what, summary, run("mpirun", &args, limit));
     }
 }
+
+/// Hybrid teams whose ranks are threads of the program that join them
+/// (`TeamBuilder::external`, `Team::join`): the whole of `examples/hybrid_check` (every
+/// collective against the references, the failures, pipelines, requests, persistent calls,
+/// and rank 0 joined from a thread that did not initialise MPI under `Funneled`) and the
+/// randomized fault test, on a plain team and under `mpirun -np 2` and `-np 3` with 1–3 and
+/// unequal threads per process, `Funneled` and `Multiple`, and with nodes of one process made
+/// believe.
+#[test]
+fn joined_threads_make_hybrid_teams() {
+    let check = build_example("hybrid_check");
+    let check = check.to_str().expect("a UTF-8 path");
+    let faults = build_example("hybrid_faults");
+    let faults = faults.to_str().expect("a UTF-8 path");
+    let limit = Duration::from_secs(300);
+    let local = [
+        check,
+        "--local",
+        "6",
+        "--threads-by-rank",
+        "--quick",
+        "--join",
+    ];
+    assert_passed(&format!("{local:?}"), run(local[0], &local[1..], limit));
+    let local = [faults, "--local", "5", "--runs", "200", "--join"];
+    mpi_common::assert_passed(
+        &format!("{local:?}"),
+        "hybrid_faults: all ",
+        run(local[0], &local[1..], limit),
+    );
+    if !on_path("mpirun") {
+        eprintln!("skipped the MPI runs: mpirun is not on PATH (Debian: openmpi-bin)");
+        return;
+    }
+    // (processes, an environment variable, the layout)
+    let layouts: [(&str, Option<&str>, &[&str]); 4] = [
+        ("2", None, &["--threads", "1"]),
+        ("2", None, &["--threads", "2"]),
+        ("3", None, &["--threads-by-rank"]),
+        ("3", Some("CORECOLL_NODE_SIZE=1"), &["--threads", "2"]),
+    ];
+    for (np, env, layout) in layouts {
+        let mut args = vec!["-np", np, "--oversubscribe"];
+        if let Some(env) = env {
+            args.extend(["-x", env]);
+        }
+        args.extend(["--bind-to", "none"]);
+        let mut checks = args.clone();
+        checks.extend([check, "--quick", "--join"]);
+        checks.extend(layout);
+        assert_passed(&format!("mpirun {checks:?}"), run("mpirun", &checks, limit));
+        for threading in [&[][..], &["--multiple"][..]] {
+            let mut random = args.clone();
+            random.extend([faults, "--runs", "100", "--join"]);
+            random.extend(layout);
+            random.extend(threading);
+            mpi_common::assert_passed(
+                &format!("mpirun {random:?}"),
+                "hybrid_faults: all ",
+                run("mpirun", &random, limit),
+            );
+        }
+    }
+}

@@ -6,22 +6,14 @@
 //! the lstopo-like rendering; and detection of this machine (through hwloc with the feature
 //! `hwloc`, which CI runs).
 
+mod common;
+
+use common::available_cores;
 use corecoll::{Error, Location, Pinning, Source, Team, Topology};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
-
-/// The cores (OS indices) the calling thread may run on, ascending.
-fn available() -> Vec<usize> {
-    let mut ids: Vec<usize> = core_affinity::get_core_ids()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    ids.sort_unstable();
-    ids
-}
 
 /// Per package, per L3 group, the number of cores: what a topology's leaves say.
 fn shape_of(t: &Topology) -> Vec<Vec<usize>> {
@@ -50,7 +42,7 @@ fn check_synthetic(t: &Topology, groups: &[Vec<usize>]) {
     assert_eq!(t.num_cores(), n);
     assert_eq!(t.leaves().len(), n);
     assert_eq!(shape_of(t), groups);
-    let real = available();
+    let real = available_cores();
     for (i, leaf) in t.leaves().iter().enumerate() {
         assert_eq!(leaf.core, i);
         assert_eq!(leaf.numa, leaf.package);
@@ -430,7 +422,7 @@ fn sysfs_reader_on_a_sparse_tree() {
 
 #[test]
 fn flat_topologies() {
-    let real = available();
+    let real = available_cores();
     let t = Topology::flat(3).unwrap();
     assert_eq!(t.source(), Source::Flat);
     assert_eq!(
@@ -458,7 +450,7 @@ fn rendering_of_a_synthetic_machine() {
         first,
         "Machine (synthetic 2x2x4): 2 packages, 2 NUMA nodes, 4 L3 groups, 16 cores"
     );
-    let real = available();
+    let real = available_cores();
     for line in [
         "  Package L#0 (P#0)".to_string(),
         "  Package L#1 (P#1)".to_string(),
@@ -486,7 +478,7 @@ fn rendering_of_a_synthetic_machine() {
 #[test]
 fn detect_finds_every_available_core_once() {
     let t = Topology::detect();
-    let real = available();
+    let real = available_cores();
     assert!(t.num_packages() >= 1 && t.num_cores() >= 1);
     let mut pus: Vec<usize> = (0..t.num_cores())
         .flat_map(|c| t.core_pus(c).to_vec())

@@ -1,9 +1,10 @@
 //! The harness of the checks of `examples/hybrid_check` and `examples/everywhere` (included by
 //! each with `#[path]`): the layout of a team's ranks over processes ([`Ctx`]), one
-//! `Team::run` per check ([`Suite::check`], [`Suite::check_fails`]), and every process's
+//! run per check ([`Suite::check`], [`Suite::check_fails`]: a `Team::run`, or one
+//! `Team::join` per rank on a team whose ranks join, [`run_team`]), and every process's
 //! agreement on each check's outcome ([`Across`]).
 //!
-//! Each check runs in a `Team::run` of its own, since a failed call fails the rest of its run.
+//! Each check runs in a run of its own, since a failed call fails the rest of its run.
 //! Process 0 prints one line per check (`ok`, `FAIL`, or `skip` where the layout does not
 //! allow it); each process prints its ranks' problems on stderr.
 
@@ -77,10 +78,41 @@ pub struct Ctx {
     pub on_node: bool,
 }
 
+/// Runs `f` on every rank of this process's part of `team`: `Team::run`, or where the team's
+/// ranks are joined threads (`joined`, `TeamBuilder::external`) one `Team::join` per rank, rank
+/// 0 on the calling thread (MPI's main thread, as `Threading::Funneled` asks) and every other
+/// on a thread of its own; the results by rank, or the run's error.
+pub fn run_team<R: Send>(
+    team: &Team,
+    joined: bool,
+    f: impl Fn(&Comm) -> R + Sync,
+) -> corecoll::Result<Vec<R>> {
+    if !joined {
+        return team.run(f);
+    }
+    std::thread::scope(|s| {
+        let others: Vec<_> = (1..team.size())
+            .map(|rank| {
+                let f = &f;
+                s.spawn(move || team.join(rank, f))
+            })
+            .collect();
+        let mut all = vec![team.join(0, &f)];
+        all.extend(
+            others
+                .into_iter()
+                .map(|h| h.join().expect("join catches panics")),
+        );
+        all.into_iter().collect()
+    })
+}
+
 /// Whether `team`'s stage between processes runs through the node's shared memory: what
 /// `Comm::auto_choice` says after a barrier.
-pub fn stage_on_node(team: &Team) -> bool {
-    let said = team.run(|comm| comm.barrier().map(|()| comm.auto_choice()));
+pub fn stage_on_node(team: &Team, joined: bool) -> bool {
+    let said = run_team(team, joined, |comm| {
+        comm.barrier().map(|()| comm.auto_choice())
+    });
     matches!(said.as_deref(), Ok([Ok(Some(s)), ..]) if s.starts_with("node shared memory"))
 }
 
@@ -219,6 +251,8 @@ pub struct Suite<'a> {
     checks: Cell<usize>,
     /// Names of the checks that failed.
     failed: RefCell<Vec<String>>,
+    /// Whether the team's ranks are joined threads ([`run_team`]).
+    joined: bool,
 }
 
 impl<'a> Suite<'a> {
@@ -231,7 +265,19 @@ impl<'a> Suite<'a> {
             process,
             checks: Cell::new(0),
             failed: RefCell::new(Vec::new()),
+            joined: false,
         }
+    }
+
+    /// The same checks run by threads that join the team (`TeamBuilder::external`).
+    pub fn joined(mut self, joined: bool) -> Self {
+        self.joined = joined;
+        self
+    }
+
+    /// The team the checks run on.
+    pub fn team(&self) -> &Team {
+        self.team
     }
 
     /// This process's number.
@@ -292,7 +338,7 @@ impl<'a> Suite<'a> {
         // Each rank's problem, kept where a failed run still shows it.
         let slots: Vec<Mutex<Option<String>>> =
             (0..self.team.size()).map(|_| Mutex::new(None)).collect();
-        let run = self.team.run(|comm| {
+        let run = run_team(self.team, self.joined, |comm| {
             if let Some(why) = body(comm) {
                 *slots[comm.rank() - first]
                     .lock()
@@ -332,7 +378,7 @@ impl<'a> Suite<'a> {
         let first = self.first_rank();
         let slots: Vec<Mutex<Option<Outcome>>> =
             (0..self.team.size()).map(|_| Mutex::new(None)).collect();
-        let run = self.team.run(|comm| {
+        let run = run_team(self.team, self.joined, |comm| {
             let outcome = body(comm);
             *slots[comm.rank() - first]
                 .lock()

@@ -199,7 +199,7 @@ fn hybrid_main(o: &Options) -> ExitCode {
     };
     let p = processes * o.threads;
     let mut ctx = Ctx::new(&vec![o.threads; processes], true, counts(p, o.quick));
-    ctx.on_node = suite::stage_on_node(&team);
+    ctx.on_node = suite::stage_on_node(&team, false);
     let code = if let Some(alg) = o.panic {
         panic_check(&team, &ctx, process, alg)
     } else {

@@ -18,9 +18,11 @@
 //! the same suite on a plain shared-memory team of T ranks (`Team::new(T)`, no MPI at all), to
 //! validate the checks themselves — the ranks are then cut into groups as the processes would
 //! be (T/`--threads` groups, or 1, 2, 3, … ranks with `--threads-by-rank`), which the failure
-//! checks treat as processes.
+//! checks treat as processes. `--join` builds the team with `TeamBuilder::external` and runs
+//! each check by threads of the program that join it (`Team::join`, rank 0 on the thread that
+//! initialised MPI), locally or under mpirun.
 //!
-//! Each check runs in a `Team::run` of its own, since a failed call fails the rest of its run;
+//! Each check runs in a run of its own (a `Team::run`, or the joins), since a failed call fails the rest of its run;
 //! global rank 0 prints one line per check (`ok`, `FAIL`, or `skip` where the layout has too
 //! few processes), each process prints its ranks' problems on stderr, and the exit code is
 //! non-zero on every process if any check failed on any process. What is checked:
@@ -88,12 +90,16 @@ fn main() -> ExitCode {
     let flag = |name: &str| args.iter().any(|a| a == name);
     let quick = flag("--quick");
     let by_rank = flag("--threads-by-rank");
+    // The team's ranks are threads of this program that join it (`TeamBuilder::external`).
+    let joined = flag("--join");
     let threads: usize = option(&args, "--threads").unwrap_or(2).max(1);
     let local: Option<usize> = option(&args, "--local");
     let t0 = Instant::now();
 
     if let Some(t) = local {
-        let team = match Team::new(t) {
+        let builder = Team::builder().ranks(t);
+        let builder = if joined { builder.external() } else { builder };
+        let team = match builder.build() {
             Ok(team) => team,
             Err(e) => {
                 eprintln!("hybrid_check: {e}");
@@ -102,10 +108,11 @@ fn main() -> ExitCode {
         };
         let groups = local_groups(t, threads, by_rank);
         let ctx = Ctx::new(&groups, false, counts(quick));
-        let suite = Suite::new(&team, ctx, Across::Local, 0);
+        let suite = Suite::new(&team, ctx, Across::Local, 0).joined(joined);
         return finish(
             &suite,
-            &format!("a plain team of {t} ranks ({groups:?})"),
+            false,
+            &format!("a plain team of {t} ranks ({groups:?}){}", joins(joined)),
             t0,
         );
     }
@@ -121,7 +128,9 @@ fn main() -> ExitCode {
     let mine = if by_rank { process + 1 } else { threads };
     let mut all = vec![0usize; world.size() as usize];
     world.all_gather_into(&mine, &mut all[..]);
-    let team = match Team::builder().ranks(mine).mpi(&world) {
+    let builder = Team::builder().ranks(mine);
+    let builder = if joined { builder.external() } else { builder };
+    let team = match builder.mpi(&world) {
         Ok(team) => team,
         Err(e) => {
             eprintln!("process {process}: {e}");
@@ -129,7 +138,7 @@ fn main() -> ExitCode {
         }
     };
     let mut ctx = Ctx::new(&all, true, counts(quick));
-    ctx.on_node = suite::stage_on_node(&team);
+    ctx.on_node = suite::stage_on_node(&team, joined);
     if process == 0 && !segments_left().is_empty() {
         eprintln!(
             "FAIL the node's segment is still in /dev/shm: {:?}",
@@ -137,12 +146,55 @@ fn main() -> ExitCode {
         );
         return ExitCode::FAILURE;
     }
-    let suite = Suite::new(&team, ctx, Across::Mpi(world.duplicate()), process);
-    let what = format!("{} processes with {all:?} threads", all.len());
-    let code = finish(&suite, &what, t0);
+    let suite = Suite::new(&team, ctx, Across::Mpi(world.duplicate()), process).joined(joined);
+    let what = format!(
+        "{} processes with {all:?} threads{}",
+        all.len(),
+        joins(joined)
+    );
+    let code = finish(&suite, joined, &what, t0);
     drop(suite);
     drop(team); // before MPI is finalised with `universe`
     code
+}
+
+/// Under `Threading::Funneled`, rank 0 of every process joined from a thread other than the
+/// one that initialised MPI: `Error::Unsupported` from every join of every process (before any
+/// MPI call), and the next run is whole.
+fn join_from_another_thread(suite: &Suite<'_>) {
+    let t0 = Instant::now();
+    let team = suite.team();
+    let first = suite.ctx.offset(suite.process());
+    let outcomes: Vec<corecoll::Result<()>> = std::thread::scope(|s| {
+        let joins: Vec<_> = (0..team.size())
+            .map(|rank| s.spawn(move || team.join(rank, |comm| comm.barrier())?))
+            .collect();
+        joins
+            .into_iter()
+            .map(|j| j.join().expect("join catches panics"))
+            .collect()
+    });
+    let problem = outcomes.iter().enumerate().find_map(|(i, o)| match o {
+        Err(corecoll::Error::Unsupported { .. }) => None,
+        other => Some(format!("rank {}: {other:?}, not Unsupported", first + i)),
+    });
+    suite.record(
+        "join: rank 0 on a thread that did not initialise MPI (Funneled) fails every rank",
+        problem,
+        t0,
+    );
+    suite.check("join: a whole run after it", |comm| {
+        comm.barrier().err().map(|e| e.to_string())
+    });
+}
+
+/// How the summary line says that the ranks joined.
+fn joins(joined: bool) -> &'static str {
+    if joined {
+        ", joined by threads of the program"
+    } else {
+        ""
+    }
 }
 
 /// The names in /dev/shm of the segments this process made (`corecoll-<pid>-…`): none once its
@@ -158,8 +210,9 @@ fn segments_left() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Runs every check and prints the summary; the exit code.
-fn finish(suite: &Suite<'_>, what: &str, t0: Instant) -> ExitCode {
+/// Runs every check (and those of joins from the wrong thread, `wrong_thread`) and prints the
+/// summary; the exit code.
+fn finish(suite: &Suite<'_>, wrong_thread: bool, what: &str, t0: Instant) -> ExitCode {
     let rank_check = suite.ctx.size();
     suite.check("the layout: rank and size", |comm| {
         (comm.size() != rank_check).then(|| format!("size {}, want {rank_check}", comm.size()))
@@ -169,5 +222,8 @@ fn finish(suite: &Suite<'_>, what: &str, t0: Instant) -> ExitCode {
     pipeline::check_all(suite);
     requests::check_all(suite);
     persistent::check_all(suite);
+    if wrong_thread {
+        join_from_another_thread(suite);
+    }
     suite.summary("hybrid_check", what, t0)
 }

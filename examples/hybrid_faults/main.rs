@@ -18,7 +18,8 @@
 //! …; default: from the clock, printed, so that a failing run can be run again alone with
 //! `--seed` and `--runs 1`); `--faulty K`, how many runs in ten have a fault (default 7);
 //! `--threads T`, `--threads-by-rank` and `--local T` as in `examples/hybrid_check`;
-//! `--multiple` initialises MPI with `Threading::Multiple` (default `Funneled`).
+//! `--multiple` initialises MPI with `Threading::Multiple` (default `Funneled`); `--join` runs
+//! the team's ranks as threads of the program that join it (`TeamBuilder::external`).
 
 #[allow(dead_code)]
 #[path = "../common/cases.rs"]
@@ -47,6 +48,15 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| args.iter().any(|a| a == name);
     let by_rank = flag("--threads-by-rank");
+    let joined = flag("--join");
+    let builder = |t: usize| {
+        let b = Team::builder().ranks(t).timeout(TIMEOUT);
+        if joined {
+            b.external()
+        } else {
+            b
+        }
+    };
     let threads: usize = option(&args, "--threads").unwrap_or(2).max(1);
     let runs: u64 = option(&args, "--runs").unwrap_or(100);
     let faulty: usize = option(&args, "--faulty").unwrap_or(7);
@@ -60,7 +70,7 @@ fn main() -> ExitCode {
     suite::quiet_panics(INTENTIONAL);
 
     if let Some(t) = option::<usize>(&args, "--local") {
-        let team = match Team::builder().ranks(t).timeout(TIMEOUT).build() {
+        let team = match builder(t).build() {
             Ok(team) => team,
             Err(e) => {
                 eprintln!("hybrid_faults: {e}");
@@ -73,8 +83,9 @@ fn main() -> ExitCode {
             Ctx::new(&groups, false, no_counts()),
             Across::Local,
             0,
-        );
-        let what = format!("a plain team of {t} ranks ({groups:?})");
+        )
+        .joined(joined);
+        let what = format!("a plain team of {t} ranks ({groups:?}){}", joins(joined));
         return run_all(&suite, seed, runs, faulty, &what, t0);
     }
 
@@ -96,7 +107,7 @@ fn main() -> ExitCode {
     let mine = if by_rank { process + 1 } else { threads };
     let mut all = vec![0usize; world.size() as usize];
     world.all_gather_into(&mine, &mut all[..]);
-    let team = match Team::builder().ranks(mine).timeout(TIMEOUT).mpi(&world) {
+    let team = match builder(mine).mpi(&world) {
         Ok(team) => team,
         Err(e) => {
             eprintln!("process {process}: {e}");
@@ -104,12 +115,25 @@ fn main() -> ExitCode {
         }
     };
     let ctx = Ctx::new(&all, true, no_counts());
-    let suite = Suite::new(&team, ctx, Across::Mpi(world.duplicate()), process);
-    let what = format!("{} processes with {all:?} threads ({level:?})", all.len());
+    let suite = Suite::new(&team, ctx, Across::Mpi(world.duplicate()), process).joined(joined);
+    let what = format!(
+        "{} processes with {all:?} threads ({level:?}){}",
+        all.len(),
+        joins(joined)
+    );
     let code = run_all(&suite, seed, runs, faulty, &what, t0);
     drop(suite);
     drop(team); // before MPI is finalised with `universe`
     code
+}
+
+/// How the summary line says that the ranks joined.
+fn joins(joined: bool) -> &'static str {
+    if joined {
+        ", joined by threads of the program"
+    } else {
+        ""
+    }
 }
 
 /// The suite's counts, which these runs draw for themselves.

@@ -364,10 +364,11 @@ impl Process {
         }
     }
 
-    /// Called by `Team::run` on its calling thread before the ranks start: that thread must
-    /// be allowed to call MPI; the run starts with no failed check.
-    pub(crate) fn begin(&self) -> Result<()> {
-        self.on_main_thread("Team::run")?;
+    /// Called by `Team::run` (`op`) on its calling thread before the ranks start, or by rank 0's
+    /// `Team::join` before the process's other joined ranks start: that thread must be allowed
+    /// to call MPI; the run starts with no failed check.
+    pub(crate) fn begin(&self, op: &'static str) -> Result<()> {
+        self.on_main_thread(op)?;
         self.closed.store(false, Ordering::SeqCst);
         for s in self.shadows.lock().iter().flat_map(|set| set.iter()) {
             s.closed.store(false, Ordering::SeqCst);

@@ -111,9 +111,17 @@ impl Member {
     }
 
     /// Where communicator rank `rank` runs (`None` for a rank out of range or not pinned).
+    /// In a run whose ranks join it, waits for `rank` to have joined; if the wait fails (the
+    /// run failed, or `rank` did not join within the team's timeout, which fails the run),
+    /// `None`, and every later wait of the run fails.
     pub(crate) fn location(&self, rank: usize) -> Option<Location> {
         let team_rank = self.team_rank(rank)?;
-        self.run.ranks.locations.get(team_rank).copied().flatten()
+        if !self.run.seated(team_rank) {
+            let started = self.wait_start();
+            let pending = || (!self.run.seated(team_rank)).then_some(rank);
+            self.wait_for("join", &started, pending).ok()?;
+        }
+        self.run.location(team_rank)
     }
 
     /// Wakes communicator rank `peer` if it is parked.

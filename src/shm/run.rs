@@ -71,6 +71,18 @@ pub(crate) struct RunState {
     /// Per team rank: what it waits in and for whom (a team rank), written by that rank when
     /// it is about to park in a watched wait ([`RunState::note_wait`]).
     waits: Box<[Mutex<(&'static str, usize)>]>,
+    /// A run whose ranks join it ([`RunState::joining`]): per team rank, where it runs, set
+    /// when it joins. `None` where every rank is there from the start, at the team's
+    /// locations.
+    seats: Option<Box<[Seat]>>,
+}
+
+/// Where a rank that joins a run runs ([`RunState::seat`]).
+#[derive(Debug, Default)]
+struct Seat {
+    /// Set (release) once `place` is written.
+    taken: AtomicBool,
+    place: Mutex<Option<Location>>,
 }
 
 impl RunState {
@@ -87,6 +99,45 @@ impl RunState {
                 .collect(),
             exits: [AtomicU64::new(0), AtomicU64::new(0)],
             waits: (0..n).map(|r| Mutex::new(("", r))).collect(),
+            seats: None,
+        }
+    }
+
+    /// A fresh run whose ranks join it one by one, each telling where it runs
+    /// ([`RunState::seat`]): the ranks of an external team (`Team::join`).
+    pub(crate) fn joining(ranks: Arc<Ranks>) -> Self {
+        let n = ranks.parkers.len();
+        RunState {
+            seats: Some((0..n).map(|_| Seat::default()).collect()),
+            ..RunState::new(ranks)
+        }
+    }
+
+    /// Team rank `rank` has joined the run, at `place`: wakes whoever waits for it
+    /// ([`RunState::location`]).
+    pub(crate) fn seat(&self, rank: usize, place: Option<Location>) {
+        if let Some(seat) = self.seats.as_ref().map(|s| &s[rank]) {
+            *seat.place.lock() = place;
+            seat.taken.store(true, Ordering::Release);
+            self.wake_all();
+        }
+    }
+
+    /// Whether team rank `rank` is in the run (always, unless its ranks join it and this one
+    /// has not yet).
+    #[inline]
+    pub(crate) fn seated(&self, rank: usize) -> bool {
+        match &self.seats {
+            None => true,
+            Some(seats) => seats[rank].taken.load(Ordering::Acquire),
+        }
+    }
+
+    /// Where team rank `rank` runs (`None`: not pinned), once it is [seated](Self::seated).
+    pub(crate) fn location(&self, rank: usize) -> Option<Location> {
+        match &self.seats {
+            None => self.ranks.locations.get(rank).copied().flatten(),
+            Some(seats) => *seats.get(rank)?.place.lock(),
         }
     }
 

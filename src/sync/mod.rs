@@ -126,6 +126,11 @@ mod imp {
     /// loom's mutex behind the same API as the std build's.
     #[derive(Debug)]
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
+    impl<T: Default> Default for Mutex<T> {
+        fn default() -> Self {
+            Mutex::new(T::default())
+        }
+    }
     /// The guard of [`Mutex`]; an `Option` so that [`Condvar::wait`] can move it through loom.
     pub(crate) struct MutexGuard<'a, T>(Option<loom::sync::MutexGuard<'a, T>>);
 

@@ -50,6 +50,24 @@ pub(crate) fn save() -> SavedMask {
     SavedMask {}
 }
 
+/// The processing unit (OS index) the calling thread may run on if its affinity mask holds
+/// exactly one, else `None` (several, or the mask cannot be read).
+pub(crate) fn single_pu() -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    {
+        let saved = save();
+        let set = saved.set?;
+        // SAFETY: `set` is a cpu_set_t that sched_getaffinity filled; CPU_ISSET reads only
+        // indices below CPU_SETSIZE.
+        let mut on =
+            (0..libc::CPU_SETSIZE as usize).filter(|&i| unsafe { libc::CPU_ISSET(i, &set) });
+        let first = on.next()?;
+        on.next().is_none().then_some(first)
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
 /// Gives the calling thread back the mask saved by [`save`].
 pub(crate) fn restore(saved: SavedMask) {
     #[cfg(target_os = "linux")]

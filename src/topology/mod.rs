@@ -403,6 +403,13 @@ impl Topology {
     pub fn place(&self, pinning: &Pinning, ranks: usize) -> crate::Result<Vec<Option<Location>>> {
         placement::place(self, pinning, ranks)
     }
+
+    /// The location of the processing unit of OS index `os`: the leaf with that index, or the
+    /// leaf of the core that has it as an SMT sibling (with the sibling's index); `None` for
+    /// one outside the topology.
+    pub(crate) fn location_of_pu(&self, os: usize) -> Option<Location> {
+        placement::location_of_pu(self, os)
+    }
 }
 
 /// Runs the discovery back ends in turn: hwloc (feature), then sysfs.

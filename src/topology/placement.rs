@@ -69,22 +69,7 @@ pub(super) fn place(
                     "Pinning::Cores was given an empty list".into(),
                 ));
             }
-            // The leaf of that OS index, or else the core that has it as an SMT sibling.
-            let find = |os: usize| {
-                leaves
-                    .iter()
-                    .find(|l| l.os_index == os)
-                    .copied()
-                    .or_else(|| {
-                        let core =
-                            (0..topo.num_cores()).find(|&c| topo.core_pus(c).contains(&os))?;
-                        let leaf = leaves.iter().find(|l| l.core == core)?;
-                        Some(Location {
-                            os_index: os,
-                            ..*leaf
-                        })
-                    })
-            };
+            let find = |os: usize| topo.location_of_pu(os);
             if let Some(bad) = list.iter().find(|&&c| find(c).is_none()) {
                 let mut avail: Vec<usize> = topo.pus.iter().flatten().copied().collect();
                 avail.sort_unstable();
@@ -97,6 +82,24 @@ pub(super) fn place(
             (0..ranks).map(|r| find(list[r % list.len()])).collect()
         }
     })
+}
+
+/// See [`Topology::location_of_pu`].
+pub(super) fn location_of_pu(topo: &Topology, os: usize) -> Option<Location> {
+    // The leaf of that OS index, or else the core that has it as an SMT sibling.
+    let leaves = topo.leaves();
+    leaves
+        .iter()
+        .find(|l| l.os_index == os)
+        .copied()
+        .or_else(|| {
+            let core = (0..topo.num_cores()).find(|&c| topo.core_pus(c).contains(&os))?;
+            let leaf = leaves.iter().find(|l| l.core == core)?;
+            Some(Location {
+                os_index: os,
+                ..*leaf
+            })
+        })
 }
 
 /// The leaf (index into `topo.leaves()`) of each of `k ≤ leaves` ranks under `Spread`.

@@ -204,3 +204,14 @@ pub fn placed_team(topology: Topology, pinning: Pinning, ranks: usize) -> Team {
         .build()
         .unwrap()
 }
+
+/// The cores (OS indices) the calling thread may run on, ascending.
+pub fn available_cores() -> Vec<usize> {
+    let mut ids: Vec<usize> = core_affinity::get_core_ids()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ids.sort_unstable();
+    ids
+}

@@ -1,0 +1,330 @@
+//! Teams whose ranks are the program's own threads ([`TeamBuilder::external`]): each thread
+//! calls [`Team::join`] with its rank, and the ranks that join between one run's end and the
+//! next make up a run, with the same communicators and guarantees as [`Team::run`]'s.
+//!
+//! A run is an [`Entry`] behind the team's [`Door`]: the first rank to join makes it, every
+//! other joins it, and it is closed when its last rank leaves — or given up when a rank waits
+//! longer than the team's timeout for one that never joined. Where a joining thread runs is
+//! told to the run when it joins ([`RunState::seat`]); a communicator that needs the ranks'
+//! locations (the hierarchy, `Auto`'s level) waits for them there.
+//!
+//! On a hybrid team rank 0 of each process is its leader, which calls MPI: the other ranks
+//! start once it has begun the run, and the run is closed by it, after its last check with the
+//! other processes ([`crate::hybrid::world::Process::end`]).
+//!
+//! The design follows MPICH's threadcomm (`MPIX_Threadcomm_start`/`finish`, MPICH 4.2), where
+//! the threads of an OpenMP region become the ranks of a communicator for the region's length.
+//!
+//! [`TeamBuilder::external`]: super::TeamBuilder::external
+
+use super::{affinity, Team};
+use crate::comm::Comm;
+use crate::error::{Error, Result};
+use crate::shm::{CommShared, RunState};
+use crate::sync::park::{wait_until, Started};
+use crate::sync::{AtomicBool, AtomicUsize, CachePadded, Mutex, Ordering};
+use std::cell::Cell;
+use std::sync::Arc;
+
+/// The run of an external team that ranks are joining now, if any.
+#[derive(Debug, Default)]
+pub(super) struct Door {
+    /// Made by the first rank to join, taken away when the run is closed or given up.
+    open: Mutex<Option<Arc<Entry>>>,
+}
+
+/// One run of an external team.
+#[derive(Debug)]
+struct Entry {
+    run: Arc<RunState>,
+    world: Arc<CommShared>,
+    /// Ranks that have joined, one bit of work each: a second join of one is an error.
+    joined: Box<[AtomicBool]>,
+    /// Ranks that have left (returned from their closure).
+    left: CachePadded<AtomicUsize>,
+    /// Set when the run is over for every rank: all have left (and on a hybrid team the leader
+    /// has made its last check), or a rank gave up on one that never joined.
+    over: CachePadded<AtomicBool>,
+    /// On a hybrid team: the leader has begun the run between the processes.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    begun: AtomicBool,
+    /// Why the run fails on every rank other than by its own results: the first panic, another
+    /// process's failure, a rank that never joined.
+    outcome: Mutex<Option<Error>>,
+}
+
+thread_local! {
+    /// The processing unit (OS index) the calling thread is bound to, if to a single one: read
+    /// at the thread's first join (OpenMP and `taskset` bind a thread once, when it starts).
+    static BOUND: Cell<Option<Option<usize>>> = const { Cell::new(None) };
+}
+
+/// The processing unit the calling thread is bound to, if to a single one.
+fn bound_pu() -> Option<usize> {
+    BOUND.with(|b| {
+        if let Some(known) = b.get() {
+            return known;
+        }
+        let pu = affinity::single_pu();
+        b.set(Some(pu));
+        pu
+    })
+}
+
+impl Door {
+    /// Joins rank `rank` to the open run of `team`, or opens one: an error if `rank` has joined
+    /// it already.
+    fn enter(&self, team: &Team, rank: usize) -> Result<Arc<Entry>> {
+        let mut open = self.open.lock();
+        let entry = open.get_or_insert_with(|| {
+            let size = team.size();
+            Arc::new(Entry {
+                run: Arc::new(RunState::joining(team.shared.ranks.clone())),
+                world: Arc::new(CommShared::new((0..size).collect())),
+                joined: (0..size).map(|_| AtomicBool::new(false)).collect(),
+                left: CachePadded::new(AtomicUsize::new(0)),
+                over: CachePadded::new(AtomicBool::new(false)),
+                begun: AtomicBool::new(false),
+                outcome: Mutex::new(None),
+            })
+        });
+        if entry.joined[rank].swap(true, Ordering::SeqCst) {
+            return Err(Error::Join {
+                rank,
+                what: "this rank has already joined the team's current run (from another \
+                       thread); each rank joins once per run"
+                    .into(),
+            });
+        }
+        Ok(entry.clone())
+    }
+
+    /// Ends `entry`'s run for every rank: later joins open a new one.
+    fn close(&self, team: &Team, entry: &Arc<Entry>) {
+        {
+            let mut open = self.open.lock();
+            if open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
+                *open = None;
+            }
+        }
+        entry.over.store(true, Ordering::SeqCst);
+        for p in team.shared.ranks.parkers.iter() {
+            p.unpark();
+        }
+    }
+
+    /// Rank `rank` has waited `started`'s timeout for the run to end: if some rank has not
+    /// joined, the run fails with a timeout naming it, and no one can join it any more
+    /// (`true`); if all have, the wait goes on (`false`).
+    fn give_up(&self, entry: &Arc<Entry>, rank: usize, started: &Started) -> bool {
+        let mut open = self.open.lock();
+        let Some(missing) = entry.joined.iter().position(|j| !j.load(Ordering::SeqCst)) else {
+            return false;
+        };
+        if open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            *open = None;
+        }
+        drop(open);
+        let e = Error::Timeout {
+            rank,
+            peer: missing,
+            op: "Team::join",
+            waited: started.elapsed(),
+        };
+        entry.outcome.lock().get_or_insert(e.clone());
+        entry.run.abort(e);
+        true
+    }
+}
+
+impl Entry {
+    /// Whether every rank has left.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    fn all_left(&self) -> bool {
+        self.left.load(Ordering::SeqCst) == self.joined.len()
+    }
+}
+
+impl Team {
+    /// Runs `f` as rank `rank` of this [external](super::TeamBuilder::external) team on the
+    /// calling thread, with the same [`Comm`] as [`Team::run`] hands its ranks, and returns
+    /// what `f` returns once every rank of the run has left.
+    ///
+    /// Every rank joins once per run, each from its own thread; a run is the joins between
+    /// the end of the one before and its own last rank's leaving. As in `Team::run`, a panic
+    /// or an early return of one rank makes the others' pending and later calls fail, and the
+    /// team is ready for the next run when `join` returns. `join` returns
+    /// [`Error::Panicked`] on every rank if one panicked, and on a hybrid team
+    /// [`Error::ProcessFailed`] if the run failed in another process.
+    ///
+    /// Errors ([`Error::Join`]): a team with threads of its own, a rank out of range, a rank
+    /// that has joined the current run already. A rank that never joins makes the others fail
+    /// with [`Error::Timeout`] once they have waited for it for the team's timeout
+    /// ([`TeamBuilder::timeout`](super::TeamBuilder::timeout)); with no timeout they wait.
+    ///
+    /// On a hybrid team ([`TeamBuilder::mpi`](super::TeamBuilder::mpi)) the threads of every
+    /// process join, and rank 0 of each process calls MPI for it: under
+    /// `Threading::Funneled` it must be the thread that initialised MPI (an OpenMP region's
+    /// master thread is), else [`Error::Unsupported`] on every rank of the process. The
+    /// other ranks start once their process's rank 0 has joined.
+    pub fn join<R, F: FnOnce(&Comm) -> R>(&self, rank: usize, f: F) -> Result<R> {
+        let Some(door) = &self.door else {
+            return Err(Error::Join {
+                rank,
+                what: "this team runs on threads of its own (Team::run); a team whose ranks \
+                       are the program's threads is built with TeamBuilder::external"
+                    .into(),
+            });
+        };
+        if rank >= self.size() {
+            return Err(Error::Join {
+                rank,
+                what: format!("no such rank: the team has {} ranks", self.size()),
+            });
+        }
+        let entry = door.enter(self, rank)?;
+        let saved = self.cores[rank].map(|core| {
+            let saved = affinity::save();
+            affinity::pin_current(core);
+            saved
+        });
+        let place = match self.shared.ranks.locations[rank] {
+            Some(l) => Some(l),
+            None => bound_pu().and_then(|pu| self.topology().location_of_pu(pu)),
+        };
+        entry.run.seat(rank, place);
+        let value = self.joined(door, &entry, rank, f);
+        if let Some(saved) = saved {
+            affinity::restore(saved);
+        }
+        // As `Team::run`: the first panic before the failure of the run as a whole.
+        if let Some(e) = entry
+            .run
+            .first_panic()
+            .or_else(|| entry.outcome.lock().clone())
+        {
+            return Err(e);
+        }
+        value.ok_or_else(|| Error::Join {
+            rank,
+            what: "the run ended without this rank's result".into(),
+        })
+    }
+
+    /// Rank `rank`'s part of `entry`'s run once seated: its closure, then the wait for the run
+    /// to end. `None` if the closure panicked or never ran.
+    fn joined<R, F: FnOnce(&Comm) -> R>(
+        &self,
+        door: &Door,
+        entry: &Arc<Entry>,
+        rank: usize,
+        f: F,
+    ) -> Option<R> {
+        #[cfg(feature = "mpi")]
+        if let Some(p) = &self.process {
+            return self.joined_hybrid(p, door, entry, rank, f);
+        }
+        let value = self.rank_body(rank, &entry.world, &entry.run, f);
+        if entry.left.fetch_add(1, Ordering::SeqCst) + 1 == self.size() {
+            door.close(self, entry);
+        } else {
+            self.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
+        }
+        value
+    }
+
+    /// [`Team::joined`] on a hybrid team: the leader (rank 0) begins the run between the
+    /// processes, runs its closure and waits for its process's other ranks while it relays
+    /// their messages, makes the last check with the other processes and closes the run; the
+    /// other ranks start once it has begun and return once it has closed.
+    #[cfg(feature = "mpi")]
+    fn joined_hybrid<R, F: FnOnce(&Comm) -> R>(
+        &self,
+        p: &crate::hybrid::world::Process,
+        door: &Door,
+        entry: &Arc<Entry>,
+        rank: usize,
+        f: F,
+    ) -> Option<R> {
+        let run = &entry.run;
+        if rank != 0 {
+            self.until(door, entry, rank, || entry.begun.load(Ordering::SeqCst));
+            // Not if the leader could not begin, or the run was given up before it did.
+            let started = entry.outcome.lock().is_none();
+            let value = started
+                .then(|| self.rank_body(rank, &entry.world, run, f))
+                .flatten();
+            entry.left.fetch_add(1, Ordering::SeqCst);
+            self.shared.ranks.parkers[0].unpark();
+            self.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
+            return value;
+        }
+        let begun = p.begin("Team::join");
+        if let Err(e) = &begun {
+            entry.outcome.lock().get_or_insert(e.clone());
+            run.abort(e.clone());
+        }
+        entry.begun.store(true, Ordering::SeqCst);
+        for parker in self.shared.ranks.parkers.iter() {
+            parker.unpark();
+        }
+        let body = || {
+            let value = self.rank_body(0, &entry.world, run, f);
+            entry.left.fetch_add(1, Ordering::SeqCst);
+            self.until(door, entry, 0, || entry.all_left());
+            value
+        };
+        let value = match begun {
+            Ok(()) => {
+                let value = p.lead(run, body);
+                // (MPI only from a thread that may call it.)
+                if let Err(e) = p.end(run.is_aborted()) {
+                    entry.outcome.lock().get_or_insert(e);
+                }
+                value
+            }
+            Err(_) => body(),
+        };
+        door.close(self, entry);
+        value
+    }
+
+    /// Waits on rank `rank`'s parker until `ready()`. Each time the team's timeout passes
+    /// first, gives up on a rank that has not joined ([`Door::give_up`]) and returns, closing
+    /// the run unless a hybrid team's leader will; where every rank has joined, waits on.
+    fn until(&self, door: &Door, entry: &Arc<Entry>, rank: usize, ready: impl Fn() -> bool) {
+        let ranks = &self.shared.ranks;
+        loop {
+            let started = Started::new(ranks.timeout);
+            if wait_until(
+                &ranks.parkers[rank],
+                &ranks.policy,
+                started.deadline(),
+                &ready,
+            ) {
+                return;
+            }
+            if !door.give_up(entry, rank, &started) {
+                continue;
+            }
+            // A hybrid team's leader closes the run after its last check with the other
+            // processes; the other ranks wait for that if it has joined.
+            let leader = self.hybrid() && entry.joined[0].load(Ordering::SeqCst);
+            if !leader {
+                door.close(self, entry);
+                return;
+            }
+            if rank == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Whether the team spans MPI processes.
+    fn hybrid(&self) -> bool {
+        #[cfg(feature = "mpi")]
+        return self.process.is_some();
+        #[cfg(not(feature = "mpi"))]
+        false
+    }
+}
