@@ -117,5 +117,5 @@ pub mod algorithm {
         Scatter,
     };
 }
-pub use team::{run, Team, TeamBuilder, Wait};
+pub use team::{run, Seat, Team, TeamBuilder, Wait};
 pub use topology::{Location, Pinning, Source, Topology};

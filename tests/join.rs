@@ -358,3 +358,60 @@ fn pinning_lasts_for_the_join_and_a_bound_thread_has_its_location() {
         assert_eq!(o.unwrap(), vec![None, Some(cores[n - 1])]);
     }
 }
+
+#[test]
+fn a_seat_is_a_join_in_two_calls() {
+    let team = builder(3, 30).external().build().unwrap();
+    for run in 0..20u64 {
+        let out: Vec<Result<u64>> = std::thread::scope(|s| {
+            let seats: Vec<_> = (0..3)
+                .map(|rank| {
+                    let team = &team;
+                    s.spawn(move || {
+                        let seat = team.seat(rank)?;
+                        let mut x = [rank as u64 + run];
+                        seat.allreduce(&mut x, op::Sum)?;
+                        // Rank 2 leaves by dropping its seat.
+                        if rank != 2 {
+                            seat.leave()?;
+                        }
+                        Ok(x[0])
+                    })
+                })
+                .collect();
+            seats.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for o in out {
+            assert_eq!(o.unwrap(), 3 + 3 * run);
+        }
+    }
+    // A panic that unwinds through a seat fails every other rank's leave.
+    let out: Vec<Result<()>> = std::thread::scope(|s| {
+        let seats: Vec<_> = (0..3)
+            .map(|rank| {
+                let team = &team;
+                s.spawn(move || {
+                    let seat = team.seat(rank)?;
+                    if rank == 1 {
+                        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let _seat = seat;
+                            panic!("intentional panic through a seat");
+                        }));
+                        return Ok(());
+                    }
+                    let _ = seat.barrier();
+                    seat.leave()
+                })
+            })
+            .collect();
+        seats.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(out[1].is_ok());
+    for r in [0, 2] {
+        assert!(
+            matches!(out[r], Err(Error::Panicked { rank: 1, .. })),
+            "{:?}",
+            out[r]
+        );
+    }
+}

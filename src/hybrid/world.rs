@@ -434,21 +434,40 @@ impl Process {
         if self.relay.is_none() {
             return f();
         }
-        let rank = self.layout.offset(self.layout.process());
-        let hook = || {
-            let (worked, failed) = self.relay_all();
-            if let Some(process) = failed {
-                run.abort(Error::ProcessFailed {
-                    rank,
-                    op: "point-to-point",
-                    process,
-                });
-            }
-            worked
-        };
+        let hook = || self.relay_for(run);
         // Before a stage between processes only the sends must leave (`Relay::flush`).
         let flush = || self.flush_all();
         crate::sync::idle::with_idle_flush(&hook, &flush, f)
+    }
+
+    /// [`Process::lead`] for a leader that joins a run and leaves it in another call
+    /// (`Team::seat`): the relay, if this process has one, as the calling thread's idle hook
+    /// until the returned guard is dropped.
+    pub(crate) fn lead_lasting(
+        self: &Arc<Self>,
+        run: &Arc<crate::shm::RunState>,
+    ) -> Option<crate::sync::idle::Lasting> {
+        self.relay.as_ref()?;
+        let (me, run) = (self.clone(), run.clone());
+        let flusher = self.clone();
+        Some(crate::sync::idle::lasting(
+            move || me.relay_for(&run),
+            move || flusher.flush_all(),
+        ))
+    }
+
+    /// The leader's idle hook in `run`: one pass of every relay ([`Process::relay_all`]); a
+    /// failure notice it receives fails `run`. Whether it found work.
+    fn relay_for(&self, run: &crate::shm::RunState) -> bool {
+        let (worked, failed) = self.relay_all();
+        if let Some(process) = failed {
+            run.abort(Error::ProcessFailed {
+                rank: self.layout.offset(self.layout.process()),
+                op: "point-to-point",
+                process,
+            });
+        }
+        worked
     }
 
     /// One pass of every relay of the team (its own and its duplicates'), on the leader:

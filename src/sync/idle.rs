@@ -17,8 +17,15 @@
 //! such hooks are installed, a wait parks until woken, on its own condition or the hooks',
 //! and the deadlock detection counts the thread blocked only when neither can become true. The hooks do not run inside themselves (a wait in a hook would find
 //! them already running).
+//!
+//! A hook may also be installed for a stretch that is not one call ([`lasting`]): a thread that
+//! joins a team's run and leaves it in two calls (`team::join`'s seat, from C) keeps it until
+//! the [`Lasting`] it was handed is dropped. Such a hook is owned by the thread, not borrowed
+//! from a stack frame, so it cannot outlive what it points to; it runs after the stack's hooks.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::marker::PhantomData;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// The longest a thread with an idle hook sleeps before it runs the hook again.
@@ -40,6 +47,39 @@ thread_local! {
     /// running.
     static TOP: Cell<Option<*const Node>> = const { Cell::new(None) };
     static RUNNING: Cell<bool> = const { Cell::new(false) };
+    /// The hook installed by [`lasting`] and its flush part, while its [`Lasting`] lives.
+    static LASTING: RefCell<Option<LastingHook>> = const { RefCell::new(None) };
+}
+
+/// A hook of [`lasting`] and its flush part.
+type LastingHook = (Rc<dyn Fn() -> bool>, Rc<dyn Fn() -> bool>);
+
+/// The stretch of a hook installed by [`lasting`]: the hook is removed when this is dropped,
+/// on the thread that installed it (it is neither `Send` nor `Sync`).
+#[must_use = "the hook is removed when this is dropped"]
+pub(crate) struct Lasting(PhantomData<*const ()>);
+
+impl Drop for Lasting {
+    fn drop(&mut self) {
+        LASTING.with(|l| l.borrow_mut().take());
+    }
+}
+
+/// Installs `hook` (with `flush`, its part that [`flush`] runs, as [`with_idle_flush`]) as
+/// this thread's idle hook until the returned [`Lasting`] is dropped, after the hooks of the
+/// stack. One at a time: a second replaces the first.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn lasting(
+    hook: impl Fn() -> bool + 'static,
+    flush: impl Fn() -> bool + 'static,
+) -> Lasting {
+    LASTING.with(|l| *l.borrow_mut() = Some((Rc::new(hook), Rc::new(flush))));
+    Lasting(PhantomData)
+}
+
+/// The hook of [`lasting`], if one is installed, and its flush part.
+fn lasting_hook() -> Option<LastingHook> {
+    LASTING.with(|l| l.borrow().clone())
 }
 
 /// Runs `f` with `hook` as one of this thread's idle hooks (module doc) — the hooks installed
@@ -120,7 +160,7 @@ fn install<R>(
 
 /// Whether this thread has an idle hook.
 pub(crate) fn installed() -> bool {
-    TOP.with(|h| h.get().is_some())
+    TOP.with(|h| h.get().is_some()) || LASTING.with(|l| l.borrow().is_some())
 }
 
 /// An installed hook as [`hooks`] yields it: the hook, and its `ready` and `flush` parts if
@@ -154,7 +194,9 @@ fn hooks() -> impl Iterator<Item = Hook> {
 /// and no task of this thread polls ([`super::task::poll_until`]).
 pub(crate) fn precise() -> bool {
     // A task suspended in a poll (an MPI request) waits for what wakes nobody.
-    hooks().all(|(_, ready, _)| ready.is_some()) && !super::task::polling()
+    hooks().all(|(_, ready, _)| ready.is_some())
+        && !super::task::polling()
+        && LASTING.with(|l| l.borrow().is_none())
 }
 
 /// Whether one of this thread's idle hooks that can tell has work now (false while the hooks
@@ -166,7 +208,7 @@ pub(crate) fn ready() -> bool {
 /// Runs this thread's idle hooks, innermost first, unless they are already running: whether
 /// one found work (which keeps the thread's wait awake a while longer).
 pub(crate) fn run() -> bool {
-    run_each(|(hook, _, _)| hook)
+    run_each(|(hook, _, _)| hook, |(hook, _)| hook)
 }
 
 /// [`run`], but of a hook installed with a `flush` part ([`with_idle_flush`]) only that part:
@@ -174,12 +216,15 @@ pub(crate) fn run() -> bool {
 /// stage between processes).
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn flush() -> bool {
-    run_each(|(hook, _, flush)| flush.unwrap_or(hook))
+    run_each(|(hook, _, flush)| flush.unwrap_or(hook), |(_, flush)| flush)
 }
 
-/// Runs `pick` of each of this thread's hooks, innermost first, unless they are already
-/// running: whether one found work.
-fn run_each(pick: impl Fn(Hook) -> &'static dyn Fn() -> bool) -> bool {
+/// Runs `pick` of each of this thread's hooks, innermost first, then `last` of its lasting
+/// hook, unless they are already running: whether one found work.
+fn run_each(
+    pick: impl Fn(Hook) -> &'static dyn Fn() -> bool,
+    last: impl Fn(LastingHook) -> Rc<dyn Fn() -> bool>,
+) -> bool {
     if !installed() || RUNNING.with(|r| r.replace(true)) {
         return false;
     }
@@ -190,8 +235,13 @@ fn run_each(pick: impl Fn(Hook) -> &'static dyn Fn() -> bool) -> bool {
         }
     }
     let _done = Done;
-    // Every hook runs, whatever the others found.
-    hooks().fold(false, |worked, h| pick(h)() | worked)
+    // Every hook runs, whatever the others found. (The lasting one is taken out of its cell
+    // first: it is called with the cell free.)
+    let worked = hooks().fold(false, |worked, h| pick(h)() | worked);
+    match lasting_hook() {
+        Some(h) => last(h)() | worked,
+        None => worked,
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -278,5 +328,28 @@ mod tests {
         });
         // flush: the part twice, the plain hook once; run: both hooks whole once.
         assert_eq!((whole.get(), part.get(), plain.get()), (1, 2, 2));
+    }
+
+    #[test]
+    fn a_lasting_hook_runs_until_dropped_after_the_stacks() {
+        let order = Rc::new(RefCell::new(Vec::new()));
+        let o = order.clone();
+        let lasting = lasting(
+            move || {
+                o.borrow_mut().push("lasting");
+                true
+            },
+            || false,
+        );
+        assert!(installed() && !precise());
+        let stacked = || {
+            order.borrow_mut().push("stack");
+            false
+        };
+        with_idle(&stacked, || assert!(run()));
+        assert!(!flush(), "the flush part runs");
+        drop(lasting);
+        assert!(!installed() && !run());
+        assert_eq!(*order.borrow(), ["stack", "lasting"]);
     }
 }

@@ -114,7 +114,7 @@ impl TeamBuilder {
 
     /// The machine the ranks are placed on. Default: [`Topology::detect`] (read once per
     /// process, then restricted to the cores the thread calling `build` may use). With a
-    /// synthetic topology, ranks get the described machine's locations ([`Comm::location`])
+    /// synthetic topology, ranks get the described machine's locations ([`Comm::location`](crate::Comm::location))
     /// while their threads are pinned to the real cores the leaves wrap onto.
     pub fn topology(mut self, topology: Topology) -> Self {
         self.topology = Some(topology);
@@ -207,7 +207,7 @@ impl TeamBuilder {
     /// number of threads. The world's ranks are the processes' threads in process order:
     /// process q's thread i is rank oᵩ + i, oᵩ being the threads of the processes before it
     /// (an allgather of the counts). `Team::run` then hands every thread of every process a
-    /// [`Comm`] over all of them, on which every collective of the crate runs: within each
+    /// [`Comm`](crate::Comm) over all of them, on which every collective of the crate runs: within each
     /// process over the mailboxes, between the processes by each process's rank 0 over MPI
     /// (docs/hybrid.md).
     ///

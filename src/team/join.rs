@@ -2,8 +2,9 @@
 //! calls [`Team::join`] with its rank, and the ranks that join between one run's end and the
 //! next make up a run, with the same communicators and guarantees as [`Team::run`]'s.
 //!
-//! A run is an [`Entry`] behind the team's [`Door`]: the first rank to join makes it, every
-//! other joins it, and it is closed when its last rank leaves — or given up when a rank waits
+//! A rank's part of a run is a [`Seat`], from [`Team::seat`] to [`Seat::leave`] ([`Team::join`]
+//! is the two around a closure; the C API calls them apart). A run is an [`Entry`] behind the
+//! team's [`Door`]: the first rank to join makes it, every other joins it, and it is closed when its last rank leaves — or given up when a rank waits
 //! longer than the team's timeout for one that never joined. Where a joining thread runs is
 //! told to the run when it joins ([`RunState::seat`]); a communicator that needs the ranks'
 //! locations (the hierarchy, `Auto`'s level) waits for them there.
@@ -24,6 +25,8 @@ use crate::shm::{CommShared, RunState};
 use crate::sync::park::{wait_until, Started};
 use crate::sync::{AtomicBool, AtomicUsize, CachePadded, Mutex, Ordering};
 use std::cell::Cell;
+use std::marker::PhantomData;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// The run of an external team that ranks are joining now, if any.
@@ -145,6 +148,51 @@ impl Entry {
     }
 }
 
+/// One rank's part in a run of an [external](super::TeamBuilder::external) team, from
+/// [`Team::seat`] to [`Seat::leave`], on the thread that took it: it dereferences to the rank's
+/// [`Comm`]. [`Team::join`] is a seat around a closure; a seat is for callers that cannot hand
+/// over a closure (the C API's `corecoll_join` and `corecoll_leave`).
+///
+/// Dropped without `leave`, it leaves (a drop while a panic unwinds fails the run with
+/// [`Error::Panicked`]). Forgotten (`mem::forget`), the run never ends for the other ranks: they
+/// wait in their own `leave` (for the team's timeout, if it has one). It is neither `Send` nor
+/// `Sync`: its rank is its thread.
+pub struct Seat<'t> {
+    team: &'t Team,
+    door: &'t Door,
+    entry: Arc<Entry>,
+    rank: usize,
+    /// The rank's communicator; `None` once it has left, or if the run failed before it began.
+    comm: Option<Comm>,
+    /// The thread's own affinity, given back when it leaves (a team with a pinning).
+    saved: Option<affinity::SavedMask>,
+    /// A hybrid team's leader: whether it began the run between the processes (so that it
+    /// ends it), and its relay as the thread's idle hook while it is seated.
+    #[cfg(feature = "mpi")]
+    leader: Option<(bool, Option<crate::sync::idle::Lasting>)>,
+    left: bool,
+    _thread: PhantomData<*const ()>,
+}
+
+impl std::fmt::Debug for Seat<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seat")
+            .field("rank", &self.rank)
+            .field("size", &self.team.size())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for Seat<'_> {
+    type Target = Comm;
+
+    fn deref(&self) -> &Comm {
+        self.comm
+            .as_ref()
+            .expect("a seat handed out has its communicator until it leaves")
+    }
+}
+
 impl Team {
     /// Runs `f` as rank `rank` of this [external](super::TeamBuilder::external) team on the
     /// calling thread, with the same [`Comm`] as [`Team::run`] hands its ranks, and returns
@@ -162,12 +210,35 @@ impl Team {
     /// with [`Error::Timeout`] once they have waited for it for the team's timeout
     /// ([`TeamBuilder::timeout`](super::TeamBuilder::timeout)); with no timeout they wait.
     ///
-    /// On a hybrid team ([`TeamBuilder::mpi`](super::TeamBuilder::mpi)) the threads of every
+    /// On a hybrid team (`TeamBuilder::mpi`, feature `mpi`) the threads of every
     /// process join, and rank 0 of each process calls MPI for it: under
     /// `Threading::Funneled` it must be the thread that initialised MPI (an OpenMP region's
     /// master thread is), else [`Error::Unsupported`] on every rank of the process. The
     /// other ranks start once their process's rank 0 has joined.
     pub fn join<R, F: FnOnce(&Comm) -> R>(&self, rank: usize, f: F) -> Result<R> {
+        let seat = self.seat(rank)?;
+        let value = match catch_unwind(AssertUnwindSafe(|| f(&seat))) {
+            Ok(value) => Some(value),
+            Err(payload) => {
+                seat.entry.run.panicked(Error::Panicked {
+                    rank,
+                    message: crate::error::panic_message(payload.as_ref()),
+                });
+                None
+            }
+        };
+        seat.leave()?;
+        value.ok_or_else(|| Error::Join {
+            rank,
+            what: "the rank's closure panicked".into(),
+        })
+    }
+
+    /// Joins the current run of this [external](super::TeamBuilder::external) team as rank
+    /// `rank` on the calling thread, for a caller that cannot hand [`Team::join`] a closure:
+    /// the seat dereferences to the rank's [`Comm`] until [`Seat::leave`]. The same errors
+    /// as `join`'s; an error here has left the run already.
+    pub fn seat(&self, rank: usize) -> Result<Seat<'_>> {
         let Some(door) = &self.door else {
             return Err(Error::Join {
                 rank,
@@ -193,100 +264,28 @@ impl Team {
             None => bound_pu().and_then(|pu| self.topology().location_of_pu(pu)),
         };
         entry.run.seat(rank, place);
-        let value = self.joined(door, &entry, rank, f);
-        if let Some(saved) = saved {
-            affinity::restore(saved);
-        }
-        // As `Team::run`: the first panic before the failure of the run as a whole.
-        if let Some(e) = entry
-            .run
-            .first_panic()
-            .or_else(|| entry.outcome.lock().clone())
-        {
-            return Err(e);
-        }
-        value.ok_or_else(|| Error::Join {
+        let mut seat = Seat {
+            team: self,
+            door,
+            entry,
             rank,
-            what: "the run ended without this rank's result".into(),
-        })
-    }
-
-    /// Rank `rank`'s part of `entry`'s run once seated: its closure, then the wait for the run
-    /// to end. `None` if the closure panicked or never ran.
-    fn joined<R, F: FnOnce(&Comm) -> R>(
-        &self,
-        door: &Door,
-        entry: &Arc<Entry>,
-        rank: usize,
-        f: F,
-    ) -> Option<R> {
+            comm: None,
+            saved,
+            #[cfg(feature = "mpi")]
+            leader: None,
+            left: false,
+            _thread: PhantomData,
+        };
         #[cfg(feature = "mpi")]
         if let Some(p) = &self.process {
-            return self.joined_hybrid(p, door, entry, rank, f);
-        }
-        let value = self.rank_body(rank, &entry.world, &entry.run, f);
-        if entry.left.fetch_add(1, Ordering::SeqCst) + 1 == self.size() {
-            door.close(self, entry);
-        } else {
-            self.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
-        }
-        value
-    }
-
-    /// [`Team::joined`] on a hybrid team: the leader (rank 0) begins the run between the
-    /// processes, runs its closure and waits for its process's other ranks while it relays
-    /// their messages, makes the last check with the other processes and closes the run; the
-    /// other ranks start once it has begun and return once it has closed.
-    #[cfg(feature = "mpi")]
-    fn joined_hybrid<R, F: FnOnce(&Comm) -> R>(
-        &self,
-        p: &crate::hybrid::world::Process,
-        door: &Door,
-        entry: &Arc<Entry>,
-        rank: usize,
-        f: F,
-    ) -> Option<R> {
-        let run = &entry.run;
-        if rank != 0 {
-            self.until(door, entry, rank, || entry.begun.load(Ordering::SeqCst));
-            // Not if the leader could not begin, or the run was given up before it did.
-            let started = entry.outcome.lock().is_none();
-            let value = started
-                .then(|| self.rank_body(rank, &entry.world, run, f))
-                .flatten();
-            entry.left.fetch_add(1, Ordering::SeqCst);
-            self.shared.ranks.parkers[0].unpark();
-            self.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
-            return value;
-        }
-        let begun = p.begin("Team::join");
-        if let Err(e) = &begun {
-            entry.outcome.lock().get_or_insert(e.clone());
-            run.abort(e.clone());
-        }
-        entry.begun.store(true, Ordering::SeqCst);
-        for parker in self.shared.ranks.parkers.iter() {
-            parker.unpark();
-        }
-        let body = || {
-            let value = self.rank_body(0, &entry.world, run, f);
-            entry.left.fetch_add(1, Ordering::SeqCst);
-            self.until(door, entry, 0, || entry.all_left());
-            value
-        };
-        let value = match begun {
-            Ok(()) => {
-                let value = p.lead(run, body);
-                // (MPI only from a thread that may call it.)
-                if let Err(e) = p.end(run.is_aborted()) {
-                    entry.outcome.lock().get_or_insert(e);
-                }
-                value
+            seat.begin_between_processes(p);
+            // The leader could not begin, or the run was given up before it did.
+            if seat.entry.outcome.lock().is_some() {
+                return Err(seat.leave().expect_err("the run has failed"));
             }
-            Err(_) => body(),
-        };
-        door.close(self, entry);
-        value
+        }
+        seat.comm = Some(self.comm(rank, &seat.entry.world, &seat.entry.run));
+        Ok(seat)
     }
 
     /// Waits on rank `rank`'s parker until `ready()`. Each time the team's timeout passes
@@ -326,5 +325,109 @@ impl Team {
         return self.process.is_some();
         #[cfg(not(feature = "mpi"))]
         false
+    }
+}
+
+impl Seat<'_> {
+    /// On a hybrid team, before the rank's communicator is made: the leader (rank 0) begins
+    /// the run between the processes and installs its relay as its idle hook; the other ranks
+    /// wait until it has.
+    #[cfg(feature = "mpi")]
+    fn begin_between_processes(&mut self, p: &Arc<crate::hybrid::world::Process>) {
+        let (team, entry) = (self.team, &self.entry);
+        if self.rank != 0 {
+            team.until(self.door, entry, self.rank, || {
+                entry.begun.load(Ordering::SeqCst)
+            });
+            return;
+        }
+        let began = match p.begin("Team::join") {
+            Ok(()) => true,
+            Err(e) => {
+                entry.outcome.lock().get_or_insert(e.clone());
+                entry.run.abort(e);
+                false
+            }
+        };
+        entry.begun.store(true, Ordering::SeqCst);
+        for parker in team.shared.ranks.parkers.iter() {
+            parker.unpark();
+        }
+        let hook = began.then(|| p.lead_lasting(&entry.run)).flatten();
+        self.leader = Some((began, hook));
+    }
+
+    /// Leaves the run: returns once every rank of it has left (the run is then over, and the
+    /// next seat or join of a rank starts the next one). [`Error::Panicked`] if a rank of the
+    /// run panicked, on a hybrid team [`Error::ProcessFailed`] if the run failed in another
+    /// process, [`Error::Timeout`] if a rank never joined; `Ok` otherwise, even where this
+    /// rank's own calls failed (they returned their errors).
+    pub fn leave(mut self) -> Result<()> {
+        self.finish();
+        let entry = &self.entry;
+        match entry
+            .run
+            .first_panic()
+            .or_else(|| entry.outcome.lock().clone())
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// The rank's leaving, once.
+    fn finish(&mut self) {
+        if std::mem::replace(&mut self.left, true) {
+            return;
+        }
+        let (team, door, entry, rank) = (self.team, self.door, &self.entry, self.rank);
+        drop(self.comm.take());
+        entry.run.mark_done(rank);
+        let last = entry.left.fetch_add(1, Ordering::SeqCst) + 1 == team.size();
+        #[cfg(feature = "mpi")]
+        if let Some(p) = &team.process {
+            if let Some((began, hook)) = self.leader.take() {
+                // The leader relays its threads' messages until they have all left, then makes
+                // the last check with the other processes (MPI only if it could begin).
+                team.until(door, entry, 0, || entry.all_left());
+                if began {
+                    if let Err(e) = p.end(entry.run.is_aborted()) {
+                        entry.outcome.lock().get_or_insert(e);
+                    }
+                }
+                drop(hook);
+                door.close(team, entry);
+            } else {
+                team.shared.ranks.parkers[0].unpark();
+                team.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
+            }
+            self.restore();
+            return;
+        }
+        if last {
+            door.close(team, entry);
+        } else {
+            team.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
+        }
+        self.restore();
+    }
+
+    /// Gives the thread its own affinity back.
+    fn restore(&mut self) {
+        if let Some(saved) = self.saved.take() {
+            affinity::restore(saved);
+        }
+    }
+}
+
+impl Drop for Seat<'_> {
+    fn drop(&mut self) {
+        if !self.left && std::thread::panicking() {
+            self.entry.run.panicked(Error::Panicked {
+                rank: self.rank,
+                message: "a panic unwound through the rank's seat".into(),
+            });
+        }
+        self.finish();
     }
 }

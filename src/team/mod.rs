@@ -13,6 +13,7 @@ mod builder;
 mod join;
 
 pub use builder::{TeamBuilder, Wait};
+pub use join::Seat;
 
 use crate::collective::Collective;
 use crate::comm::Comm;
@@ -100,7 +101,7 @@ fn worker(shared: Arc<Shared>, rank: usize, core: Option<usize>) {
 }
 
 impl Team {
-    /// A team of `ranks` ranks with the default settings ([`Pinning::Compact`], no timeout).
+    /// A team of `ranks` ranks with the default settings ([`Pinning::Compact`](crate::Pinning::Compact), no timeout).
     pub fn new(ranks: usize) -> Result<Team> {
         Team::builder().ranks(ranks).build()
     }
