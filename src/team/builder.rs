@@ -11,7 +11,7 @@ use crate::profile::Profile;
 use crate::shm::Ranks;
 use crate::sync::park::WaitPolicy;
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, CachePadded, Mutex};
-use crate::topology::{available_cores, Pinning, Topology};
+use crate::topology::{available_cores, process_cores, Pinning, Topology};
 use crate::tuning::Tuning;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,6 +80,16 @@ impl Wait {
 }
 
 impl TeamBuilder {
+    /// The machine when none was given: the cores the building thread may use, or on an
+    /// external team those of the process (whose threads the program's runtime places).
+    fn detect(&self) -> Topology {
+        if self.external {
+            Topology::detect_process()
+        } else {
+            Topology::detect()
+        }
+    }
+
     /// Number of ranks (threads, the caller included). Default: the number of leaves (cores)
     /// of the topology, which for the detected one is the number of cores the calling thread
     /// may use (one rank per core: SMT siblings are left out).
@@ -228,7 +238,7 @@ impl TeamBuilder {
     #[cfg(feature = "mpi")]
     pub fn mpi<C: ::mpi::topology::Communicator>(mut self, comm: &C) -> Result<Team> {
         let detected = self.topology.is_none();
-        let topology = self.topology.take().unwrap_or_else(Topology::detect);
+        let topology = self.topology.take().unwrap_or_else(|| self.detect());
         let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
         let shm = self
             .node_shm
@@ -257,9 +267,9 @@ impl TeamBuilder {
     /// [`TeamBuilder::build`], with `Wait::Auto` judging the load from `load` threads (those
     /// of every process on the node) instead of the team's own. A hybrid team (a `load`) does
     /// not look for deadlocks: its ranks may wait for another process.
-    fn build_for(self, load: Option<usize>) -> Result<Team> {
+    fn build_for(mut self, load: Option<usize>) -> Result<Team> {
         let detect_deadlocks = load.is_none() && self.deadlocks.unwrap_or(true);
-        let topology = self.topology.unwrap_or_else(Topology::detect);
+        let topology = self.topology.take().unwrap_or_else(|| self.detect());
         let ranks = self.ranks.unwrap_or(topology.leaves().len().max(1));
         if ranks == 0 {
             return Err(Error::ZeroRanks);
@@ -276,10 +286,16 @@ impl TeamBuilder {
         });
         let locations = topology.place(&pinning, ranks)?;
         let plan: Vec<Option<usize>> = locations.iter().map(|l| l.map(|l| l.os_index)).collect();
-        // Oversubscription is judged against the real cores, whatever the topology describes.
+        // Oversubscription is judged against the real cores, whatever the topology describes:
+        // those of the building thread, or on an external team those of the process.
+        let cores = if self.external {
+            process_cores()
+        } else {
+            available_cores()
+        };
         let policy = self
             .wait
-            .resolve(load.unwrap_or(ranks).max(ranks), available_cores().len());
+            .resolve(load.unwrap_or(ranks).max(ranks), cores.len());
         let shared = Arc::new(Shared {
             ranks: Arc::new(Ranks {
                 detect_deadlocks,

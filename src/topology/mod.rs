@@ -188,13 +188,26 @@ impl Topology {
     /// then only asks which cores the calling thread may use, so that it is cheap enough for
     /// every [`crate::TeamBuilder::build`].
     pub fn detect() -> Topology {
-        static MACHINE: OnceLock<Option<(Source, Discovered)>> = OnceLock::new();
         let avail = available_cores();
         let found = MACHINE.get_or_init(discover);
         found
             .as_ref()
             .and_then(|(source, d)| Topology::from_discovered(*source, d, Some(&avail)))
             .unwrap_or_else(|| Topology::flat_on(avail))
+    }
+
+    /// [`Topology::detect`] restricted instead to the cores the process's threads may be placed
+    /// on (`process_cores`), whatever the calling thread's own affinity: the machine of a team
+    /// whose ranks are the program's threads, which its runtime places (OpenMP binds the
+    /// initial thread to one core before the program's first line when `OMP_PROC_BIND` is
+    /// set).
+    pub(crate) fn detect_process() -> Topology {
+        let cores = process_cores();
+        let found = MACHINE.get_or_init(discover);
+        found
+            .as_ref()
+            .and_then(|(source, d)| Topology::from_discovered(*source, d, Some(&cores)))
+            .unwrap_or_else(|| Topology::flat_on(cores))
     }
 
     /// `n` cores on one level, nothing known about their grouping ([`Source::Flat`]): one
@@ -412,6 +425,9 @@ impl Topology {
     }
 }
 
+/// The machine as discovered, once per process.
+static MACHINE: OnceLock<Option<(Source, Discovered)>> = OnceLock::new();
+
 /// Runs the discovery back ends in turn: hwloc (feature), then sysfs.
 fn discover() -> Option<(Source, Discovered)> {
     #[cfg(feature = "hwloc")]
@@ -438,9 +454,53 @@ pub(crate) fn available_cores() -> Vec<usize> {
     ids
 }
 
+/// The cores (OS indices) the process's threads may be placed on, ascending, whatever the
+/// calling thread's affinity: the CPUs of the process's cgroup (`cpuset.cpus.effective`, cgroup
+/// v2) if it says, else the online CPUs, each intersected with nothing else; where neither can
+/// be read, [`available_cores`].
+pub(crate) fn process_cores() -> Vec<usize> {
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|c| {
+            let path = c.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+            std::fs::read_to_string(format!("/sys/fs/cgroup{path}/cpuset.cpus.effective")).ok()
+        })
+        .filter(|s| !s.trim().is_empty());
+    let list = cgroup.or_else(|| std::fs::read_to_string("/sys/devices/system/cpu/online").ok());
+    match list.as_deref().and_then(parse_cpu_list) {
+        Some(cores) if !cores.is_empty() => cores,
+        _ => available_cores(),
+    }
+}
+
+/// A Linux CPU list (`0-3,8,10-11`), ascending; `None` if it does not parse.
+fn parse_cpu_list(text: &str) -> Option<Vec<usize>> {
+    let mut cores = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => cores.extend(a.parse::<usize>().ok()?..=b.parse::<usize>().ok()?),
+            None => cores.push(part.parse().ok()?),
+        }
+    }
+    cores.sort_unstable();
+    cores.dedup();
+    Some(cores)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_parse() {
+        assert_eq!(
+            parse_cpu_list("0-3,8,10-11\n"),
+            Some(vec![0, 1, 2, 3, 8, 10, 11])
+        );
+        assert_eq!(parse_cpu_list("5"), Some(vec![5]));
+        assert_eq!(parse_cpu_list("x"), None);
+        assert!(!process_cores().is_empty());
+    }
 
     fn pu(os: usize, package: usize, numa: usize, l3: Option<usize>, core: usize) -> PuRecord {
         PuRecord {

@@ -1,0 +1,390 @@
+//! Teams, joined threads and their communicators as C handles.
+//!
+//! A joined thread's rank runs as the Rust API runs it — `Team::join` with a scope for its
+//! requests (`Comm::scope`) around the rank's calls — but its calls come one C function at a
+//! time. So the rank's part runs as a coroutine on a stack of its own (corosensei's, as the
+//! crate's tasks): `corecoll_join` starts it, and it stops inside the join and the scope, at
+//! once handing control back to C; each C call then resumes it with the call to make
+//! (`Cmd`), which it makes there and stops again with the result; `corecoll_leave` lets it
+//! return from the scope (completing requests never waited for) and from the join (waiting for
+//! the run's other ranks). A resume and a stop are a few register saves each; everything the
+//! Rust API guarantees inside a join and a scope holds as it is.
+//!
+//! Handles are never given back to the allocator: a freed handle keeps its memory, marked
+//! dead, so that a call with it is `CORECOLL_ERR_HANDLE` rather than a read of freed memory
+//! (a pointer that never was a handle cannot be told from one, as in MPI).
+
+use crate::error::{CError, CResult};
+use corecoll_rs::{Comm, Scope, Team};
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+use std::cell::{Cell, RefCell};
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// What a live handle's first word holds.
+const LIVE: u64 = 0x636f_7265_636f_6c6c;
+/// What a freed handle's first word holds.
+const DEAD: u64 = 0xdead_dead_dead_dead;
+
+/// The bytes of a joined thread's stack (mapped as used).
+const STACK_BYTES: usize = 1 << 20;
+
+/// A team of the C API (`corecoll_team_create`).
+pub struct corecoll_team_t {
+    magic: AtomicU64,
+    /// The team; `None` once freed. Joins hold a clone while they are seated.
+    team: Mutex<Option<Arc<Team>>>,
+}
+
+/// A communicator of a joined thread (`corecoll_join`, `corecoll_comm_split`,
+/// `corecoll_comm_dup`): used by that thread only.
+pub struct corecoll_comm_t {
+    magic: AtomicU64,
+    /// The thread that may use it (`thread_mark`).
+    owner: AtomicUsize,
+    /// Its seat, while it is live.
+    seat: Cell<*mut Seat>,
+    /// 0 for the joined communicator, k for the seat's k-th split or dup.
+    index: Cell<usize>,
+}
+
+// SAFETY: a communicator handle's cells are used only by its owner thread (every call checks
+// `owner` first, and a handle's fields are written only while it is not live).
+unsafe impl Sync for corecoll_comm_t {}
+// SAFETY: as above.
+unsafe impl Send for corecoll_comm_t {}
+
+/// The calls a C call makes inside the seat: on the seat's context, a result.
+pub(crate) type Call<'c> = dyn for<'s, 'e, 'r> FnMut(&'r Ctx<'s, 'e>) -> CResult<()> + 'c;
+
+/// What the seat's coroutine is resumed with: a call to make (its lifetime erased: it lives on
+/// the stack of the C call that resumes), or `None` to leave.
+type Cmd = Option<*mut Call<'static>>;
+
+/// A joined thread's rank: the coroutine in which it is joined, and its communicators.
+pub(crate) struct Seat {
+    co: Coroutine<Cmd, CResult<()>, CResult<()>, DefaultStack>,
+    /// Whether the coroutine is running (a C call from inside a user op is refused).
+    busy: Cell<bool>,
+    /// The handles of its communicators (the joined one first), freed when it leaves.
+    comms: Vec<&'static corecoll_comm_t>,
+    /// The handles of its requests, freed when it leaves.
+    pub(crate) requests: Vec<&'static crate::requests::corecoll_request_t>,
+}
+
+/// Where a seat's calls run: the rank's joined communicator, the scope of its requests, the
+/// communicators split or duplicated from it, and its requests.
+pub(crate) struct Ctx<'s, 'e> {
+    pub(crate) world: &'e Comm,
+    pub(crate) scope: &'s Scope<'s, 'e>,
+    /// Split and duplicated communicators, by index − 1 (`None` once freed).
+    pub(crate) subs: RefCell<Vec<Option<Comm>>>,
+    /// The requests of the scope (`crate::requests`).
+    pub(crate) requests: RefCell<Vec<Option<crate::requests::Req<'s>>>>,
+    /// Buffers of the library's own that requests use, dropped after the scope has ended.
+    pub(crate) kept: &'s Kept,
+}
+
+/// Buffers kept until a seat's scope has ended.
+pub(crate) type Kept = RefCell<Vec<Box<dyn std::any::Any>>>;
+
+impl Ctx<'_, '_> {
+    /// Runs `f` on communicator `index` (0: the joined one).
+    pub(crate) fn with_comm<R>(&self, index: usize, f: impl FnOnce(&Comm) -> R) -> CResult<R> {
+        if index == 0 {
+            return Ok(f(self.world));
+        }
+        let subs = self.subs.borrow();
+        let comm = subs
+            .get(index - 1)
+            .and_then(Option::as_ref)
+            .ok_or(CError::Handle("communicator"))?;
+        Ok(f(comm))
+    }
+}
+
+thread_local! {
+    /// An address of the calling thread's own (`thread_mark`).
+    static MARK: u8 = const { 0 };
+    /// The calling thread's seats, innermost last: they are left in reverse order of joining.
+    static SEATS: RefCell<Vec<*mut Seat>> = const { RefCell::new(Vec::new()) };
+    /// A stack kept from the thread's last seat, for its next.
+    static STACK: RefCell<Option<DefaultStack>> = const { RefCell::new(None) };
+}
+
+/// A number of the calling thread's own while it lives.
+pub(crate) fn thread_mark() -> usize {
+    MARK.with(|m| m as *const u8 as usize)
+}
+
+/// Freed handles of each kind, for reuse.
+static FREE_TEAMS: Mutex<Vec<&'static corecoll_team_t>> = Mutex::new(Vec::new());
+static FREE_COMMS: Mutex<Vec<&'static corecoll_comm_t>> = Mutex::new(Vec::new());
+
+/// A live team handle for `team`.
+pub(crate) fn new_team(team: Team) -> *mut corecoll_team_t {
+    let reused = FREE_TEAMS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let handle: &'static corecoll_team_t = reused.unwrap_or_else(|| {
+        Box::leak(Box::new(corecoll_team_t {
+            magic: AtomicU64::new(DEAD),
+            team: Mutex::new(None),
+        }))
+    });
+    *handle.team.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(team));
+    handle.magic.store(LIVE, Ordering::Release);
+    handle as *const corecoll_team_t as *mut corecoll_team_t
+}
+
+/// The team of a live handle.
+///
+/// # Safety
+/// `team` is NULL or a pointer this library returned as a team handle.
+pub(crate) unsafe fn team_of(team: *const corecoll_team_t) -> CResult<Arc<Team>> {
+    // SAFETY: handles are never deallocated, so a pointer the library returned stays readable.
+    let handle = unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
+    if handle.magic.load(Ordering::Acquire) != LIVE {
+        return Err(CError::Handle("team"));
+    }
+    let guard = handle.team.lock().unwrap_or_else(|p| p.into_inner());
+    guard.clone().ok_or(CError::Handle("team"))
+}
+
+/// Frees a team handle: an error while threads are joined to it.
+///
+/// # Safety
+/// As `team_of`.
+pub(crate) unsafe fn free_team(team: *const corecoll_team_t) -> CResult<()> {
+    // SAFETY: as in `team_of`.
+    let handle = unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
+    let mut guard = handle.team.lock().unwrap_or_else(|p| p.into_inner());
+    if handle.magic.load(Ordering::Acquire) != LIVE {
+        return Err(CError::Handle("team"));
+    }
+    let joined = guard.as_ref().map_or(0, |t| Arc::strong_count(t) - 1);
+    if joined > 0 {
+        return Err(CError::Rust(corecoll_rs::Error::TeamBusy));
+    }
+    // Dropped here, on the freeing thread (a hybrid team's MPI part before MPI_Finalize).
+    guard.take();
+    handle.magic.store(DEAD, Ordering::Release);
+    drop(guard);
+    // SAFETY: `handle` points to a leaked box, valid for the rest of the process.
+    let handle: &'static corecoll_team_t = unsafe { &*(handle as *const corecoll_team_t) };
+    FREE_TEAMS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(handle);
+    Ok(())
+}
+
+/// A live communicator handle of `seat`'s, number `index`, owned by the calling thread.
+pub(crate) fn new_comm(seat: *mut Seat, index: usize) -> &'static corecoll_comm_t {
+    let reused = FREE_COMMS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let handle: &'static corecoll_comm_t = reused.unwrap_or_else(|| {
+        Box::leak(Box::new(corecoll_comm_t {
+            magic: AtomicU64::new(DEAD),
+            owner: AtomicUsize::new(0),
+            seat: Cell::new(std::ptr::null_mut()),
+            index: Cell::new(0),
+        }))
+    });
+    handle.owner.store(thread_mark(), Ordering::Relaxed);
+    handle.seat.set(seat);
+    handle.index.set(index);
+    handle.magic.store(LIVE, Ordering::Release);
+    handle
+}
+
+/// Marks a communicator handle dead and keeps it for reuse.
+fn free_comm(handle: &'static corecoll_comm_t) {
+    handle.magic.store(DEAD, Ordering::Release);
+    handle.seat.set(std::ptr::null_mut());
+    FREE_COMMS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(handle);
+}
+
+/// The seat and index of a live communicator handle of the calling thread's.
+///
+/// # Safety
+/// `comm` is NULL or a pointer this library returned as a communicator handle.
+pub(crate) unsafe fn comm_of(comm: *const corecoll_comm_t) -> CResult<(*mut Seat, usize)> {
+    // SAFETY: handles are never deallocated.
+    let handle = unsafe { comm.as_ref() }.ok_or(CError::Handle("communicator"))?;
+    if handle.magic.load(Ordering::Acquire) != LIVE
+        || handle.owner.load(Ordering::Relaxed) != thread_mark()
+    {
+        return Err(CError::Handle("communicator"));
+    }
+    Ok((handle.seat.get(), handle.index.get()))
+}
+
+/// Makes `call` inside `seat`'s coroutine.
+///
+/// # Safety
+/// `seat` is a live seat of the calling thread's (from `comm_of`).
+pub(crate) unsafe fn resume(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()> {
+    // SAFETY: the caller's seat is live and the calling thread's; `busy` keeps a second
+    // resume (from a user op inside the first) out, so this is the only reference.
+    let seat = unsafe { &mut *seat };
+    if seat.busy.replace(true) {
+        return Err(CError::Unsupported(
+            "a corecoll call from inside a corecoll call (a user op's function) is not allowed"
+                .into(),
+        ));
+    }
+    // SAFETY: only the lifetime is erased; the coroutine calls `call` before this resume
+    // returns, and never after.
+    let call: *mut Call<'static> = unsafe { std::mem::transmute(call as *mut Call<'_>) };
+    let out = seat.co.resume(Some(call));
+    seat.busy.set(false);
+    match out {
+        CoroutineResult::Yield(r) => r,
+        // The rank's join ended under the call (a panic in it): its result.
+        CoroutineResult::Return(r) => r.and(Err(CError::Internal(
+            "the joined rank's run ended during a call".into(),
+        ))),
+    }
+}
+
+/// Joins `team` as `rank` on the calling thread: the seat and its joined communicator.
+pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_comm_t> {
+    let stack = STACK
+        .with(|s| s.borrow_mut().take())
+        .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
+        .map_err(|e| CError::Internal(format!("a joined thread's stack: {e}")))?;
+    let co = Coroutine::with_stack(stack, move |y: &Yielder<Cmd, CResult<()>>, _: Cmd| {
+        let out = team.join(rank, |comm| {
+            let kept = Kept::default();
+            comm.scope(|scope| {
+                let ctx = Ctx {
+                    world: comm,
+                    scope,
+                    subs: RefCell::new(Vec::new()),
+                    requests: RefCell::new(Vec::new()),
+                    kept: &kept,
+                };
+                let mut cmd = y.suspend(Ok(()));
+                while let Some(call) = cmd {
+                    // SAFETY: the resuming C call holds `call` alive until this resume ends.
+                    let out = unsafe { (*call)(&ctx) };
+                    cmd = y.suspend(out);
+                }
+                // Requests never waited for complete as the scope ends.
+                drop(ctx);
+                Ok(())
+            })
+        });
+        match out {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) | Err(e) => Err(CError::Rust(e)),
+        }
+    });
+    let seat = Box::into_raw(Box::new(Seat {
+        co,
+        busy: Cell::new(false),
+        comms: Vec::new(),
+        requests: Vec::new(),
+    }));
+    // SAFETY: `seat` was just made and is this thread's alone.
+    match unsafe { (*seat).co.resume(None) } {
+        CoroutineResult::Yield(Ok(())) => {
+            let world = new_comm(seat, 0);
+            // SAFETY: as above.
+            unsafe { (*seat).comms.push(world) };
+            SEATS.with(|s| s.borrow_mut().push(seat));
+            Ok(world)
+        }
+        CoroutineResult::Yield(Err(e)) | CoroutineResult::Return(Err(e)) => {
+            // SAFETY: as above; the coroutine has finished (or is dropped suspended, which
+            // unwinds it).
+            drop(unsafe { Box::from_raw(seat) });
+            Err(e)
+        }
+        CoroutineResult::Return(Ok(())) => {
+            // SAFETY: as above.
+            drop(unsafe { Box::from_raw(seat) });
+            Err(CError::Internal(
+                "the join returned before the rank was seated".into(),
+            ))
+        }
+    }
+}
+
+/// Leaves the seat of joined communicator `comm`: the run's result.
+///
+/// # Safety
+/// As `comm_of`.
+pub(crate) unsafe fn leave(comm: *const corecoll_comm_t) -> CResult<()> {
+    // SAFETY: the caller's promise.
+    let (seat, index) = unsafe { comm_of(comm) }?;
+    if index != 0 {
+        return Err(CError::Unsupported(
+            "corecoll_leave takes the communicator of corecoll_join (free a split or dup with \
+             corecoll_comm_free)"
+                .into(),
+        ));
+    }
+    let innermost = SEATS.with(|s| s.borrow().last().copied());
+    if innermost != Some(seat) {
+        return Err(CError::Unsupported(
+            "a thread joined to several teams leaves them in reverse order of joining".into(),
+        ));
+    }
+    // SAFETY: a live seat of this thread's, which nothing else references while this runs.
+    let mut boxed = unsafe { Box::from_raw(seat) };
+    if boxed.busy.get() {
+        // SAFETY: not ours to free after all.
+        let _ = Box::into_raw(boxed);
+        return Err(CError::Unsupported(
+            "corecoll_leave from inside a corecoll call".into(),
+        ));
+    }
+    SEATS.with(|s| s.borrow_mut().pop());
+    for handle in boxed.comms.drain(..) {
+        free_comm(handle);
+    }
+    crate::requests::free_all(seat);
+    let out = match boxed.co.resume(None) {
+        CoroutineResult::Return(r) => r,
+        CoroutineResult::Yield(_) => Err(CError::Internal(
+            "the joined rank did not leave when asked".into(),
+        )),
+    };
+    if boxed.co.done() {
+        let stack = boxed.co.into_stack();
+        STACK.with(|s| *s.borrow_mut() = Some(stack));
+    }
+    out
+}
+
+/// Adds a split or duplicated communicator (index `index`) to `seat`: its handle.
+///
+/// # Safety
+/// `seat` is a live seat of the calling thread's.
+pub(crate) unsafe fn add_comm(seat: *mut Seat, index: usize) -> &'static corecoll_comm_t {
+    let handle = new_comm(seat, index);
+    // SAFETY: the caller's promise; not inside a resume (called after it returned).
+    unsafe { (*seat).comms.push(handle) };
+    handle
+}
+
+/// Frees split or duplicated communicator handle `comm` of `seat`.
+///
+/// # Safety
+/// As `add_comm`, with `comm` one of its handles.
+pub(crate) unsafe fn drop_comm(seat: *mut Seat, comm: *const corecoll_comm_t) {
+    // SAFETY: the caller's promise.
+    let comms = unsafe { &mut (*seat).comms };
+    if let Some(i) = comms.iter().position(|h| std::ptr::eq(*h, comm)) {
+        free_comm(comms.swap_remove(i));
+    }
+}
+
+/// A count as `usize`: an error if negative.
+pub(crate) fn count(n: c_int, what: &'static str) -> CResult<usize> {
+    usize::try_from(n).map_err(|_| CError::Count(what, i64::from(n)))
+}
