@@ -190,15 +190,17 @@ pub(crate) fn guard(body: impl FnOnce() -> CResult<()>) -> c_int {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => CORECOLL_SUCCESS,
         Ok(Err(e)) => fail(e),
-        Err(payload) => {
-            let why = payload
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "a panic".into());
-            fail(CError::Internal(why))
-        }
+        Err(payload) => fail(CError::Internal(panic_text(payload.as_ref()))),
     }
+}
+
+/// A panic's message.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
 }
 
 /// The calling thread's last error message (empty if none): valid until the thread's next

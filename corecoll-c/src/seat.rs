@@ -2,13 +2,15 @@
 //!
 //! A joined thread's rank runs as the Rust API runs it — `Team::join` with a scope for its
 //! requests (`Comm::scope`) around the rank's calls — but its calls come one C function at a
-//! time. So the rank's part runs as a coroutine on a stack of its own (corosensei's, as the
-//! crate's tasks): `corecoll_join` starts it, and it stops inside the join and the scope, at
-//! once handing control back to C; each C call then resumes it with the call to make
-//! (`Cmd`), which it makes there and stops again with the result; `corecoll_leave` lets it
-//! return from the scope (completing requests never waited for) and from the join (waiting for
-//! the run's other ranks). A resume and a stop are a few register saves each; everything the
-//! Rust API guarantees inside a join and a scope holds as it is.
+//! time. So the join and the scope run on a stack of their own (a corosensei coroutine, as the
+//! crate's tasks): `corecoll_join` starts it, and it stops inside the scope, handing control
+//! back to C and telling where its context is (`Ctx`: the rank's communicator, its scope, its
+//! requests). Each C call then works on that context from the caller's own stack — the frame
+//! that holds it stays where it is while the coroutine is stopped, and nothing else uses it —
+//! and `corecoll_leave` resumes the coroutine, which returns from the scope (completing
+//! requests never waited for) and from the join (waiting for the run's other ranks).
+//! Everything the Rust API guarantees inside a join and a scope holds as it is, at the price of
+//! one stack per joined thread (kept for its next join).
 //!
 //! Handles are never given back to the allocator: a freed handle keeps its memory, marked
 //! dead, so that a call with it is `CORECOLL_ERR_HANDLE` rather than a read of freed memory
@@ -20,6 +22,7 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -66,8 +69,11 @@ type Cmd = Option<*mut Call<'static>>;
 /// A joined thread's rank: the coroutine in which it is joined, and its communicators.
 pub(crate) struct Seat {
     co: Coroutine<Cmd, CResult<()>, CResult<()>, DefaultStack>,
-    /// Whether the coroutine is running (a C call from inside a user op is refused).
+    /// Whether a call is being made (a C call from inside a user op is refused).
     busy: Cell<bool>,
+    /// The context in the suspended coroutine's frame (NULL before it is seated and once the
+    /// rank's run has ended).
+    ctx: *const Ctx<'static, 'static>,
     /// The handles of its communicators (the joined one first), freed when it leaves.
     comms: Vec<&'static corecoll_comm_t>,
     /// The handles of its requests, freed when it leaves.
@@ -222,13 +228,17 @@ pub(crate) unsafe fn comm_of(comm: *const corecoll_comm_t) -> CResult<(*mut Seat
     Ok((handle.seat.get(), handle.index.get()))
 }
 
-/// Makes `call` inside `seat`'s coroutine.
+/// Makes `call` on `seat`'s context, on the calling thread's own stack: the coroutine is
+/// suspended inside the join and the scope, so the context it holds there stays where it is
+/// and is not used by anything else meanwhile. A panic in `call` is carried into the
+/// coroutine and raised there, inside `Team::join`, which fails the run for every rank as a
+/// panicking rank does (and ends this rank's part: the seat is then spent).
 ///
 /// # Safety
 /// `seat` is a live seat of the calling thread's (from `comm_of`).
 pub(crate) unsafe fn resume(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()> {
     // SAFETY: the caller's seat is live and the calling thread's; `busy` keeps a second
-    // resume (from a user op inside the first) out, so this is the only reference.
+    // call (from a user op inside the first) out, so this is the only reference.
     let seat = unsafe { &mut *seat };
     if seat.busy.replace(true) {
         return Err(CError::Unsupported(
@@ -236,17 +246,31 @@ pub(crate) unsafe fn resume(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()>
                 .into(),
         ));
     }
-    // SAFETY: only the lifetime is erased; the coroutine calls `call` before this resume
-    // returns, and never after.
-    let call: *mut Call<'static> = unsafe { std::mem::transmute(call as *mut Call<'_>) };
-    let out = seat.co.resume(Some(call));
+    if seat.ctx.is_null() {
+        seat.busy.set(false);
+        return Err(CError::Internal("the joined rank's run has ended".into()));
+    }
+    // SAFETY: `ctx` points into the suspended coroutine's frame, which lives until the
+    // coroutine is resumed to leave (after which `ctx` is NULL); only its lifetimes are
+    // erased, and nothing it hands out outlives that frame (requests and communicators are
+    // kept in it, and their handles die before the leave).
+    let ctx: &Ctx<'static, 'static> = unsafe { &*seat.ctx };
+    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(ctx)));
     seat.busy.set(false);
     match out {
-        CoroutineResult::Yield(r) => r,
-        // The rank's join ended under the call (a panic in it): its result.
-        CoroutineResult::Return(r) => r.and(Err(CError::Internal(
-            "the joined rank's run ended during a call".into(),
-        ))),
+        Ok(r) => r,
+        Err(payload) => {
+            let why = crate::error::panic_text(payload.as_ref());
+            let again = why.clone();
+            let mut raise = move |_: &Ctx<'_, '_>| -> CResult<()> { panic!("{again}") };
+            let raise: *mut Call<'_> = &mut raise;
+            // SAFETY: only the lifetime is erased; the coroutine calls it before the resume
+            // returns.
+            let raise: *mut Call<'static> = unsafe { std::mem::transmute(raise) };
+            seat.ctx = std::ptr::null();
+            let _ = seat.co.resume(Some(raise));
+            Err(CError::Internal(why))
+        }
     }
 }
 
@@ -256,6 +280,9 @@ pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_co
         .with(|s| s.borrow_mut().take())
         .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
         .map_err(|e| CError::Internal(format!("a joined thread's stack: {e}")))?;
+    // Where the coroutine tells where its context is.
+    let seated = Rc::new(Cell::new(std::ptr::null::<Ctx<'static, 'static>>()));
+    let tell = seated.clone();
     let co = Coroutine::with_stack(stack, move |y: &Yielder<Cmd, CResult<()>>, _: Cmd| {
         let out = team.join(rank, |comm| {
             let kept = Kept::default();
@@ -267,6 +294,11 @@ pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_co
                     requests: RefCell::new(Vec::new()),
                     kept: &kept,
                 };
+                let here: *const Ctx<'_, '_> = &ctx;
+                // SAFETY: only the lifetimes are erased (see `resume`).
+                tell.set(unsafe {
+                    std::mem::transmute::<*const Ctx<'_, '_>, *const Ctx<'static, 'static>>(here)
+                });
                 let mut cmd = y.suspend(Ok(()));
                 while let Some(call) = cmd {
                     // SAFETY: the resuming C call holds `call` alive until this resume ends.
@@ -286,12 +318,15 @@ pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_co
     let seat = Box::into_raw(Box::new(Seat {
         co,
         busy: Cell::new(false),
+        ctx: std::ptr::null(),
         comms: Vec::new(),
         requests: Vec::new(),
     }));
     // SAFETY: `seat` was just made and is this thread's alone.
     match unsafe { (*seat).co.resume(None) } {
         CoroutineResult::Yield(Ok(())) => {
+            // SAFETY: as above.
+            unsafe { (*seat).ctx = seated.get() };
             let world = new_comm(seat, 0);
             // SAFETY: as above.
             unsafe { (*seat).comms.push(world) };
@@ -348,6 +383,7 @@ pub(crate) unsafe fn leave(comm: *const corecoll_comm_t) -> CResult<()> {
         free_comm(handle);
     }
     crate::requests::free_all(seat);
+    boxed.ctx = std::ptr::null();
     let out = match boxed.co.resume(None) {
         CoroutineResult::Return(r) => r,
         CoroutineResult::Yield(_) => Err(CError::Internal(

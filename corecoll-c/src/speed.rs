@@ -21,7 +21,7 @@ fn c_call_against_rust_call() {
     // SAFETY: a valid out pointer.
     assert_eq!(unsafe { corecoll_team_create(2, &mut team) }, 0);
     let team_addr = team as usize;
-    let times: Vec<(Vec<f64>, Vec<f64>)> = std::thread::scope(|s| {
+    let times: Vec<RankTimes> = std::thread::scope(|s| {
         let ranks: Vec<_> = (0..2)
             .map(|rank| {
                 s.spawn(move || {
@@ -52,6 +52,7 @@ fn c_call_against_rust_call() {
                         // SAFETY: as above.
                         let (seat, _) = unsafe { comm_of(comm) }.expect("a live communicator");
                         let mut took = 0.0;
+                        let mut took_cop = 0.0;
                         let mut call = |ctx: &Ctx<'_, '_>| -> error::CResult<()> {
                             let t0 = Instant::now();
                             for _ in 0..REPS {
@@ -59,11 +60,18 @@ fn c_call_against_rust_call() {
                                 ctx.world.allreduce(&mut x, corecoll_rs::op::Sum)?;
                             }
                             took = t0.elapsed().as_secs_f64() / REPS as f64;
+                            let t0 = Instant::now();
+                            for _ in 0..REPS {
+                                let mut x = [1.0f64];
+                                let op = types::COp::<f64>::new(CORECOLL_SUM)?;
+                                ctx.world.allreduce(&mut x, op)?;
+                            }
+                            took_cop = t0.elapsed().as_secs_f64() / REPS as f64;
                             Ok(())
                         };
                         // SAFETY: the seat is live and this thread's.
                         unsafe { resume(seat, &mut call) }.expect("the Rust calls");
-                        rust_times.push(took);
+                        rust_times.push((took, took_cop));
                     }
                     // SAFETY: as above.
                     assert_eq!(unsafe { corecoll_leave(comm) }, 0);
@@ -80,15 +88,22 @@ fn c_call_against_rust_call() {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    let (c, rust) = (median(&times[0].0), median(&times[0].1));
+    let rust: Vec<f64> = times[0].1.iter().map(|t| t.0).collect();
+    let cop: Vec<f64> = times[0].1.iter().map(|t| t.1).collect();
+    let (c, rust, cop) = (median(&times[0].0), median(&rust), median(&cop));
     println!(
-        "8-byte allreduce, 2 joined threads, {ROUNDS} rounds of {REPS}: C call {:.1} ns, Rust \
-         call {:.1} ns, C / Rust = {:.3}",
+        "8-byte allreduce, 2 joined threads, {ROUNDS} rounds of {REPS} (medians): C call \
+         {:.1} ns, Rust call {:.1} ns (with the C layer's op value: {:.1} ns), C / Rust = {:.3}",
         c * 1e9,
         rust * 1e9,
+        cop * 1e9,
         c / rust
     );
 }
+
+/// One rank's times per round: the C calls', and the Rust calls' (with `op::Sum`, with the C
+/// layer's op value).
+type RankTimes = (Vec<f64>, Vec<(f64, f64)>);
 
 /// `CORECOLL_IN_PLACE`.
 fn buf_in_place() -> *const std::ffi::c_void {

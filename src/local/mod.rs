@@ -23,9 +23,11 @@ use crate::op::Op;
 use crate::profile::Level;
 use crate::select::{self, Barrier, Decision};
 use crate::shm::{CommShared, Member, RunState};
+use crate::sync::Mutex;
 use crate::topology::{Location, Topology};
 use crate::transport::shm::{Matcher, ShmTransport};
 use std::cell::{Cell, OnceCell};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 /// What a team decides with, shared by every communicator of its runs: its cost constants
@@ -36,11 +38,26 @@ pub(crate) struct Settings {
     pub profile: crate::profile::Profile,
     /// How `Auto` picks algorithms ([`crate::tuning::Tuning`]).
     pub tuning: crate::tuning::Tuning,
+    /// `Auto`'s decisions as [`Local::tuned`] flattens them, by (collective, communicator
+    /// size, oversubscribed, commutative): computed once per team, not once per communicator
+    /// (a team whose threads join run after run makes a communicator per run).
+    pub flattened: Mutex<HashMap<(Collective, usize, bool, bool), AutoRanges>>,
+}
+
+impl Settings {
+    /// The settings of a team with `profile` and `tuning`.
+    pub(crate) fn new(profile: crate::profile::Profile, tuning: crate::tuning::Tuning) -> Self {
+        Settings {
+            profile,
+            tuning,
+            flattened: Mutex::new(HashMap::new()),
+        }
+    }
 }
 
 /// `Auto`'s decisions for one collective on a communicator: ranges of sizes by their first
 /// size, each with the decided algorithm's id (`None`: the crate's fixed rule).
-type AutoRanges = Box<[(usize, Option<u8>)]>;
+type AutoRanges = Arc<[(usize, Option<u8>)]>;
 
 /// An algorithm `Auto` chose: its enum's name lookup ([`select::Choice::name_of`]) and its id.
 type AutoRan = (fn(u8) -> Option<&'static str>, u8);
@@ -205,17 +222,20 @@ impl Local {
     {
         use crate::tuning::Named;
         let ranges = self.auto[collective.index()][usize::from(commutative)].get_or_init(|| {
-            self.settings
-                .tuning
-                .flatten(
-                    collective,
-                    self.size(),
-                    self.run().ranks.policy.oversubscribed,
-                    commutative,
-                )
-                .into_iter()
-                .map(|(from, a)| (from, a.and_then(D::Alg::named).map(select::Choice::id)))
-                .collect()
+            let oversubscribed = self.run().ranks.policy.oversubscribed;
+            let key = (collective, self.size(), oversubscribed, commutative);
+            let mut flattened = self.settings.flattened.lock();
+            flattened
+                .entry(key)
+                .or_insert_with(|| {
+                    self.settings
+                        .tuning
+                        .flatten(collective, self.size(), oversubscribed, commutative)
+                        .into_iter()
+                        .map(|(from, a)| (from, a.and_then(D::Alg::named).map(select::Choice::id)))
+                        .collect()
+                })
+                .clone()
         });
         // The last range starting at or below `bytes` (the first starts at 0).
         let i = ranges.partition_point(|&(from, _)| from <= bytes);

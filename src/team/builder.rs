@@ -301,7 +301,7 @@ impl TeamBuilder {
                 detect_deadlocks,
                 ..Ranks::new(ranks, policy, self.timeout).placed(topology, locations)
             }),
-            settings: Arc::new(Settings { profile, tuning }),
+            settings: Arc::new(Settings::new(profile, tuning)),
             epoch: CachePadded::new(AtomicU64::new(0)),
             job: Mutex::new(None),
             remaining: CachePadded::new(AtomicUsize::new(0)),
