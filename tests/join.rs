@@ -11,7 +11,9 @@
 //! an early return (the others' calls fail, the joins succeed), a rank that never joins (a
 //! timeout everywhere, then a full run), a second join of a rank (an error for that thread,
 //! the run goes on), a rank out of range, `join` on an owned team and `run` on an external
-//! one, pinning for the length of a join, many runs in a row.
+//! one, pinning for the length of a join, many runs in a row; a clean run's communicators
+//! handed to the next run (a message sent in one is received in the next) and a failed run's
+//! not; a seat taken and left in two calls, and one dropped by a panic.
 
 mod common;
 
@@ -414,4 +416,60 @@ fn a_seat_is_a_join_in_two_calls() {
             out[r]
         );
     }
+}
+
+#[test]
+fn a_clean_run_hands_its_communicators_on_and_a_failed_one_does_not() {
+    let team = builder(2, 30).external().build().unwrap();
+    // A message sent and not received in a clean run is there in the next.
+    join_all(
+        &team,
+        |_| None,
+        |comm| {
+            if comm.rank() == 0 {
+                comm.send(1, &[7u32]).unwrap();
+            }
+        },
+    );
+    let out = join_all(
+        &team,
+        |_| None,
+        |comm| {
+            let mut got = [0u32];
+            (comm.rank() == 1).then(|| comm.recv(0, &mut got).map(|_| got[0]))
+        },
+    );
+    assert_eq!(
+        out[1].as_ref().unwrap().as_ref().unwrap().as_ref().unwrap(),
+        &7
+    );
+    // After a failed run, the next starts afresh: nothing of the failed run's is left.
+    let failed = join_all(
+        &team,
+        |_| None,
+        |comm| {
+            if comm.rank() == 0 {
+                comm.send(1, &[8u32]).unwrap();
+            } else {
+                panic!("intentional panic after a send to this rank");
+            }
+        },
+    );
+    assert!(failed.iter().all(Result::is_err));
+    let out = join_all(
+        &team,
+        |_| None,
+        |comm| {
+            comm.barrier()?;
+            comm.iprobe::<u32>(0, corecoll::ANY_TAG)
+        },
+    );
+    assert!(out[1].as_ref().unwrap().as_ref().unwrap().is_none());
+    // And clean runs carry on from there.
+    let out = join_all(
+        &team,
+        |_| None,
+        |comm| comm.allreduce_value(comm.rank() as u64 + 1, op::Sum),
+    );
+    assert!(out.into_iter().all(|o| o.unwrap().unwrap() == 3));
 }

@@ -10,10 +10,9 @@ use crate::error::{guard, CError, CResult};
 use crate::p2p::{corecoll_status_t, write_status, CORECOLL_ANY_TAG, CORECOLL_PROC_NULL};
 use crate::seat::{comm_of, corecoll_comm_t, count, resume, Ctx, Seat};
 use corecoll_rs::{Request, Status};
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// A request of the C API: NULL is `CORECOLL_REQUEST_NULL`.
 pub struct corecoll_request_t {
@@ -35,7 +34,10 @@ unsafe impl Send for corecoll_request_t {}
 const LIVE: u64 = 0x7265_7175_6573_7473;
 const DEAD: u64 = 0xdead_dead_dead_dead;
 
-static FREE: Mutex<Vec<&'static corecoll_request_t>> = Mutex::new(Vec::new());
+thread_local! {
+    /// Request handles this thread freed, for its next ones.
+    static FREE: RefCell<Vec<&'static corecoll_request_t>> = const { RefCell::new(Vec::new()) };
+}
 
 /// A request in its seat: a one-shot one, or a persistent one with its copies.
 pub(crate) enum Req<'s> {
@@ -96,7 +98,7 @@ fn new_handle(
     elem: usize,
     persistent: bool,
 ) -> *mut corecoll_request_t {
-    let reused = FREE.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let reused = FREE.with(|f| f.borrow_mut().pop());
     let h: &'static corecoll_request_t = reused.unwrap_or_else(|| {
         Box::leak(Box::new(corecoll_request_t {
             magic: AtomicU64::new(DEAD),
@@ -128,7 +130,7 @@ fn free_handle(h: &'static corecoll_request_t) {
             list.swap_remove(i);
         }
     }
-    FREE.lock().unwrap_or_else(|p| p.into_inner()).push(h);
+    FREE.with(|f| f.borrow_mut().push(h));
 }
 
 /// Frees every request handle of `seat` (it is leaving).

@@ -24,7 +24,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// What a live handle's first word holds.
 const LIVE: u64 = 0x636f_7265_636f_6c6c;
@@ -37,8 +37,9 @@ const STACK_BYTES: usize = 1 << 20;
 /// A team of the C API (`corecoll_team_create`).
 pub struct corecoll_team_t {
     magic: AtomicU64,
-    /// The team; `None` once freed. Joins hold a clone while they are seated.
-    team: Mutex<Option<Arc<Team>>>,
+    /// The team; `None` once freed. Joins hold a clone while they are seated (read-locked,
+    /// so that threads joining at once do not wait for each other).
+    team: RwLock<Option<Arc<Team>>>,
 }
 
 /// A communicator of a joined thread (`corecoll_join`, `corecoll_comm_split`,
@@ -118,6 +119,9 @@ thread_local! {
     static SEATS: RefCell<Vec<*mut Seat>> = const { RefCell::new(Vec::new()) };
     /// A stack kept from the thread's last seat, for its next.
     static STACK: RefCell<Option<DefaultStack>> = const { RefCell::new(None) };
+    /// Communicator handles this thread freed, for its next ones (a thread's handles are its
+    /// own, so no lock is shared with other threads).
+    static FREE_COMMS: RefCell<Vec<&'static corecoll_comm_t>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A number of the calling thread's own while it lives.
@@ -125,9 +129,8 @@ pub(crate) fn thread_mark() -> usize {
     MARK.with(|m| m as *const u8 as usize)
 }
 
-/// Freed handles of each kind, for reuse.
+/// Freed team handles, for reuse.
 static FREE_TEAMS: Mutex<Vec<&'static corecoll_team_t>> = Mutex::new(Vec::new());
-static FREE_COMMS: Mutex<Vec<&'static corecoll_comm_t>> = Mutex::new(Vec::new());
 
 /// A live team handle for `team`.
 pub(crate) fn new_team(team: Team) -> *mut corecoll_team_t {
@@ -135,10 +138,10 @@ pub(crate) fn new_team(team: Team) -> *mut corecoll_team_t {
     let handle: &'static corecoll_team_t = reused.unwrap_or_else(|| {
         Box::leak(Box::new(corecoll_team_t {
             magic: AtomicU64::new(DEAD),
-            team: Mutex::new(None),
+            team: RwLock::new(None),
         }))
     });
-    *handle.team.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(team));
+    *handle.team.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(team));
     handle.magic.store(LIVE, Ordering::Release);
     handle as *const corecoll_team_t as *mut corecoll_team_t
 }
@@ -153,7 +156,7 @@ pub(crate) unsafe fn team_of(team: *const corecoll_team_t) -> CResult<Arc<Team>>
     if handle.magic.load(Ordering::Acquire) != LIVE {
         return Err(CError::Handle("team"));
     }
-    let guard = handle.team.lock().unwrap_or_else(|p| p.into_inner());
+    let guard = handle.team.read().unwrap_or_else(|p| p.into_inner());
     guard.clone().ok_or(CError::Handle("team"))
 }
 
@@ -164,7 +167,7 @@ pub(crate) unsafe fn team_of(team: *const corecoll_team_t) -> CResult<Arc<Team>>
 pub(crate) unsafe fn free_team(team: *const corecoll_team_t) -> CResult<()> {
     // SAFETY: as in `team_of`.
     let handle = unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
-    let mut guard = handle.team.lock().unwrap_or_else(|p| p.into_inner());
+    let mut guard = handle.team.write().unwrap_or_else(|p| p.into_inner());
     if handle.magic.load(Ordering::Acquire) != LIVE {
         return Err(CError::Handle("team"));
     }
@@ -187,7 +190,7 @@ pub(crate) unsafe fn free_team(team: *const corecoll_team_t) -> CResult<()> {
 
 /// A live communicator handle of `seat`'s, number `index`, owned by the calling thread.
 pub(crate) fn new_comm(seat: *mut Seat, index: usize) -> &'static corecoll_comm_t {
-    let reused = FREE_COMMS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let reused = FREE_COMMS.with(|f| f.borrow_mut().pop());
     let handle: &'static corecoll_comm_t = reused.unwrap_or_else(|| {
         Box::leak(Box::new(corecoll_comm_t {
             magic: AtomicU64::new(DEAD),
@@ -207,10 +210,7 @@ pub(crate) fn new_comm(seat: *mut Seat, index: usize) -> &'static corecoll_comm_
 fn free_comm(handle: &'static corecoll_comm_t) {
     handle.magic.store(DEAD, Ordering::Release);
     handle.seat.set(std::ptr::null_mut());
-    FREE_COMMS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(handle);
+    FREE_COMMS.with(|f| f.borrow_mut().push(handle));
 }
 
 /// The seat and index of a live communicator handle of the calling thread's.

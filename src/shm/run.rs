@@ -113,6 +113,28 @@ impl RunState {
         }
     }
 
+    /// Makes a run that ended cleanly — no failure, every rank returned, and nothing else
+    /// refers to it but the communicators kept for the next run — fresh again for the next run
+    /// of the same ranks (`Team::join`'s reuse of a clean run): no rank has joined or returned.
+    pub(crate) fn renew(&self) {
+        debug_assert!(!self.is_aborted() && self.first_panic().is_none());
+        for d in self.done.iter() {
+            d.store(false, Ordering::SeqCst);
+        }
+        for e in &self.exits {
+            e.store(0, Ordering::SeqCst);
+        }
+        for (r, w) in self.waits.iter().enumerate() {
+            *w.lock() = ("", r);
+        }
+        if let Some(seats) = &self.seats {
+            for seat in seats.iter() {
+                seat.taken.store(false, Ordering::SeqCst);
+                *seat.place.lock() = None;
+            }
+        }
+    }
+
     /// Team rank `rank` has joined the run, at `place`: wakes whoever waits for it
     /// ([`RunState::location`]).
     pub(crate) fn seat(&self, rank: usize, place: Option<Location>) {

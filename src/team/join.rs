@@ -29,11 +29,22 @@ use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-/// The run of an external team that ranks are joining now, if any.
+/// The run of an external team that ranks are joining now, if any, and the last run if the
+/// next may start from it.
 #[derive(Debug, Default)]
 pub(super) struct Door {
+    runs: Mutex<Runs>,
+}
+
+/// What the door holds.
+#[derive(Debug, Default)]
+struct Runs {
     /// Made by the first rank to join, taken away when the run is closed or given up.
-    open: Mutex<Option<Arc<Entry>>>,
+    open: Option<Arc<Entry>>,
+    /// The last run, if it ended cleanly with every rank's communicator kept (`Entry::kept`):
+    /// the next run starts from it, renewed, instead of making a run state, a world and a
+    /// communicator per rank afresh (which is most of what a join costs).
+    spare: Option<Arc<Entry>>,
 }
 
 /// One run of an external team.
@@ -54,6 +65,10 @@ struct Entry {
     /// Why the run fails on every rank other than by its own results: the first panic, another
     /// process's failure, a rank that never joined.
     outcome: Mutex<Option<Error>>,
+    /// Each rank's communicator, kept as the rank leaves a run that has not failed, for the
+    /// next run (a team within one process only: a hybrid team's runs begin and end between
+    /// the processes).
+    kept: Box<[Mutex<Option<Comm>>]>,
 }
 
 thread_local! {
@@ -78,19 +93,19 @@ impl Door {
     /// Joins rank `rank` to the open run of `team`, or opens one: an error if `rank` has joined
     /// it already.
     fn enter(&self, team: &Team, rank: usize) -> Result<Arc<Entry>> {
-        let mut open = self.open.lock();
-        let entry = open.get_or_insert_with(|| {
-            let size = team.size();
-            Arc::new(Entry {
-                run: Arc::new(RunState::joining(team.shared.ranks.clone())),
-                world: Arc::new(CommShared::new((0..size).collect())),
-                joined: (0..size).map(|_| AtomicBool::new(false)).collect(),
-                left: CachePadded::new(AtomicUsize::new(0)),
-                over: CachePadded::new(AtomicBool::new(false)),
-                begun: AtomicBool::new(false),
-                outcome: Mutex::new(None),
-            })
-        });
+        let mut runs = self.runs.lock();
+        if runs.open.is_none() {
+            let reused = runs.spare.take().filter(|e| Arc::strong_count(e) == 1);
+            let entry = match reused {
+                Some(e) => {
+                    e.renew();
+                    e
+                }
+                None => Arc::new(Entry::new(team)),
+            };
+            runs.open = Some(entry);
+        }
+        let entry = runs.open.as_ref().expect("a run is open");
         if entry.joined[rank].swap(true, Ordering::SeqCst) {
             return Err(Error::Join {
                 rank,
@@ -102,13 +117,15 @@ impl Door {
         Ok(entry.clone())
     }
 
-    /// Ends `entry`'s run for every rank: later joins open a new one.
+    /// Ends `entry`'s run for every rank: later joins open a new one, from this one if it
+    /// ended cleanly with every rank's communicator kept.
     fn close(&self, team: &Team, entry: &Arc<Entry>) {
         {
-            let mut open = self.open.lock();
-            if open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
-                *open = None;
+            let mut runs = self.runs.lock();
+            if runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
+                runs.open = None;
             }
+            runs.spare = entry.reusable().then(|| entry.clone());
         }
         entry.over.store(true, Ordering::SeqCst);
         for p in team.shared.ranks.parkers.iter() {
@@ -120,14 +137,14 @@ impl Door {
     /// joined, the run fails with a timeout naming it, and no one can join it any more
     /// (`true`); if all have, the wait goes on (`false`).
     fn give_up(&self, entry: &Arc<Entry>, rank: usize, started: &Started) -> bool {
-        let mut open = self.open.lock();
+        let mut runs = self.runs.lock();
         let Some(missing) = entry.joined.iter().position(|j| !j.load(Ordering::SeqCst)) else {
             return false;
         };
-        if open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
-            *open = None;
+        if runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            runs.open = None;
         }
-        drop(open);
+        drop(runs);
         let e = Error::Timeout {
             rank,
             peer: missing,
@@ -141,6 +158,43 @@ impl Door {
 }
 
 impl Entry {
+    /// A fresh run of `team`.
+    fn new(team: &Team) -> Entry {
+        let size = team.size();
+        Entry {
+            run: Arc::new(RunState::joining(team.shared.ranks.clone())),
+            world: Arc::new(CommShared::new((0..size).collect())),
+            joined: (0..size).map(|_| AtomicBool::new(false)).collect(),
+            left: CachePadded::new(AtomicUsize::new(0)),
+            over: CachePadded::new(AtomicBool::new(false)),
+            begun: AtomicBool::new(false),
+            outcome: Mutex::new(None),
+            kept: (0..size).map(|_| Mutex::new(None)).collect(),
+        }
+    }
+
+    /// Whether the next run may start from this one: it did not fail, every rank joined and
+    /// left, and every rank's communicator was kept.
+    fn reusable(&self) -> bool {
+        !self.run.is_aborted()
+            && self.run.first_panic().is_none()
+            && self.outcome.lock().is_none()
+            && self.all_left()
+            && self.kept.iter().all(|k| k.lock().is_some())
+    }
+
+    /// This run, ended cleanly and referred to by nothing but the door, made fresh for the
+    /// next: the same run state and world, and each rank's communicator as it left it.
+    fn renew(&self) {
+        self.run.renew();
+        for j in self.joined.iter() {
+            j.store(false, Ordering::SeqCst);
+        }
+        self.left.store(0, Ordering::SeqCst);
+        self.over.store(false, Ordering::SeqCst);
+        self.begun.store(false, Ordering::SeqCst);
+    }
+
     /// Whether every rank has left.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn all_left(&self) -> bool {
@@ -284,7 +338,9 @@ impl Team {
                 return Err(seat.leave().expect_err("the run has failed"));
             }
         }
-        seat.comm = Some(self.comm(rank, &seat.entry.world, &seat.entry.run));
+        let kept = seat.entry.kept[rank].lock().take();
+        seat.comm =
+            Some(kept.unwrap_or_else(|| self.comm(rank, &seat.entry.world, &seat.entry.run)));
         Ok(seat)
     }
 
@@ -381,7 +437,13 @@ impl Seat<'_> {
             return;
         }
         let (team, door, entry, rank) = (self.team, self.door, &self.entry, self.rank);
-        drop(self.comm.take());
+        // Kept for the next run where this one has not failed (on one process only).
+        let comm = self.comm.take();
+        if !team.hybrid() && !entry.run.is_aborted() {
+            *entry.kept[rank].lock() = comm;
+        } else {
+            drop(comm);
+        }
         entry.run.mark_done(rank);
         let last = entry.left.fetch_add(1, Ordering::SeqCst) + 1 == team.size();
         #[cfg(feature = "mpi")]
