@@ -66,6 +66,25 @@ pub(crate) unsafe fn slice_mut<'a, T>(
     Ok(unsafe { std::slice::from_raw_parts_mut(p, n) })
 }
 
+/// The buffer a reduction works in place on: `recvbuf`'s `n` elements, with `sendbuf`'s copied
+/// in unless the call is in place (`in_place_or_same`).
+///
+/// # Safety
+/// As `slice_mut` for `recvbuf`, and `slice` for `sendbuf` unless in place.
+pub(crate) unsafe fn reduced_in<'a, T: Copy>(
+    sendbuf: *const c_void,
+    recvbuf: *mut c_void,
+    n: usize,
+) -> CResult<&'a mut [T]> {
+    // SAFETY: the caller's promises.
+    let recv = unsafe { slice_mut::<T>(recvbuf, n, "recvbuf") }?;
+    if !in_place_or_same(sendbuf, recvbuf) {
+        // SAFETY: as above.
+        recv.copy_from_slice(unsafe { slice::<T>(sendbuf, n, "sendbuf") }?);
+    }
+    Ok(recv)
+}
+
 /// `n` counts (or displacements) of a v collective, as `usize`.
 ///
 /// # Safety

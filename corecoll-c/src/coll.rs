@@ -3,7 +3,7 @@
 //! receive types of a call must be one type, and (but for the v forms) the send and receive
 //! counts one count: corecoll moves typed elements, not bytes.
 
-use crate::buf::{counts, in_place, in_place_or_same, slice, slice_mut};
+use crate::buf::{counts, in_place, in_place_or_same, reduced_in, slice, slice_mut};
 use crate::error::{guard, CError, CResult};
 use crate::seat::{comm_of, corecoll_comm_t, count, resume, Ctx};
 use crate::types::{corecoll_datatype_t, corecoll_op_t, with_type};
@@ -137,10 +137,7 @@ pub unsafe extern "C" fn corecoll_reduce(
                     let mut mine = slice::<T>(sendbuf, n, "sendbuf")?.to_vec();
                     return Ok(c.reduce(&mut mine, op, root)?);
                 }
-                let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
-                if !in_place_or_same(sendbuf, recvbuf) {
-                    recv.copy_from_slice(slice::<T>(sendbuf, n, "sendbuf")?);
-                }
+                let recv = reduced_in::<T>(sendbuf, recvbuf, n)?;
                 Ok(c.reduce(recv, op, root)?)
             })
         })
@@ -166,10 +163,7 @@ unsafe fn prefix(
             with_type!(datatype, |T| {
                 let n = count(count_, "count")?;
                 let op = COp::<T>::new(op)?;
-                let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
-                if !in_place_or_same(sendbuf, recvbuf) {
-                    recv.copy_from_slice(slice::<T>(sendbuf, n, "sendbuf")?);
-                }
+                let recv = reduced_in::<T>(sendbuf, recvbuf, n)?;
                 if exclusive {
                     Ok(c.exscan(recv, op)?)
                 } else {

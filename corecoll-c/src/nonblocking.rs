@@ -2,7 +2,7 @@
 //! scope and hands back its handle (`requests`), working on the caller's buffers, which MPI's
 //! rules keep untouched until the request completes.
 
-use crate::buf::{in_place, in_place_or_same, slice, slice_mut};
+use crate::buf::{in_place, reduced_in, slice, slice_mut};
 use crate::coll::root;
 use crate::p2p::{peer, tag};
 use crate::persistent::kept;
@@ -32,10 +32,7 @@ pub unsafe extern "C" fn corecoll_iallreduce(
             with_type!(datatype, |T| {
                 let n = count(count_, "count")?;
                 let op = COp::<T>::new(op)?;
-                let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
-                if !in_place_or_same(sendbuf, recvbuf) {
-                    recv.copy_from_slice(slice::<T>(sendbuf, n, "sendbuf")?);
-                }
+                let recv = reduced_in::<T>(sendbuf, recvbuf, n)?;
                 Ok(Req::Once(ctx.scope.iallreduce(recv, op)?))
             })
         })
@@ -90,10 +87,7 @@ pub unsafe extern "C" fn corecoll_ireduce(
                 let buf = if ctx.world.rank() != root {
                     kept(ctx, slice::<T>(sendbuf, n, "sendbuf")?, n)
                 } else {
-                    let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
-                    if !in_place_or_same(sendbuf, recvbuf) {
-                        recv.copy_from_slice(slice::<T>(sendbuf, n, "sendbuf")?);
-                    }
+                    let recv = reduced_in::<T>(sendbuf, recvbuf, n)?;
                     recv
                 };
                 Ok(Req::Once(ctx.scope.ireduce(buf, op, root)?))
@@ -225,10 +219,7 @@ unsafe fn iprefix(
             with_type!(datatype, |T| {
                 let n = count(count_, "count")?;
                 let op = COp::<T>::new(op)?;
-                let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
-                if !in_place_or_same(sendbuf, recvbuf) {
-                    recv.copy_from_slice(slice::<T>(sendbuf, n, "sendbuf")?);
-                }
+                let recv = reduced_in::<T>(sendbuf, recvbuf, n)?;
                 Ok(Req::Once(if exclusive {
                     ctx.scope.iexscan(recv, op)?
                 } else {
