@@ -333,7 +333,7 @@ unsafe fn derive(
             Ok(())
         };
         // SAFETY: `seat_ptr` is live and this thread's.
-        unsafe { seat::resume(seat_ptr, &mut call) }?;
+        unsafe { seat::call_in(seat_ptr, &mut call) }?;
         *out = match made {
             // SAFETY: as above.
             Some(i) => (unsafe { seat::add_comm(seat_ptr, i) }) as *const _ as *mut _,
@@ -368,7 +368,7 @@ pub unsafe extern "C" fn corecoll_comm_free(comm: *mut *mut corecoll_comm_t) -> 
             Ok(())
         };
         // SAFETY: as above.
-        let out = unsafe { seat::resume(seat_ptr, &mut call) };
+        let out = unsafe { seat::call_in(seat_ptr, &mut call) };
         // SAFETY: as above.
         unsafe { seat::drop_comm(seat_ptr, *slot) };
         *slot = std::ptr::null_mut();

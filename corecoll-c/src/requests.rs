@@ -8,7 +8,7 @@
 
 use crate::error::{guard, CError, CResult};
 use crate::p2p::{corecoll_status_t, write_status, CORECOLL_ANY_TAG, CORECOLL_PROC_NULL};
-use crate::seat::{comm_of, corecoll_comm_t, count, resume, Ctx, Seat};
+use crate::seat::{call_in, comm_of, corecoll_comm_t, count, Ctx, Seat};
 use corecoll_rs::{Request, Status};
 use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
@@ -85,7 +85,7 @@ pub(crate) unsafe fn make(
             Ok(())
         };
         // SAFETY: `seat` is live and this thread's.
-        unsafe { resume(seat, &mut call) }?;
+        unsafe { call_in(seat, &mut call) }?;
         let index = slot.ok_or(CError::Internal("a request without a place".into()))?;
         *out = new_handle(seat, index, elem, persistent);
         Ok(())
@@ -221,7 +221,7 @@ unsafe fn complete(
         Ok(())
     };
     // SAFETY: the handle's seat is live and this thread's.
-    let out = unsafe { resume(h.seat.get(), &mut call) };
+    let out = unsafe { call_in(h.seat.get(), &mut call) };
     if out.is_err() && !persistent {
         free_handle(h);
         *slot = std::ptr::null_mut();
@@ -344,7 +344,7 @@ pub unsafe extern "C" fn corecoll_start(req: *mut *mut corecoll_request_t) -> c_
             }
         };
         // SAFETY: the handle's seat is live and this thread's.
-        unsafe { resume(h.seat.get(), &mut call) }
+        unsafe { call_in(h.seat.get(), &mut call) }
     })
 }
 
@@ -369,7 +369,7 @@ pub unsafe extern "C" fn corecoll_request_free(req: *mut *mut corecoll_request_t
             Ok(())
         };
         // SAFETY: as above.
-        let out = unsafe { resume(h.seat.get(), &mut call) };
+        let out = unsafe { call_in(h.seat.get(), &mut call) };
         free_handle(h);
         *slot = std::ptr::null_mut();
         out

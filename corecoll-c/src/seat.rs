@@ -63,8 +63,9 @@ unsafe impl Send for corecoll_comm_t {}
 /// The calls a C call makes inside the seat: on the seat's context, a result.
 pub(crate) type Call<'c> = dyn for<'s, 'e, 'r> FnMut(&'r Ctx<'s, 'e>) -> CResult<()> + 'c;
 
-/// What the seat's coroutine is resumed with: a call to make (its lifetime erased: it lives on
-/// the stack of the C call that resumes), or `None` to leave.
+/// What the seat's coroutine is resumed with: a call to make inside the join (its lifetime
+/// erased: it lives on the stack of the C call that resumes; `call_in` uses it only to raise a
+/// panic there), or `None` to leave.
 type Cmd = Option<*mut Call<'static>>;
 
 /// A joined thread's rank: the coroutine in which it is joined, and its communicators.
@@ -236,7 +237,7 @@ pub(crate) unsafe fn comm_of(comm: *const corecoll_comm_t) -> CResult<(*mut Seat
 ///
 /// # Safety
 /// `seat` is a live seat of the calling thread's (from `comm_of`).
-pub(crate) unsafe fn resume(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()> {
+pub(crate) unsafe fn call_in(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()> {
     // SAFETY: the caller's seat is live and the calling thread's; `busy` keeps a second
     // call (from a user op inside the first) out, so this is the only reference.
     let seat = unsafe { &mut *seat };
@@ -295,7 +296,7 @@ pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_co
                     kept: &kept,
                 };
                 let here: *const Ctx<'_, '_> = &ctx;
-                // SAFETY: only the lifetimes are erased (see `resume`).
+                // SAFETY: only the lifetimes are erased (see `call_in`).
                 tell.set(unsafe {
                     std::mem::transmute::<*const Ctx<'_, '_>, *const Ctx<'static, 'static>>(here)
                 });
@@ -403,7 +404,7 @@ pub(crate) unsafe fn leave(comm: *const corecoll_comm_t) -> CResult<()> {
 /// `seat` is a live seat of the calling thread's.
 pub(crate) unsafe fn add_comm(seat: *mut Seat, index: usize) -> &'static corecoll_comm_t {
     let handle = new_comm(seat, index);
-    // SAFETY: the caller's promise; not inside a resume (called after it returned).
+    // SAFETY: the caller's promise; not inside a call (it is made after the call returned).
     unsafe { (*seat).comms.push(handle) };
     handle
 }

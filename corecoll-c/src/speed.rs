@@ -1,13 +1,13 @@
-//! What the C layer costs: an 8-byte allreduce called from C (`corecoll_allreduce`: a resume
-//! of the joined thread's coroutine, the handle and argument checks, the type dispatch) against
-//! the same allreduce called in Rust on the same communicator inside the coroutine, on one
+//! What the C layer costs: an 8-byte allreduce called from C (`corecoll_allreduce`: the handle
+//! and argument checks, the type dispatch, the op as a code) against the same allreduce called
+//! in Rust on the same communicator (with `op::Sum`, and with the C layer's op value), on one
 //! team of two joined threads, in interleaved rounds (medians). A measurement, not a check:
 //!
 //! ```text
 //! cargo test --release -p corecoll-c --lib -- --ignored --nocapture c_call_against_rust_call
 //! ```
 
-use crate::seat::{comm_of, resume, Ctx};
+use crate::seat::{call_in, comm_of, Ctx};
 use crate::types::{CORECOLL_DOUBLE, CORECOLL_SUM};
 use crate::*;
 use std::time::Instant;
@@ -70,7 +70,7 @@ fn c_call_against_rust_call() {
                             Ok(())
                         };
                         // SAFETY: the seat is live and this thread's.
-                        unsafe { resume(seat, &mut call) }.expect("the Rust calls");
+                        unsafe { call_in(seat, &mut call) }.expect("the Rust calls");
                         rust_times.push((took, took_cop));
                     }
                     // SAFETY: as above.
