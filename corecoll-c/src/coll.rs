@@ -44,9 +44,28 @@ fn same(st: c_int, sc: c_int, rt: c_int, rc: c_int) -> CResult<(corecoll_datatyp
     Ok((st, count(sc, "count")?))
 }
 
-/// `send`, or a copy of it into a new vector (`recv`'s own part if `send` is in place).
-fn owned<T: Copy>(send: Option<&[T]>, own: &[T]) -> Vec<T> {
-    send.unwrap_or(own).to_vec()
+/// Which buffers of a call with a send and a receive side say its type and count: both (which
+/// must then agree), or the one the call uses alone (the other unused, or in place).
+#[derive(Clone, Copy)]
+enum Sides {
+    Both,
+    Send,
+    Recv,
+}
+
+/// The type and count of a call, from the `sides` that say them.
+fn typed(
+    sides: Sides,
+    st: c_int,
+    sc: c_int,
+    rt: c_int,
+    rc: c_int,
+) -> CResult<(corecoll_datatype_t, usize)> {
+    match sides {
+        Sides::Both => same(st, sc, rt, rc),
+        Sides::Send => Ok((st, count(sc, "sendcount")?)),
+        Sides::Recv => Ok((rt, count(rc, "recvcount")?)),
+    }
 }
 
 /// Barrier (`MPI_Barrier`).
@@ -229,24 +248,23 @@ pub unsafe extern "C" fn corecoll_gather(
         on_comm(comm, |c| {
             let root = root(root_)?;
             let at_root = c.rank() == root;
-            let (dt, n) = if at_root && in_place(sendbuf) {
-                (recvtype, count(recvcount, "recvcount")?)
-            } else if at_root {
-                same(sendtype, sendcount, recvtype, recvcount)?
-            } else {
-                (sendtype, count(sendcount, "sendcount")?)
+            let sides = match (at_root, in_place(sendbuf)) {
+                (false, _) => Sides::Send,
+                (true, true) => Sides::Recv,
+                (true, false) => Sides::Both,
             };
+            let (dt, n) = typed(sides, sendtype, sendcount, recvtype, recvcount)?;
             with_type!(dt, |T| {
                 if !at_root {
                     return Ok(c.gather(slice::<T>(sendbuf, n, "sendbuf")?, &mut [], root)?);
                 }
                 let p = c.size();
                 let recv = slice_mut::<T>(recvbuf, n * p, "recvbuf")?;
-                let send = (!in_place(sendbuf))
-                    .then(|| slice::<T>(sendbuf, n, "sendbuf"))
-                    .transpose()?;
-                let mine = owned(send, &recv[root * n..(root + 1) * n]);
-                Ok(c.gather(&mine, recv, root)?)
+                if in_place(sendbuf) {
+                    let mine = recv[root * n..(root + 1) * n].to_vec();
+                    return Ok(c.gather(&mine, recv, root)?);
+                }
+                Ok(c.gather(slice::<T>(sendbuf, n, "sendbuf")?, recv, root)?)
             })
         })
     }
@@ -272,13 +290,12 @@ pub unsafe extern "C" fn corecoll_scatter(
         on_comm(comm, |c| {
             let root = root(root_)?;
             let at_root = c.rank() == root;
-            let (dt, n) = if at_root && in_place(recvbuf) {
-                (sendtype, count(sendcount, "sendcount")?)
-            } else if at_root {
-                same(sendtype, sendcount, recvtype, recvcount)?
-            } else {
-                (recvtype, count(recvcount, "recvcount")?)
+            let sides = match (at_root, in_place(recvbuf)) {
+                (false, _) => Sides::Recv,
+                (true, true) => Sides::Send,
+                (true, false) => Sides::Both,
             };
+            let (dt, n) = typed(sides, sendtype, sendcount, recvtype, recvcount)?;
             with_type!(dt, |T| {
                 if !at_root {
                     let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
@@ -313,19 +330,20 @@ pub unsafe extern "C" fn corecoll_allgather(
     // SAFETY: the caller's promises.
     unsafe {
         on_comm(comm, |c| {
-            let (dt, n) = if in_place(sendbuf) {
-                (recvtype, count(recvcount, "recvcount")?)
+            let sides = if in_place(sendbuf) {
+                Sides::Recv
             } else {
-                same(sendtype, sendcount, recvtype, recvcount)?
+                Sides::Both
             };
+            let (dt, n) = typed(sides, sendtype, sendcount, recvtype, recvcount)?;
             with_type!(dt, |T| {
                 let (p, r) = (c.size(), c.rank());
                 let recv = slice_mut::<T>(recvbuf, n * p, "recvbuf")?;
-                let send = (!in_place(sendbuf))
-                    .then(|| slice::<T>(sendbuf, n, "sendbuf"))
-                    .transpose()?;
-                let mine = owned(send, &recv[r * n..(r + 1) * n]);
-                Ok(c.allgather(&mine, recv)?)
+                if in_place(sendbuf) {
+                    let mine = recv[r * n..(r + 1) * n].to_vec();
+                    return Ok(c.allgather(&mine, recv)?);
+                }
+                Ok(c.allgather(slice::<T>(sendbuf, n, "sendbuf")?, recv)?)
             })
         })
     }
@@ -348,19 +366,20 @@ pub unsafe extern "C" fn corecoll_alltoall(
     // SAFETY: the caller's promises.
     unsafe {
         on_comm(comm, |c| {
-            let (dt, n) = if in_place(sendbuf) {
-                (recvtype, count(recvcount, "recvcount")?)
+            let sides = if in_place(sendbuf) {
+                Sides::Recv
             } else {
-                same(sendtype, sendcount, recvtype, recvcount)?
+                Sides::Both
             };
+            let (dt, n) = typed(sides, sendtype, sendcount, recvtype, recvcount)?;
             with_type!(dt, |T| {
                 let p = c.size();
                 let recv = slice_mut::<T>(recvbuf, n * p, "recvbuf")?;
-                let send = (!in_place(sendbuf))
-                    .then(|| slice::<T>(sendbuf, n * p, "sendbuf"))
-                    .transpose()?;
-                let send = owned(send, recv);
-                Ok(c.alltoall(&send, recv)?)
+                if in_place(sendbuf) {
+                    let send = recv.to_vec();
+                    return Ok(c.alltoall(&send, recv)?);
+                }
+                Ok(c.alltoall(slice::<T>(sendbuf, n * p, "sendbuf")?, recv)?)
             })
         })
     }

@@ -245,16 +245,16 @@ pub unsafe extern "C" fn corecoll_reduce_init(
     }
 }
 
-/// A persistent collective with a send and a receive buffer: `sendcount` elements in,
-/// `recvcount` out, made by `init` on buffers of the library's own.
+/// A persistent collective with a send and a receive buffer, `count_` elements per rank's
+/// block (the buffer with a block per rank holds `size` of them), made by `init` on buffers of
+/// the library's own.
 ///
 /// # Safety
 /// As `corecoll_allreduce_init`.
 unsafe fn init_two_sided(
     sendbuf: *const c_void,
-    sendcount: c_int,
     recvbuf: *mut c_void,
-    recvcount: c_int,
+    count_: c_int,
     datatype: corecoll_datatype_t,
     op: corecoll_op_t,
     comm: *const corecoll_comm_t,
@@ -265,10 +265,13 @@ unsafe fn init_two_sided(
     unsafe {
         make(comm, request, 0, |ctx| {
             with_type!(datatype, |T| {
-                let (ns, nr) = (
-                    count(sendcount, "sendcount")?,
-                    count(recvcount, "recvcount")?,
-                );
+                // `count_` per rank on the side that holds a block per rank, once on the other.
+                let (n, p) = (count(count_, "count")?, ctx.world.size());
+                let (ns, nr) = match init {
+                    Collective2::Allgather => (n, n * p),
+                    Collective2::Alltoall => (n * p, n * p),
+                    Collective2::ReduceScatter => (n * p, n),
+                };
                 let send = slice::<T>(sendbuf, ns, "sendbuf")?.as_ptr();
                 let recv = slice_mut::<T>(recvbuf, nr, "recvbuf")?.as_mut_ptr();
                 let (own_send, own_recv) = (kept::<T>(ctx, &[], ns), kept::<T>(ctx, &[], nr));
@@ -312,19 +315,14 @@ pub unsafe extern "C" fn corecoll_allgather_init(
     comm: *const corecoll_comm_t,
     request: *mut *mut corecoll_request_t,
 ) -> c_int {
-    let total = comm_size(comm)
-        .map(|p| count_.saturating_mul(p))
-        .unwrap_or(-1);
     // SAFETY: the caller's promises.
     unsafe {
-        let op = crate::types::CORECOLL_OP_NULL;
         init_two_sided(
             sendbuf,
-            count_,
             recvbuf,
-            total,
+            count_,
             datatype,
-            op,
+            crate::types::CORECOLL_OP_NULL,
             comm,
             request,
             Collective2::Allgather,
@@ -345,19 +343,14 @@ pub unsafe extern "C" fn corecoll_alltoall_init(
     comm: *const corecoll_comm_t,
     request: *mut *mut corecoll_request_t,
 ) -> c_int {
-    let total = comm_size(comm)
-        .map(|p| count_.saturating_mul(p))
-        .unwrap_or(-1);
     // SAFETY: the caller's promises.
     unsafe {
-        let op = crate::types::CORECOLL_OP_NULL;
         init_two_sided(
             sendbuf,
-            total,
             recvbuf,
-            total,
+            count_,
             datatype,
-            op,
+            crate::types::CORECOLL_OP_NULL,
             comm,
             request,
             Collective2::Alltoall,
@@ -379,14 +372,10 @@ pub unsafe extern "C" fn corecoll_reduce_scatter_block_init(
     comm: *const corecoll_comm_t,
     request: *mut *mut corecoll_request_t,
 ) -> c_int {
-    let total = comm_size(comm)
-        .map(|p| recvcount.saturating_mul(p))
-        .unwrap_or(-1);
     // SAFETY: the caller's promises.
     unsafe {
         init_two_sided(
             sendbuf,
-            total,
             recvbuf,
             recvcount,
             datatype,
@@ -396,13 +385,4 @@ pub unsafe extern "C" fn corecoll_reduce_scatter_block_init(
             Collective2::ReduceScatter,
         )
     }
-}
-
-/// The size of `comm` for the counts of a persistent call (`None` for a bad handle, which the
-/// call itself then reports).
-fn comm_size(comm: *const corecoll_comm_t) -> Option<c_int> {
-    let mut size = 0;
-    // SAFETY: `comm_size` reads the handle as every call does; `size` is ours.
-    let rc = unsafe { crate::corecoll_comm_size(comm, &mut size) };
-    (rc == crate::error::CORECOLL_SUCCESS).then_some(size)
 }
