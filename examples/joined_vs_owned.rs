@@ -2,13 +2,17 @@
 //! are the program's threads (`TeamBuilder::external`, `Team::join` from `std::thread::scope`),
 //! in interleaved rounds; and what a run costs that joins, makes one 8-byte allreduce and
 //! leaves, against the same on the owned team (`Team::run`) and against the bare fork-join of
-//! the joining threads (a rayon pool's `broadcast`). Medians over the rounds, and their ratios.
+//! the joining threads (a rayon pool's `broadcast`); and the same run made by threads that never
+//! sleep (they meet at a spinning barrier between runs, as OpenMP's threads between regions),
+//! against that barrier alone (measured last, once the owned team and the pool are gone).
+//! Medians over the rounds, and their ratios.
 //!
 //! ```text
 //! cargo run --release --example joined_vs_owned [rounds] [reps]
 //! ```
 
 use corecoll::{op, Comm, Team};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Microseconds per call of `f` on every rank, `reps` calls per run.
@@ -41,6 +45,32 @@ fn barrier(comm: &Comm, reps: usize) {
     }
 }
 
+/// Microseconds per run of `p` threads that meet at a spinning barrier, then (if `join`) join
+/// `team`, make one 8-byte allreduce and leave, `runs` times.
+fn spinning_runs(team: &Team, p: usize, runs: usize, join: bool) -> f64 {
+    let arrived = AtomicUsize::new(0);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for rank in 0..p {
+            let arrived = &arrived;
+            s.spawn(move || {
+                for run in 1..=runs {
+                    arrived.fetch_add(1, Ordering::SeqCst);
+                    while arrived.load(Ordering::SeqCst) < run * p {
+                        std::hint::spin_loop();
+                    }
+                    if join {
+                        let seat = team.seat(rank).expect("seat");
+                        allreduce_8(&seat, 1);
+                        seat.leave().expect("leave");
+                    }
+                }
+            });
+        }
+    });
+    t0.elapsed().as_secs_f64() * 1e6 / runs as f64
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -65,6 +95,7 @@ fn main() {
     ];
     let mut times = vec![(Vec::new(), Vec::new()); benches.len()];
     let mut region = (Vec::new(), Vec::new(), Vec::new());
+    let mut spinning = (Vec::new(), Vec::new());
     let runs = reps / 10;
     for _ in 0..rounds {
         for (i, &(_, f, calls)) in benches.iter().enumerate() {
@@ -110,6 +141,13 @@ fn main() {
             .2
             .push(t0.elapsed().as_secs_f64() * 1e6 / runs as f64);
     }
+    // Apart, with the owned team's threads and the pool gone, so that only the spinning
+    // threads are left to run on the cores.
+    drop((owned, pool));
+    for _ in 0..rounds {
+        spinning.0.push(spinning_runs(&joined, p, runs, true));
+        spinning.1.push(spinning_runs(&joined, p, runs, false));
+    }
     println!("joined_vs_owned: {p} ranks, {rounds} rounds (medians, µs per call)");
     for (i, (name, _, _)) in benches.iter().enumerate() {
         let (o, j) = (median(times[i].0.clone()), median(times[i].1.clone()));
@@ -122,6 +160,12 @@ fn main() {
     println!(
         "  a run of one 8-byte allreduce: Team::run {o:.3}, join from a rayon broadcast {j:.3}, \
          the bare broadcast {b:.3} (join's own cost {:.3})",
+        j - b
+    );
+    let (j, b) = (median(spinning.0), median(spinning.1));
+    println!(
+        "  the same run from threads that spin between runs: {j:.3}, the spinning barrier alone \
+         {b:.3} (join, allreduce and leave {:.3})",
         j - b
     );
 }

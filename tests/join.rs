@@ -13,7 +13,9 @@
 //! the run goes on), a rank out of range, `join` on an owned team and `run` on an external
 //! one, pinning for the length of a join, many runs in a row; a clean run's communicators
 //! handed to the next run (a message sent in one is received in the next) and a failed run's
-//! not; a seat taken and left in two calls, and one dropped by a panic.
+//! not; a seat taken and left in two calls, and one dropped by a panic; a leave that does not
+//! wait for the other ranks, and a rank that joins again before its run has ended, which waits
+//! for that end and joins the next run (loops of seat, allreduce, leave with nothing between).
 
 mod common;
 
@@ -415,6 +417,52 @@ fn a_seat_is_a_join_in_two_calls() {
             "{:?}",
             out[r]
         );
+    }
+}
+
+#[test]
+fn a_leave_does_not_wait_and_a_rank_that_joins_again_waits_for_the_run_to_end() {
+    let team = builder(2, 60).external().build().unwrap();
+    // Rank 0 leaves a run that rank 1 has not joined yet.
+    team.seat(0).unwrap().leave().unwrap();
+    std::thread::scope(|s| {
+        let again = s.spawn(|| {
+            let seat = team.seat(0)?;
+            let mut x = [1u64];
+            seat.allreduce(&mut x, op::Sum)?;
+            seat.leave()?;
+            Ok::<_, Error>(x[0])
+        });
+        // Rank 0's second seat is in the next run, which cannot begin before rank 1 has
+        // joined and left the first.
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!again.is_finished());
+        team.seat(1).unwrap().leave().unwrap();
+        let seat = team.seat(1).unwrap();
+        let mut x = [2u64];
+        seat.allreduce(&mut x, op::Sum).unwrap();
+        seat.leave().unwrap();
+        assert_eq!(x[0], 3);
+        assert_eq!(again.join().unwrap().unwrap(), 3);
+    });
+    // Seat, allreduce, leave, again at once: every run's sum is its own.
+    for p in [2, 3, 5] {
+        let team = builder(p, 60).external().build().unwrap();
+        std::thread::scope(|s| {
+            for rank in 0..p {
+                let team = &team;
+                s.spawn(move || {
+                    for run in 0..300u64 {
+                        let seat = team.seat(rank).unwrap();
+                        let mut x = [rank as u64 + run];
+                        seat.allreduce(&mut x, op::Sum).unwrap();
+                        seat.leave().unwrap();
+                        let p = p as u64;
+                        assert_eq!(x[0], p * (p - 1) / 2 + p * run, "run {run}");
+                    }
+                });
+            }
+        });
     }
 }
 

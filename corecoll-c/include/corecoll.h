@@ -441,9 +441,11 @@ int corecoll_join(const corecoll_team_t *team, int rank, corecoll_comm_t **comm)
 
 /*
  Leaves the run joined by `corecoll_join` (its communicator, and the splits and dups of
- it, are freed): returns once every rank of the run has left. Requests never waited for
- complete first. `CORECOLL_ERR_PANICKED`, `CORECOLL_ERR_TIMEOUT` or
- `CORECOLL_ERR_PROCESS_FAILED` if the run failed as a whole.
+ it, are freed), without waiting for the run's other ranks (rank 0 of each process of a
+ hybrid team does wait: it ends the run between the processes); the thread's next
+ `corecoll_join` waits for this run to end. Requests never waited for complete first.
+ `CORECOLL_ERR_PANICKED`, `CORECOLL_ERR_TIMEOUT` or `CORECOLL_ERR_PROCESS_FAILED` if the run
+ has failed as a whole.
 
  # Safety
  `comm` is NULL or a communicator handle of this library's.

@@ -16,6 +16,7 @@ pub(crate) fn in_place(ptr: *const c_void) -> bool {
 
 /// Whether a reduction's `sendbuf` is `CORECOLL_IN_PLACE` or `recvbuf` itself (MPI asks for
 /// `MPI_IN_PLACE` there; the same buffer twice is taken as meaning it).
+#[inline]
 pub(crate) fn in_place_or_same(sendbuf: *const c_void, recvbuf: *const c_void) -> bool {
     in_place(sendbuf) || std::ptr::eq(sendbuf, recvbuf)
 }
@@ -42,6 +43,7 @@ fn check<T>(ptr: *const c_void, n: usize, which: &'static str) -> CResult<*const
 /// # Safety
 /// Unless NULL, misaligned or `n` is 0, `ptr` addresses `n` initialised elements of `T` that
 /// stay valid, and unwritten by others, for `'a`.
+#[inline]
 pub(crate) unsafe fn slice<'a, T>(
     ptr: *const c_void,
     n: usize,
@@ -56,6 +58,7 @@ pub(crate) unsafe fn slice<'a, T>(
 ///
 /// # Safety
 /// As `slice`, and nothing else reads or writes them for `'a`.
+#[inline]
 pub(crate) unsafe fn slice_mut<'a, T>(
     ptr: *mut c_void,
     n: usize,

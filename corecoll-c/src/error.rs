@@ -74,8 +74,8 @@ pub const CORECOLL_ERR_OTHER: c_int = 37;
 /// A failure of a C call: one of the crate's errors, or a mistake of the C caller's.
 #[derive(Debug)]
 pub(crate) enum CError {
-    /// The crate's error.
-    Rust(Error),
+    /// The crate's error (boxed: a result that carries no error, as most do, stays small).
+    Rust(Box<Error>),
     /// A bad handle: what it was.
     Handle(&'static str),
     /// A rank (a root, a peer) that names none: why.
@@ -100,7 +100,7 @@ pub(crate) enum CError {
 
 impl From<Error> for CError {
     fn from(e: Error) -> Self {
-        CError::Rust(e)
+        CError::Rust(Box::new(e))
     }
 }
 

@@ -169,7 +169,7 @@ pub unsafe extern "C" fn corecoll_team_size(
 ) -> c_int {
     guard(|| {
         // SAFETY: the caller's promises.
-        let t = unsafe { seat::team_of(team) }?;
+        let t = unsafe { seat::team_of(team, None) }?;
         let out = unsafe { size.as_mut() }.ok_or(CError::Buffer("size"))?;
         *out = c_int::try_from(t.size()).unwrap_or(c_int::MAX);
         Ok(())
@@ -191,11 +191,11 @@ pub unsafe extern "C" fn corecoll_join(
     guard(|| {
         // SAFETY: the caller's promises.
         let out = unsafe { comm.as_mut() }.ok_or(CError::Buffer("comm"))?;
-        let t = unsafe { seat::team_of(team) }?;
         let rank = usize::try_from(rank).map_err(|_| corecoll_rs::Error::Join {
             rank: usize::MAX,
             what: format!("rank {rank} is negative"),
         })?;
+        let t = unsafe { seat::team_of(team, Some(rank)) }?;
         let handle = seat::join(t, rank)?;
         *out = handle as *const corecoll_comm_t as *mut corecoll_comm_t;
         Ok(())
@@ -203,9 +203,11 @@ pub unsafe extern "C" fn corecoll_join(
 }
 
 /// Leaves the run joined by `corecoll_join` (its communicator, and the splits and dups of
-/// it, are freed): returns once every rank of the run has left. Requests never waited for
-/// complete first. `CORECOLL_ERR_PANICKED`, `CORECOLL_ERR_TIMEOUT` or
-/// `CORECOLL_ERR_PROCESS_FAILED` if the run failed as a whole.
+/// it, are freed), without waiting for the run's other ranks (rank 0 of each process of a
+/// hybrid team does wait: it ends the run between the processes); the thread's next
+/// `corecoll_join` waits for this run to end. Requests never waited for complete first.
+/// `CORECOLL_ERR_PANICKED`, `CORECOLL_ERR_TIMEOUT` or `CORECOLL_ERR_PROCESS_FAILED` if the run
+/// has failed as a whole.
 ///
 /// # Safety
 /// `comm` is NULL or a communicator handle of this library's.

@@ -20,11 +20,13 @@ use crate::error::{CError, CResult};
 use corecoll_rs::{Comm, Scope, Team};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
+use crossbeam_utils::CachePadded;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// What a live handle's first word holds.
 const LIVE: u64 = 0x636f_7265_636f_6c6c;
@@ -37,9 +39,13 @@ const STACK_BYTES: usize = 1 << 20;
 /// A team of the C API (`corecoll_team_create`).
 pub struct corecoll_team_t {
     magic: AtomicU64,
-    /// The team; `None` once freed. Joins hold a clone while they are seated (read-locked,
-    /// so that threads joining at once do not wait for each other).
-    team: RwLock<Option<Arc<Team>>>,
+    /// The team (from `Arc::into_raw`) while the handle is live, else NULL.
+    team: AtomicPtr<Team>,
+    /// How many threads hold the team (`Held`), per rank for the joined threads and in the
+    /// last slot for everything else; each on a cache line of its own, so that threads
+    /// joining at once write nothing in common. Sized when the handle is made, never
+    /// changed.
+    held: Box<[CachePadded<AtomicUsize>]>,
 }
 
 /// A communicator of a joined thread (`corecoll_join`, `corecoll_comm_split`,
@@ -80,6 +86,8 @@ pub(crate) struct Seat {
     comms: Vec<&'static corecoll_comm_t>,
     /// The handles of its requests, freed when it leaves.
     pub(crate) requests: Vec<&'static crate::requests::corecoll_request_t>,
+    /// Its team, held until the coroutine (above: dropped first) has ended.
+    _held: Held,
 }
 
 /// Where a seat's calls run: the rank's joined communicator, the scope of its requests, the
@@ -100,6 +108,7 @@ pub(crate) type Kept = RefCell<Vec<Box<dyn std::any::Any>>>;
 
 impl Ctx<'_, '_> {
     /// Runs `f` on communicator `index` (0: the joined one).
+    #[inline]
     pub(crate) fn with_comm<R>(&self, index: usize, f: impl FnOnce(&Comm) -> R) -> CResult<R> {
         if index == 0 {
             return Ok(f(self.world));
@@ -133,32 +142,79 @@ pub(crate) fn thread_mark() -> usize {
 /// Freed team handles, for reuse.
 static FREE_TEAMS: Mutex<Vec<&'static corecoll_team_t>> = Mutex::new(Vec::new());
 
+/// What a team handle's `magic` holds while it is being freed.
+const FREEING: u64 = 0xfeee_feee_feee_feee;
+
 /// A live team handle for `team`.
 pub(crate) fn new_team(team: Team) -> *mut corecoll_team_t {
-    let reused = FREE_TEAMS.lock().unwrap_or_else(|p| p.into_inner()).pop();
+    let slots = team.size() + 1;
+    let reused = {
+        let mut free = FREE_TEAMS.lock().unwrap_or_else(|p| p.into_inner());
+        let fits = free.iter().position(|h| h.held.len() >= slots);
+        fits.map(|i| free.swap_remove(i))
+    };
     let handle: &'static corecoll_team_t = reused.unwrap_or_else(|| {
         Box::leak(Box::new(corecoll_team_t {
             magic: AtomicU64::new(DEAD),
-            team: RwLock::new(None),
+            team: AtomicPtr::new(std::ptr::null_mut()),
+            held: (0..slots)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
         }))
     });
-    *handle.team.write().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(team));
-    handle.magic.store(LIVE, Ordering::Release);
+    let team = Arc::into_raw(Arc::new(team)).cast_mut();
+    handle.team.store(team, Ordering::SeqCst);
+    handle.magic.store(LIVE, Ordering::SeqCst);
     handle as *const corecoll_team_t as *mut corecoll_team_t
 }
 
-/// The team of a live handle.
+/// A team held through its handle: `corecoll_team_free` refuses to free it meanwhile.
+pub(crate) struct Held {
+    team: &'static Team,
+    count: &'static AtomicUsize,
+}
+
+impl std::ops::Deref for Held {
+    type Target = Team;
+
+    fn deref(&self) -> &Team {
+        self.team
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.count.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The team of a live handle, held as rank `rank` (`None`, or a rank out of range: in the
+/// handle's shared slot).
 ///
 /// # Safety
 /// `team` is NULL or a pointer this library returned as a team handle.
-pub(crate) unsafe fn team_of(team: *const corecoll_team_t) -> CResult<Arc<Team>> {
+pub(crate) unsafe fn team_of(team: *const corecoll_team_t, rank: Option<usize>) -> CResult<Held> {
     // SAFETY: handles are never deallocated, so a pointer the library returned stays readable.
-    let handle = unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
-    if handle.magic.load(Ordering::Acquire) != LIVE {
+    let handle: &'static corecoll_team_t =
+        unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
+    if handle.magic.load(Ordering::SeqCst) != LIVE {
         return Err(CError::Handle("team"));
     }
-    let guard = handle.team.read().unwrap_or_else(|p| p.into_inner());
-    guard.clone().ok_or(CError::Handle("team"))
+    let last = handle.held.len() - 1;
+    let count = &*handle.held[rank.filter(|&r| r < last).unwrap_or(last)];
+    count.fetch_add(1, Ordering::SeqCst);
+    // Either `free_team` sees this count (it reads the counts after marking the handle), or
+    // this sees its mark (both `SeqCst`): a team is never freed while held.
+    if handle.magic.load(Ordering::SeqCst) != LIVE {
+        count.fetch_sub(1, Ordering::SeqCst);
+        return Err(CError::Handle("team"));
+    }
+    let team = handle.team.load(Ordering::SeqCst);
+    // SAFETY: a live handle's team pointer came from `Arc::into_raw`, and its reference is
+    // given back only by `free_team`, which does not while a count is held (above); the
+    // handle itself is never deallocated.
+    let team: &'static Team = unsafe { &*team };
+    Ok(Held { team, count })
 }
 
 /// Frees a team handle: an error while threads are joined to it.
@@ -167,21 +223,25 @@ pub(crate) unsafe fn team_of(team: *const corecoll_team_t) -> CResult<Arc<Team>>
 /// As `team_of`.
 pub(crate) unsafe fn free_team(team: *const corecoll_team_t) -> CResult<()> {
     // SAFETY: as in `team_of`.
-    let handle = unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
-    let mut guard = handle.team.write().unwrap_or_else(|p| p.into_inner());
-    if handle.magic.load(Ordering::Acquire) != LIVE {
+    let handle: &'static corecoll_team_t =
+        unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
+    if handle
+        .magic
+        .compare_exchange(LIVE, FREEING, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
         return Err(CError::Handle("team"));
     }
-    let joined = guard.as_ref().map_or(0, |t| Arc::strong_count(t) - 1);
-    if joined > 0 {
-        return Err(CError::Rust(corecoll_rs::Error::TeamBusy));
+    if handle.held.iter().any(|c| c.load(Ordering::SeqCst) > 0) {
+        handle.magic.store(LIVE, Ordering::SeqCst);
+        return Err(corecoll_rs::Error::TeamBusy.into());
     }
-    // Dropped here, on the freeing thread (a hybrid team's MPI part before MPI_Finalize).
-    guard.take();
-    handle.magic.store(DEAD, Ordering::Release);
-    drop(guard);
-    // SAFETY: `handle` points to a leaked box, valid for the rest of the process.
-    let handle: &'static corecoll_team_t = unsafe { &*(handle as *const corecoll_team_t) };
+    let team = handle.team.swap(std::ptr::null_mut(), Ordering::SeqCst);
+    // SAFETY: the pointer came from `Arc::into_raw` (`new_team`), and no thread holds the
+    // team (above); dropped here, on the freeing thread (a hybrid team's MPI part before
+    // MPI_Finalize).
+    drop(unsafe { Arc::from_raw(team) });
+    handle.magic.store(DEAD, Ordering::SeqCst);
     FREE_TEAMS
         .lock()
         .unwrap_or_else(|p| p.into_inner())
@@ -218,6 +278,7 @@ fn free_comm(handle: &'static corecoll_comm_t) {
 ///
 /// # Safety
 /// `comm` is NULL or a pointer this library returned as a communicator handle.
+#[inline]
 pub(crate) unsafe fn comm_of(comm: *const corecoll_comm_t) -> CResult<(*mut Seat, usize)> {
     // SAFETY: handles are never deallocated.
     let handle = unsafe { comm.as_ref() }.ok_or(CError::Handle("communicator"))?;
@@ -276,7 +337,8 @@ pub(crate) unsafe fn call_in(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()
 }
 
 /// Joins `team` as `rank` on the calling thread: the seat and its joined communicator.
-pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_comm_t> {
+pub(crate) fn join(held: Held, rank: usize) -> CResult<&'static corecoll_comm_t> {
+    let team = held.team;
     let stack = STACK
         .with(|s| s.borrow_mut().take())
         .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
@@ -285,7 +347,11 @@ pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_co
     let seated = Rc::new(Cell::new(std::ptr::null::<Ctx<'static, 'static>>()));
     let tell = seated.clone();
     let co = Coroutine::with_stack(stack, move |y: &Yielder<Cmd, CResult<()>>, _: Cmd| {
-        let out = team.join(rank, |comm| {
+        // A panic raised here (`call_in`) unwinds through the seat, which fails the run for
+        // every rank as a panicking rank does.
+        let out = catch_unwind(AssertUnwindSafe(|| {
+            let seat = team.seat(rank)?;
+            let comm: &Comm = &seat;
             let kept = Kept::default();
             comm.scope(|scope| {
                 let ctx = Ctx {
@@ -309,11 +375,13 @@ pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_co
                 // Requests never waited for complete as the scope ends.
                 drop(ctx);
                 Ok(())
-            })
-        });
+            })?;
+            seat.leave()
+        }));
         match out {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) | Err(e) => Err(CError::Rust(e)),
+            Ok(Err(e)) => Err(e.into()),
+            Err(payload) => Err(CError::Internal(crate::error::panic_text(payload.as_ref()))),
         }
     });
     let seat = Box::into_raw(Box::new(Seat {
@@ -322,6 +390,7 @@ pub(crate) fn join(team: Arc<Team>, rank: usize) -> CResult<&'static corecoll_co
         ctx: std::ptr::null(),
         comms: Vec::new(),
         requests: Vec::new(),
+        _held: held,
     }));
     // SAFETY: `seat` was just made and is this thread's alone.
     match unsafe { (*seat).co.resume(None) } {
@@ -422,6 +491,7 @@ pub(crate) unsafe fn drop_comm(seat: *mut Seat, comm: *const corecoll_comm_t) {
 }
 
 /// A count as `usize`: an error if negative.
+#[inline]
 pub(crate) fn count(n: c_int, what: &'static str) -> CResult<usize> {
     usize::try_from(n).map_err(|_| CError::Count(what, i64::from(n)))
 }

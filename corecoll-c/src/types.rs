@@ -260,9 +260,21 @@ pub(crate) struct COp<T> {
     _t: PhantomData<fn(T)>,
 }
 
+/// User op `code` (kept out of line: the built-in ops' path is every call's).
+#[cold]
+#[inline(never)]
+fn user_op(code: corecoll_op_t) -> CResult<Arc<UserOp>> {
+    let ops = USER_OPS.lock().unwrap_or_else(|p| p.into_inner());
+    usize::try_from(code - FIRST_USER)
+        .ok()
+        .and_then(|i| ops.get(i).cloned().flatten())
+        .ok_or(CError::Op(code))
+}
+
 impl<T: CType> COp<T> {
     /// The op of code `code` on `T`: an error for an unknown or freed code, or a built-in op
     /// that `T` does not take (a bitwise op on floats).
+    #[inline(always)]
     pub(crate) fn new(code: corecoll_op_t) -> CResult<Self> {
         let builtin = match code {
             CORECOLL_SUM => Some(Builtin::Sum),
@@ -279,14 +291,7 @@ impl<T: CType> COp<T> {
         let kind = match builtin {
             Some(b) if T::takes(b) => Kind::Builtin(b),
             Some(_) => return Err(CError::OpType(code, T::CODE)),
-            None => {
-                let ops = USER_OPS.lock().unwrap_or_else(|p| p.into_inner());
-                let user = usize::try_from(code - FIRST_USER)
-                    .ok()
-                    .and_then(|i| ops.get(i).cloned().flatten())
-                    .ok_or(CError::Op(code))?;
-                Kind::User(user)
-            }
+            None => Kind::User(user_op(code)?),
         };
         Ok(COp {
             kind,

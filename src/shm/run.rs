@@ -63,25 +63,30 @@ pub(crate) struct RunState {
     cause: Mutex<Option<Error>>,
     /// The first panic, which `Team::run` reports.
     panic: Mutex<Option<Error>>,
-    /// Per team rank: set by that rank when its closure has returned.
-    done: Box<[CachePadded<AtomicBool>]>,
+    /// The number of the run, from 1: a run renewed for the next ([`RunState::renew`]) has the
+    /// next. The marks below hold the number of the run they were made in, so that renewing
+    /// a run writes this alone, not every rank's line.
+    number: AtomicU64,
+    /// Per team rank: the run's number, written by that rank when its closure has returned.
+    done: Box<[CachePadded<AtomicU64>]>,
     /// Ranks that have begun and finished returning ([`RunState::mark_done`]): a rank between
-    /// the two may still wake others, so deadlock detection waits until they are equal.
-    exits: [AtomicU64; 2],
+    /// the two may still wake others, so deadlock detection waits until they are equal. On a
+    /// line of their own: `aborted`, read by every wait, does not move with them.
+    exits: CachePadded<[AtomicU64; 2]>,
     /// Per team rank: what it waits in and for whom (a team rank), written by that rank when
     /// it is about to park in a watched wait ([`RunState::note_wait`]).
     waits: Box<[Mutex<(&'static str, usize)>]>,
     /// A run whose ranks join it ([`RunState::joining`]): per team rank, where it runs, set
     /// when it joins. `None` where every rank is there from the start, at the team's
     /// locations.
-    seats: Option<Box<[Seat]>>,
+    seats: Option<Box<[CachePadded<Seat>]>>,
 }
 
 /// Where a rank that joins a run runs ([`RunState::seat`]).
 #[derive(Debug, Default)]
 struct Seat {
-    /// Set (release) once `place` is written.
-    taken: AtomicBool,
+    /// The run's number, written (release) once `place` is.
+    taken: AtomicU64,
     place: Mutex<Option<Location>>,
 }
 
@@ -94,10 +99,11 @@ impl RunState {
             aborted: AtomicBool::new(false),
             cause: Mutex::new(None),
             panic: Mutex::new(None),
+            number: AtomicU64::new(1),
             done: (0..n)
-                .map(|_| CachePadded::new(AtomicBool::new(false)))
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
-            exits: [AtomicU64::new(0), AtomicU64::new(0)],
+            exits: CachePadded::new([AtomicU64::new(0), AtomicU64::new(0)]),
             waits: (0..n).map(|r| Mutex::new(("", r))).collect(),
             seats: None,
         }
@@ -108,7 +114,7 @@ impl RunState {
     pub(crate) fn joining(ranks: Arc<Ranks>) -> Self {
         let n = ranks.parkers.len();
         RunState {
-            seats: Some((0..n).map(|_| Seat::default()).collect()),
+            seats: Some((0..n).map(|_| CachePadded::new(Seat::default())).collect()),
             ..RunState::new(ranks)
         }
     }
@@ -116,23 +122,20 @@ impl RunState {
     /// Makes a run that ended cleanly — no failure, every rank returned, and nothing else
     /// refers to it but the communicators kept for the next run — fresh again for the next run
     /// of the same ranks (`Team::join`'s reuse of a clean run): no rank has joined or returned.
+    /// (The ranks' waits need no clearing: a rank's is read only while it is marked blocked,
+    /// and it writes it before it marks.)
     pub(crate) fn renew(&self) {
         debug_assert!(!self.is_aborted() && self.first_panic().is_none());
-        for d in self.done.iter() {
-            d.store(false, Ordering::SeqCst);
-        }
-        for e in &self.exits {
+        for e in self.exits.iter() {
             e.store(0, Ordering::SeqCst);
         }
-        for (r, w) in self.waits.iter().enumerate() {
-            *w.lock() = ("", r);
-        }
-        if let Some(seats) = &self.seats {
-            for seat in seats.iter() {
-                seat.taken.store(false, Ordering::SeqCst);
-                *seat.place.lock() = None;
-            }
-        }
+        self.number.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The run's number (see `number`).
+    #[inline]
+    fn number(&self) -> u64 {
+        self.number.load(Ordering::Acquire)
     }
 
     /// Team rank `rank` has joined the run, at `place`: wakes whoever waits for it
@@ -140,7 +143,7 @@ impl RunState {
     pub(crate) fn seat(&self, rank: usize, place: Option<Location>) {
         if let Some(seat) = self.seats.as_ref().map(|s| &s[rank]) {
             *seat.place.lock() = place;
-            seat.taken.store(true, Ordering::Release);
+            seat.taken.store(self.number(), Ordering::Release);
             self.wake_all();
         }
     }
@@ -151,7 +154,7 @@ impl RunState {
     pub(crate) fn seated(&self, rank: usize) -> bool {
         match &self.seats {
             None => true,
-            Some(seats) => seats[rank].taken.load(Ordering::Acquire),
+            Some(seats) => seats[rank].taken.load(Ordering::Acquire) == self.number(),
         }
     }
 
@@ -206,21 +209,31 @@ impl RunState {
         self.panic.lock().clone()
     }
 
-    /// Team rank `rank` has returned from its closure: wake whoever waits for it.
-    pub(crate) fn mark_done(&self, rank: usize) {
+    /// Team rank `rank` has returned from its closure: wake whoever waits for it. Returns how
+    /// many ranks have returned, this one included.
+    pub(crate) fn mark_done(&self, rank: usize) -> usize {
         self.exits[0].fetch_add(1, Ordering::SeqCst);
-        self.done[rank].store(true, Ordering::SeqCst);
+        self.done[rank].store(self.number(), Ordering::SeqCst);
         self.wake_all();
-        self.exits[1].fetch_add(1, Ordering::SeqCst);
+        let returned = self.exits[1].fetch_add(1, Ordering::SeqCst) as usize + 1;
         // The ranks it woke may have looked for a deadlock before this return was complete;
-        // if they are all blocked again, nobody else would look.
-        self.detect(None);
+        // if they are all blocked again, nobody else would look (and with every rank returned,
+        // none is).
+        if returned < self.done.len() {
+            self.detect(None);
+        }
+        returned
+    }
+
+    /// How many ranks have returned ([`RunState::mark_done`]).
+    pub(crate) fn returned(&self) -> usize {
+        self.exits[1].load(Ordering::SeqCst) as usize
     }
 
     /// Whether team rank `rank` has returned from its closure.
     #[inline]
     pub(crate) fn is_done(&self, rank: usize) -> bool {
-        self.done[rank].load(Ordering::Acquire)
+        self.done[rank].load(Ordering::Acquire) == self.number()
     }
 
     /// Team rank `rank` is about to park in `op`, waiting for team rank `peer`: what a
@@ -253,7 +266,7 @@ impl RunState {
             let started = self.exits[0].load(Ordering::SeqCst);
             let mut words = Vec::with_capacity(self.done.len() + 1);
             for (r, parker) in self.ranks.parkers.iter().enumerate() {
-                if self.done[r].load(Ordering::SeqCst) {
+                if self.done[r].load(Ordering::SeqCst) == self.number() {
                     words.push(u64::MAX);
                     continue;
                 }

@@ -3,11 +3,18 @@
 //! next make up a run, with the same communicators and guarantees as [`Team::run`]'s.
 //!
 //! A rank's part of a run is a [`Seat`], from [`Team::seat`] to [`Seat::leave`] ([`Team::join`]
-//! is the two around a closure; the C API calls them apart). A run is an [`Entry`] behind the
-//! team's [`Door`]: the first rank to join makes it, every other joins it, and it is closed when its last rank leaves — or given up when a rank waits
-//! longer than the team's timeout for one that never joined. Where a joining thread runs is
-//! told to the run when it joins ([`RunState::seat`]); a communicator that needs the ranks'
-//! locations (the hierarchy, `Auto`'s level) waits for them there.
+//! is the two around a closure, and waits for the run to end; the C API calls them apart). A
+//! run is an [`Entry`] behind the team's [`Door`], and a number there (its epoch): the first
+//! rank to join makes the entry, every other joins it, and its last rank to leave closes the
+//! run — renewing the entry for the next run if this one ended cleanly, so that the next joins
+//! find their communicators as they left them — or a rank gives it up when it has waited longer
+//! than the team's timeout for one that never joined. Where a joining thread runs is told to the
+//! run when it joins ([`RunState::seat`]); a communicator that needs the ranks' locations (the
+//! hierarchy, `Auto`'s level) waits for them there.
+//!
+//! A join and a leave write little that other ranks write too (the door's lock, the run's count
+//! of returned ranks): each rank's part of an entry is on a cache line of its own, and a join
+//! is marked by the run's number rather than by flags that the next run must clear.
 //!
 //! On a hybrid team rank 0 of each process is its leader, which calls MPI: the other ranks
 //! start once it has begun the run, and the run is closed by it, after its last check with the
@@ -23,7 +30,7 @@ use crate::comm::Comm;
 use crate::error::{Error, Result};
 use crate::shm::{CommShared, RunState};
 use crate::sync::park::{wait_until, Started};
-use crate::sync::{AtomicBool, AtomicUsize, CachePadded, Mutex, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, CachePadded, Mutex, Ordering};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -33,18 +40,21 @@ use std::sync::Arc;
 /// next may start from it.
 #[derive(Debug, Default)]
 pub(super) struct Door {
-    runs: Mutex<Runs>,
+    /// On a line of its own: every join takes the lock, and the team's other fields, read on
+    /// every join, should not move with it.
+    runs: CachePadded<Mutex<Runs>>,
 }
 
 /// What the door holds.
 #[derive(Debug, Default)]
 struct Runs {
-    /// Made by the first rank to join, taken away when the run is closed or given up.
+    /// The run that ranks join: made by the first rank to join, taken away when a run fails.
+    /// A run that ends cleanly with every rank's communicator kept (`Slot::kept`) is renewed
+    /// by its last rank to leave and stays open as the next run, instead of a run state, a
+    /// world and a communicator per rank made afresh (which would be most of a join's cost).
     open: Option<Arc<Entry>>,
-    /// The last run, if it ended cleanly with every rank's communicator kept (`Entry::kept`):
-    /// the next run starts from it, renewed, instead of making a run state, a world and a
-    /// communicator per rank afresh (which is most of what a join costs).
-    spare: Option<Arc<Entry>>,
+    /// The open entry's `epoch`, beside the lock that every join takes anyway.
+    epoch: u64,
 }
 
 /// One run of an external team.
@@ -52,23 +62,37 @@ struct Runs {
 struct Entry {
     run: Arc<RunState>,
     world: Arc<CommShared>,
-    /// Ranks that have joined, one bit of work each: a second join of one is an error.
-    joined: Box<[AtomicBool]>,
-    /// Ranks that have left (returned from their closure).
-    left: CachePadded<AtomicUsize>,
-    /// Set when the run is over for every rank: all have left (and on a hybrid team the leader
-    /// has made its last check), or a rank gave up on one that never joined.
-    over: CachePadded<AtomicBool>,
+    /// Each rank's own part, on a cache line of its own.
+    slots: Box<[CachePadded<Slot>]>,
+    /// The number of the run, counted from 1: it moves on (under the door's lock) when the run
+    /// is over for every rank — all have left (and on a hybrid team the leader has made its
+    /// last check), or a rank gave up on one that never joined — whether the entry is then
+    /// renewed for the next run or retired.
+    epoch: CachePadded<AtomicU64>,
+    /// The last run of this entry that ended cleanly (0: none). A run that fails retires its
+    /// entry, so a seat's run ended cleanly exactly when this has reached its number.
+    clean: AtomicU64,
     /// On a hybrid team: the leader has begun the run between the processes.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     begun: AtomicBool,
     /// Why the run fails on every rank other than by its own results: the first panic, another
     /// process's failure, a rank that never joined.
     outcome: Mutex<Option<Error>>,
-    /// Each rank's communicator, kept as the rank leaves a run that has not failed, for the
-    /// next run (a team within one process only: a hybrid team's runs begin and end between
-    /// the processes).
-    kept: Box<[Mutex<Option<Comm>>]>,
+}
+
+/// A run a rank has joined: its entry and its number there.
+type Joined = (Arc<Entry>, u64);
+
+/// One rank's part of an [`Entry`].
+#[derive(Debug, Default)]
+struct Slot {
+    /// The number (`Entry::epoch`) of the last run the rank joined: a second join of one run
+    /// is an error. Never reset: a renewed entry's next run has the next number.
+    joined: AtomicU64,
+    /// The rank's communicator, kept as it leaves a run that has not failed, for the next run
+    /// (a team within one process only: a hybrid team's runs begin and end between the
+    /// processes). Boxed, so that a join and a leave move a pointer, not the communicator.
+    kept: Mutex<Option<Box<Comm>>>,
 }
 
 thread_local! {
@@ -90,23 +114,22 @@ fn bound_pu() -> Option<usize> {
 }
 
 impl Door {
-    /// Joins rank `rank` to the open run of `team`, or opens one: an error if `rank` has joined
-    /// it already.
-    fn enter(&self, team: &Team, rank: usize) -> Result<Arc<Entry>> {
+    /// Joins rank `rank` to the open run of `team`, or opens one: the run and its number; an
+    /// error if `rank` is in it already. `Ok(Err(..))` if `rank` has left the open run, which
+    /// has not ended yet: its next run begins once that one has.
+    fn enter(&self, team: &Team, rank: usize) -> Result<std::result::Result<Joined, Joined>> {
         let mut runs = self.runs.lock();
-        if runs.open.is_none() {
-            let reused = runs.spare.take().filter(|e| Arc::strong_count(e) == 1);
-            let entry = match reused {
-                Some(e) => {
-                    e.renew();
-                    e
-                }
-                None => Arc::new(Entry::new(team)),
-            };
-            runs.open = Some(entry);
-        }
-        let entry = runs.open.as_ref().expect("a run is open");
-        if entry.joined[rank].swap(true, Ordering::SeqCst) {
+        let runs = &mut *runs;
+        let entry = runs.open.get_or_insert_with(|| {
+            let entry = Entry::new(team);
+            runs.epoch = entry.epoch.load(Ordering::SeqCst);
+            Arc::new(entry)
+        });
+        let epoch = runs.epoch;
+        if entry.slots[rank].joined.swap(epoch, Ordering::SeqCst) == epoch {
+            if entry.run.is_done(rank) {
+                return Ok(Err((entry.clone(), epoch)));
+            }
             return Err(Error::Join {
                 rank,
                 what: "this rank has already joined the team's current run (from another \
@@ -114,31 +137,43 @@ impl Door {
                     .into(),
             });
         }
-        Ok(entry.clone())
+        Ok(Ok((entry.clone(), epoch)))
     }
 
-    /// Ends `entry`'s run for every rank: later joins open a new one, from this one if it
-    /// ended cleanly with every rank's communicator kept.
-    fn close(&self, team: &Team, entry: &Arc<Entry>) {
+    /// Ends `entry`'s run `epoch` for every rank (once: a second close of it does nothing).
+    /// Later joins join the next run: this entry renewed if the run ended cleanly with every
+    /// rank's communicator kept, else a new one.
+    fn close(&self, team: &Team, entry: &Arc<Entry>, epoch: u64) {
         {
             let mut runs = self.runs.lock();
-            if runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
+            if entry.epoch.load(Ordering::SeqCst) != epoch {
+                return;
+            }
+            let open = runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry));
+            if open && entry.reusable(team) {
+                entry.clean.store(epoch, Ordering::SeqCst);
+                entry.renew();
+                runs.epoch = epoch + 1;
+            } else if open {
                 runs.open = None;
             }
-            runs.spare = entry.reusable().then(|| entry.clone());
+            entry.epoch.store(epoch + 1, Ordering::SeqCst);
         }
-        entry.over.store(true, Ordering::SeqCst);
         for p in team.shared.ranks.parkers.iter() {
             p.unpark();
         }
     }
 
-    /// Rank `rank` has waited `started`'s timeout for the run to end: if some rank has not
-    /// joined, the run fails with a timeout naming it, and no one can join it any more
-    /// (`true`); if all have, the wait goes on (`false`).
-    fn give_up(&self, entry: &Arc<Entry>, rank: usize, started: &Started) -> bool {
+    /// Rank `rank` has waited `started`'s timeout for run `epoch` to end: if some rank has not
+    /// joined it, the run fails with a timeout naming it, and no one can join it any more
+    /// (`true`); if all have, or the run is over, the wait goes on (`false`).
+    fn give_up(&self, entry: &Arc<Entry>, epoch: u64, rank: usize, started: &Started) -> bool {
         let mut runs = self.runs.lock();
-        let Some(missing) = entry.joined.iter().position(|j| !j.load(Ordering::SeqCst)) else {
+        if entry.over(epoch) {
+            return false;
+        }
+        let joined = |s: &CachePadded<Slot>| s.joined.load(Ordering::SeqCst) == epoch;
+        let Some(missing) = entry.slots.iter().position(|s| !joined(s)) else {
             return false;
         };
         if runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
@@ -164,41 +199,40 @@ impl Entry {
         Entry {
             run: Arc::new(RunState::joining(team.shared.ranks.clone())),
             world: Arc::new(CommShared::new((0..size).collect())),
-            joined: (0..size).map(|_| AtomicBool::new(false)).collect(),
-            left: CachePadded::new(AtomicUsize::new(0)),
-            over: CachePadded::new(AtomicBool::new(false)),
+            slots: (0..size)
+                .map(|_| CachePadded::new(Slot::default()))
+                .collect(),
+            epoch: CachePadded::new(AtomicU64::new(1)),
+            clean: AtomicU64::new(0),
             begun: AtomicBool::new(false),
             outcome: Mutex::new(None),
-            kept: (0..size).map(|_| Mutex::new(None)).collect(),
         }
     }
 
-    /// Whether the next run may start from this one: it did not fail, every rank joined and
-    /// left, and every rank's communicator was kept.
-    fn reusable(&self) -> bool {
-        !self.run.is_aborted()
-            && self.run.first_panic().is_none()
-            && self.outcome.lock().is_none()
-            && self.all_left()
-            && self.kept.iter().all(|k| k.lock().is_some())
+    /// Whether the next run may start from this one: it is a run within one process that did
+    /// not fail (a panic or a rank that never joined fail it too), and every rank has left,
+    /// keeping its communicator (as ranks of a run that has not failed do).
+    fn reusable(&self, team: &Team) -> bool {
+        !team.hybrid() && !self.run.is_aborted() && self.all_left()
     }
 
-    /// This run, ended cleanly and referred to by nothing but the door, made fresh for the
-    /// next: the same run state and world, and each rank's communicator as it left it.
+    /// This run, ended cleanly, made fresh for the next: the same run state and world, and each
+    /// rank's communicator as it left it. Every rank has left, so none uses the run state any
+    /// more; their seats may still hold the entry, to read `epoch` and `clean`.
     fn renew(&self) {
         self.run.renew();
-        for j in self.joined.iter() {
-            j.store(false, Ordering::SeqCst);
-        }
-        self.left.store(0, Ordering::SeqCst);
-        self.over.store(false, Ordering::SeqCst);
         self.begun.store(false, Ordering::SeqCst);
+    }
+
+    /// Whether run `epoch` of this entry is over.
+    fn over(&self, epoch: u64) -> bool {
+        self.epoch.load(Ordering::SeqCst) != epoch
     }
 
     /// Whether every rank has left.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn all_left(&self) -> bool {
-        self.left.load(Ordering::SeqCst) == self.joined.len()
+        self.run.returned() == self.slots.len()
     }
 }
 
@@ -207,17 +241,21 @@ impl Entry {
 /// [`Comm`]. [`Team::join`] is a seat around a closure; a seat is for callers that cannot hand
 /// over a closure (the C API's `corecoll_join` and `corecoll_leave`).
 ///
-/// Dropped without `leave`, it leaves (a drop while a panic unwinds fails the run with
-/// [`Error::Panicked`]). Forgotten (`mem::forget`), the run never ends for the other ranks: they
-/// wait in their own `leave` (for the team's timeout, if it has one). It is neither `Send` nor
+/// Leaving does not wait for the run's other ranks; the rank's next seat or join waits for the
+/// run to end, so that a thread that leaves and joins again at once (a loop of OpenMP regions)
+/// joins the next run. Dropped without `leave`, it leaves (a drop while a panic unwinds fails
+/// the run with [`Error::Panicked`]). Forgotten (`mem::forget`), the run never ends for the
+/// other ranks: their `join` and their next seat wait (for the team's timeout, if it has one). It is neither `Send` nor
 /// `Sync`: its rank is its thread.
 pub struct Seat<'t> {
     team: &'t Team,
     door: &'t Door,
     entry: Arc<Entry>,
+    /// The number of its run in `entry`.
+    epoch: u64,
     rank: usize,
     /// The rank's communicator; `None` once it has left, or if the run failed before it began.
-    comm: Option<Comm>,
+    comm: Option<Box<Comm>>,
     /// The thread's own affinity, given back when it leaves (a team with a pinning).
     saved: Option<affinity::SavedMask>,
     /// A hybrid team's leader: whether it began the run between the processes (so that it
@@ -281,7 +319,7 @@ impl Team {
                 None
             }
         };
-        seat.leave()?;
+        seat.end(true)?;
         value.ok_or_else(|| Error::Join {
             rank,
             what: "the rank's closure panicked".into(),
@@ -307,7 +345,12 @@ impl Team {
                 what: format!("no such rank: the team has {} ranks", self.size()),
             });
         }
-        let entry = door.enter(self, rank)?;
+        let (entry, epoch) = loop {
+            match door.enter(self, rank)? {
+                Ok(joined) => break joined,
+                Err((last, e)) => self.until(door, &last, e, rank, || last.over(e)),
+            }
+        };
         let saved = self.cores[rank].map(|core| {
             let saved = affinity::save();
             affinity::pin_current(core);
@@ -322,6 +365,7 @@ impl Team {
             team: self,
             door,
             entry,
+            epoch,
             rank,
             comm: None,
             saved,
@@ -338,16 +382,24 @@ impl Team {
                 return Err(seat.leave().expect_err("the run has failed"));
             }
         }
-        let kept = seat.entry.kept[rank].lock().take();
-        seat.comm =
-            Some(kept.unwrap_or_else(|| self.comm(rank, &seat.entry.world, &seat.entry.run)));
+        let kept = seat.entry.slots[rank].kept.lock().take();
+        seat.comm = Some(
+            kept.unwrap_or_else(|| Box::new(self.comm(rank, &seat.entry.world, &seat.entry.run))),
+        );
         Ok(seat)
     }
 
     /// Waits on rank `rank`'s parker until `ready()`. Each time the team's timeout passes
     /// first, gives up on a rank that has not joined ([`Door::give_up`]) and returns, closing
     /// the run unless a hybrid team's leader will; where every rank has joined, waits on.
-    fn until(&self, door: &Door, entry: &Arc<Entry>, rank: usize, ready: impl Fn() -> bool) {
+    fn until(
+        &self,
+        door: &Door,
+        entry: &Arc<Entry>,
+        epoch: u64,
+        rank: usize,
+        ready: impl Fn() -> bool,
+    ) {
         let ranks = &self.shared.ranks;
         loop {
             let started = Started::new(ranks.timeout);
@@ -359,14 +411,14 @@ impl Team {
             ) {
                 return;
             }
-            if !door.give_up(entry, rank, &started) {
+            if !door.give_up(entry, epoch, rank, &started) {
                 continue;
             }
             // A hybrid team's leader closes the run after its last check with the other
             // processes; the other ranks wait for that if it has joined.
-            let leader = self.hybrid() && entry.joined[0].load(Ordering::SeqCst);
+            let leader = self.hybrid() && entry.slots[0].joined.load(Ordering::SeqCst) == epoch;
             if !leader {
-                door.close(self, entry);
+                door.close(self, entry, epoch);
                 return;
             }
             if rank == 0 {
@@ -392,7 +444,7 @@ impl Seat<'_> {
     fn begin_between_processes(&mut self, p: &Arc<crate::hybrid::world::Process>) {
         let (team, entry) = (self.team, &self.entry);
         if self.rank != 0 {
-            team.until(self.door, entry, self.rank, || {
+            team.until(self.door, entry, self.epoch, self.rank, || {
                 entry.begun.load(Ordering::SeqCst)
             });
             return;
@@ -413,22 +465,38 @@ impl Seat<'_> {
         self.leader = Some((began, hook));
     }
 
-    /// Leaves the run: returns once every rank of it has left (the run is then over, and the
-    /// next seat or join of a rank starts the next one). [`Error::Panicked`] if a rank of the
-    /// run panicked, on a hybrid team [`Error::ProcessFailed`] if the run failed in another
-    /// process, [`Error::Timeout`] if a rank never joined; `Ok` otherwise, even where this
-    /// rank's own calls failed (they returned their errors).
-    pub fn leave(mut self) -> Result<()> {
+    /// Leaves the run, without waiting for its other ranks to leave (a hybrid team's rank 0
+    /// does wait: it ends the run between the processes). The rank's next seat or join waits
+    /// for this run to end. [`Error::Panicked`] if a rank of the run has panicked, on a hybrid
+    /// team [`Error::ProcessFailed`] if the run has failed in another process,
+    /// [`Error::Timeout`] if a rank never joined; `Ok` otherwise, even where this rank's own
+    /// calls failed (they returned their errors).
+    pub fn leave(self) -> Result<()> {
+        self.end(false)
+    }
+
+    /// Leaves the run and, if `wait`, waits for it to end (`Team::join`): the run's outcome.
+    fn end(mut self, wait: bool) -> Result<()> {
         self.finish();
-        let entry = &self.entry;
-        match entry
-            .run
-            .first_panic()
-            .or_else(|| entry.outcome.lock().clone())
-        {
-            Some(e) => Err(e),
-            None => Ok(()),
+        let (entry, epoch) = (&self.entry, self.epoch);
+        if wait {
+            self.team
+                .until(self.door, entry, epoch, self.rank, || entry.over(epoch));
         }
+        // (A failure aborts the run, but for another process's on a hybrid team.)
+        let failed = entry.run.is_aborted() || self.team.hybrid();
+        let failure = failed
+            .then(|| {
+                let panic = entry.run.first_panic();
+                panic.or_else(|| entry.outcome.lock().clone())
+            })
+            .flatten();
+        // Read after the failure: a run that ended cleanly may have been renewed for the next
+        // run by now, whose failures are not this one's.
+        if entry.clean.load(Ordering::SeqCst) >= epoch {
+            return Ok(());
+        }
+        failure.map_or(Ok(()), Err)
     }
 
     /// The rank's leaving, once.
@@ -436,40 +504,37 @@ impl Seat<'_> {
         if std::mem::replace(&mut self.left, true) {
             return;
         }
-        let (team, door, entry, rank) = (self.team, self.door, &self.entry, self.rank);
+        let (team, door, entry, epoch, rank) =
+            (self.team, self.door, &self.entry, self.epoch, self.rank);
         // Kept for the next run where this one has not failed (on one process only).
         let comm = self.comm.take();
         if !team.hybrid() && !entry.run.is_aborted() {
-            *entry.kept[rank].lock() = comm;
+            *entry.slots[rank].kept.lock() = comm;
         } else {
             drop(comm);
         }
-        entry.run.mark_done(rank);
-        let last = entry.left.fetch_add(1, Ordering::SeqCst) + 1 == team.size();
+        let last = entry.run.mark_done(rank) == team.size();
         #[cfg(feature = "mpi")]
         if let Some(p) = &team.process {
             if let Some((began, hook)) = self.leader.take() {
                 // The leader relays its threads' messages until they have all left, then makes
                 // the last check with the other processes (MPI only if it could begin).
-                team.until(door, entry, 0, || entry.all_left());
+                team.until(door, entry, epoch, 0, || entry.all_left());
                 if began {
                     if let Err(e) = p.end(entry.run.is_aborted()) {
                         entry.outcome.lock().get_or_insert(e);
                     }
                 }
                 drop(hook);
-                door.close(team, entry);
+                door.close(team, entry, epoch);
             } else {
                 team.shared.ranks.parkers[0].unpark();
-                team.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
             }
             self.restore();
             return;
         }
         if last {
-            door.close(team, entry);
-        } else {
-            team.until(door, entry, rank, || entry.over.load(Ordering::SeqCst));
+            door.close(team, entry, epoch);
         }
         self.restore();
     }
