@@ -445,20 +445,29 @@ fn a_leave_does_not_wait_and_a_rank_that_joins_again_waits_for_the_run_to_end() 
         assert_eq!(x[0], 3);
         assert_eq!(again.join().unwrap().unwrap(), 3);
     });
-    // Seat, allreduce, leave, again at once: every run's sum is its own.
-    for p in [2, 3, 5] {
+    // Seat, allreduce, leave, again at once (and, every third run, a join, which waits for
+    // the run's end), more ranks than cores included: every run's sum is its own.
+    for p in [2, 3, 5, 9] {
         let team = builder(p, 60).external().build().unwrap();
         std::thread::scope(|s| {
             for rank in 0..p {
                 let team = &team;
                 s.spawn(move || {
-                    for run in 0..300u64 {
-                        let seat = team.seat(rank).unwrap();
-                        let mut x = [rank as u64 + run];
-                        seat.allreduce(&mut x, op::Sum).unwrap();
-                        seat.leave().unwrap();
+                    for run in 0..200u64 {
+                        let sum = |comm: &Comm| {
+                            let mut x = [rank as u64 + run];
+                            comm.allreduce(&mut x, op::Sum).map(|()| x[0])
+                        };
+                        let got = if run % 3 == 2 {
+                            team.join(rank, sum).unwrap().unwrap()
+                        } else {
+                            let seat = team.seat(rank).unwrap();
+                            let got = sum(&seat).unwrap();
+                            seat.leave().unwrap();
+                            got
+                        };
                         let p = p as u64;
-                        assert_eq!(x[0], p * (p - 1) / 2 + p * run, "run {run}");
+                        assert_eq!(got, p * (p - 1) / 2 + p * run, "run {run}");
                     }
                 });
             }

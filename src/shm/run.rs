@@ -65,8 +65,9 @@ pub(crate) struct RunState {
     panic: Mutex<Option<Error>>,
     /// The number of the run, from 1: a run renewed for the next ([`RunState::renew`]) has the
     /// next. The marks below hold the number of the run they were made in, so that renewing
-    /// a run writes this alone, not every rank's line.
-    number: AtomicU64,
+    /// a run writes this alone, not every rank's line. A std atomic under loom too: no model
+    /// renews a run, so there it is a constant, and reading it adds nothing to explore.
+    number: std::sync::atomic::AtomicU64,
     /// Per team rank: the run's number, written by that rank when its closure has returned.
     done: Box<[CachePadded<AtomicU64>]>,
     /// Ranks that have begun and finished returning ([`RunState::mark_done`]): a rank between
@@ -99,7 +100,7 @@ impl RunState {
             aborted: AtomicBool::new(false),
             cause: Mutex::new(None),
             panic: Mutex::new(None),
-            number: AtomicU64::new(1),
+            number: std::sync::atomic::AtomicU64::new(1),
             done: (0..n)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
