@@ -5,7 +5,7 @@
 
 use crate::buf::{counts, in_place, in_place_or_same, reduced_in, slice, slice_mut};
 use crate::error::{guard, CError, CResult};
-use crate::seat::{call_in, comm_of, corecoll_comm_t, count, Ctx};
+use crate::seat::{call_on, comm_of, corecoll_comm_t, count};
 use crate::types::{corecoll_datatype_t, corecoll_op_t, with_type};
 use corecoll_rs::Comm;
 use std::ffi::{c_int, c_void};
@@ -21,9 +21,8 @@ pub(crate) unsafe fn on_comm(
     guard(|| {
         // SAFETY: the caller's promise.
         let (seat, index) = unsafe { comm_of(comm) }?;
-        let mut call = |ctx: &Ctx<'_, '_>| ctx.with_comm(index, &mut body)?;
         // SAFETY: `seat` is live and this thread's (`comm_of`).
-        unsafe { call_in(seat, &mut call) }
+        unsafe { call_on(seat, index, &mut body) }
     })
 }
 

@@ -35,11 +35,13 @@ pub mod p2p;
 pub mod persistent;
 pub mod requests;
 pub mod seat;
+pub mod team;
 pub mod types;
 
 use error::{guard, CError};
-use seat::{comm_of, corecoll_comm_t, corecoll_team_t};
+use seat::{comm_of, corecoll_comm_t};
 use std::ffi::c_int;
+use team::corecoll_team_t;
 use types::{corecoll_op_t, corecoll_user_function};
 
 /// Makes a team of `nthreads` ranks whose ranks are the program's threads
@@ -75,7 +77,7 @@ pub unsafe extern "C" fn corecoll_team_create_timeout(
         if timeout_seconds > 0.0 && timeout_seconds.is_finite() {
             builder = builder.timeout(std::time::Duration::from_secs_f64(timeout_seconds));
         }
-        *out = seat::new_team(builder.build()?);
+        *out = team::new_team(builder.build()?);
         Ok(())
     })
 }
@@ -105,7 +107,7 @@ pub unsafe extern "C" fn corecoll_team_create_mpi_handle(
         let ranks = usize::try_from(nthreads).map_err(|_| corecoll_rs::Error::ZeroRanks)?;
         // SAFETY: as above.
         let built = unsafe { mpi_team(mpi_comm, ranks) }?;
-        *out = seat::new_team(built);
+        *out = team::new_team(built);
         Ok(())
     })
 }
@@ -155,7 +157,7 @@ unsafe fn mpi_team(_: *const std::ffi::c_void, _: usize) -> error::CResult<corec
 #[no_mangle]
 pub unsafe extern "C" fn corecoll_team_free(team: *mut corecoll_team_t) -> c_int {
     // SAFETY: the caller's promise.
-    guard(|| unsafe { seat::free_team(team) })
+    guard(|| unsafe { team::free_team(team) })
 }
 
 /// The number of ranks of this process in `team`.
@@ -169,7 +171,7 @@ pub unsafe extern "C" fn corecoll_team_size(
 ) -> c_int {
     guard(|| {
         // SAFETY: the caller's promises.
-        let t = unsafe { seat::team_of(team, None) }?;
+        let t = unsafe { team::team_of(team, None) }?;
         let out = unsafe { size.as_mut() }.ok_or(CError::Buffer("size"))?;
         *out = c_int::try_from(t.size()).unwrap_or(c_int::MAX);
         Ok(())
@@ -195,7 +197,7 @@ pub unsafe extern "C" fn corecoll_join(
             rank: usize::MAX,
             what: format!("rank {rank} is negative"),
         })?;
-        let t = unsafe { seat::team_of(team, Some(rank)) }?;
+        let t = unsafe { team::team_of(team, Some(rank)) }?;
         let handle = seat::join(t, rank)?;
         *out = handle as *const corecoll_comm_t as *mut corecoll_comm_t;
         Ok(())
@@ -324,23 +326,8 @@ unsafe fn derive(
         let out = unsafe { newcomm.as_mut() }.ok_or(CError::Buffer("newcomm"))?;
         // SAFETY: as above.
         let (seat_ptr, index) = unsafe { comm_of(comm) }?;
-        let mut made = None;
-        let mut call = |ctx: &seat::Ctx<'_, '_>| -> error::CResult<()> {
-            let new = ctx.with_comm(index, &make)??;
-            if let Some(new) = new {
-                let mut subs = ctx.subs.borrow_mut();
-                subs.push(Some(new));
-                made = Some(subs.len());
-            }
-            Ok(())
-        };
         // SAFETY: `seat_ptr` is live and this thread's.
-        unsafe { seat::call_in(seat_ptr, &mut call) }?;
-        *out = match made {
-            // SAFETY: as above.
-            Some(i) => (unsafe { seat::add_comm(seat_ptr, i) }) as *const _ as *mut _,
-            None => std::ptr::null_mut(),
-        };
+        *out = unsafe { seat::derive(seat_ptr, index, make) }?;
         Ok(())
     })
 }
@@ -363,18 +350,10 @@ pub unsafe extern "C" fn corecoll_comm_free(comm: *mut *mut corecoll_comm_t) -> 
                 "the communicator of corecoll_join is freed by corecoll_leave".into(),
             ));
         }
-        let mut call = |ctx: &seat::Ctx<'_, '_>| -> error::CResult<()> {
-            if let Some(sub) = ctx.subs.borrow_mut().get_mut(index - 1) {
-                *sub = None;
-            }
-            Ok(())
-        };
         // SAFETY: as above.
-        let out = unsafe { seat::call_in(seat_ptr, &mut call) };
-        // SAFETY: as above.
-        unsafe { seat::drop_comm(seat_ptr, *slot) };
+        unsafe { seat::drop_comm(seat_ptr, *slot, index) }?;
         *slot = std::ptr::null_mut();
-        out
+        Ok(())
     })
 }
 
@@ -417,5 +396,7 @@ pub unsafe extern "C" fn corecoll_op_free(op: *mut corecoll_op_t) -> c_int {
     })
 }
 
+#[cfg(test)]
+mod seat_tests;
 #[cfg(test)]
 mod speed;

@@ -1,52 +1,39 @@
 //! Teams, joined threads and their communicators as C handles.
 //!
-//! A joined thread's rank runs as the Rust API runs it — `Team::join` with a scope for its
-//! requests (`Comm::scope`) around the rank's calls — but its calls come one C function at a
-//! time. So the join and the scope run on a stack of their own (a corosensei coroutine, as the
-//! crate's tasks): `corecoll_join` starts it, and it stops inside the scope, handing control
-//! back to C and telling where its context is (`Ctx`: the rank's communicator, its scope, its
-//! requests). Each C call then works on that context from the caller's own stack — the frame
-//! that holds it stays where it is while the coroutine is stopped, and nothing else uses it —
-//! and `corecoll_leave` resumes the coroutine, which returns from the scope (completing
-//! requests never waited for) and from the join (waiting for the run's other ranks).
-//! Everything the Rust API guarantees inside a join and a scope holds as it is, at the price of
-//! one stack per joined thread (kept for its next join).
+//! A joined thread's rank is a `Team::seat` of the Rust API, taken by `corecoll_join` and left
+//! by `corecoll_leave`, and its blocking calls are the Rust API's calls on the seat's
+//! communicator (`call_on`). Its requests need more: the Rust API keeps them in a scope
+//! (`Comm::scope`) that a closure holds open, while C's calls come one function at a time. So
+//! a rank's first request opens the scope on a stack of its own (a corosensei coroutine, as
+//! the crate's tasks), which stops inside it, telling where its context is (`Ctx`: the rank's
+//! communicator, its scope, its requests). Each request call then works on that context from
+//! the caller's own stack (`call_in`) — the frame that holds it stays where it is while the
+//! coroutine is stopped, and nothing else uses it — and `corecoll_leave` resumes the
+//! coroutine, which returns from the scope (completing requests never waited for), before the
+//! seat is left. Everything the Rust API guarantees inside a seat and a scope holds as it is;
+//! a rank that makes no request pays for no stack (one is kept per thread for its next).
 //!
 //! Handles are never given back to the allocator: a freed handle keeps its memory, marked
 //! dead, so that a call with it is `CORECOLL_ERR_HANDLE` rather than a read of freed memory
 //! (a pointer that never was a handle cannot be told from one, as in MPI).
 
 use crate::error::{CError, CResult};
+use crate::team::Held;
 use corecoll_rs::{Comm, Scope, Team};
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use crossbeam_utils::CachePadded;
 use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::rc::Rc;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// What a live handle's first word holds.
-const LIVE: u64 = 0x636f_7265_636f_6c6c;
+pub(crate) const LIVE: u64 = 0x636f_7265_636f_6c6c;
 /// What a freed handle's first word holds.
-const DEAD: u64 = 0xdead_dead_dead_dead;
+pub(crate) const DEAD: u64 = 0xdead_dead_dead_dead;
 
 /// The bytes of a joined thread's stack (mapped as used).
 const STACK_BYTES: usize = 1 << 20;
-
-/// A team of the C API (`corecoll_team_create`).
-pub struct corecoll_team_t {
-    magic: AtomicU64,
-    /// The team (from `Arc::into_raw`) while the handle is live, else NULL.
-    team: AtomicPtr<Team>,
-    /// How many threads hold the team (`Held`), per rank for the joined threads and in the
-    /// last slot for everything else; each on a cache line of its own, so that threads
-    /// joining at once write nothing in common. Sized when the handle is made, never
-    /// changed.
-    held: Box<[CachePadded<AtomicUsize>]>,
-}
 
 /// A communicator of a joined thread (`corecoll_join`, `corecoll_comm_split`,
 /// `corecoll_comm_dup`): used by that thread only.
@@ -66,37 +53,45 @@ unsafe impl Sync for corecoll_comm_t {}
 // SAFETY: as above.
 unsafe impl Send for corecoll_comm_t {}
 
-/// The calls a C call makes inside the seat: on the seat's context, a result.
+/// The calls a request call makes inside the seat's scope: on the scope's context, a result.
 pub(crate) type Call<'c> = dyn for<'s, 'e, 'r> FnMut(&'r Ctx<'s, 'e>) -> CResult<()> + 'c;
 
-/// What the seat's coroutine is resumed with: a call to make inside the join (its lifetime
-/// erased: it lives on the stack of the C call that resumes; `call_in` uses it only to raise a
-/// panic there), or `None` to leave.
+/// What the scope's coroutine is resumed with: a call to make inside the scope (its lifetime
+/// erased: it lives on the stack of the C call that resumes; `fail` uses it only to raise a
+/// panic there), or `None` to end the scope.
 type Cmd = Option<*mut Call<'static>>;
 
-/// A joined thread's rank: the coroutine in which it is joined, and its communicators.
+/// The coroutine that holds a seat's request scope open.
+type ScopeCo = Coroutine<Cmd, CResult<()>, CResult<()>, DefaultStack>;
+
+/// A joined thread's rank: its seat in the team's run, its communicators, and — once it has
+/// made a request — the coroutine in which its request scope is open.
 pub(crate) struct Seat {
-    co: Coroutine<Cmd, CResult<()>, CResult<()>, DefaultStack>,
+    /// The request scope's coroutine (first, so that it is dropped first: its frame borrows
+    /// the rank's communicator).
+    co: Option<ScopeCo>,
+    /// The context in the suspended coroutine's frame (NULL while no scope is open).
+    ctx: *const Ctx<'static, 'static>,
     /// Whether a call is being made (a C call from inside a user op is refused).
     busy: Cell<bool>,
-    /// The context in the suspended coroutine's frame (NULL before it is seated and once the
-    /// rank's run has ended).
-    ctx: *const Ctx<'static, 'static>,
+    /// Split and duplicated communicators, by index − 1 (`None` once freed).
+    subs: RefCell<Vec<Option<Comm>>>,
+    /// The rank's seat in the team's run (its lifetime erased: the team is held by `_held`,
+    /// below); `None` once the run has failed here (a panic inside the library).
+    seat: Option<corecoll_rs::Seat<'static>>,
     /// The handles of its communicators (the joined one first), freed when it leaves.
     comms: Vec<&'static corecoll_comm_t>,
     /// The handles of its requests, freed when it leaves.
     pub(crate) requests: Vec<&'static crate::requests::corecoll_request_t>,
-    /// Its team, held until the coroutine (above: dropped first) has ended.
+    /// Its team, held until the seat has been left.
     _held: Held,
 }
 
-/// Where a seat's calls run: the rank's joined communicator, the scope of its requests, the
-/// communicators split or duplicated from it, and its requests.
+/// Where a seat's request calls run: the rank's joined communicator, the scope of its
+/// requests, and its requests.
 pub(crate) struct Ctx<'s, 'e> {
     pub(crate) world: &'e Comm,
     pub(crate) scope: &'s Scope<'s, 'e>,
-    /// Split and duplicated communicators, by index − 1 (`None` once freed).
-    pub(crate) subs: RefCell<Vec<Option<Comm>>>,
     /// The requests of the scope (`crate::requests`).
     pub(crate) requests: RefCell<Vec<Option<crate::requests::Req<'s>>>>,
     /// Buffers of the library's own that requests use, dropped after the scope has ended.
@@ -105,22 +100,6 @@ pub(crate) struct Ctx<'s, 'e> {
 
 /// Buffers kept until a seat's scope has ended.
 pub(crate) type Kept = RefCell<Vec<Box<dyn std::any::Any>>>;
-
-impl Ctx<'_, '_> {
-    /// Runs `f` on communicator `index` (0: the joined one).
-    #[inline]
-    pub(crate) fn with_comm<R>(&self, index: usize, f: impl FnOnce(&Comm) -> R) -> CResult<R> {
-        if index == 0 {
-            return Ok(f(self.world));
-        }
-        let subs = self.subs.borrow();
-        let comm = subs
-            .get(index - 1)
-            .and_then(Option::as_ref)
-            .ok_or(CError::Handle("communicator"))?;
-        Ok(f(comm))
-    }
-}
 
 thread_local! {
     /// An address of the calling thread's own (`thread_mark`).
@@ -137,116 +116,6 @@ thread_local! {
 /// A number of the calling thread's own while it lives.
 pub(crate) fn thread_mark() -> usize {
     MARK.with(|m| m as *const u8 as usize)
-}
-
-/// Freed team handles, for reuse.
-static FREE_TEAMS: Mutex<Vec<&'static corecoll_team_t>> = Mutex::new(Vec::new());
-
-/// What a team handle's `magic` holds while it is being freed.
-const FREEING: u64 = 0xfeee_feee_feee_feee;
-
-/// A live team handle for `team`.
-pub(crate) fn new_team(team: Team) -> *mut corecoll_team_t {
-    let slots = team.size() + 1;
-    let reused = {
-        let mut free = FREE_TEAMS.lock().unwrap_or_else(|p| p.into_inner());
-        let fits = free.iter().position(|h| h.held.len() >= slots);
-        fits.map(|i| free.swap_remove(i))
-    };
-    let handle: &'static corecoll_team_t = reused.unwrap_or_else(|| {
-        Box::leak(Box::new(corecoll_team_t {
-            magic: AtomicU64::new(DEAD),
-            team: AtomicPtr::new(std::ptr::null_mut()),
-            held: (0..slots)
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
-                .collect(),
-        }))
-    });
-    let team = Arc::into_raw(Arc::new(team)).cast_mut();
-    handle.team.store(team, Ordering::SeqCst);
-    handle.magic.store(LIVE, Ordering::SeqCst);
-    handle as *const corecoll_team_t as *mut corecoll_team_t
-}
-
-/// A team held through its handle: `corecoll_team_free` refuses to free it meanwhile.
-pub(crate) struct Held {
-    team: &'static Team,
-    count: &'static AtomicUsize,
-}
-
-impl std::ops::Deref for Held {
-    type Target = Team;
-
-    fn deref(&self) -> &Team {
-        self.team
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.count.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-/// The team of a live handle, held as rank `rank` (`None`, or a rank out of range: in the
-/// handle's shared slot).
-///
-/// # Safety
-/// `team` is NULL or a pointer this library returned as a team handle.
-pub(crate) unsafe fn team_of(team: *const corecoll_team_t, rank: Option<usize>) -> CResult<Held> {
-    // SAFETY: handles are never deallocated, so a pointer the library returned stays readable.
-    let handle: &'static corecoll_team_t =
-        unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
-    if handle.magic.load(Ordering::SeqCst) != LIVE {
-        return Err(CError::Handle("team"));
-    }
-    let last = handle.held.len() - 1;
-    let count = &*handle.held[rank.filter(|&r| r < last).unwrap_or(last)];
-    count.fetch_add(1, Ordering::SeqCst);
-    // Either `free_team` sees this count (it reads the counts after marking the handle), or
-    // this sees its mark (both `SeqCst`): a team is never freed while held.
-    if handle.magic.load(Ordering::SeqCst) != LIVE {
-        count.fetch_sub(1, Ordering::SeqCst);
-        return Err(CError::Handle("team"));
-    }
-    let team = handle.team.load(Ordering::SeqCst);
-    // SAFETY: a live handle's team pointer came from `Arc::into_raw`, and its reference is
-    // given back only by `free_team`, which does not while a count is held (above); the
-    // handle itself is never deallocated.
-    let team: &'static Team = unsafe { &*team };
-    Ok(Held { team, count })
-}
-
-/// Frees a team handle: an error while threads are joined to it.
-///
-/// # Safety
-/// As `team_of`.
-pub(crate) unsafe fn free_team(team: *const corecoll_team_t) -> CResult<()> {
-    // SAFETY: as in `team_of`.
-    let handle: &'static corecoll_team_t =
-        unsafe { team.as_ref() }.ok_or(CError::Handle("team"))?;
-    if handle
-        .magic
-        .compare_exchange(LIVE, FREEING, Ordering::SeqCst, Ordering::SeqCst)
-        .is_err()
-    {
-        return Err(CError::Handle("team"));
-    }
-    if handle.held.iter().any(|c| c.load(Ordering::SeqCst) > 0) {
-        handle.magic.store(LIVE, Ordering::SeqCst);
-        return Err(corecoll_rs::Error::TeamBusy.into());
-    }
-    let team = handle.team.swap(std::ptr::null_mut(), Ordering::SeqCst);
-    // SAFETY: the pointer came from `Arc::into_raw` (`new_team`), and no thread holds the
-    // team (above); dropped here, on the freeing thread (a hybrid team's MPI part before
-    // MPI_Finalize).
-    drop(unsafe { Arc::from_raw(team) });
-    handle.magic.store(DEAD, Ordering::SeqCst);
-    FREE_TEAMS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(handle);
-    Ok(())
 }
 
 /// A live communicator handle of `seat`'s, number `index`, owned by the calling thread.
@@ -290,133 +159,214 @@ pub(crate) unsafe fn comm_of(comm: *const corecoll_comm_t) -> CResult<(*mut Seat
     Ok((handle.seat.get(), handle.index.get()))
 }
 
-/// Makes `call` on `seat`'s context, on the calling thread's own stack: the coroutine is
-/// suspended inside the join and the scope, so the context it holds there stays where it is
-/// and is not used by anything else meanwhile. A panic in `call` is carried into the
-/// coroutine and raised there, inside `Team::join`, which fails the run for every rank as a
-/// panicking rank does (and ends this rank's part: the seat is then spent).
+/// The error of a call made while another is (from inside a user op's function).
+fn reentered() -> CError {
+    CError::Unsupported(
+        "a corecoll call from inside a corecoll call (a user op's function) is not allowed".into(),
+    )
+}
+
+/// The error of a call on a seat whose run has failed here.
+fn ended() -> CError {
+    CError::Internal("the joined rank's run has ended".into())
+}
+
+/// Runs blocking call `body` on communicator `index` of `seat` (0: the joined one), on the
+/// calling thread's stack. A panic in `body` fails the run for every rank as a panicking rank
+/// does (`fail`), and ends this rank's part: the seat is then spent.
 ///
 /// # Safety
 /// `seat` is a live seat of the calling thread's (from `comm_of`).
-pub(crate) unsafe fn call_in(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()> {
-    // SAFETY: the caller's seat is live and the calling thread's; `busy` keeps a second
-    // call (from a user op inside the first) out, so this is the only reference.
-    let seat = unsafe { &mut *seat };
-    if seat.busy.replace(true) {
-        return Err(CError::Unsupported(
-            "a corecoll call from inside a corecoll call (a user op's function) is not allowed"
-                .into(),
-        ));
+pub(crate) unsafe fn call_on(
+    seat: *mut Seat,
+    index: usize,
+    body: &mut dyn FnMut(&Comm) -> CResult<()>,
+) -> CResult<()> {
+    // SAFETY: the caller's promise; shared, as a call from inside this one (a user op's
+    // function) makes another, which `busy` turns away.
+    let this = unsafe { &*seat };
+    if this.busy.replace(true) {
+        return Err(reentered());
     }
-    if seat.ctx.is_null() {
-        seat.busy.set(false);
-        return Err(CError::Internal("the joined rank's run has ended".into()));
+    let out = catch_unwind(AssertUnwindSafe(|| {
+        let world: &Comm = this.seat.as_deref().ok_or_else(ended)?;
+        if index == 0 {
+            return body(world);
+        }
+        let subs = this.subs.borrow();
+        let comm = subs
+            .get(index - 1)
+            .and_then(Option::as_ref)
+            .ok_or(CError::Handle("communicator"))?;
+        body(comm)
+    }));
+    this.busy.set(false);
+    out.unwrap_or_else(|payload| {
+        let why = crate::error::panic_text(payload.as_ref());
+        // SAFETY: the call has returned, so nothing else refers to the seat.
+        unsafe { fail(&mut *seat, &why) };
+        Err(CError::Internal(why))
+    })
+}
+
+/// Makes request call `call` on `seat`'s scope context, on the calling thread's own stack,
+/// opening the scope first if this is the seat's first request: the coroutine is suspended
+/// inside the scope, so the context it holds there stays where it is and is not used by
+/// anything else meanwhile. A panic in `call` fails the run as in `call_on`.
+///
+/// # Safety
+/// As `call_on`.
+pub(crate) unsafe fn call_in(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()> {
+    // SAFETY: as in `call_on`.
+    let this = unsafe { &*seat };
+    if this.busy.replace(true) {
+        return Err(reentered());
+    }
+    if this.ctx.is_null() {
+        // SAFETY: `busy` is set, so nothing else refers to the seat meanwhile.
+        if let Err(e) = unsafe { open_scope(&mut *seat) } {
+            this.busy.set(false);
+            return Err(e);
+        }
     }
     // SAFETY: `ctx` points into the suspended coroutine's frame, which lives until the
-    // coroutine is resumed to leave (after which `ctx` is NULL); only its lifetimes are
-    // erased, and nothing it hands out outlives that frame (requests and communicators are
-    // kept in it, and their handles die before the leave).
-    let ctx: &Ctx<'static, 'static> = unsafe { &*seat.ctx };
-    let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call(ctx)));
-    seat.busy.set(false);
-    match out {
-        Ok(r) => r,
-        Err(payload) => {
-            let why = crate::error::panic_text(payload.as_ref());
-            let again = why.clone();
-            let mut raise = move |_: &Ctx<'_, '_>| -> CResult<()> { panic!("{again}") };
-            let raise: *mut Call<'_> = &mut raise;
-            // SAFETY: only the lifetime is erased; the coroutine calls it before the resume
-            // returns.
-            let raise: *mut Call<'static> = unsafe { std::mem::transmute(raise) };
-            seat.ctx = std::ptr::null();
-            let _ = seat.co.resume(Some(raise));
-            Err(CError::Internal(why))
+    // coroutine is resumed to end the scope (after which `ctx` is NULL); only its lifetimes
+    // are erased, and nothing it hands out outlives that frame (requests are kept in it, and
+    // their handles die before the leave).
+    let ctx: &Ctx<'static, 'static> = unsafe { &*this.ctx };
+    let out = catch_unwind(AssertUnwindSafe(|| call(ctx)));
+    this.busy.set(false);
+    out.unwrap_or_else(|payload| {
+        let why = crate::error::panic_text(payload.as_ref());
+        // SAFETY: as in `call_on`.
+        unsafe { fail(&mut *seat, &why) };
+        Err(CError::Internal(why))
+    })
+}
+
+/// Opens `seat`'s request scope: a coroutine that enters `Comm::scope` on the rank's
+/// communicator and stops there, telling where its context is.
+fn open_scope(seat: &mut Seat) -> CResult<()> {
+    let world: &Comm = seat.seat.as_deref().ok_or_else(ended)?;
+    // SAFETY: only the lifetime is erased: the communicator is the seat's (boxed inside it,
+    // so it does not move), and the coroutine that borrows it ends before the seat is left
+    // (`end_scope`, from `leave` and `fail`).
+    let world: &'static Comm = unsafe { &*(world as *const Comm) };
+    let stack = STACK
+        .with(|s| s.borrow_mut().take())
+        .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
+        .map_err(|e| CError::Internal(format!("a joined thread's stack: {e}")))?;
+    // Where the coroutine tells where its context is (before its first suspension, while
+    // this frame waits in `resume`).
+    let seated = Cell::new(std::ptr::null::<Ctx<'static, 'static>>());
+    let tell: *const Cell<*const Ctx<'static, 'static>> = &seated;
+    let mut co = Coroutine::with_stack(stack, move |y: &Yielder<Cmd, CResult<()>>, _: Cmd| {
+        let kept = Kept::default();
+        let out = world.scope(|scope| {
+            let ctx = Ctx {
+                world,
+                scope,
+                requests: RefCell::new(Vec::new()),
+                kept: &kept,
+            };
+            let here: *const Ctx<'_, '_> = &ctx;
+            // SAFETY: `tell` points to `seated`, alive until the first suspension below
+            // returns control to `open_scope`; only the lifetimes are erased (see `call_in`).
+            unsafe {
+                (*tell).set(std::mem::transmute::<
+                    *const Ctx<'_, '_>,
+                    *const Ctx<'static, 'static>,
+                >(here))
+            };
+            let mut cmd = y.suspend(Ok(()));
+            while let Some(call) = cmd {
+                // SAFETY: the resuming C call holds `call` alive until this resume ends.
+                let out = unsafe { (*call)(&ctx) };
+                cmd = y.suspend(out);
+            }
+            // Requests never waited for complete as the scope ends.
+            drop(ctx);
+            Ok(())
+        });
+        out.map_err(CError::from)
+    });
+    match co.resume(None) {
+        CoroutineResult::Yield(Ok(())) => {
+            seat.ctx = seated.get();
+            seat.co = Some(co);
+            Ok(())
         }
+        CoroutineResult::Yield(Err(e)) | CoroutineResult::Return(Err(e)) => Err(e),
+        CoroutineResult::Return(Ok(())) => Err(CError::Internal(
+            "the request scope ended as it opened".into(),
+        )),
+    }
+}
+
+/// Ends `seat`'s request scope, if it is open: resumed with `cmd` (`None`: to end it; a call
+/// that panics: to unwind it), the coroutine returns from the scope, whose requests never
+/// waited for complete. The scope's outcome; its stack is kept for the thread's next.
+fn end_scope(seat: &mut Seat, cmd: Cmd) -> CResult<()> {
+    seat.ctx = std::ptr::null();
+    let Some(mut co) = seat.co.take() else {
+        return Ok(());
+    };
+    let out = match catch_unwind(AssertUnwindSafe(|| co.resume(cmd))) {
+        Ok(CoroutineResult::Return(r)) => r,
+        Ok(CoroutineResult::Yield(_)) => Err(CError::Internal(
+            "the joined rank's request scope did not end when asked".into(),
+        )),
+        Err(payload) => Err(CError::Internal(crate::error::panic_text(payload.as_ref()))),
+    };
+    if co.done() {
+        let stack = co.into_stack();
+        STACK.with(|s| *s.borrow_mut() = Some(stack));
+    }
+    out
+}
+
+/// A panic inside the library, `why`, during a call of `seat`'s: unwinds the request scope
+/// (which fails the communicator if requests were in flight) and then the rank's seat, which
+/// fails the run for every rank as a panicking rank does. The seat is spent: later calls are
+/// errors, and its leave reports the failure.
+fn fail(seat: &mut Seat, why: &str) {
+    let again = why.to_string();
+    let mut raise = move |_: &Ctx<'_, '_>| -> CResult<()> { panic!("{again}") };
+    let raise: *mut Call<'_> = &mut raise;
+    // SAFETY: only the lifetime is erased; the coroutine calls it before the resume returns.
+    let raise: *mut Call<'static> = unsafe { std::mem::transmute(raise) };
+    let _ = end_scope(seat, Some(raise));
+    seat.subs.borrow_mut().clear();
+    if let Some(rank) = seat.seat.take() {
+        // Dropped while a panic unwinds: `Seat`'s drop fails the run with `Error::Panicked`.
+        let _ = catch_unwind(AssertUnwindSafe(move || {
+            let _rank = rank;
+            std::panic::resume_unwind(Box::new(why.to_string()))
+        }));
     }
 }
 
 /// Joins `team` as `rank` on the calling thread: the seat and its joined communicator.
 pub(crate) fn join(held: Held, rank: usize) -> CResult<&'static corecoll_comm_t> {
-    let team = held.team;
-    let stack = STACK
-        .with(|s| s.borrow_mut().take())
-        .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
-        .map_err(|e| CError::Internal(format!("a joined thread's stack: {e}")))?;
-    // Where the coroutine tells where its context is.
-    let seated = Rc::new(Cell::new(std::ptr::null::<Ctx<'static, 'static>>()));
-    let tell = seated.clone();
-    let co = Coroutine::with_stack(stack, move |y: &Yielder<Cmd, CResult<()>>, _: Cmd| {
-        // A panic raised here (`call_in`) unwinds through the seat, which fails the run for
-        // every rank as a panicking rank does.
-        let out = catch_unwind(AssertUnwindSafe(|| {
-            let seat = team.seat(rank)?;
-            let comm: &Comm = &seat;
-            let kept = Kept::default();
-            comm.scope(|scope| {
-                let ctx = Ctx {
-                    world: comm,
-                    scope,
-                    subs: RefCell::new(Vec::new()),
-                    requests: RefCell::new(Vec::new()),
-                    kept: &kept,
-                };
-                let here: *const Ctx<'_, '_> = &ctx;
-                // SAFETY: only the lifetimes are erased (see `call_in`).
-                tell.set(unsafe {
-                    std::mem::transmute::<*const Ctx<'_, '_>, *const Ctx<'static, 'static>>(here)
-                });
-                let mut cmd = y.suspend(Ok(()));
-                while let Some(call) = cmd {
-                    // SAFETY: the resuming C call holds `call` alive until this resume ends.
-                    let out = unsafe { (*call)(&ctx) };
-                    cmd = y.suspend(out);
-                }
-                // Requests never waited for complete as the scope ends.
-                drop(ctx);
-                Ok(())
-            })?;
-            seat.leave()
-        }));
-        match out {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(e.into()),
-            Err(payload) => Err(CError::Internal(crate::error::panic_text(payload.as_ref()))),
-        }
-    });
+    // SAFETY: only the lifetime is erased: the team is held (`_held`) until the seat, which
+    // borrows it, has been left (`leave` takes the seat out before the box is dropped).
+    let team: &'static Team = unsafe { &*(&*held as *const Team) };
+    let rank_seat = team.seat(rank)?;
     let seat = Box::into_raw(Box::new(Seat {
-        co,
-        busy: Cell::new(false),
+        co: None,
         ctx: std::ptr::null(),
+        busy: Cell::new(false),
+        subs: RefCell::new(Vec::new()),
+        seat: Some(rank_seat),
         comms: Vec::new(),
         requests: Vec::new(),
         _held: held,
     }));
+    let world = new_comm(seat, 0);
     // SAFETY: `seat` was just made and is this thread's alone.
-    match unsafe { (*seat).co.resume(None) } {
-        CoroutineResult::Yield(Ok(())) => {
-            // SAFETY: as above.
-            unsafe { (*seat).ctx = seated.get() };
-            let world = new_comm(seat, 0);
-            // SAFETY: as above.
-            unsafe { (*seat).comms.push(world) };
-            SEATS.with(|s| s.borrow_mut().push(seat));
-            Ok(world)
-        }
-        CoroutineResult::Yield(Err(e)) | CoroutineResult::Return(Err(e)) => {
-            // SAFETY: as above; the coroutine has finished (or is dropped suspended, which
-            // unwinds it).
-            drop(unsafe { Box::from_raw(seat) });
-            Err(e)
-        }
-        CoroutineResult::Return(Ok(())) => {
-            // SAFETY: as above.
-            drop(unsafe { Box::from_raw(seat) });
-            Err(CError::Internal(
-                "the join returned before the rank was seated".into(),
-            ))
-        }
-    }
+    unsafe { (*seat).comms.push(world) };
+    SEATS.with(|s| s.borrow_mut().push(seat));
+    Ok(world)
 }
 
 /// Leaves the seat of joined communicator `comm`: the run's result.
@@ -439,55 +389,86 @@ pub(crate) unsafe fn leave(comm: *const corecoll_comm_t) -> CResult<()> {
             "a thread joined to several teams leaves them in reverse order of joining".into(),
         ));
     }
-    // SAFETY: a live seat of this thread's, which nothing else references while this runs.
-    let mut boxed = unsafe { Box::from_raw(seat) };
-    if boxed.busy.get() {
-        // SAFETY: not ours to free after all.
-        let _ = Box::into_raw(boxed);
+    // SAFETY: a live seat of this thread's; `busy` tells whether a call still refers to it.
+    if unsafe { (*seat).busy.get() } {
         return Err(CError::Unsupported(
             "corecoll_leave from inside a corecoll call".into(),
         ));
     }
     SEATS.with(|s| s.borrow_mut().pop());
+    // SAFETY: as above, and no call refers to it: the box is ours.
+    let mut boxed = unsafe { Box::from_raw(seat) };
     for handle in boxed.comms.drain(..) {
         free_comm(handle);
     }
     crate::requests::free_all(seat);
-    boxed.ctx = std::ptr::null();
-    let out = match boxed.co.resume(None) {
-        CoroutineResult::Return(r) => r,
-        CoroutineResult::Yield(_) => Err(CError::Internal(
-            "the joined rank did not leave when asked".into(),
+    let scope = end_scope(&mut boxed, None);
+    boxed.subs.borrow_mut().clear();
+    let left = match boxed.seat.take() {
+        Some(rank) => rank.leave().map_err(CError::from),
+        None => Err(CError::Internal(
+            "a panic inside the library failed the joined rank's run".into(),
         )),
     };
-    if boxed.co.done() {
-        let stack = boxed.co.into_stack();
-        STACK.with(|s| *s.borrow_mut() = Some(stack));
-    }
-    out
+    left.and(scope)
 }
 
-/// Adds a split or duplicated communicator (index `index`) to `seat`: its handle.
+/// Runs `make` on communicator `index` of `seat` and adds what it makes (a split or a dup) to
+/// the seat: the new communicator's handle, or NULL if `make` made none.
 ///
 /// # Safety
-/// `seat` is a live seat of the calling thread's.
-pub(crate) unsafe fn add_comm(seat: *mut Seat, index: usize) -> &'static corecoll_comm_t {
-    let handle = new_comm(seat, index);
-    // SAFETY: the caller's promise; not inside a call (it is made after the call returned).
-    unsafe { (*seat).comms.push(handle) };
-    handle
-}
-
-/// Frees split or duplicated communicator handle `comm` of `seat`.
-///
-/// # Safety
-/// As `add_comm`, with `comm` one of its handles.
-pub(crate) unsafe fn drop_comm(seat: *mut Seat, comm: *const corecoll_comm_t) {
+/// As `call_on`.
+pub(crate) unsafe fn derive(
+    seat: *mut Seat,
+    index: usize,
+    make: impl Fn(&Comm) -> CResult<Option<Comm>>,
+) -> CResult<*mut corecoll_comm_t> {
+    let mut made = None;
+    let mut call = |c: &Comm| -> CResult<()> {
+        made = make(c)?;
+        Ok(())
+    };
     // SAFETY: the caller's promise.
+    unsafe { call_on(seat, index, &mut call) }?;
+    let Some(new) = made else {
+        return Ok(std::ptr::null_mut());
+    };
+    // SAFETY: a live seat of this thread's, not inside a call (it has returned).
+    let index = unsafe {
+        let mut subs = (*seat).subs.borrow_mut();
+        subs.push(Some(new));
+        subs.len()
+    };
+    let handle = new_comm(seat, index);
+    // SAFETY: as above.
+    unsafe { (*seat).comms.push(handle) };
+    Ok(handle as *const corecoll_comm_t as *mut corecoll_comm_t)
+}
+
+/// Frees split or duplicated communicator `comm`, number `index` of `seat`: its handle and
+/// the communicator.
+///
+/// # Safety
+/// As `call_on`, with `comm` one of the seat's handles.
+pub(crate) unsafe fn drop_comm(
+    seat: *mut Seat,
+    comm: *const corecoll_comm_t,
+    index: usize,
+) -> CResult<()> {
+    // SAFETY: the caller's promise; shared, to look at `busy` first.
+    let this = unsafe { &*seat };
+    if this.busy.get() {
+        return Err(reentered());
+    }
+    if let Some(sub) = this.subs.borrow_mut().get_mut(index - 1) {
+        *sub = None;
+    }
+    // SAFETY: the caller's promise; no call refers to the seat (`busy`).
     let comms = unsafe { &mut (*seat).comms };
     if let Some(i) = comms.iter().position(|h| std::ptr::eq(*h, comm)) {
         free_comm(comms.swap_remove(i));
     }
+    Ok(())
 }
 
 /// A count as `usize`: an error if negative.

@@ -9,6 +9,9 @@
 //! cargo test --release -p corecoll-c --lib -- --ignored --nocapture c_call_against_rust_call
 //! cargo test --release -p corecoll-c --lib -- --ignored --nocapture c_call_on_one_rank
 //! ```
+//!
+//! And what joining costs the C caller: `corecoll_join` and `corecoll_leave` against
+//! `Team::seat` and `Seat::leave` on a team of one rank (`join_and_leave_on_one_rank`).
 
 use crate::seat::{call_in, comm_of, Ctx};
 use crate::types::{CORECOLL_DOUBLE, CORECOLL_SUM};
@@ -65,7 +68,7 @@ fn measure(p: usize, rounds: usize, reps: usize) -> (f64, f64, f64) {
         let ranks: Vec<_> = (0..p)
             .map(|rank| {
                 s.spawn(move || {
-                    let team = team_addr as *const seat::corecoll_team_t;
+                    let team = team_addr as *const team::corecoll_team_t;
                     let mut comm = std::ptr::null_mut();
                     // SAFETY: a live team handle and a valid out pointer.
                     assert_eq!(unsafe { corecoll_join(team, rank as i32, &mut comm) }, 0);
@@ -111,6 +114,49 @@ fn c_call_on_one_rank() {
          Rust call {rust:.1} ns (with the C layer's op value: {cop:.1} ns): the C layer's own \
          cost {:.1} ns",
         c - rust
+    );
+}
+
+#[test]
+#[ignore = "a measurement: run it with --ignored --nocapture"]
+fn join_and_leave_on_one_rank() {
+    let (rounds, reps) = (15, 100_000);
+    let mut team = std::ptr::null_mut();
+    // SAFETY: a valid out pointer.
+    assert_eq!(unsafe { corecoll_team_create(1, &mut team) }, 0);
+    let rust = corecoll_rs::Team::builder()
+        .ranks(1)
+        .external()
+        .build()
+        .expect("a team");
+    let (mut c, mut r) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let t0 = Instant::now();
+        for _ in 0..reps {
+            let mut comm = std::ptr::null_mut();
+            // SAFETY: a live team handle and a valid out pointer; then the joined handle.
+            unsafe {
+                assert_eq!(corecoll_join(team, 0, &mut comm), 0);
+                assert_eq!(corecoll_leave(comm), 0);
+            }
+        }
+        c.push(t0.elapsed().as_secs_f64() / reps as f64);
+        let t0 = Instant::now();
+        for _ in 0..reps {
+            rust.seat(0).expect("seat").leave().expect("leave");
+        }
+        r.push(t0.elapsed().as_secs_f64() / reps as f64);
+    }
+    // SAFETY: no thread is joined any more.
+    assert_eq!(unsafe { corecoll_team_free(team) }, 0);
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2] * 1e9
+    };
+    let (c, r) = (median(c), median(r));
+    println!(
+        "join and leave on one rank, {rounds} rounds of {reps} (medians): corecoll_join + \
+         corecoll_leave {c:.1} ns, Team::seat + Seat::leave {r:.1} ns"
     );
 }
 
