@@ -53,8 +53,6 @@ struct Runs {
     /// by its last rank to leave and stays open as the next run, instead of a run state, a
     /// world and a communicator per rank made afresh (which would be most of a join's cost).
     open: Option<Arc<Entry>>,
-    /// The open entry's `epoch`, beside the lock that every join takes anyway.
-    epoch: u64,
 }
 
 /// One run of an external team.
@@ -82,6 +80,14 @@ struct Entry {
 
 /// A run a rank has joined: its entry and its number there.
 type Joined = (Arc<Entry>, u64);
+
+/// What a rank finds at the door ([`Door::enter`]).
+enum Entered {
+    /// It has joined this run.
+    Joined(Joined),
+    /// It has left this run, which has not ended yet: its next run begins once that one has.
+    Left(Joined),
+}
 
 /// One rank's part of an [`Entry`].
 #[derive(Debug, Default)]
@@ -114,21 +120,15 @@ fn bound_pu() -> Option<usize> {
 }
 
 impl Door {
-    /// Joins rank `rank` to the open run of `team`, or opens one: the run and its number; an
-    /// error if `rank` is in it already. `Ok(Err(..))` if `rank` has left the open run, which
-    /// has not ended yet: its next run begins once that one has.
-    fn enter(&self, team: &Team, rank: usize) -> Result<std::result::Result<Joined, Joined>> {
+    /// Joins rank `rank` to the open run of `team`, or opens one; an error if `rank` is in it
+    /// already. (An entry's `epoch` moves only under this lock, so it is the open run's here.)
+    fn enter(&self, team: &Team, rank: usize) -> Result<Entered> {
         let mut runs = self.runs.lock();
-        let runs = &mut *runs;
-        let entry = runs.open.get_or_insert_with(|| {
-            let entry = Entry::new(team);
-            runs.epoch = entry.epoch.load(Ordering::SeqCst);
-            Arc::new(entry)
-        });
-        let epoch = runs.epoch;
+        let entry = runs.open.get_or_insert_with(|| Arc::new(Entry::new(team)));
+        let epoch = entry.epoch.load(Ordering::SeqCst);
         if entry.slots[rank].joined.swap(epoch, Ordering::SeqCst) == epoch {
             if entry.run.is_done(rank) {
-                return Ok(Err((entry.clone(), epoch)));
+                return Ok(Entered::Left((entry.clone(), epoch)));
             }
             return Err(Error::Join {
                 rank,
@@ -137,7 +137,12 @@ impl Door {
                     .into(),
             });
         }
-        Ok(Ok((entry.clone(), epoch)))
+        Ok(Entered::Joined((entry.clone(), epoch)))
+    }
+
+    /// Whether `entry` is the run that ranks join now (`runs` being the door's, locked).
+    fn is_open(runs: &Runs, entry: &Arc<Entry>) -> bool {
+        runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry))
     }
 
     /// Ends `entry`'s run `epoch` for every rank (once: a second close of it does nothing).
@@ -149,11 +154,10 @@ impl Door {
             if entry.epoch.load(Ordering::SeqCst) != epoch {
                 return;
             }
-            let open = runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry));
+            let open = Door::is_open(&runs, entry);
             if open && entry.reusable(team) {
                 entry.clean.store(epoch, Ordering::SeqCst);
                 entry.renew();
-                runs.epoch = epoch + 1;
             } else if open {
                 runs.open = None;
             }
@@ -176,7 +180,7 @@ impl Door {
         let Some(missing) = entry.slots.iter().position(|s| !joined(s)) else {
             return false;
         };
-        if runs.open.as_ref().is_some_and(|e| Arc::ptr_eq(e, entry)) {
+        if Door::is_open(&runs, entry) {
             runs.open = None;
         }
         drop(runs);
@@ -347,8 +351,8 @@ impl Team {
         }
         let (entry, epoch) = loop {
             match door.enter(self, rank)? {
-                Ok(joined) => break joined,
-                Err((last, e)) => self.until(door, &last, e, rank, || last.over(e)),
+                Entered::Joined(joined) => break joined,
+                Entered::Left((last, e)) => self.until(door, &last, e, rank, || last.over(e)),
             }
         };
         let saved = self.cores[rank].map(|core| {
