@@ -6,6 +6,8 @@
  *                     then MPI_Allreduce of `s` from the master thread
  *   join              a region whose threads join a hybrid team (corecoll_team_create_mpi),
  *                     make one corecoll_allreduce of one double and leave
+ *   inside            one region that joins once and makes every corecoll_allreduce of the
+ *                     round (what a call costs once the threads have joined)
  *   and, for reference, MPI_Allreduce of one double alone, from the master thread
  *
  *   corecoll-c/install.sh --mpi PREFIX
@@ -20,7 +22,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { FORK_JOIN, JOINED, MPI_ONLY, COLUMNS };
+enum { FORK_JOIN, JOINED, INSIDE, MPI_ONLY, COLUMNS };
+
+/* A region of p threads that join the team, make `calls` allreduces of one double each (thread
+ * i of process q contributing q * p + i) and leave: the last sum, as the master thread saw it. */
+static double joined_region(corecoll_team_t *team, int me, int p, int calls) {
+    double sum = 0;
+#pragma omp parallel
+    {
+        corecoll_comm_t *comm;
+        double x = 0;
+        corecoll_join(team, omp_get_thread_num(), &comm);
+        for (int k = 0; k < calls; k++) {
+            x = me * p + omp_get_thread_num();
+            corecoll_allreduce(CORECOLL_IN_PLACE, &x, 1, CORECOLL_DOUBLE, CORECOLL_SUM, comm);
+        }
+        corecoll_leave(comm);
+#pragma omp master
+        sum = x;
+    }
+    return sum;
+}
 
 int main(int argc, char **argv) {
     int level;
@@ -51,21 +73,14 @@ int main(int argc, char **argv) {
         double t1 = MPI_Wtime();
         if (s != want) check = -1;
         MPI_Barrier(MPI_COMM_WORLD);
-        double t2 = MPI_Wtime(), joined = 0;
-        for (int k = 0; k < reps; k++) {
-#pragma omp parallel
-            {
-                corecoll_comm_t *comm;
-                double x = me * p + omp_get_thread_num();
-                corecoll_join(team, omp_get_thread_num(), &comm);
-                corecoll_allreduce(CORECOLL_IN_PLACE, &x, 1, CORECOLL_DOUBLE, CORECOLL_SUM, comm);
-                corecoll_leave(comm);
-#pragma omp master
-                joined = x;
-            }
-        }
+        double t2 = MPI_Wtime();
+        for (int k = 0; k < reps; k++)
+            if (joined_region(team, me, p, 1) != want) check = -1;
         double t3 = MPI_Wtime();
-        if (joined != want) check = -1;
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t6 = MPI_Wtime();
+        if (joined_region(team, me, p, reps) != want) check = -1;
+        double t7 = MPI_Wtime();
         MPI_Barrier(MPI_COMM_WORLD);
         double t4 = MPI_Wtime();
         for (int k = 0; k < reps; k++) {
@@ -75,6 +90,7 @@ int main(int argc, char **argv) {
         double t5 = MPI_Wtime();
         t[FORK_JOIN][round] = (t1 - t0) / reps, t[JOINED][round] = (t3 - t2) / reps;
         t[MPI_ONLY][round] = (t5 - t4) / reps;
+        t[INSIDE][round] = (t7 - t6) / reps;
     }
     corecoll_team_free(team);
     double m[COLUMNS];
@@ -82,9 +98,9 @@ int main(int argc, char **argv) {
     if (me == 0)
         printf("openmp_mpi: %d processes × %d threads, %d rounds of %d (medians, µs per "
                "reduction)%s\n  fork-join + MPI_Allreduce %.3f   join+allreduce+leave %.3f   "
-               "ratio %.2f   (MPI_Allreduce alone %.3f)\n",
+               "ratio %.2f   (inside one region %.3f, MPI_Allreduce alone %.3f)\n",
                procs, p, rounds, reps, check < 0 ? " -- WRONG RESULTS" : "", m[FORK_JOIN],
-               m[JOINED], m[JOINED] / m[FORK_JOIN], m[MPI_ONLY]);
+               m[JOINED], m[JOINED] / m[FORK_JOIN], m[INSIDE], m[MPI_ONLY]);
     MPI_Finalize();
     return check < 0;
 }

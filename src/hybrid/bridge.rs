@@ -143,6 +143,13 @@ impl Bridge {
         }
     }
 
+    /// This link, kept from a run that ended cleanly, for the team's next run: the persistent
+    /// allreduces set up through the node's share are counted from the run's start, as on
+    /// every other rank, whether its link was kept or made afresh.
+    pub(crate) fn begin_run(&self) {
+        self.folds_made.set(0);
+    }
+
     /// This link with `local` for its own process's threads, running its stages between
     /// processes on the leaders' shadow `k` (`shadows`).
     pub(super) fn with_stage(&self, local: Local, k: usize) -> Bridge {
@@ -330,6 +337,9 @@ impl Bridge {
             Arrival::Failed
         };
         let call = call.in_context(self.context);
+        if self.stage.is_some() {
+            p.count_shadow_check();
+        }
         let ran = run(&pc, &call, arrival);
         let result = match before {
             Err(e) => Err(e),

@@ -304,9 +304,22 @@ impl ProcessComm {
         leaders: &[usize],
         op: &'static str,
     ) -> Result<()> {
+        self.agree_across_watching(call, arrival, (rank, leaders), op, &mut || {})
+    }
+
+    /// [`ProcessComm::agree_across`] with `meanwhile` run now and then while a check through a
+    /// node's segment waits for another process (the last check of a run, `hybrid::shadows`).
+    pub(crate) fn agree_across_watching(
+        &self,
+        call: &Call,
+        arrival: Arrival,
+        (rank, leaders): (usize, &[usize]),
+        op: &'static str,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<()> {
         let mine = words_of(call, arrival);
         if self.node().is_some() {
-            let rows = self.node_rows(&mine, op)?;
+            let rows = self.node_rows(&mine, op, meanwhile)?;
             return self.outcome_of_rows(&rows, rank, leaders, op);
         }
         if self.gathers_rows() {

@@ -13,10 +13,20 @@
 //! **Failures.** An MPI collective cannot be withdrawn once posted, so a check on a shadow is
 //! never skipped while another process may have posted it: a request whose process failed
 //! still reaches its check (as [`Arrival::Failed`]), and only a failed check on the shadow
-//! itself closes it, on every process alike. When a run ends, every process posts one more
-//! check on each open shadow, and on the world's leaders' communicator, all at once: a process
-//! still waiting in a request that another never started meets that process's end there and
-//! gets an error instead of waiting for ever, and `Team::run` reports it.
+//! itself closes it, on every process alike. When a run ends, every process makes one more
+//! check on the world's leaders' communicator, and where it may be needed one on each open
+//! shadow: a process still waiting in a request that another never started meets that
+//! process's end there and gets an error instead of waiting for ever, and `Team::run` reports
+//! it. Where one node holds every process, each counts the checks it posts on the shadows in
+//! its run (`shm::node::folds`), and a process at its end posts the shadows' last checks only
+//! once it sees another process with more than its own — one waiting on a shadow for a check
+//! this process will never make, which the world's last check cannot meet — while it waits in
+//! that check. In a run without such a wait (every process made the same calls) no shadow has
+//! a last check, so a run's end costs one round through the node. Elsewhere, or where a check
+//! failed in the run (on every process alike: it closed the world or a shadow everywhere),
+//! every process posts them all at once, before the world's; and a process whose world's last
+//! check fails (another process met it in a call of its run, and will post them all at its
+//! end) posts them all after it.
 
 use super::bridge::{Bridge, FirstStage};
 use super::check::{Arrival, Call, PendingCheck};
@@ -98,12 +108,12 @@ impl Bridge {
 }
 
 impl Process {
-    /// The last checks of a run (module docs), with `arrival`: on every open shadow (of the
-    /// world and of every duplicate made so far, the same on every process), posted
-    /// together, and meanwhile on the world's leaders' communicator, unless a check there
-    /// failed (`main`), as its blocking collectives check (MPI matches a blocking collective
-    /// with blocking ones only, and the shadows' checks are immediate ones). The world's
-    /// outcome (`None` if not checked), and the first error on a shadow.
+    /// The last checks of a run (module docs), with `arrival`: on the world's leaders'
+    /// communicator, unless a check there failed (`main`), as its blocking collectives check
+    /// (MPI matches a blocking collective with blocking ones only, and the shadows' checks are
+    /// immediate ones); and on every open shadow (of the world and of every duplicate made so
+    /// far, the same on every process), posted together, where they may be needed. The
+    /// world's outcome (`None` if not checked), and the first error on a shadow.
     pub(super) fn last_checks(
         &self,
         main: bool,
@@ -113,25 +123,55 @@ impl Process {
         let layout = &self.layout;
         let (rank, leaders) = (layout.offset(layout.process()), layout.leaders());
         let sets = self.shadow_sets().clone();
-        let shadows: Vec<&Shadow> = sets
-            .iter()
-            .flat_map(|set| set.iter())
+        let all = sets.iter().flat_map(|set| set.iter());
+        let shadows: Vec<&Shadow> = all
+            .clone()
             .filter(|s| !s.closed.load(Ordering::SeqCst))
             .collect();
-        let mut pending: Vec<(&Shadow, PendingCheck)> = shadows
-            .into_iter()
-            .map(|s| (s, s.pc.lock().start_check(&Call::barrier(), arrival)))
-            .collect();
+        let post = || -> Vec<(&Shadow, PendingCheck)> {
+            shadows
+                .iter()
+                .map(|&s| (s, s.pc.lock().start_check(&Call::barrier(), arrival)))
+                .collect()
+        };
+        // Every process posts the shadows' last checks at once where it cannot see the others'
+        // counts of checks, or where a check failed in this run (on every process alike: a
+        // check that fails closes its communicator on every process that makes it).
+        let watched = self
+            .folds
+            .as_ref()
+            .filter(|_| main && all.count() == shadows.len());
+        let mut pending = if watched.is_none() {
+            Some(post())
+        } else {
+            None
+        };
         let world = main.then(|| {
-            let r = self
-                .pc
-                .lock()
-                .agree_across(&Call::barrier(), arrival, rank, leaders, OP);
+            let run = self.run_number();
+            let mut meanwhile = || {
+                if pending.is_none() && watched.is_some_and(|f| f.others_checked_more(run)) {
+                    pending = Some(post());
+                }
+            };
+            let r = self.pc.lock().agree_across_watching(
+                &Call::barrier(),
+                arrival,
+                (rank, leaders),
+                OP,
+                &mut meanwhile,
+            );
             if let Err(e) = &r {
                 self.close(&self.closed, e);
             }
             r
         });
+        // A world's check that failed here failed on every process, some of which met this
+        // end in a call of their run: those post the shadows' last checks at their end (their
+        // world is closed), so this process posts them now.
+        if matches!(world, Some(Err(_))) && pending.is_none() {
+            pending = Some(post());
+        }
+        let mut pending = pending.unwrap_or_default();
         let mut reqs: Vec<_> = pending.iter_mut().map(|(_, p)| *p.request()).collect();
         wait_all(&mut reqs, true);
         let mut shadow = None;

@@ -382,6 +382,19 @@ impl Process {
         Ok(())
     }
 
+    /// A leader of this process is about to post a check on a shadow (counted where the
+    /// processes share a node, for the last checks of the run: `hybrid::shadows`).
+    pub(super) fn count_shadow_check(&self) {
+        if let Some(folds) = &self.folds {
+            folds.count_check();
+        }
+    }
+
+    /// The number of the current run (the last begun).
+    pub(super) fn run_number(&self) -> u64 {
+        self.runs.load(Ordering::SeqCst)
+    }
+
     /// Under `Threading::Funneled`, an error unless the calling thread is MPI's main thread
     /// (the only one that may call MPI), which the leader's `op` is about to call.
     pub(super) fn on_main_thread(&self, op: &'static str) -> Result<()> {

@@ -96,8 +96,9 @@ struct Slot {
     /// is an error. Never reset: a renewed entry's next run has the next number.
     joined: AtomicU64,
     /// The rank's communicator, kept as it leaves a run that has not failed, for the next run
-    /// (a team within one process only: a hybrid team's runs begin and end between the
-    /// processes). Boxed, so that a join and a leave move a pointer, not the communicator.
+    /// (on a hybrid team too: the next run begins between the processes as every run does,
+    /// with the communicators as they were). Boxed, so that a join and a leave move a pointer,
+    /// not the communicator.
     kept: Mutex<Option<Box<Comm>>>,
 }
 
@@ -155,7 +156,7 @@ impl Door {
                 return;
             }
             let open = Door::is_open(&runs, entry);
-            if open && entry.reusable(team) {
+            if open && entry.reusable() {
                 entry.clean.store(epoch, Ordering::SeqCst);
                 entry.renew();
             } else if open {
@@ -213,11 +214,12 @@ impl Entry {
         }
     }
 
-    /// Whether the next run may start from this one: it is a run within one process that did
-    /// not fail (a panic or a rank that never joined fail it too), and every rank has left,
+    /// Whether the next run may start from this one: it did not fail (a panic or a rank that
+    /// never joined fail it too; on a hybrid team, a failure another process reported at the
+    /// run's last check, which every process then sees alike), and every rank has left,
     /// keeping its communicator (as ranks of a run that has not failed do).
-    fn reusable(&self, team: &Team) -> bool {
-        !team.hybrid() && !self.run.is_aborted() && self.all_left()
+    fn reusable(&self) -> bool {
+        !self.run.is_aborted() && self.all_left() && self.outcome.lock().is_none()
     }
 
     /// This run, ended cleanly, made fresh for the next: the same run state and world, and each
@@ -387,6 +389,9 @@ impl Team {
             }
         }
         let kept = seat.entry.slots[rank].kept.lock().take();
+        if let Some(comm) = &kept {
+            comm.begin_run();
+        }
         seat.comm = Some(
             kept.unwrap_or_else(|| Box::new(self.comm(rank, &seat.entry.world, &seat.entry.run))),
         );
@@ -510,9 +515,9 @@ impl Seat<'_> {
         }
         let (team, door, entry, epoch, rank) =
             (self.team, self.door, &self.entry, self.epoch, self.rank);
-        // Kept for the next run where this one has not failed (on one process only).
+        // Kept for the next run where this one has not failed.
         let comm = self.comm.take();
-        if !team.hybrid() && !entry.run.is_aborted() {
+        if !entry.run.is_aborted() {
             *entry.slots[rank].kept.lock() = comm;
         } else {
             drop(comm);

@@ -45,6 +45,17 @@ impl ProcessComm {
         op: &'static str,
         f: impl FnOnce(&Rounds<'_>, sched::Watch<'_>) -> std::result::Result<R, Halt>,
     ) -> Result<R> {
+        self.on_node_watching(op, &mut || {}, f)
+    }
+
+    /// [`ProcessComm::on_node`] with `meanwhile` run now and then while it waits for another
+    /// process (as often as the wait asks its watcher).
+    fn on_node_watching<R>(
+        &self,
+        op: &'static str,
+        meanwhile: &mut dyn FnMut(),
+        f: impl FnOnce(&Rounds<'_>, sched::Watch<'_>) -> std::result::Result<R, Halt>,
+    ) -> Result<R> {
         let stage = self.node().expect("a node stage");
         // Where the node's threads outnumber its cores (the leaders' waits are polite), a
         // waiter yields at once: spinning would hold the core of the process it waits for.
@@ -59,6 +70,7 @@ impl ProcessComm {
             process: stage.process(q),
         };
         let mut watch = |q: usize| {
+            meanwhile();
             // This process's immediate collectives (a request's, the last checks of a run on
             // the shadows) may be what the process waited for is waiting for.
             crate::transport::mpi::nudge(&self.comm);
@@ -87,9 +99,15 @@ impl ProcessComm {
     /// Every process's check words, in process order, through the nodes: a round within the
     /// node, and with several nodes the leaders' allreduce of every node's words and a second
     /// round that hands them to the node (module docs).
-    pub(crate) fn node_rows(&self, mine: &[u64], op: &'static str) -> Result<Vec<u64>> {
+    /// `meanwhile` runs now and then while the node's round waits for another process.
+    pub(crate) fn node_rows(
+        &self,
+        mine: &[u64],
+        op: &'static str,
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<Vec<u64>> {
         let stage = self.node().expect("a node stage");
-        let gathered = self.on_node(op, |r, w| sched::gather_words(r, mine, w));
+        let gathered = self.on_node_watching(op, meanwhile, |r, w| sched::gather_words(r, mine, w));
         if stage.nodes.whole() {
             return gathered;
         }

@@ -5,8 +5,10 @@
 //!
 //! Layout, on pages of its own (every line written by one process only):
 //!
-//! - one line per process: its process id, the number of runs it has begun, and the number it
-//!   has ended with whether that one failed (written by the thread that runs `Team::run`);
+//! - one line per process: its process id, the number of runs it has begun, the number it
+//!   has ended with whether that one failed (written by the thread that runs `Team::run`), and
+//!   how many checks its leaders have posted on the shadows in its current run
+//!   (`hybrid::shadows`);
 //! - [`REGIONS`] regions, each the slots of every rank and one line per rank
 //!   (`shm::node::region`).
 //!
@@ -34,7 +36,18 @@ struct ProcessLine {
     pid: AtomicU64,
     begun: AtomicU64,
     ended: AtomicU64,
+    /// The current run's number (its low [`CHECK_BITS`] bits) above the count of checks posted
+    /// on the shadows in it ([`NodeFolds::count_check`]).
+    checks: AtomicU64,
 }
+
+#[cfg(not(loom))]
+const _: () = assert!(size_of::<ProcessLine>() <= LINE);
+
+/// Bits of a process's count of checks on the shadows within its run's word
+/// ([`ProcessLine::checks`]): far more checks than a run makes, and room for the number of
+/// runs in the others (compared modulo 2^32, which a team would need 2^32 runs to confuse).
+const CHECK_BITS: u32 = 32;
 
 /// Bits of a generation's number within its run ([`generation`]).
 const SETUP_BITS: u32 = 24;
@@ -134,7 +147,33 @@ impl NodeFolds {
 
     /// This process (the thread of `Team::run`) begins its run `run` (1, 2, …).
     pub(crate) fn begin_run(&self, run: u64) {
-        self.process(self.me).begun.store(run, Ordering::Release);
+        let line = self.process(self.me);
+        line.checks.store(run << CHECK_BITS, Ordering::SeqCst);
+        line.begun.store(run, Ordering::Release);
+    }
+
+    /// A leader of this process is about to post a check on a shadow in the current run.
+    pub(crate) fn count_check(&self) {
+        self.process(self.me).checks.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// How many checks process `q` has posted on the shadows in run `run` (0 if it is in
+    /// another run).
+    fn checks(&self, q: usize, run: u64) -> u64 {
+        let word = self.process(q).checks.load(Ordering::SeqCst);
+        let low = |w: u64| w & ((1 << CHECK_BITS) - 1);
+        if low(word >> CHECK_BITS) == low(run) {
+            low(word)
+        } else {
+            0
+        }
+    }
+
+    /// Whether another process has posted more checks on the shadows in run `run` than this
+    /// one has.
+    pub(crate) fn others_checked_more(&self, run: u64) -> bool {
+        let mine = self.checks(self.me, run);
+        (0..self.processes).any(|q| q != self.me && self.checks(q, run) > mine)
     }
 
     /// This process has ended its run `run` (which `failed`, or not): its ranks start nothing
@@ -195,5 +234,51 @@ impl NodeFolds {
                 Box::new(self.clone()),
             )
         }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{NodeFolds, Segment};
+    use std::sync::Arc;
+
+    /// Three processes' views of one share.
+    fn views() -> Vec<NodeFolds> {
+        let bytes = NodeFolds::bytes(3, 3);
+        let segment = Arc::new(Segment::private(bytes).expect("an anonymous mapping"));
+        (0..3)
+            .map(|me| NodeFolds::new(segment.clone(), 0, (3, 3), me))
+            .collect()
+    }
+
+    #[test]
+    fn a_process_sees_another_that_checked_more_in_its_run_only() {
+        let f = views();
+        for (q, v) in f.iter().enumerate() {
+            v.begin_run(1);
+            for _ in 0..q.min(1) {
+                v.count_check();
+            }
+        }
+        // Process 0 made no check; 1 and 2 one each.
+        assert!(f[0].others_checked_more(1));
+        assert!(!f[1].others_checked_more(1));
+        assert!(!f[2].others_checked_more(1));
+        f[0].count_check();
+        assert!(!f[0].others_checked_more(1));
+        f[2].count_check();
+        assert!(f[0].others_checked_more(1) && f[1].others_checked_more(1));
+        // A process that has gone on to the next run made no check in this one; counts start
+        // afresh in every run.
+        f[2].begin_run(2);
+        f[2].count_check();
+        assert!(!f[1].others_checked_more(1));
+        assert!(!f[0].others_checked_more(1));
+        assert!(f[0].others_checked_more(2) && f[1].others_checked_more(2));
+        assert!(!f[2].others_checked_more(2));
+        // Run numbers are told apart modulo 2^32 only.
+        f[1].begin_run(1 << 32 | 3);
+        f[1].count_check();
+        assert!(f[0].others_checked_more(3));
     }
 }
