@@ -4,9 +4,10 @@
 //! counts one count: corecoll moves typed elements, not bytes.
 
 use crate::buf::{counts, in_place, in_place_or_same, reduced_in, slice, slice_mut};
-use crate::error::{guard, CError, CResult};
+use crate::error::{fail, CError, CResult, CORECOLL_SUCCESS};
 use crate::seat::{call_on, comm_of, corecoll_comm_t, count};
 use crate::types::{corecoll_datatype_t, corecoll_op_t, with_type};
+
 use corecoll_rs::Comm;
 use std::ffi::{c_int, c_void};
 
@@ -16,14 +17,18 @@ use std::ffi::{c_int, c_void};
 /// `comm` is NULL or a communicator handle of this library's.
 pub(crate) unsafe fn on_comm(
     comm: *const corecoll_comm_t,
-    mut body: impl FnMut(&Comm) -> CResult<()>,
+    body: impl FnOnce(&Comm) -> CResult<()>,
 ) -> c_int {
-    guard(|| {
-        // SAFETY: the caller's promise.
-        let (seat, index) = unsafe { comm_of(comm) }?;
+    // (No `guard` around it: `comm_of` cannot panic, and `call_on` catches a panic of `body`.)
+    // SAFETY: the caller's promise.
+    let done = unsafe { comm_of(comm) }.and_then(|(seat, index)| {
         // SAFETY: `seat` is live and this thread's (`comm_of`).
-        unsafe { call_on(seat, index, &mut body) }
-    })
+        unsafe { call_on(seat, index, body) }
+    });
+    match done {
+        Ok(()) => CORECOLL_SUCCESS,
+        Err(e) => fail(e),
+    }
 }
 
 /// A root as `usize`.

@@ -86,7 +86,7 @@ pub(crate) unsafe fn make(
         };
         // SAFETY: `seat` is live and this thread's.
         unsafe { call_in(seat, &mut call) }?;
-        let index = slot.ok_or(CError::Internal("a request without a place".into()))?;
+        let index = slot.ok_or_else(|| CError::Internal("a request without a place".into()))?;
         *out = new_handle(seat, index, elem, persistent);
         Ok(())
     })

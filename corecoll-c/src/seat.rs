@@ -177,36 +177,42 @@ fn ended() -> CError {
 ///
 /// # Safety
 /// `seat` is a live seat of the calling thread's (from `comm_of`).
-pub(crate) unsafe fn call_on(
+#[inline(always)]
+pub(crate) unsafe fn call_on<R>(
     seat: *mut Seat,
     index: usize,
-    body: &mut dyn FnMut(&Comm) -> CResult<()>,
-) -> CResult<()> {
+    body: impl FnOnce(&Comm) -> CResult<R>,
+) -> CResult<R> {
     // SAFETY: the caller's promise; shared, as a call from inside this one (a user op's
     // function) makes another, which `busy` turns away.
     let this = unsafe { &*seat };
     if this.busy.replace(true) {
         return Err(reentered());
     }
-    let out = catch_unwind(AssertUnwindSafe(|| {
-        let world: &Comm = this.seat.as_deref().ok_or_else(ended)?;
+    // The error boxed across the unwind's boundary: a result that carries none (as most do)
+    // then comes back in registers, not through memory.
+    let out = catch_unwind(AssertUnwindSafe(|| -> Result<R, Box<CError>> {
+        let world: &Comm = this.seat.as_deref().ok_or_else(|| Box::new(ended()))?;
         if index == 0 {
-            return body(world);
+            return body(world).map_err(Box::new);
         }
         let subs = this.subs.borrow();
         let comm = subs
             .get(index - 1)
             .and_then(Option::as_ref)
-            .ok_or(CError::Handle("communicator"))?;
-        body(comm)
+            .ok_or_else(|| Box::new(CError::Handle("communicator")))?;
+        body(comm).map_err(Box::new)
     }));
     this.busy.set(false);
-    out.unwrap_or_else(|payload| {
-        let why = crate::error::panic_text(payload.as_ref());
-        // SAFETY: the call has returned, so nothing else refers to the seat.
-        unsafe { fail(&mut *seat, &why) };
-        Err(CError::Internal(why))
-    })
+    match out {
+        Ok(done) => done.map_err(|e| *e),
+        Err(payload) => {
+            let why = crate::error::panic_text(payload.as_ref());
+            // SAFETY: the call has returned, so nothing else refers to the seat.
+            unsafe { fail(&mut *seat, &why) };
+            Err(CError::Internal(why))
+        }
+    }
 }
 
 /// Makes request call `call` on `seat`'s scope context, on the calling thread's own stack,
@@ -423,13 +429,8 @@ pub(crate) unsafe fn derive(
     index: usize,
     make: impl Fn(&Comm) -> CResult<Option<Comm>>,
 ) -> CResult<*mut corecoll_comm_t> {
-    let mut made = None;
-    let mut call = |c: &Comm| -> CResult<()> {
-        made = make(c)?;
-        Ok(())
-    };
     // SAFETY: the caller's promise.
-    unsafe { call_on(seat, index, &mut call) }?;
+    let made = unsafe { call_on(seat, index, make) }?;
     let Some(new) = made else {
         return Ok(std::ptr::null_mut());
     };

@@ -38,11 +38,11 @@ fn rank(team: usize, r: c_int, scoped: bool) -> (c_int, c_int, c_int, c_int, c_i
                 // SAFETY: the seat of this thread's communicator.
                 unsafe { call_in(seat, &mut call) }
             } else {
-                let mut call = |_: &corecoll_rs::Comm| -> error::CResult<()> {
+                let call = |_: &corecoll_rs::Comm| -> error::CResult<()> {
                     panic!("a panic injected into a blocking call")
                 };
                 // SAFETY: as above.
-                unsafe { call_on(seat, 0, &mut call) }
+                unsafe { call_on(seat, 0, call) }
             }
         });
         // SAFETY: as above.
