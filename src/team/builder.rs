@@ -312,7 +312,7 @@ impl TeamBuilder {
             workers: Vec::with_capacity(ranks - 1),
             cores: plan.clone(),
             running: Mutex::new(()),
-            door: self.external.then(Door::default),
+            door: self.external.then(|| Door::new(ranks)),
             #[cfg(feature = "mpi")]
             process: None,
         };

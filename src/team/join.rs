@@ -13,8 +13,10 @@
 //! hierarchy, `Auto`'s level) waits for them there.
 //!
 //! A join and a leave write little that other ranks write too (the door's lock, the run's count
-//! of returned ranks): each rank's part of an entry is on a cache line of its own, and a join
-//! is marked by the run's number rather than by flags that the next run must clear.
+//! of returned ranks): each rank's part of an entry is on a cache line of its own, a join is
+//! marked by the run's number rather than by flags that the next run must clear, and a rank
+//! keeps its hold on the entry between its seats, so that joining the same entry renewed does
+//! not count one more holder of it.
 //!
 //! On a hybrid team rank 0 of each process is its leader, which calls MPI: the other ranks
 //! start once it has begun the run, and the run is closed by it, after its last check with the
@@ -33,17 +35,25 @@ use crate::sync::park::{wait_until, Started};
 use crate::sync::{AtomicBool, AtomicU64, CachePadded, Mutex, Ordering};
 use std::cell::Cell;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 /// The run of an external team that ranks are joining now, if any, and the last run if the
 /// next may start from it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Door {
     /// On a line of its own: every join takes the lock, and the team's other fields, read on
     /// every join, should not move with it.
     runs: CachePadded<Mutex<Runs>>,
+    /// Each rank's hold on the run it joined last, kept when its seat is gone, on a line of
+    /// its own: a join of the same entry renewed takes it back instead of counting one more
+    /// holder of the entry (a count that every rank would write on every join and leave).
+    held: Box<[CachePadded<Mutex<Held>>]>,
 }
+
+/// A rank's hold on the entry of the run it joined last, between its seats ([`Door::held`]).
+type Held = Option<Arc<Entry>>;
 
 /// What the door holds.
 #[derive(Debug, Default)]
@@ -121,16 +131,33 @@ fn bound_pu() -> Option<usize> {
 }
 
 impl Door {
+    /// The door of a team of `ranks` ranks.
+    pub(super) fn new(ranks: usize) -> Door {
+        Door {
+            runs: CachePadded::new(Mutex::new(Runs::default())),
+            held: (0..ranks)
+                .map(|_| CachePadded::new(Mutex::new(None)))
+                .collect(),
+        }
+    }
+
     /// Joins rank `rank` to the open run of `team`, or opens one; an error if `rank` is in it
     /// already. (An entry's `epoch` moves only under this lock, so it is the open run's here.)
     fn enter(&self, team: &Team, rank: usize) -> Result<Entered> {
+        let last = self.held[rank].lock().take();
         let mut runs = self.runs.lock();
         let entry = runs.open.get_or_insert_with(|| Arc::new(Entry::new(team)));
         let epoch = entry.epoch.load(Ordering::SeqCst);
+        let hold = match last {
+            Some(last) if Arc::ptr_eq(&last, entry) => last,
+            _ => entry.clone(),
+        };
         if entry.slots[rank].joined.swap(epoch, Ordering::SeqCst) == epoch {
             if entry.run.is_done(rank) {
-                return Ok(Entered::Left((entry.clone(), epoch)));
+                return Ok(Entered::Left((hold, epoch)));
             }
+            drop(runs);
+            *self.held[rank].lock() = Some(hold);
             return Err(Error::Join {
                 rank,
                 what: "this rank has already joined the team's current run (from another \
@@ -138,7 +165,13 @@ impl Door {
                     .into(),
             });
         }
-        Ok(Entered::Joined((entry.clone(), epoch)))
+        Ok(Entered::Joined((hold, epoch)))
+    }
+
+    /// Keeps rank `rank`'s hold on `entry`, the run it has left, for its next join.
+    fn keep(&self, rank: usize, entry: Arc<Entry>) {
+        let earlier = self.held[rank].lock().replace(entry);
+        drop(earlier);
     }
 
     /// Whether `entry` is the run that ranks join now (`runs` being the door's, locked).
@@ -256,7 +289,8 @@ impl Entry {
 pub struct Seat<'t> {
     team: &'t Team,
     door: &'t Door,
-    entry: Arc<Entry>,
+    /// Given back to the door when the seat is dropped (`Door::keep`).
+    entry: ManuallyDrop<Arc<Entry>>,
     /// The number of its run in `entry`.
     epoch: u64,
     rank: usize,
@@ -354,7 +388,10 @@ impl Team {
         let (entry, epoch) = loop {
             match door.enter(self, rank)? {
                 Entered::Joined(joined) => break joined,
-                Entered::Left((last, e)) => self.until(door, &last, e, rank, || last.over(e)),
+                Entered::Left((last, e)) => {
+                    self.until(door, &last, e, rank, || last.over(e));
+                    door.keep(rank, last);
+                }
             }
         };
         let saved = self.cores[rank].map(|core| {
@@ -370,7 +407,7 @@ impl Team {
         let mut seat = Seat {
             team: self,
             door,
-            entry,
+            entry: ManuallyDrop::new(entry),
             epoch,
             rank,
             comm: None,
@@ -565,5 +602,8 @@ impl Drop for Seat<'_> {
             });
         }
         self.finish();
+        // SAFETY: `drop` runs once, and nothing reads the field after it.
+        let entry = unsafe { ManuallyDrop::take(&mut self.entry) };
+        self.door.keep(self.rank, entry);
     }
 }
