@@ -95,15 +95,6 @@ impl Comm {
         }
     }
 
-    /// Readies a communicator that a run of its team ended cleanly with for the team's next
-    /// run (`Team::seat`): what a run counts from the start, counted afresh.
-    pub(crate) fn begin_run(&self) {
-        #[cfg(feature = "mpi")]
-        if let Span::Processes(b) = &self.span {
-            b.begin_run();
-        }
-    }
-
     /// Whether the communicator's ranks are threads of this process only.
     pub(crate) fn is_threads(&self) -> bool {
         matches!(self.span, Span::Threads(_))

@@ -42,8 +42,10 @@ pub(crate) struct Bridge {
     /// The persistent short allreduces' share of the node's segment, on the world's link
     /// when one node holds every process (`hybrid::fold`).
     pub(super) folds: Option<Arc<NodeFolds>>,
-    /// Persistent allreduces set up through `folds` in this run (a `Comm` lives for one run).
-    pub(super) folds_made: Cell<u64>,
+    /// The run (numbered as the node's share numbers it) of this link's last persistent
+    /// allreduce set up through `folds`, and how many it set up in that run: counted afresh in
+    /// each run, for a link kept from run to run as for one made afresh (`Bridge::made_in`).
+    pub(super) folds_made: Cell<(u64, u64)>,
     /// This rank's messages from other processes moved aside by its receives.
     pub(crate) aside: AsideQueue,
     /// This rank's staging buffers for messages between processes.
@@ -131,7 +133,7 @@ impl Bridge {
             relay: process.relay.clone(),
             mail: process.mail.clone(),
             folds: process.folds.clone(),
-            folds_made: Cell::new(0),
+            folds_made: Cell::new((0, 0)),
             process: leader.then(|| process.clone()),
             aside: AsideQueue::default(),
             stages: Stages::default(),
@@ -141,13 +143,6 @@ impl Bridge {
             shadows: process.shadow_sets()[0].clone(),
             stage: None,
         }
-    }
-
-    /// This link, kept from a run that ended cleanly, for the team's next run: the persistent
-    /// allreduces set up through the node's share are counted from the run's start, as on
-    /// every other rank, whether its link was kept or made afresh.
-    pub(crate) fn begin_run(&self) {
-        self.folds_made.set(0);
     }
 
     /// This link with `local` for its own process's threads, running its stages between
@@ -161,7 +156,7 @@ impl Bridge {
             relay: self.relay.clone(),
             mail: self.mail.clone(),
             folds: None,
-            folds_made: Cell::new(0),
+            folds_made: Cell::new((0, 0)),
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),
@@ -402,7 +397,7 @@ impl Bridge {
             relay: links.relay.clone(),
             mail: self.mail.clone(),
             folds: None,
-            folds_made: Cell::new(0),
+            folds_made: Cell::new((0, 0)),
             aside: AsideQueue::default(),
             stages: Stages::default(),
             posted: RemotePosted::default(),

@@ -99,7 +99,19 @@ impl Bridge {
         folded::fits::<T>(len)
             && self.layout.most_threads() <= 2
             && grouping
-            && folds::fits(self.folds_made.get())
+            && self
+                .folds
+                .as_ref()
+                .is_some_and(|f| folds::fits(self.made_in(f.run())))
+    }
+
+    /// How many persistent allreduces this link has set up through the node's share in run
+    /// `run` (runs are numbered from 1).
+    fn made_in(&self, run: u64) -> u64 {
+        match self.folds_made.get() {
+            (r, n) if r == run => n,
+            _ => 0,
+        }
     }
 
     /// Sets up a persistent allreduce that [`Bridge::node_folds`]: takes the run's next region
@@ -109,10 +121,11 @@ impl Bridge {
         let folds = self.folds.clone().expect("a node that folds");
         // One node holds every process: the node's ranks are the world's.
         let me = self.rank();
-        let n = self.folds_made.get();
-        self.folds_made.set(n + 1);
+        let run = folds.run();
+        let n = self.made_in(run);
+        self.folds_made.set((run, n + 1));
         let region = (n % REGIONS as u64) as usize;
-        let generation = folds::generation(folds.run(), n);
+        let generation = folds::generation(run, n);
         let slots = folds.slots(region);
         let since = folds::first_generation(folds.run());
         let r = Region::new(folds.lines(region), &slots, since);

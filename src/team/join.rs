@@ -148,6 +148,7 @@ impl Door {
         let mut runs = self.runs.lock();
         let entry = runs.open.get_or_insert_with(|| Arc::new(Entry::new(team)));
         let epoch = entry.epoch.load(Ordering::SeqCst);
+        // A hold on an entry retired since is dropped with `last`, after the lock.
         let hold = match last {
             Some(last) if Arc::ptr_eq(&last, entry) => last,
             _ => entry.clone(),
@@ -170,6 +171,8 @@ impl Door {
 
     /// Keeps rank `rank`'s hold on `entry`, the run it has left, for its next join.
     fn keep(&self, rank: usize, entry: Arc<Entry>) {
+        // (The rank's lock is released before an earlier hold, which may be an entry's last, is
+        // dropped.)
         let earlier = self.held[rank].lock().replace(entry);
         drop(earlier);
     }
@@ -426,9 +429,6 @@ impl Team {
             }
         }
         let kept = seat.entry.slots[rank].kept.lock().take();
-        if let Some(comm) = &kept {
-            comm.begin_run();
-        }
         seat.comm = Some(
             kept.unwrap_or_else(|| Box::new(self.comm(rank, &seat.entry.world, &seat.entry.run))),
         );
