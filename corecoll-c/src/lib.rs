@@ -334,7 +334,8 @@ unsafe fn derive(
 
 /// Frees a communicator made by `corecoll_comm_split` or `corecoll_comm_dup` and sets
 /// `*comm` to NULL (`MPI_Comm_free`); the joined communicator is freed by
-/// `corecoll_leave`.
+/// `corecoll_leave`. Requests on it still in flight complete normally: the communicator is
+/// kept for them until the thread leaves.
 ///
 /// # Safety
 /// `comm` is writable and holds NULL or a communicator handle.

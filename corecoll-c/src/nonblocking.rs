@@ -1,5 +1,5 @@
-//! The non-blocking calls (`MPI_I…`): each starts a request on the joined communicator's
-//! scope and hands back its handle (`requests`), working on the caller's buffers, which MPI's
+//! The non-blocking calls (`MPI_I…`): each starts a request in its communicator's scope and
+//! hands back its handle (`requests`), working on the caller's buffers, which MPI's
 //! rules keep untouched until the request completes.
 
 use crate::buf::{in_place, reduced_in, slice, slice_mut};
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn corecoll_ireduce(
             with_type!(datatype, |T| {
                 let n = count(count_, "count")?;
                 let (op, root) = (COp::<T>::new(op)?, root(root_)?);
-                let buf = if ctx.world.rank() != root {
+                let buf = if ctx.comm.rank() != root {
                     kept(ctx, slice::<T>(sendbuf, n, "sendbuf")?, n)
                 } else {
                     let recv = reduced_in::<T>(sendbuf, recvbuf, n)?;
@@ -127,7 +127,7 @@ pub unsafe extern "C" fn corecoll_iallgather(
         make(comm, request, 0, |ctx| {
             with_type!(datatype, |T| {
                 let n = count(count_, "count")?;
-                let (p, r) = (ctx.world.size(), ctx.world.rank());
+                let (p, r) = (ctx.comm.size(), ctx.comm.rank());
                 let recv = slice_mut::<T>(recvbuf, n * p, "recvbuf")?;
                 let send: &[T] = if in_place(sendbuf) {
                     kept(ctx, &recv[r * n..(r + 1) * n], n)
@@ -283,7 +283,7 @@ pub unsafe extern "C" fn corecoll_ialltoall(
     unsafe {
         make(comm, request, 0, |ctx| {
             with_type!(datatype, |T| {
-                let n = count(count_, "count")? * ctx.world.size();
+                let n = count(count_, "count")? * ctx.comm.size();
                 let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
                 let send: &[T] = if in_place(sendbuf) {
                     kept(ctx, recv, n)
@@ -316,7 +316,7 @@ pub unsafe extern "C" fn corecoll_ireduce_scatter_block(
             with_type!(datatype, |T| {
                 let n = count(recvcount, "recvcount")?;
                 let op = COp::<T>::new(op)?;
-                let send = slice::<T>(sendbuf, n * ctx.world.size(), "sendbuf")?;
+                let send = slice::<T>(sendbuf, n * ctx.comm.size(), "sendbuf")?;
                 let recv = slice_mut::<T>(recvbuf, n, "recvbuf")?;
                 Ok(Req::Once(ctx.scope.ireduce_scatter_block(send, recv, op)?))
             })

@@ -165,7 +165,7 @@ pub unsafe extern "C" fn corecoll_bcast_init(
                 let b = slice_mut::<T>(buf, n, "buf")?.as_mut_ptr();
                 let own = kept::<T>(ctx, &[], n);
                 let p = ctx.scope.broadcast_init(own, root)?;
-                let input = (ctx.world.rank() == root).then_some((b as *const T, n, false));
+                let input = (ctx.comm.rank() == root).then_some((b as *const T, n, false));
                 Ok(Req::Persistent(Box::new(Copies {
                     p,
                     input,
@@ -222,7 +222,7 @@ pub unsafe extern "C" fn corecoll_reduce_init(
             with_type!(datatype, |T| {
                 let n = count(count_, "count")?;
                 let (op, root) = (COp::<T>::new(op)?, root(root_)?);
-                let at_root = ctx.world.rank() == root;
+                let at_root = ctx.comm.rank() == root;
                 let output = if at_root {
                     Some((slice_mut::<T>(recvbuf, n, "recvbuf")?.as_mut_ptr(), n))
                 } else {
@@ -266,7 +266,7 @@ unsafe fn init_two_sided(
         make(comm, request, 0, |ctx| {
             with_type!(datatype, |T| {
                 // `count_` per rank on the side that holds a block per rank, once on the other.
-                let (n, p) = (count(count_, "count")?, ctx.world.size());
+                let (n, p) = (count(count_, "count")?, ctx.comm.size());
                 let (ns, nr) = match init {
                     Collective2::Allgather => (n, n * p),
                     Collective2::Alltoall => (n * p, n * p),

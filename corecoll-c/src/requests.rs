@@ -1,7 +1,7 @@
 //! Non-blocking and persistent calls: `corecoll_iallreduce` and the other `i` forms return a
 //! request, `corecoll_allreduce_init` and the other `_init` forms a persistent one; `wait`,
-//! `test`, `waitall`, `start`, `request_free`. They run on the joined communicator's scope
-//! (`seat`), so a request never waited for completes when its thread leaves.
+//! `test`, `waitall`, `start`, `request_free`. They run in their communicator's scope (`seat`),
+//! so a request never waited for completes when its thread leaves.
 //!
 //! A one-shot request works on the caller's buffers, which MPI's rules keep untouched until it
 //! completes; a persistent one on buffers of its own (`persistent`).
@@ -19,7 +19,9 @@ pub struct corecoll_request_t {
     magic: AtomicU64,
     owner: AtomicUsize,
     seat: Cell<*mut Seat>,
-    /// Its place among its seat's requests.
+    /// Its communicator's index in its seat (0: the joined one).
+    comm: Cell<usize>,
+    /// Its place among its communicator's requests.
     index: Cell<usize>,
     /// The bytes of an element of its type (for its status).
     elem: Cell<usize>,
@@ -47,8 +49,7 @@ pub(crate) enum Req<'s> {
 
 pub(crate) use crate::persistent::Restart;
 
-/// Makes a request on the joined communicator of `comm` with `make` and returns its handle in
-/// `out`.
+/// Makes a request on communicator `comm` with `make` and returns its handle in `out`.
 ///
 /// # Safety
 /// `comm` is NULL or a communicator handle of this library's; `out` NULL or writable.
@@ -62,14 +63,7 @@ pub(crate) unsafe fn make(
         // SAFETY: the caller's promises.
         let out = unsafe { out.as_mut() }.ok_or(CError::Buffer("request"))?;
         // SAFETY: as above.
-        let (seat, index) = unsafe { comm_of(comm) }?;
-        if index != 0 {
-            return Err(CError::Unsupported(
-                "non-blocking and persistent calls from C run on the communicator of \
-                 corecoll_join, not on a split or dup"
-                    .into(),
-            ));
-        }
+        let (seat, on) = unsafe { comm_of(comm) }?;
         let mut slot = None;
         let mut persistent = false;
         let mut call = |ctx: &Ctx<'_, '_>| -> CResult<()> {
@@ -85,15 +79,16 @@ pub(crate) unsafe fn make(
             Ok(())
         };
         // SAFETY: `seat` is live and this thread's.
-        unsafe { call_in(seat, &mut call) }?;
+        unsafe { call_in(seat, on, &mut call) }?;
         let index = slot.ok_or_else(|| CError::Internal("a request without a place".into()))?;
-        *out = new_handle(seat, index, elem, persistent);
+        *out = new_handle(seat, on, index, elem, persistent);
         Ok(())
     })
 }
 
 fn new_handle(
     seat: *mut Seat,
+    comm: usize,
     index: usize,
     elem: usize,
     persistent: bool,
@@ -104,6 +99,7 @@ fn new_handle(
             magic: AtomicU64::new(DEAD),
             owner: AtomicUsize::new(0),
             seat: Cell::new(std::ptr::null_mut()),
+            comm: Cell::new(0),
             index: Cell::new(0),
             elem: Cell::new(0),
             persistent: Cell::new(false),
@@ -111,6 +107,7 @@ fn new_handle(
     });
     h.owner.store(crate::seat::thread_mark(), Ordering::Relaxed);
     h.seat.set(seat);
+    h.comm.set(comm);
     h.index.set(index);
     h.elem.set(elem);
     h.persistent.set(persistent);
@@ -221,7 +218,7 @@ unsafe fn complete(
         Ok(())
     };
     // SAFETY: the handle's seat is live and this thread's.
-    let out = unsafe { call_in(h.seat.get(), &mut call) };
+    let out = unsafe { call_in(h.seat.get(), h.comm.get(), &mut call) };
     if out.is_err() && !persistent {
         free_handle(h);
         *slot = std::ptr::null_mut();
@@ -344,7 +341,7 @@ pub unsafe extern "C" fn corecoll_start(req: *mut *mut corecoll_request_t) -> c_
             }
         };
         // SAFETY: the handle's seat is live and this thread's.
-        unsafe { call_in(h.seat.get(), &mut call) }
+        unsafe { call_in(h.seat.get(), h.comm.get(), &mut call) }
     })
 }
 
@@ -369,7 +366,7 @@ pub unsafe extern "C" fn corecoll_request_free(req: *mut *mut corecoll_request_t
             Ok(())
         };
         // SAFETY: as above.
-        let out = unsafe { call_in(h.seat.get(), &mut call) };
+        let out = unsafe { call_in(h.seat.get(), h.comm.get(), &mut call) };
         free_handle(h);
         *slot = std::ptr::null_mut();
         out

@@ -5,13 +5,19 @@
 //! communicator (`call_on`). Its requests need more: the Rust API keeps them in a scope
 //! (`Comm::scope`) that a closure holds open, while C's calls come one function at a time. So
 //! a rank's first request opens the scope on a stack of its own (a corosensei coroutine, as
-//! the crate's tasks), which stops inside it, telling where its context is (`Ctx`: the rank's
+//! the crate's tasks), which stops inside it, telling where its context is (`Ctx`: the
 //! communicator, its scope, its requests). Each request call then works on that context from
 //! the caller's own stack (`call_in`) — the frame that holds it stays where it is while the
 //! coroutine is stopped, and nothing else uses it — and `corecoll_leave` resumes the
 //! coroutine, which returns from the scope (completing requests never waited for), before the
 //! seat is left. Everything the Rust API guarantees inside a seat and a scope holds as it is;
 //! a rank that makes no request pays for no stack (one is kept per thread for its next).
+//!
+//! The first request on a split or duplicated communicator opens that communicator's scope
+//! in the same coroutine, inside the scopes already open there, so that scopes nest as they
+//! would in Rust and end together, innermost first, when the rank leaves. A communicator freed
+//! while its scope is open is therefore kept until then: as in MPI, its requests still
+//! complete normally.
 //!
 //! Handles are never given back to the allocator: a freed handle keeps its memory, marked
 //! dead, so that a call with it is `CORECOLL_ERR_HANDLE` rather than a read of freed memory
@@ -56,26 +62,39 @@ unsafe impl Send for corecoll_comm_t {}
 /// The calls a request call makes inside the seat's scope: on the scope's context, a result.
 pub(crate) type Call<'c> = dyn for<'s, 'e, 'r> FnMut(&'r Ctx<'s, 'e>) -> CResult<()> + 'c;
 
-/// What the scope's coroutine is resumed with: a call to make inside the scope (its lifetime
-/// erased: it lives on the stack of the C call that resumes; `fail` uses it only to raise a
-/// panic there), or `None` to end the scope.
-type Cmd = Option<*mut Call<'static>>;
+/// What the scopes' coroutine is resumed with.
+enum Cmd {
+    /// Open a scope on this communicator (the seat's, boxed, alive until the coroutine ends)
+    /// inside the ones open, and tell where its context is.
+    Open(*const Comm),
+    /// Make this call inside the innermost scope (its lifetime erased: it lives on the stack
+    /// of the C call that resumes; `fail` uses it only to raise a panic there).
+    Raise(*mut Call<'static>),
+    /// End every scope, innermost first.
+    End,
+}
 
-/// The coroutine that holds a seat's request scope open.
-type ScopeCo = Coroutine<Cmd, CResult<()>, CResult<()>, DefaultStack>;
+/// What the scopes' coroutine tells when it stops: where the context of the scope it opened
+/// is (NULL after a `Raise`), or an error.
+type Told = CResult<*const Ctx<'static, 'static>>;
+
+/// The coroutine that holds a seat's request scopes open.
+type ScopeCo = Coroutine<Cmd, Told, CResult<()>, DefaultStack>;
 
 /// A joined thread's rank: its seat in the team's run, its communicators, and — once it has
 /// made a request — the coroutine in which its request scope is open.
 pub(crate) struct Seat {
-    /// The request scope's coroutine (first, so that it is dropped first: its frame borrows
-    /// the rank's communicator).
+    /// The request scopes' coroutine (first, so that it is dropped first: its frames borrow
+    /// the rank's communicators).
     co: Option<ScopeCo>,
-    /// The context in the suspended coroutine's frame (NULL while no scope is open).
-    ctx: *const Ctx<'static, 'static>,
+    /// The contexts in the suspended coroutine's frames, by communicator index (NULL where no
+    /// scope is open).
+    ctxs: Vec<*const Ctx<'static, 'static>>,
     /// Whether a call is being made (a C call from inside a user op is refused).
     busy: Cell<bool>,
-    /// Split and duplicated communicators, by index − 1 (`None` once freed).
-    subs: RefCell<Vec<Option<Comm>>>,
+    /// Split and duplicated communicators, by index − 1 (`None` once freed), boxed so that a
+    /// scope open on one stays where it is as more are made.
+    subs: RefCell<Vec<Option<Box<Comm>>>>,
     /// The rank's seat in the team's run (its lifetime erased: the team is held by `_held`,
     /// below); `None` once the run has failed here (a panic inside the library).
     seat: Option<corecoll_rs::Seat<'static>>,
@@ -87,10 +106,10 @@ pub(crate) struct Seat {
     _held: Held,
 }
 
-/// Where a seat's request calls run: the rank's joined communicator, the scope of its
-/// requests, and its requests.
+/// Where the request calls on one of a seat's communicators run: the communicator, the scope
+/// of its requests, and its requests.
 pub(crate) struct Ctx<'s, 'e> {
-    pub(crate) world: &'e Comm,
+    pub(crate) comm: &'e Comm,
     pub(crate) scope: &'s Scope<'s, 'e>,
     /// The requests of the scope (`crate::requests`).
     pub(crate) requests: RefCell<Vec<Option<crate::requests::Req<'s>>>>,
@@ -199,7 +218,7 @@ pub(crate) unsafe fn call_on<R>(
         let subs = this.subs.borrow();
         let comm = subs
             .get(index - 1)
-            .and_then(Option::as_ref)
+            .and_then(Option::as_deref)
             .ok_or_else(|| Box::new(CError::Handle("communicator")))?;
         body(comm).map_err(Box::new)
     }));
@@ -215,31 +234,36 @@ pub(crate) unsafe fn call_on<R>(
     }
 }
 
-/// Makes request call `call` on `seat`'s scope context, on the calling thread's own stack,
-/// opening the scope first if this is the seat's first request: the coroutine is suspended
-/// inside the scope, so the context it holds there stays where it is and is not used by
-/// anything else meanwhile. A panic in `call` fails the run as in `call_on`.
+/// Makes request call `call` in the scope of `seat`'s communicator `index` (0: the joined
+/// one), on the calling thread's own stack, opening the scope first if this is the
+/// communicator's first request: the coroutine is suspended inside the scope, so the context
+/// it holds there stays where it is and is not used by anything else meanwhile. A panic in
+/// `call` fails the run as in `call_on`.
 ///
 /// # Safety
 /// As `call_on`.
-pub(crate) unsafe fn call_in(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()> {
+pub(crate) unsafe fn call_in(seat: *mut Seat, index: usize, call: &mut Call<'_>) -> CResult<()> {
     // SAFETY: as in `call_on`.
     let this = unsafe { &*seat };
     if this.busy.replace(true) {
         return Err(reentered());
     }
-    if this.ctx.is_null() {
+    let mut ctx = this.ctxs.get(index).copied().unwrap_or(std::ptr::null());
+    if ctx.is_null() {
         // SAFETY: `busy` is set, so nothing else refers to the seat meanwhile.
-        if let Err(e) = unsafe { open_scope(&mut *seat) } {
-            this.busy.set(false);
-            return Err(e);
+        match unsafe { open_scope(&mut *seat, index) } {
+            Ok(opened) => ctx = opened,
+            Err(e) => {
+                this.busy.set(false);
+                return Err(e);
+            }
         }
     }
-    // SAFETY: `ctx` points into the suspended coroutine's frame, which lives until the
-    // coroutine is resumed to end the scope (after which `ctx` is NULL); only its lifetimes
+    // SAFETY: `ctx` points into a frame of the suspended coroutine, which lives until the
+    // coroutine is resumed to end the scopes (after which `ctxs` is empty); only its lifetimes
     // are erased, and nothing it hands out outlives that frame (requests are kept in it, and
     // their handles die before the leave).
-    let ctx: &Ctx<'static, 'static> = unsafe { &*this.ctx };
+    let ctx: &Ctx<'static, 'static> = unsafe { &*ctx };
     let out = catch_unwind(AssertUnwindSafe(|| call(ctx)));
     this.busy.set(false);
     out.unwrap_or_else(|payload| {
@@ -250,70 +274,97 @@ pub(crate) unsafe fn call_in(seat: *mut Seat, call: &mut Call<'_>) -> CResult<()
     })
 }
 
-/// Opens `seat`'s request scope: a coroutine that enters `Comm::scope` on the rank's
-/// communicator and stops there, telling where its context is.
-fn open_scope(seat: &mut Seat) -> CResult<()> {
-    let world: &Comm = seat.seat.as_deref().ok_or_else(ended)?;
-    // SAFETY: only the lifetime is erased: the communicator is the seat's (boxed inside it,
-    // so it does not move), and the coroutine that borrows it ends before the seat is left
-    // (`end_scope`, from `leave` and `fail`).
-    let world: &'static Comm = unsafe { &*(world as *const Comm) };
-    let stack = STACK
-        .with(|s| s.borrow_mut().take())
-        .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
-        .map_err(|e| CError::Internal(format!("a joined thread's stack: {e}")))?;
-    // Where the coroutine tells where its context is (before its first suspension, while
-    // this frame waits in `resume`).
-    let seated = Cell::new(std::ptr::null::<Ctx<'static, 'static>>());
-    let tell: *const Cell<*const Ctx<'static, 'static>> = &seated;
-    let mut co = Coroutine::with_stack(stack, move |y: &Yielder<Cmd, CResult<()>>, _: Cmd| {
-        let kept = Kept::default();
-        let out = world.scope(|scope| {
-            let ctx = Ctx {
-                world,
-                scope,
-                requests: RefCell::new(Vec::new()),
-                kept: &kept,
-            };
-            let here: *const Ctx<'_, '_> = &ctx;
-            // SAFETY: `tell` points to `seated`, alive until the first suspension below
-            // returns control to `open_scope`; only the lifetimes are erased (see `call_in`).
-            unsafe {
-                (*tell).set(std::mem::transmute::<
-                    *const Ctx<'_, '_>,
-                    *const Ctx<'static, 'static>,
-                >(here))
-            };
-            let mut cmd = y.suspend(Ok(()));
-            while let Some(call) = cmd {
-                // SAFETY: the resuming C call holds `call` alive until this resume ends.
-                let out = unsafe { (*call)(&ctx) };
-                cmd = y.suspend(out);
+/// Opens the request scope of `seat`'s communicator `index` inside the scopes open in its
+/// coroutine (started here if none is): where the scope's context is.
+fn open_scope(seat: &mut Seat, index: usize) -> CResult<*const Ctx<'static, 'static>> {
+    let comm: *const Comm = if index == 0 {
+        seat.seat.as_deref().ok_or_else(ended)?
+    } else {
+        let subs = seat.subs.borrow();
+        let comm: &Comm = subs
+            .get(index - 1)
+            .and_then(Option::as_deref)
+            .ok_or(CError::Handle("communicator"))?;
+        comm
+    };
+    if seat.co.is_none() {
+        let stack = STACK
+            .with(|s| s.borrow_mut().take())
+            .map_or_else(|| DefaultStack::new(STACK_BYTES), Ok)
+            .map_err(|e| CError::Internal(format!("a joined thread's stack: {e}")))?;
+        seat.co = Some(Coroutine::with_stack(stack, |y, first: Cmd| match first {
+            // SAFETY: `Cmd::Open`'s promise: the communicator lives until the coroutine ends.
+            Cmd::Open(comm) => serve(y, unsafe { &*comm }),
+            Cmd::Raise(_) | Cmd::End => Ok(()),
+        }));
+    }
+    let co = seat.co.as_mut().expect("made above");
+    // The communicator is the seat's (the joined one boxed inside the Rust seat, a split or
+    // dup boxed in `subs`, which keeps it while a scope is open on it: `drop_comm`), and the
+    // coroutine that borrows it ends before the seat is left (`end_scope`, from `leave` and
+    // `fail`).
+    match co.resume(Cmd::Open(comm)) {
+        CoroutineResult::Yield(Ok(ctx)) if !ctx.is_null() => {
+            if seat.ctxs.len() <= index {
+                seat.ctxs.resize(index + 1, std::ptr::null());
             }
-            // Requests never waited for complete as the scope ends.
-            drop(ctx);
-            Ok(())
-        });
-        out.map_err(CError::from)
-    });
-    match co.resume(None) {
-        CoroutineResult::Yield(Ok(())) => {
-            seat.ctx = seated.get();
-            seat.co = Some(co);
-            Ok(())
+            seat.ctxs[index] = ctx;
+            Ok(ctx)
         }
         CoroutineResult::Yield(Err(e)) | CoroutineResult::Return(Err(e)) => Err(e),
-        CoroutineResult::Return(Ok(())) => Err(CError::Internal(
-            "the request scope ended as it opened".into(),
+        CoroutineResult::Yield(Ok(_)) | CoroutineResult::Return(Ok(())) => Err(CError::Internal(
+            "a request scope did not open when asked".into(),
         )),
     }
 }
 
-/// Ends `seat`'s request scope, if it is open: resumed with `cmd` (`None`: to end it; a call
-/// that panics: to unwind it), the coroutine returns from the scope, whose requests never
-/// waited for complete. The scope's outcome; its stack is kept for the thread's next.
+/// The body of the scopes' coroutine from a `Cmd::Open` of `comm`: enters `Comm::scope` on
+/// it, tells where its context is and serves the next commands there, a `Cmd::Open` by
+/// nesting another scope inside, until told to end (or a raised panic unwinds it).
+fn serve(y: &Yielder<Cmd, Told>, comm: &Comm) -> CResult<()> {
+    let kept = Kept::default();
+    let mut inner = Ok(());
+    let out = comm.scope(|scope| {
+        let ctx = Ctx {
+            comm,
+            scope,
+            requests: RefCell::new(Vec::new()),
+            kept: &kept,
+        };
+        let here: *const Ctx<'_, '_> = &ctx;
+        // SAFETY: only the lifetimes are erased (see `call_in`).
+        let here = unsafe {
+            std::mem::transmute::<*const Ctx<'_, '_>, *const Ctx<'static, 'static>>(here)
+        };
+        let mut cmd = y.suspend(Ok(here));
+        loop {
+            match cmd {
+                Cmd::Open(next) => {
+                    // SAFETY: `Cmd::Open`'s promise.
+                    inner = serve(y, unsafe { &*next });
+                    break;
+                }
+                Cmd::Raise(call) => {
+                    // SAFETY: the resuming C call holds `call` alive until this resume ends.
+                    let out = unsafe { (*call)(&ctx) };
+                    cmd = y.suspend(out.map(|()| std::ptr::null()));
+                }
+                Cmd::End => break,
+            }
+        }
+        // Requests never waited for complete as the scope ends.
+        drop(ctx);
+        Ok(())
+    });
+    inner.and(out.map_err(CError::from))
+}
+
+/// Ends `seat`'s request scopes, if any is open: resumed with `cmd` (`Cmd::End`: to end them;
+/// a `Cmd::Raise` of a call that panics: to unwind them), the coroutine returns from each
+/// scope, innermost first, whose requests never waited for complete. The scopes' outcome; the
+/// stack is kept for the thread's next.
 fn end_scope(seat: &mut Seat, cmd: Cmd) -> CResult<()> {
-    seat.ctx = std::ptr::null();
+    seat.ctxs.clear();
     let Some(mut co) = seat.co.take() else {
         return Ok(());
     };
@@ -341,7 +392,7 @@ fn fail(seat: &mut Seat, why: &str) {
     let raise: *mut Call<'_> = &mut raise;
     // SAFETY: only the lifetime is erased; the coroutine calls it before the resume returns.
     let raise: *mut Call<'static> = unsafe { std::mem::transmute(raise) };
-    let _ = end_scope(seat, Some(raise));
+    let _ = end_scope(seat, Cmd::Raise(raise));
     seat.subs.borrow_mut().clear();
     if let Some(rank) = seat.seat.take() {
         // Dropped while a panic unwinds: `Seat`'s drop fails the run with `Error::Panicked`.
@@ -360,7 +411,7 @@ pub(crate) fn join(held: Held, rank: usize) -> CResult<&'static corecoll_comm_t>
     let rank_seat = team.seat(rank)?;
     let seat = Box::into_raw(Box::new(Seat {
         co: None,
-        ctx: std::ptr::null(),
+        ctxs: Vec::new(),
         busy: Cell::new(false),
         subs: RefCell::new(Vec::new()),
         seat: Some(rank_seat),
@@ -408,7 +459,7 @@ pub(crate) unsafe fn leave(comm: *const corecoll_comm_t) -> CResult<()> {
         free_comm(handle);
     }
     crate::requests::free_all(seat);
-    let scope = end_scope(&mut boxed, None);
+    let scope = end_scope(&mut boxed, Cmd::End);
     boxed.subs.borrow_mut().clear();
     let left = match boxed.seat.take() {
         Some(rank) => rank.leave().map_err(CError::from),
@@ -437,7 +488,7 @@ pub(crate) unsafe fn derive(
     // SAFETY: a live seat of this thread's, not inside a call (it has returned).
     let index = unsafe {
         let mut subs = (*seat).subs.borrow_mut();
-        subs.push(Some(new));
+        subs.push(Some(Box::new(new)));
         subs.len()
     };
     let handle = new_comm(seat, index);
@@ -461,7 +512,9 @@ pub(crate) unsafe fn drop_comm(
     if this.busy.get() {
         return Err(reentered());
     }
-    if let Some(sub) = this.subs.borrow_mut().get_mut(index - 1) {
+    // A communicator with a scope open keeps it, and so its requests, until the leave.
+    let scoped = this.ctxs.get(index).is_some_and(|c| !c.is_null());
+    if let (Some(sub), false) = (this.subs.borrow_mut().get_mut(index - 1), scoped) {
         *sub = None;
     }
     // SAFETY: the caller's promise; no call refers to the seat (`busy`).

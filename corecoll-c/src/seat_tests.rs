@@ -36,7 +36,7 @@ fn rank(team: usize, r: c_int, scoped: bool) -> (c_int, c_int, c_int, c_int, c_i
                     panic!("a panic injected into a request call")
                 };
                 // SAFETY: the seat of this thread's communicator.
-                unsafe { call_in(seat, &mut call) }
+                unsafe { call_in(seat, 0, &mut call) }
             } else {
                 let call = |_: &corecoll_rs::Comm| -> error::CResult<()> {
                     panic!("a panic injected into a blocking call")

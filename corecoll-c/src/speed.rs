@@ -40,20 +40,20 @@ fn round(comm: *mut seat::corecoll_comm_t, reps: usize) -> (f64, f64, f64) {
         let t0 = Instant::now();
         for _ in 0..reps {
             let mut x = std::hint::black_box([1.0f64]);
-            ctx.world.allreduce(&mut x, corecoll_rs::op::Sum)?;
+            ctx.comm.allreduce(&mut x, corecoll_rs::op::Sum)?;
         }
         rust = t0.elapsed().as_secs_f64() / reps as f64;
         let t0 = Instant::now();
         for _ in 0..reps {
             let mut x = std::hint::black_box([1.0f64]);
             let op = types::COp::<f64>::new(CORECOLL_SUM)?;
-            ctx.world.allreduce(&mut x, op)?;
+            ctx.comm.allreduce(&mut x, op)?;
         }
         cop = t0.elapsed().as_secs_f64() / reps as f64;
         Ok(())
     };
     // SAFETY: the seat is live and this thread's.
-    unsafe { call_in(seat, &mut call) }.expect("the Rust calls");
+    unsafe { call_in(seat, 0, &mut call) }.expect("the Rust calls");
     (c, rust, cop)
 }
 

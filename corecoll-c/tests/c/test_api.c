@@ -282,8 +282,27 @@ static void communicators(corecoll_comm_t *comm, int p, int r) {
     OK(corecoll_comm_split(comm, r == 0 ? CORECOLL_UNDEFINED : 1, 0, &none), "split undefined");
     CHECK((r == 0) == (none == NULL), "an undefined color gives NULL");
     if (none) OK(corecoll_comm_free(&none), "comm_free");
+
+    /* Requests on a split and a dup, beside one on the joined communicator; the split is
+       freed while its request is in flight, which still completes. */
+    int hv = r + 1, hsum = 0, wv = 1, wsum = 0, pin = 0, pout = -1;
+    corecoll_request_t *hreq, *wreq, *dreq;
+    OK(corecoll_iallreduce(&hv, &hsum, 1, CORECOLL_INT, CORECOLL_SUM, half, &hreq), "split iallreduce");
+    OK(corecoll_iallreduce(&wv, &wsum, 1, CORECOLL_INT, CORECOLL_SUM, comm, &wreq), "iallreduce beside a split's");
+    OK(corecoll_allreduce_init(&pin, &pout, 1, CORECOLL_INT, CORECOLL_MAX, dup, &dreq), "dup allreduce_init");
+    for (int k = 0; k < 3; k++) {
+        pin = r + k;
+        OK(corecoll_start(&dreq), "dup start");
+        OK(corecoll_wait(&dreq, CORECOLL_STATUS_IGNORE), "dup wait");
+        CHECK(pout == p - 1 + k, "dup persistent allreduce value");
+    }
+    OK(corecoll_request_free(&dreq), "dup request_free");
+    OK(corecoll_wait(&wreq, CORECOLL_STATUS_IGNORE), "wait beside a split's request");
+    CHECK(wsum == p, "iallreduce beside a split's value");
     OK(corecoll_comm_free(&half), "comm_free half");
     CHECK(half == NULL, "comm_free sets NULL");
+    OK(corecoll_wait(&hreq, CORECOLL_STATUS_IGNORE), "wait on a freed split's request");
+    CHECK(hsum == want + mates, "split iallreduce value");
     rc = corecoll_barrier(half);
     CHECK(rc == CORECOLL_ERR_HANDLE, "a freed communicator is a handle error");
     OK(corecoll_comm_free(&dup), "comm_free dup");
