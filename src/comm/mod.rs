@@ -18,6 +18,7 @@ mod persistent;
 mod reduce;
 mod request;
 mod scope;
+mod state;
 pub(crate) mod validate;
 
 pub use p2p::{Peer, Status, ANY_TAG, TAG_MAX};

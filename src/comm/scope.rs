@@ -22,6 +22,7 @@
 //! touch a buffer after its borrow ends.
 
 use super::request::Request;
+use super::state::State;
 use super::{Comm, Span, Status};
 use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
@@ -136,9 +137,7 @@ impl Comm {
         };
         let out = {
             let _finish = Finish(&scope.core);
-            let hook = || scope.core.hook();
-            let ready = || scope.core.has_work();
-            crate::sync::idle::with_idle_ready(&hook, &ready, || f(&scope))
+            crate::sync::idle::with_idle(&scope.core, || f(&scope))
         };
         let unseen = scope.core.unseen();
         match (out, unseen) {
@@ -152,6 +151,48 @@ impl Comm {
 /// Where a rank starts non-blocking collectives on a communicator ([`Comm::scope`]); every
 /// request started here completes before the scope ends. `'scope` is the scope's lifetime,
 /// which the buffers of its requests must outlive; `'env` the communicator's borrow.
+///
+/// The borrows are the compiler's to check, as `std::thread::scope`'s are. A buffer lent to a
+/// request stays lent for the rest of the scope, so it cannot be touched while a peer may
+/// write it:
+///
+/// ```compile_fail,E0499
+/// corecoll::run(2, |comm| {
+///     let mut v = vec![1.0f64; 4];
+///     comm.scope(|s| {
+///         let req = s.iallreduce(&mut v, corecoll::op::Sum)?;
+///         v[0] = 2.0; // `v` is lent to the request
+///         req.wait()
+///     })
+/// });
+/// ```
+///
+/// A request cannot leave its scope:
+///
+/// ```compile_fail,E0521
+/// corecoll::run(2, |comm| {
+///     let mut kept = None;
+///     comm.scope(|s| {
+///         kept = Some(s.ibarrier()?); // the request would outlive the scope
+///         Ok(())
+///     })
+/// });
+/// ```
+///
+/// And a persistent collective's buffer, reached between starts, cannot be held across one:
+///
+/// ```compile_fail,E0499
+/// corecoll::run(2, |comm| {
+///     let mut v = vec![1.0f64; 4];
+///     comm.scope(|s| {
+///         let mut p = s.allreduce_init(&mut v, corecoll::op::Sum)?;
+///         let b = p.buffer()?;
+///         p.start()?;
+///         b[0] = 2.0; // the start may be writing it
+///         p.wait()
+///     })
+/// });
+/// ```
 pub struct Scope<'scope, 'env: 'scope> {
     core: Core<'scope>,
     _env: PhantomData<&'env mut &'env ()>,
@@ -191,33 +232,20 @@ pub(crate) struct Core<'scope> {
 
 /// One request of a scope.
 struct Entry<'scope> {
-    /// Its task, done once the call has returned; `None` for a request that completed as it
-    /// started.
-    task: Option<Task<'scope, Result<Status>>>,
     /// A collective's start number on the communicator (`None` for point-to-point, which
     /// runs on the communicator itself, at once).
     start: Option<u64>,
-    /// Whether its task has been resumed yet (it is the first of its shadow).
-    running: bool,
-    /// Its result, once finished and until its owner looks at it.
-    result: Option<Result<Status>>,
-    /// Whether its owner has seen its outcome.
-    seen: bool,
+    /// Where it is in its life (`state.rs`).
+    state: State<'scope>,
 }
 
 impl Entry<'_> {
-    /// Whether resuming the request would let it go on: it is the first of its shadow and has
-    /// not started yet, or it has ended (a panic that unwound out of its resume), or the
-    /// condition of the wait it is suspended in holds.
+    /// Whether resuming the request would let it go on (`State::ready`; a collective's turn
+    /// comes when it is the first unfinished start of its shadow).
     fn ready(&mut self, shadows: &Shadows) -> bool {
-        let Some(task) = &mut self.task else {
-            return false;
-        };
-        if self.running {
-            task.done() || task.may_go_on()
-        } else {
-            self.start.is_none_or(|n| shadows.may_run(n))
-        }
+        let start = self.start;
+        self.state
+            .ready(|| start.is_none_or(|n| shadows.may_run(n)))
     }
 }
 
@@ -279,7 +307,7 @@ impl Drop for Finish<'_, '_> {
                 .entries
                 .borrow()
                 .iter()
-                .any(|e| e.task.as_ref().is_some_and(|t| !t.done()))
+                .any(|e| e.state.unfinished_task())
         {
             let _ = core.comm.fail(Error::Panicked {
                 rank: core.comm.team_rank(core.comm.rank()).unwrap_or(0),
@@ -327,11 +355,8 @@ impl<'scope> Core<'scope> {
     /// A point-to-point request that completed as it started, with `status`: no task.
     pub(crate) fn completed(&'scope self, status: Status) -> Request<'scope> {
         let id = self.entries.borrow_mut().insert(Entry {
-            task: None,
             start: None,
-            running: false,
-            result: Some(Ok(status)),
-            seen: false,
+            state: State::completed(status),
         });
         Request::new(self, id)
     }
@@ -348,17 +373,14 @@ impl<'scope> Core<'scope> {
         // `'scope` ends (`Finish`, when the scope's closure returns and when it unwinds).
         let task = unsafe { Task::new(f) };
         let id = self.entries.borrow_mut().insert(Entry {
-            task: Some(task),
             start,
-            running: false,
-            result: None,
-            seen: false,
+            state: State::queued(task),
         });
         self.progress();
         let mut entries = self.entries.borrow_mut();
-        if matches!(entries.get(id).result, Some(Err(_))) {
-            let failed = entries.remove(id).result;
-            return Err(failed.and_then(Result::err).expect("a failed request"));
+        if let Some(e) = entries.get_mut(id).state.unseen_error() {
+            entries.remove(id);
+            return Err(e);
         }
         Ok(Request::new(self, id))
     }
@@ -369,39 +391,32 @@ impl<'scope> Core<'scope> {
         let mut worked = false;
         let shadows = &self.comm.shadows;
         let mut entries = self.entries.borrow_mut();
-        for e in entries.iter_mut().filter(|e| e.result.is_none()) {
+        for e in entries.iter_mut() {
             if !e.ready(shadows) {
                 continue;
             }
-            let Some(task) = e.task.as_mut() else {
-                continue;
-            };
-            if e.running && task.done() {
+            let start = e.start;
+            let task = e.state.resumed();
+            let result = if task.done() {
                 // It panicked, and the panic went on out of the resume that ran it (its shadow
                 // was released as it unwound).
-                e.result = Some(Err(Error::Panicked {
+                Err(Error::Panicked {
                     rank: self.comm.team_rank(self.comm.rank()).unwrap_or(0),
                     message: "a non-blocking call panicked".into(),
-                }));
-                continue;
-            }
-            e.running = true;
-            worked = true;
-            let finished = e.start.map(|n| Resumed(shadows, n));
-            if task.resume() {
-                e.result = Some(task.take().unwrap_or(Ok(Status::NONE)));
-                drop(finished);
+                })
             } else {
-                std::mem::forget(finished);
-            }
+                worked = true;
+                let finished = start.map(|n| Resumed(shadows, n));
+                if !task.resume() {
+                    std::mem::forget(finished);
+                    continue;
+                }
+                drop(finished);
+                task.take().unwrap_or(Ok(Status::NONE))
+            };
+            e.state.finish(result);
         }
         worked
-    }
-
-    /// The scope's idle hook: advances its requests during the rank's other waits, unless a
-    /// `wait` of the scope is looking at them or the wait is a task's own.
-    fn hook(&self) -> bool {
-        !self.stands_aside() && self.progress()
     }
 
     /// Whether one of the scope's requests could go on now (the scope's idle hook would
@@ -412,10 +427,7 @@ impl<'scope> Core<'scope> {
         }
         let shadows = &self.comm.shadows;
         let mut entries = self.entries.borrow_mut();
-        let any = entries
-            .iter_mut()
-            .filter(|e| e.result.is_none())
-            .any(|e| e.ready(shadows));
+        let any = entries.iter_mut().any(|e| e.ready(shadows));
         any
     }
 
@@ -431,7 +443,7 @@ impl<'scope> Core<'scope> {
             self.progress();
             {
                 let entries = self.entries.borrow();
-                let finished = |e: &Entry<'_>| e.result.is_some();
+                let finished = |e: &Entry<'_>| e.state.finished();
                 let done = match id {
                     Some(i) => finished(entries.get(i)),
                     None => entries.iter().all(finished),
@@ -450,8 +462,7 @@ impl<'scope> Core<'scope> {
             .entries
             .borrow()
             .iter()
-            .filter(|e| e.result.is_none())
-            .filter_map(|e| e.task.as_ref()?.blocked().copied())
+            .filter_map(|e| e.state.blocked().copied())
             .collect();
         if blocked.is_empty() {
             // Every unfinished request waits for one of an enclosing scope on its shadow,
@@ -469,7 +480,7 @@ impl<'scope> Core<'scope> {
 
     /// Whether request `id` has finished (its result waits to be seen).
     pub(super) fn finished(&self, id: usize) -> bool {
-        self.entries.borrow().get(id).result.is_some()
+        self.entries.borrow().get(id).state.finished()
     }
 
     /// Request `id`'s start number on the communicator (`None`: point-to-point).
@@ -485,35 +496,36 @@ impl<'scope> Core<'scope> {
     /// The first error of a request whose owner never saw its outcome.
     fn unseen(&self) -> Option<Error> {
         let mut entries = self.entries.borrow_mut();
-        let first = entries
-            .iter_mut()
-            .filter(|e| !e.seen)
-            .find_map(|e| e.result.take().and_then(Result::err));
+        let first = entries.iter_mut().find_map(|e| e.state.unseen_error());
         first
     }
 
     /// The outcome of request `id`, if it has finished, marked as seen.
     pub(super) fn outcome(&self, id: usize) -> Option<Result<Status>> {
-        let mut entries = self.entries.borrow_mut();
-        let e = entries.get_mut(id);
-        let r = e.result.clone()?;
-        e.seen = true;
-        Some(r)
+        self.entries.borrow_mut().get_mut(id).state.seen()
     }
 
     /// Request `id`'s handle is gone: its entry goes too, unless it is in flight (the scope
     /// still runs it) or failed unseen (the scope reports it).
     pub(super) fn release(&self, id: usize) {
         let mut entries = self.entries.borrow_mut();
-        let e = entries.get(id);
-        let keep = match &e.result {
-            None => true,
-            Some(Err(_)) => !e.seen,
-            Some(Ok(_)) => false,
-        };
-        if !keep {
+        if entries.get(id).state.may_be_forgotten() {
             entries.remove(id);
         }
+    }
+}
+
+/// The scope as its rank's idle hook: it advances its requests during the rank's other
+/// waits, whose peers wake the rank as they would for the blocking calls.
+impl crate::sync::idle::Idle for Core<'_> {
+    /// Advances the requests, unless a `wait` of the scope is looking at them or the wait is
+    /// a task's own.
+    fn run(&self) -> bool {
+        !self.stands_aside() && self.progress()
+    }
+
+    fn ready(&self) -> Option<bool> {
+        Some(self.has_work())
     }
 }
 

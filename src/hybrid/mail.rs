@@ -139,7 +139,9 @@ impl Bridge {
             true
         };
         hook();
-        let got = crate::sync::idle::with_idle(&hook, || self.recv(want, buf));
+        let got = crate::sync::idle::with_idle(&crate::sync::idle::FnIdle(&hook), || {
+            self.recv(want, buf)
+        });
         let mut s = s.into_inner();
         match got {
             Ok(found) => self.finish_node(OP, mail, &mut s, bytes).map(|()| found),

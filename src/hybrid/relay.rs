@@ -34,10 +34,14 @@
 //! stage between processes) it does not relay either.
 
 use super::p2p::{Aside, Pending};
-use super::world::Layout;
+use super::world::{Layout, Process};
+use crate::error::Error;
+use crate::shm::RunState;
+use crate::sync::idle::Idle;
 use crate::transport::mpi::{new_stage, Channels, Sending, Stage};
 use parking_lot::{Mutex, MutexGuard};
 use std::collections::VecDeque;
+use std::ops::Deref;
 use std::sync::Arc;
 
 /// A message a thread of this process sent to a thread of another, not yet given to MPI.
@@ -242,5 +246,69 @@ impl Drop for Relay {
         }
         // The inboxes' entries whose payload is still coming leak their buffers as they drop
         // (`Aside`'s drop).
+    }
+}
+
+/// A relaying leader's idle hook while it leads a run (`Process::lead`, borrowed;
+/// `Process::lead_lasting`, owned): a pass of every relay of the team; before a stage between
+/// processes only their sends ([`Relay::flush`]). A failure notice a relay receives fails the
+/// run.
+pub(super) struct Relaying<P, R>(pub(super) P, pub(super) R);
+
+impl<P: Deref<Target = Process>, R: Deref<Target = RunState>> Idle for Relaying<P, R> {
+    fn run(&self) -> bool {
+        self.0.relay_for(&self.1)
+    }
+
+    fn flush(&self) -> bool {
+        self.0.flush_all()
+    }
+}
+
+impl Process {
+    /// The leader's idle hook in `run`: one pass of every relay ([`Process::relay_all`]); a
+    /// failure notice it receives fails `run`. Whether it found work.
+    fn relay_for(&self, run: &RunState) -> bool {
+        let (worked, failed) = self.relay_all();
+        if let Some(process) = failed {
+            run.abort(Error::ProcessFailed {
+                rank: self.layout.offset(self.layout.process()),
+                op: "point-to-point",
+                process,
+            });
+        }
+        worked
+    }
+
+    /// One pass of every relay of the team (its own and its duplicates'), on the leader:
+    /// whether any had work, and the process whose failure notice one of them received.
+    /// Duplicates' relays that nothing else holds any more are dropped (here, on the thread
+    /// that may call MPI).
+    pub(super) fn relay_all(&self) -> (bool, Option<usize>) {
+        let Some(relay) = &self.relay else {
+            return (false, None);
+        };
+        let (mut worked, mut failed) = relay.progress();
+        let mut dups = self.dup_relays.lock();
+        dups.retain(|r| Arc::strong_count(r) > 1);
+        for r in dups.iter() {
+            let (w, f) = r.progress();
+            worked |= w;
+            failed = failed.or(f);
+        }
+        (worked, failed)
+    }
+
+    /// The sending part of every relay of the team ([`Relay::flush`]), on the leader: whether
+    /// any had something to send. Duplicates' relays are not dropped here (`relay_all` does).
+    fn flush_all(&self) -> bool {
+        let Some(relay) = &self.relay else {
+            return false;
+        };
+        let mut worked = relay.flush();
+        for r in self.dup_relays.lock().iter() {
+            worked |= r.flush();
+        }
+        worked
     }
 }

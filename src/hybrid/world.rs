@@ -177,7 +177,7 @@ pub(crate) struct Process {
     /// The relays of the duplicates of the team's communicator (`Comm::dup`), unless `direct`:
     /// the leader serves them beside its own, and drops each on its own thread (which alone
     /// may call MPI, to free their channels) once nothing else holds it.
-    dup_relays: Mutex<Vec<Arc<Relay>>>,
+    pub(super) dup_relays: Mutex<Vec<Arc<Relay>>>,
     /// Duplicates made so far, the same number on every process (each is agreed): the next
     /// one's context is one more.
     contexts: AtomicU64,
@@ -447,10 +447,7 @@ impl Process {
         if self.relay.is_none() {
             return f();
         }
-        let hook = || self.relay_for(run);
-        // Before a stage between processes only the sends must leave (`Relay::flush`).
-        let flush = || self.flush_all();
-        crate::sync::idle::with_idle_flush(&hook, &flush, f)
+        crate::sync::idle::with_idle(&super::relay::Relaying(self, run), f)
     }
 
     /// [`Process::lead`] for a leader that joins a run and leaves it in another call
@@ -461,58 +458,10 @@ impl Process {
         run: &Arc<crate::shm::RunState>,
     ) -> Option<crate::sync::idle::Lasting> {
         self.relay.as_ref()?;
-        let (me, run) = (self.clone(), run.clone());
-        let flusher = self.clone();
-        Some(crate::sync::idle::lasting(
-            move || me.relay_for(&run),
-            move || flusher.flush_all(),
-        ))
-    }
-
-    /// The leader's idle hook in `run`: one pass of every relay ([`Process::relay_all`]); a
-    /// failure notice it receives fails `run`. Whether it found work.
-    fn relay_for(&self, run: &crate::shm::RunState) -> bool {
-        let (worked, failed) = self.relay_all();
-        if let Some(process) = failed {
-            run.abort(Error::ProcessFailed {
-                rank: self.layout.offset(self.layout.process()),
-                op: "point-to-point",
-                process,
-            });
-        }
-        worked
-    }
-
-    /// One pass of every relay of the team (its own and its duplicates'), on the leader:
-    /// whether any had work, and the process whose failure notice one of them received.
-    /// Duplicates' relays that nothing else holds any more are dropped (here, on the thread
-    /// that may call MPI).
-    fn relay_all(&self) -> (bool, Option<usize>) {
-        let Some(relay) = &self.relay else {
-            return (false, None);
-        };
-        let (mut worked, mut failed) = relay.progress();
-        let mut dups = self.dup_relays.lock();
-        dups.retain(|r| Arc::strong_count(r) > 1);
-        for r in dups.iter() {
-            let (w, f) = r.progress();
-            worked |= w;
-            failed = failed.or(f);
-        }
-        (worked, failed)
-    }
-
-    /// The sending part of every relay of the team ([`Relay::flush`]), on the leader: whether
-    /// any had something to send. Duplicates' relays are not dropped here (`relay_all` does).
-    fn flush_all(&self) -> bool {
-        let Some(relay) = &self.relay else {
-            return false;
-        };
-        let mut worked = relay.flush();
-        for r in self.dup_relays.lock().iter() {
-            worked |= r.flush();
-        }
-        worked
+        Some(crate::sync::idle::lasting(super::relay::Relaying(
+            self.clone(),
+            run.clone(),
+        )))
     }
 
     /// The shadows of the world (first) and of the duplicates made so far.

@@ -3,13 +3,17 @@
 //! `Ring`) on this machine and prints them in a table beside the goals; then the 8-byte
 //! latency of every collective (`Auto`, one u64 per rank, root 0, `Sum` for the reductions)
 //! at p = 2 beside allreduce's on the same data, with the ratio (goal: at most 2×); last, the
-//! persistent and non-blocking 8-byte allreduce beside the blocking call and the handoff floor,
-//! in interleaved rounds (goal: persistent ≤ 0.75× blocking and ≤ 2× the floor, each the
-//! median of the rounds' ratios).
+//! requests: the persistent and non-blocking 8-byte allreduce, a ping-pong and a neighbour
+//! exchange written with requests (a scope per round trip or exchange), each beside its
+//! blocking form and the handoff floor, in interleaved rounds (goals: persistent ≤ 0.75×
+//! blocking and ≤ 2× the floor, non-blocking allreduce ≤ 1.5× blocking, the ping-pong and the
+//! exchange ≤ 1.3× theirs; each the median of the rounds' ratios). `--requests` runs that table
+//! alone.
 //! The library's `benches/collectives.rs` measures the same against every algorithm and size.
 //!
 //! ```text
 //! cargo run --release -p corecoll-bench --bin corecoll-latency
+//! cargo run --release -p corecoll-bench --bin corecoll-latency -- --requests
 //! ```
 //!
 //! Every row is 30 samples; a sample is one timed loop of N repetitions (N chosen so that a
@@ -143,9 +147,89 @@ fn sweep() -> AnyResult<()> {
     Ok(())
 }
 
+/// Persistent and non-blocking calls beside their blocking forms and the handoff floor, in
+/// interleaved rounds: the goal's ratios are taken round by round, like with like.
+fn requests_table(team2: &Team) -> AnyResult<()> {
+    let works = [
+        (Work::Persistent(8), 1.0),
+        (Work::Nonblocking(8), 1.0),
+        (Work::Allreduce(8, Algorithm::Auto), 1.0),
+        (Work::RequestPingPong(8), 1.0),
+        (Work::PingPong(8), 1.0),
+        (Work::RequestExchange(8), 1.0),
+        (Work::Exchange(8), 1.0),
+    ];
+    let per_round = measure_interleaved(team2, &works, SAMPLES)?;
+    let summary = |k: usize| Summary::of(&per_round[k]).expect("at least one round");
+    let floor2 = &per_round[works.len()];
+    // The median over the rounds of row `num`'s time over `den`'s.
+    let ratio = |num: usize, den: &[f64]| {
+        let r: Vec<f64> = per_round[num].iter().zip(den).map(|(p, d)| p / d).collect();
+        Summary::of(&r).expect("at least one round").median
+    };
+    let goal = |row: Row, text: String, met: bool| Row {
+        goal: Some((text, met)),
+        ..row
+    };
+    let (vs_blocking, vs_floor) = (ratio(0, &per_round[2]), ratio(0, floor2));
+    let nb = ratio(1, &per_round[2]);
+    let pp = ratio(3, &per_round[4]);
+    let ex = ratio(5, &per_round[6]);
+    let requests = [
+        goal(
+            Row::new("persistent allreduce 8 B, start + wait, p=2", summary(0)),
+            format!(
+                "≤ 0.75× blocking (is {vs_blocking:.2}×), ≤ 2× floor (is {vs_floor:.2}×), \
+                 medians of the rounds' ratios"
+            ),
+            vs_blocking <= 0.75 && vs_floor <= 2.0,
+        ),
+        goal(
+            Row::new(
+                "non-blocking allreduce 8 B, scope + start + wait, p=2",
+                summary(1),
+            ),
+            format!("≤ 1.5× blocking (is {nb:.2}×)"),
+            nb <= 1.5,
+        ),
+        Row::new(
+            "blocking allreduce 8 B (Auto), p=2, same rounds",
+            summary(2),
+        ),
+        goal(
+            Row::new(
+                "ping-pong 8 B with irecv + isend, scope per round trip",
+                summary(3),
+            ),
+            format!("≤ 1.3× recv + send (is {pp:.2}×)"),
+            pp <= 1.3,
+        ),
+        Row::new("ping-pong 8 B with recv + send, same rounds", summary(4)),
+        goal(
+            Row::new(
+                "exchange 8 B with irecv + isend + wait_all, scope per exchange",
+                summary(5),
+            ),
+            format!("≤ 1.3× sendrecv (is {ex:.2}×)"),
+            ex <= 1.3,
+        ),
+        Row::new("exchange 8 B with sendrecv, same rounds", summary(6)),
+        Row::new(
+            "  floor: bare cache-line handoff, same rounds",
+            summary(works.len()),
+        ),
+    ];
+    print_rows("requests: persistent and non-blocking calls", &requests);
+    Ok(())
+}
+
 fn main() -> AnyResult<()> {
     if std::env::args().any(|a| a == "--sweep") {
         return sweep();
+    }
+    if std::env::args().any(|a| a == "--requests") {
+        println!("corecoll latency: the requests table alone (p = 2)");
+        return requests_table(&Team::new(2)?);
     }
     let started = Instant::now();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -279,52 +363,7 @@ fn main() -> AnyResult<()> {
     colls.push(Row::new("allreduce 8 B (one u64, Sum, Auto), p=2", ar_u64));
     print_rows("collectives: 8 B latency beside allreduce's", &colls);
 
-    // Persistent and non-blocking allreduce beside the blocking call and the handoff floor, in
-    // interleaved rounds: the goal's ratios are taken round by round, like with like.
-    let works = [
-        (Work::Persistent(8), 1.0),
-        (Work::Nonblocking(8), 1.0),
-        (Work::Allreduce(8, Algorithm::Auto), 1.0),
-        (Work::RequestPingPong(8), 1.0),
-        (Work::PingPong(8), 1.0),
-    ];
-    let per_round = measure_interleaved(&team2, &works, SAMPLES)?;
-    let summary = |k: usize| Summary::of(&per_round[k]).expect("at least one round");
-    let (pers, blocking, floor2) = (&per_round[0], &per_round[2], &per_round[works.len()]);
-    let ratio = |den: &[f64]| {
-        let r: Vec<f64> = pers.iter().zip(den).map(|(p, d)| p / d).collect();
-        Summary::of(&r).expect("at least one round").median
-    };
-    let (vs_blocking, vs_floor) = (ratio(blocking), ratio(floor2));
-    let mut pers_row = Row::new("persistent allreduce 8 B, start + wait, p=2", summary(0));
-    pers_row.goal = Some((
-        format!(
-            "≤ 0.75× blocking (is {vs_blocking:.2}×), ≤ 2× floor (is {vs_floor:.2}×), \
-             medians of the rounds' ratios"
-        ),
-        vs_blocking <= 0.75 && vs_floor <= 2.0,
-    ));
-    let requests = [
-        pers_row,
-        Row::new(
-            "non-blocking allreduce 8 B, scope + start + wait, p=2",
-            summary(1),
-        ),
-        Row::new(
-            "blocking allreduce 8 B (Auto), p=2, same rounds",
-            summary(2),
-        ),
-        Row::new(
-            "ping-pong 8 B with irecv + isend, scope per round trip",
-            summary(3),
-        ),
-        Row::new("ping-pong 8 B with recv + send, same rounds", summary(4)),
-        Row::new(
-            "  floor: bare cache-line handoff, same rounds",
-            summary(works.len()),
-        ),
-    ];
-    print_rows("requests: persistent and non-blocking calls", &requests);
+    requests_table(&team2)?;
 
     let met = goals
         .iter()

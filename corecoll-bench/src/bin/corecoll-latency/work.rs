@@ -27,6 +27,10 @@ pub enum Work {
     /// [`Work::PingPong`] with requests: each side posts its receive (`irecv`) before it
     /// sends (`isend`) and waits for both, in a scope per round trip.
     RequestPingPong(usize),
+    /// [`Work::Exchange`] as a halo exchange is written with requests: ranks 0 and 1 each post
+    /// a receive from the other (`irecv`), send (`isend`) and wait for both
+    /// (`Request::wait_all`), in a scope per exchange.
+    RequestExchange(usize),
     /// Every rank calls `barrier`.
     Barrier,
     /// Ranks 0 and 1 swap `n` bytes with one `sendrecv` each; ranks ≥ 2 idle.
@@ -93,6 +97,7 @@ impl Buffers {
         let n = match work {
             Work::PingPong(n)
             | Work::RequestPingPong(n)
+            | Work::RequestExchange(n)
             | Work::Exchange(n)
             | Work::Copy(n)
             | Work::SelfMessage(n) => n,
@@ -163,6 +168,18 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
                 comm.scope(|s| s.isend(0, &bufs.a)?.wait())?;
             }
         }
+        Work::RequestExchange(_) if rank < 2 => {
+            let peer = 1 - rank;
+            for _ in 0..iters {
+                let (a, b) = (&bufs.a, &mut bufs.b);
+                comm.scope(|s| {
+                    let recv = s.irecv(peer, b)?;
+                    let send = s.isend(peer, a)?;
+                    corecoll::Request::wait_all([recv, send])
+                })?;
+                std::mem::swap(&mut bufs.a, &mut bufs.b);
+            }
+        }
         Work::Exchange(_) if rank < 2 => {
             let peer = 1 - rank;
             for _ in 0..iters {
@@ -213,7 +230,10 @@ fn repeat(comm: &Comm, work: Work, bufs: &mut Buffers, iters: u64) -> corecoll::
                 call(comm, &mut bufs.own, &mut bufs.all, &mut bufs.all2)?;
             }
         }
-        Work::PingPong(_) | Work::RequestPingPong(_) | Work::Exchange(_) => {}
+        Work::PingPong(_)
+        | Work::RequestPingPong(_)
+        | Work::RequestExchange(_)
+        | Work::Exchange(_) => {}
     }
     Ok(())
 }
