@@ -298,9 +298,16 @@ impl<'scope> Scope<'scope, '_> {
         let src = comm.route("irecv", src.into(), true)?;
         names::note::<T>();
         if let (Route::Rank(src), true) = (src, comm.is_threads()) {
-            if let Some(found) = comm.local().try_recv(Want { src, tag }, &mut *buf)? {
+            let want = Want { src, tag };
+            if let Some(found) = comm.local().try_recv(want, &mut *buf)? {
                 return Ok(self.core().completed(Status::of(found)));
             }
+            // SAFETY: the scope holds the posted receive until it has its message or fails,
+            // and runs every request to its end before `'scope` ends (`Comm::scope`), so it
+            // is dropped, and withdrawn, within `buf`'s borrow; the rank touches `buf` only
+            // through it until then.
+            let recv = unsafe { comm.local().post_recv(want, buf) };
+            return Ok(self.core().posted(recv));
         }
         self.core().start_p2p(move |c| match src {
             Route::Nowhere => Ok(Status::NONE),

@@ -22,11 +22,12 @@
 //! touch a buffer after its borrow ends.
 
 use super::request::Request;
-use super::state::State;
+use super::state::Life;
 use super::{Comm, Span, Status};
 use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
 use crate::sync::task::{self, Task};
+use crate::transport::shm::PostedRecv;
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -236,13 +237,17 @@ struct Entry<'scope> {
     /// runs on the communicator itself, at once).
     start: Option<u64>,
     /// Where it is in its life (`state.rs`).
-    state: State<'scope>,
+    state: Life<'scope>,
 }
 
 impl Entry<'_> {
-    /// Whether resuming the request would let it go on (`State::ready`; a collective's turn
+    /// Whether advancing the request would let it go on: a look for a posted receive's
+    /// message could find it, or resuming a task would (`Life::ready`; a collective's turn
     /// comes when it is the first unfinished start of its shadow).
-    fn ready(&mut self, shadows: &Shadows) -> bool {
+    fn ready(&mut self, comm: &Comm, shadows: &Shadows) -> bool {
+        if let Some(r) = self.state.recv() {
+            return comm.local().posted_arrived(r);
+        }
         let start = self.start;
         self.state
             .ready(|| start.is_none_or(|n| shadows.may_run(n)))
@@ -292,6 +297,13 @@ impl<'scope> Entries<'scope> {
     fn iter_mut(&mut self) -> impl Iterator<Item = &mut Entry<'scope>> {
         self.slots.iter_mut().flatten()
     }
+
+    fn iter_mut_with_ids(&mut self) -> impl Iterator<Item = (usize, &mut Entry<'scope>)> {
+        self.slots
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(id, e)| Some((id, e.as_mut()?)))
+    }
 }
 
 /// Runs a scope's requests to completion when its closure returns or unwinds, so that no peer
@@ -302,13 +314,7 @@ struct Finish<'a, 'scope>(&'a Core<'scope>);
 impl Drop for Finish<'_, '_> {
     fn drop(&mut self) {
         let core = self.0;
-        if std::thread::panicking()
-            && core
-                .entries
-                .borrow()
-                .iter()
-                .any(|e| e.state.unfinished_task())
-        {
+        if std::thread::panicking() && core.entries.borrow().iter().any(|e| e.state.unfinished()) {
             let _ = core.comm.fail(Error::Panicked {
                 rank: core.comm.team_rank(core.comm.rank()).unwrap_or(0),
                 message: "a panic left a scope with non-blocking collectives in flight".into(),
@@ -356,7 +362,22 @@ impl<'scope> Core<'scope> {
     pub(crate) fn completed(&'scope self, status: Status) -> Request<'scope> {
         let id = self.entries.borrow_mut().insert(Entry {
             start: None,
-            state: State::completed(status),
+            state: Life::completed(status),
+        });
+        Request::new(self, id)
+    }
+
+    /// A receive on a communicator of threads whose message has not arrived, posted as `recv`:
+    /// no task (its scope looks for its message as it advances, and a wait for it waits as a
+    /// blocking receive does).
+    pub(crate) fn posted(&'scope self, recv: PostedRecv<'scope>) -> Request<'scope> {
+        // SAFETY: only the lifetime is erased, which the drop check would otherwise hold
+        // against the scope (its requests borrow it): the receive borrows the communicator's
+        // matcher, which outlives the scope, and the scope drops it before it ends.
+        let recv = unsafe { std::mem::transmute::<PostedRecv<'_>, PostedRecv<'static>>(recv) };
+        let id = self.entries.borrow_mut().insert(Entry {
+            start: None,
+            state: Life::posted(recv),
         });
         Request::new(self, id)
     }
@@ -374,7 +395,7 @@ impl<'scope> Core<'scope> {
         let task = unsafe { Task::new(f) };
         let id = self.entries.borrow_mut().insert(Entry {
             start,
-            state: State::queued(task),
+            state: Life::queued(task),
         });
         self.progress();
         let mut entries = self.entries.borrow_mut();
@@ -392,7 +413,16 @@ impl<'scope> Core<'scope> {
         let shadows = &self.comm.shadows;
         let mut entries = self.entries.borrow_mut();
         for e in entries.iter_mut() {
-            if !e.ready(shadows) {
+            if let Some(r) = e.state.recv() {
+                match self.comm.local().poll_posted(r) {
+                    Ok(None) => {}
+                    Ok(Some(found)) => e.state.finish(Ok(Status::of(found))),
+                    Err(err) => e.state.finish(Err(err)),
+                }
+                worked |= e.state.finished();
+                continue;
+            }
+            if !e.ready(self.comm, shadows) {
                 continue;
             }
             let start = e.start;
@@ -427,7 +457,7 @@ impl<'scope> Core<'scope> {
         }
         let shadows = &self.comm.shadows;
         let mut entries = self.entries.borrow_mut();
-        let any = entries.iter_mut().any(|e| e.ready(shadows));
+        let any = entries.iter_mut().any(|e| e.ready(self.comm, shadows));
         any
     }
 
@@ -456,7 +486,8 @@ impl<'scope> Core<'scope> {
         }
     }
 
-    /// Waits until one of the scope's suspended requests may go on.
+    /// Waits until one of the scope's suspended requests may go on: a posted receive's
+    /// message has come, or a task's wait's condition holds.
     pub(super) fn wait_for_any(&self) {
         let blocked: Vec<task::Blocked> = self
             .entries
@@ -464,6 +495,9 @@ impl<'scope> Core<'scope> {
             .iter()
             .filter_map(|e| e.state.blocked().copied())
             .collect();
+        if self.wait_posted(&blocked) {
+            return;
+        }
         if blocked.is_empty() {
             // Every unfinished request waits for one of an enclosing scope on its shadow,
             // which that scope's hook advances.
@@ -476,6 +510,45 @@ impl<'scope> Core<'scope> {
         // none is resumed until `wait_any` returns: the scope's hook stands aside while
         // `driving` is set, and nothing else resumes this scope's tasks.
         unsafe { task::wait_any(&blocked) };
+    }
+
+    /// If one of the scope's requests is a posted receive, waits for its message on this
+    /// stack, as a blocking receive waits (with its timeout and deadlock watch), or until
+    /// another request may go on (a task of `blocked`, another receive's message): whether
+    /// there was one.
+    fn wait_posted(&self, blocked: &[task::Blocked]) -> bool {
+        let taken = {
+            let mut entries = self.entries.borrow_mut();
+            let found = entries
+                .iter_mut_with_ids()
+                .find_map(|(id, e)| Some((id, e.state.take_recv()?)));
+            found
+        };
+        let Some((id, recv)) = taken else {
+            return false;
+        };
+        let _driving = crate::sync::Raised::new(&self.driving);
+        let local = self.comm.local();
+        let others = || {
+            // SAFETY: every task of `blocked` stays suspended in the wait that made its entry
+            // until this wait ends: the scope's hook stands aside while `driving` is set.
+            blocked.iter().any(|b| unsafe { b.holds() })
+                || self.entries.try_borrow().is_ok_and(|entries| {
+                    entries
+                        .iter()
+                        .filter_map(|e| e.state.recv())
+                        .any(|r| local.posted_arrived(r))
+                })
+        };
+        let got = local.wait_posted(&recv, &others);
+        let mut entries = self.entries.borrow_mut();
+        let life = &mut entries.get_mut(id).state;
+        match got {
+            Ok(None) => life.put_back(recv),
+            Ok(Some(found)) => life.finish(Ok(Status::of(found))),
+            Err(e) => life.finish(Err(e)),
+        }
+        true
     }
 
     /// Whether request `id` has finished (its result waits to be seen).

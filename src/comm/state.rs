@@ -10,6 +10,11 @@
 //!    └────────────── completed(status): a request that finished as it started
 //! ```
 //!
+//! A request in flight is run by a task (`sync::task`: a collective, a send that must wait, a
+//! receive between processes), Queued until its first resume; or it is a receive posted on a
+//! communicator of threads (`transport::shm::PostedRecv`), Running from its start, which needs
+//! no task: a look finds its message, and a wait for it is a blocking receive's (`scope.rs`).
+//!
 //! A request is *in flight* while Queued or Running: the scope must run it to the end before
 //! its buffers' borrow ends. Its outcome is kept until its owner has seen it; a failure nobody
 //! saw (its handle dropped) is the scope's own error when the scope ends.
@@ -17,48 +22,75 @@
 use super::Status;
 use crate::error::{Error, Result};
 use crate::sync::task::{Blocked, Task};
+use crate::transport::shm::PostedRecv;
 
 /// A request's task: the call it runs, with its result.
 pub(super) type RequestTask<'scope> = Task<'scope, Result<Status>>;
 
-/// Where a request is in its life (module docs).
-pub(super) enum State<'scope> {
+/// Where a request is in its life (module docs). The task of a request in flight is kept
+/// beside the state (`Life`), so that a step between states moves no task.
+#[derive(Debug)]
+pub(super) enum State {
     /// Started, its task not yet resumed: a collective waits for the earlier starts on its
     /// shadow to finish.
-    Queued(RequestTask<'scope>),
+    Queued,
     /// Its task has run and stopped where the call waits (or unwound out of its last resume).
-    Running(RequestTask<'scope>),
+    Running,
     /// Finished; its owner has not seen the outcome.
     Finished(Result<Status>),
     /// Finished, and its owner has seen the outcome (and may ask for it again).
     Seen(Result<Status>),
 }
 
-impl std::fmt::Debug for State<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            State::Queued(_) => "Queued",
-            State::Running(_) => "Running",
-            State::Finished(_) => "Finished",
-            State::Seen(_) => "Seen",
-        })
-    }
+/// What runs a request in flight.
+enum Body<'scope> {
+    /// A task: the blocking call on a stack of its own, suspended where it waits.
+    Task(RequestTask<'scope>),
+    /// A receive posted on a communicator of threads, which needs no stack: a look finds its
+    /// message, and a wait for it is a blocking receive's wait (`scope.rs`).
+    Recv(PostedRecv<'static>),
 }
 
-impl<'scope> State<'scope> {
+/// A request's state and, while it is in flight, what runs it.
+pub(super) struct Life<'scope> {
+    state: State,
+    body: Option<Body<'scope>>,
+}
+
+impl<'scope> Life<'scope> {
     /// A request whose call runs as `task`, not yet resumed.
     pub(super) fn queued(task: RequestTask<'scope>) -> Self {
-        State::Queued(task)
+        Life {
+            state: State::Queued,
+            body: Some(Body::Task(task)),
+        }
+    }
+
+    /// A receive posted as it started, waiting for its message: Running from the start.
+    pub(super) fn posted(recv: PostedRecv<'static>) -> Self {
+        Life {
+            state: State::Running,
+            body: Some(Body::Recv(recv)),
+        }
     }
 
     /// A request that finished as it started, with `status`.
     pub(super) fn completed(status: Status) -> Self {
-        State::Finished(Ok(status))
+        Life {
+            state: State::Finished(Ok(status)),
+            body: None,
+        }
+    }
+
+    /// Where it is.
+    #[cfg(all(test, not(loom), not(miri)))]
+    pub(super) fn state(&self) -> &State {
+        &self.state
     }
 
     /// Whether it is in flight (Queued or Running).
     pub(super) fn in_flight(&self) -> bool {
-        matches!(self, State::Queued(_) | State::Running(_))
+        matches!(self.state, State::Queued | State::Running)
     }
 
     /// Whether it has finished (Finished or Seen).
@@ -66,72 +98,103 @@ impl<'scope> State<'scope> {
         !self.in_flight()
     }
 
-    /// Whether its task still has code to run: in flight and not returned (a task that
-    /// panicked has returned, without a value).
-    pub(super) fn unfinished_task(&self) -> bool {
-        match self {
-            State::Queued(t) | State::Running(t) => !t.done(),
-            State::Finished(_) | State::Seen(_) => false,
+    /// Whether it still has work to do that waits for peers: a task not returned (a task that
+    /// panicked has returned, without a value), or a posted receive without its message.
+    pub(super) fn unfinished(&self) -> bool {
+        match &self.body {
+            Some(Body::Task(t)) => !t.done(),
+            Some(Body::Recv(_)) => true,
+            None => self.in_flight(),
         }
     }
 
-    /// Whether resuming it would let it go on: Queued and `its_turn()` (the first of its
-    /// shadow), or Running and ended (a panic) or its wait's condition holds.
+    /// Whether resuming its task would let it go on: Queued and `its_turn()` (the first of
+    /// its shadow), or Running and ended (a panic) or its wait's condition holds. False for a
+    /// posted receive (`recv`).
     pub(super) fn ready(&mut self, its_turn: impl FnOnce() -> bool) -> bool {
-        match self {
-            State::Queued(_) => its_turn(),
-            State::Running(t) => t.done() || t.may_go_on(),
-            State::Finished(_) | State::Seen(_) => false,
+        match (&self.state, &mut self.body) {
+            (State::Queued, _) => its_turn(),
+            (State::Running, Some(Body::Task(t))) => t.done() || t.may_go_on(),
+            _ => false,
         }
     }
 
     /// What its task waits for, while Running and suspended.
     pub(super) fn blocked(&self) -> Option<&Blocked> {
-        match self {
-            State::Running(t) => t.blocked(),
+        match (&self.state, &self.body) {
+            (State::Running, Some(Body::Task(t))) => t.blocked(),
             _ => None,
         }
     }
 
-    /// Queued or Running → Running: its task, to resume.
-    pub(super) fn resumed(&mut self) -> &mut RequestTask<'scope> {
-        if matches!(self, State::Queued(_)) {
-            let State::Queued(task) = std::mem::replace(self, State::Seen(Ok(Status::NONE))) else {
-                unreachable!("matched Queued")
-            };
-            *self = State::Running(task);
-        }
-        match self {
-            State::Running(task) => task,
-            other => panic!("a request resumed when {other:?}"),
+    /// Its posted receive, while it is one in flight and not taken out to be waited for.
+    pub(super) fn recv(&self) -> Option<&PostedRecv<'static>> {
+        match &self.body {
+            Some(Body::Recv(r)) => Some(r),
+            _ => None,
         }
     }
 
-    /// Running → Finished, with `result` (its task is dropped: it has returned).
+    /// Takes its posted receive out, for a wait on the waiter's stack ([`Life::put_back`] or
+    /// [`Life::finish`] after it); meanwhile nothing else looks for its message.
+    pub(super) fn take_recv(&mut self) -> Option<PostedRecv<'static>> {
+        match self.body.take() {
+            Some(Body::Recv(r)) => Some(r),
+            other => {
+                self.body = other;
+                None
+            }
+        }
+    }
+
+    /// Puts back a posted receive taken out by [`Life::take_recv`] whose wait ended first.
+    pub(super) fn put_back(&mut self, recv: PostedRecv<'static>) {
+        assert!(
+            self.body.is_none() && matches!(self.state, State::Running),
+            "a receive put back into a request when {:?}",
+            self.state
+        );
+        self.body = Some(Body::Recv(recv));
+    }
+
+    /// Queued or Running → Running: its task, to resume.
+    pub(super) fn resumed(&mut self) -> &mut RequestTask<'scope> {
+        assert!(self.in_flight(), "a request resumed when {:?}", self.state);
+        self.state = State::Running;
+        match &mut self.body {
+            Some(Body::Task(t)) => t,
+            _ => panic!("a request without a task resumed"),
+        }
+    }
+
+    /// Running → Finished, with `result` (what ran it, which has returned, is dropped: a
+    /// posted receive is withdrawn).
     pub(super) fn finish(&mut self, result: Result<Status>) {
         assert!(
-            matches!(self, State::Running(_)),
-            "a request finished when {self:?}"
+            matches!(self.state, State::Running),
+            "a request finished when {:?}",
+            self.state
         );
-        *self = State::Finished(result);
+        self.state = State::Finished(result);
+        self.body = None;
     }
 
     /// Finished or Seen → Seen: the outcome, for its owner; `None` while in flight.
     pub(super) fn seen(&mut self) -> Option<Result<Status>> {
-        match self {
+        match &mut self.state {
             State::Finished(r) => {
-                let r = r.clone();
-                *self = State::Seen(r.clone());
+                let r = std::mem::replace(r, Ok(Status::NONE));
+                self.state = State::Seen(r.clone());
                 Some(r)
             }
             State::Seen(r) => Some(r.clone()),
-            State::Queued(_) | State::Running(_) => None,
+            State::Queued | State::Running => None,
         }
     }
 
     /// Finished with an error → Seen: the error nobody saw (the scope's, as it ends).
     pub(super) fn unseen_error(&mut self) -> Option<Error> {
-        match self {
+        match self.state {
             State::Finished(Err(_)) => self.seen().and_then(Result::err),
             _ => None,
         }
@@ -140,7 +203,7 @@ impl<'scope> State<'scope> {
     /// Whether the scope may forget it once its handle is gone: it has finished, and not with
     /// an error its owner never saw.
     pub(super) fn may_be_forgotten(&self) -> bool {
-        matches!(self, State::Finished(Ok(_)) | State::Seen(_))
+        matches!(self.state, State::Finished(Ok(_)) | State::Seen(_))
     }
 }
 
@@ -156,8 +219,8 @@ mod tests {
 
     #[test]
     fn a_request_goes_from_queued_to_seen_through_named_steps() {
-        let mut s = State::queued(task(Ok(Status::NONE)));
-        assert!(s.in_flight() && s.unfinished_task());
+        let mut s = Life::queued(task(Ok(Status::NONE)));
+        assert!(s.in_flight() && s.unfinished());
         assert!(!s.ready(|| false), "not its turn");
         assert!(s.ready(|| true));
         assert_eq!(s.seen().map(|_| ()), None, "no outcome in flight");
@@ -168,17 +231,17 @@ mod tests {
         );
         let r = t.take().expect("its value");
         s.finish(r);
-        assert!(matches!(s, State::Finished(Ok(_))));
+        assert!(matches!(s.state(), State::Finished(Ok(_))));
         assert!(s.may_be_forgotten(), "a success nobody saw needs no report");
         assert!(s.seen().is_some_and(|r| r.is_ok()));
-        assert!(matches!(s, State::Seen(Ok(_))));
+        assert!(matches!(s.state(), State::Seen(Ok(_))));
         assert!(s.seen().is_some(), "the outcome can be asked for again");
         assert!(s.may_be_forgotten());
     }
 
     #[test]
     fn a_failure_nobody_saw_is_kept_until_taken() {
-        let mut s = State::queued(task(Err(Error::TeamBusy)));
+        let mut s = Life::queued(task(Err(Error::TeamBusy)));
         let t = s.resumed();
         assert!(t.resume());
         let r = t.take().expect("its value");
@@ -191,14 +254,14 @@ mod tests {
     #[test]
     #[should_panic(expected = "a request finished when Queued")]
     fn finishing_a_request_that_never_ran_is_a_bug() {
-        let mut s = State::queued(task(Ok(Status::NONE)));
+        let mut s = Life::queued(task(Ok(Status::NONE)));
         s.finish(Ok(Status::NONE));
     }
 
     #[test]
     #[should_panic(expected = "a request resumed when Finished")]
     fn resuming_a_finished_request_is_a_bug() {
-        let mut s = State::completed(Status::NONE);
+        let mut s = Life::completed(Status::NONE);
         s.resumed();
     }
 }

@@ -15,7 +15,7 @@
 //! A posted receive never looks at what is aside: it did when it was posted, and a message
 //! goes aside only if no posted receive accepts it. A receive from any rank is posted twice,
 //! for messages from other processes here and among the process's threads in
-//! `transport::shm` ([`crate::transport::shm::SharedRecv`]), with one gate that closes when
+//! `transport::shm` ([`crate::transport::shm::PostedRecv`]), with one gate that closes when
 //! either side fills it.
 //!
 //! **One classifier at a time.** A blocking receive under `Threading::Multiple` waits for its
@@ -373,7 +373,7 @@ impl Bridge {
             got = self.posted.outcome(id, ch);
             if got.is_none() {
                 if let Some(shared) = &_shared {
-                    got = self.local.poll_shared(shared)?.map(|f| Ok(world(f)));
+                    got = self.local.poll_posted(shared)?.map(|f| Ok(world(f)));
                 }
             }
             if got.is_none() && gate.get() {

@@ -6,7 +6,7 @@
 use super::Local;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::transport::shm::{Found, SharedRecv, ShmTransport, Want};
+use crate::transport::shm::{Found, PostedRecv, ShmTransport, Want};
 use crate::transport::Transport;
 use std::cell::Cell;
 
@@ -63,7 +63,7 @@ impl Local {
     }
 
     /// Posts a receive of `want` into `buf` that messages from elsewhere may fill instead
-    /// (`transport::shm::SharedRecv`: a receive from any rank of a team that spans processes).
+    /// (`transport::shm::PostedRecv`: a receive from any rank of a team that spans processes).
     ///
     /// # Safety
     /// As `ShmTransport::post_shared`: the result is dropped before `buf`'s and `gate`'s
@@ -74,7 +74,7 @@ impl Local {
         want: Want,
         buf: &mut [T],
         gate: &Cell<bool>,
-    ) -> SharedRecv<'_> {
+    ) -> PostedRecv<'_> {
         // SAFETY: per the contract.
         unsafe {
             self.p2p("irecv")
@@ -82,10 +82,35 @@ impl Local {
         }
     }
 
-    /// One look for a message for shared receive `r`: its outcome if it has been matched here.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn poll_shared(&self, r: &SharedRecv<'_>) -> Result<Option<Found>> {
-        self.p2p("irecv").poll_shared(r)
+    /// Posts a receive of `want` into `buf`, held by the caller: a scope's non-blocking
+    /// receive whose message has not arrived (`transport::shm::PostedRecv`).
+    ///
+    /// # Safety
+    /// As `ShmTransport::post_recv`: the result is dropped before `buf`'s borrow ends, and
+    /// `buf` is left alone until then.
+    pub(crate) unsafe fn post_recv<T: Elem>(&self, want: Want, buf: &mut [T]) -> PostedRecv<'_> {
+        // SAFETY: per the contract.
+        unsafe { self.p2p("irecv").post_recv(&self.matcher, want, buf) }
+    }
+
+    /// One look for a message for posted receive `r`: its outcome if it has been matched here.
+    pub(crate) fn poll_posted(&self, r: &PostedRecv<'_>) -> Result<Option<Found>> {
+        self.p2p("irecv").poll_posted(r)
+    }
+
+    /// Whether [`Local::poll_posted`] could find `r`'s message now.
+    pub(crate) fn posted_arrived(&self, r: &PostedRecv<'_>) -> bool {
+        self.p2p("irecv").posted_arrived(r)
+    }
+
+    /// Waits for posted receive `r`'s message (`Some`) or for `also()` (`None`), as a blocking
+    /// receive waits.
+    pub(crate) fn wait_posted(
+        &self,
+        r: &PostedRecv<'_>,
+        also: &dyn Fn() -> bool,
+    ) -> Result<Option<Found>> {
+        self.p2p("irecv").wait_posted(r, also)
     }
 
     /// Sends `send` (destination, tag, data) and receives the first message `want` accepts,

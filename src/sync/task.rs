@@ -50,6 +50,18 @@ pub(crate) struct Blocked {
     watch: Option<*const (dyn Watch + 'static)>,
 }
 
+impl Blocked {
+    /// Whether the wait may go on: its condition holds or its deadline has passed.
+    ///
+    /// # Safety
+    /// The task whose wait made this is still suspended in it (nothing has resumed it since).
+    pub(crate) unsafe fn holds(&self) -> bool {
+        // SAFETY: per the contract, the condition is alive in the wait's frame, and only this
+        // thread calls it.
+        self.deadline.is_some_and(|d| Instant::now() >= d) || unsafe { (*self.ready)() }
+    }
+}
+
 thread_local! {
     /// The yielder of the task running on this thread, if one is.
     static CURRENT: Cell<Option<*const Yielder<(), Blocked>>> = const { Cell::new(None) };

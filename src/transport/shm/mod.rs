@@ -29,7 +29,7 @@ use crate::shm::{Context, Member};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use engine::Receive;
 pub(crate) use p2p::{Found, Matcher, Want};
-pub(crate) use posted::SharedRecv;
+pub(crate) use posted::PostedRecv;
 
 mod engine;
 mod fast;

@@ -37,7 +37,7 @@ type Take = unsafe fn(
 
 /// One posted receive: what it accepts and where its buffer is (erased to bytes, with the
 /// function of its element type that checks a message and reads it in, `take_as`), and for a
-/// receive posted elsewhere too ([`SharedRecv`]) the flag that says it is still free.
+/// receive posted elsewhere too ([`PostedRecv`]) the flag that says it is still free.
 struct Entry {
     id: u64,
     want: Want,
@@ -91,7 +91,7 @@ pub(crate) struct Posted {
 }
 
 // SAFETY: an entry (with its raw pointers to a buffer and a gate) exists only during a call of
-// `ShmTransport::recv_posted`, or while a `SharedRecv` lives (which borrows the matcher, and
+// `ShmTransport::recv_posted`, or while a `PostedRecv` lives (which borrows the matcher, and
 // which a hybrid team's non-blocking receive makes and drops within one call), on the rank's
 // thread, which borrows the rank's communicator for the whole call; so a communicator can move to another thread only while it has no entries,
 // and the pointers are never used from another thread.
@@ -276,19 +276,56 @@ impl super::engine::Receive for Waiting<'_> {
     }
 }
 
-/// A receive posted here that waits elsewhere too: a receive from any rank of a team whose
-/// ranks span processes, which other processes' messages may also match. It is matched by the
-/// first of the two places to offer it a message; `gate` (shared with the other place's
-/// posting) closes when either does, after which the other offers it nothing. Withdrawn when
-/// dropped.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-pub(crate) struct SharedRecv<'m> {
+/// A receive posted here and held by its owner rather than by a waiting call: a scope's
+/// non-blocking receive, which waits where its scope is advanced
+/// ([`ShmTransport::post_recv`]), or a receive that waits elsewhere too — from any rank of a
+/// team whose ranks span processes, which other processes' messages may also match. The latter
+/// is matched by the first of the two places to offer it a message; its gate (shared with the
+/// other place's posting) closes when either does, after which the other offers it nothing.
+/// Withdrawn when dropped.
+pub(crate) struct PostedRecv<'m> {
     m: &'m Matcher,
     id: u64,
     want: Want,
 }
 
-impl Drop for SharedRecv<'_> {
+impl PostedRecv<'_> {
+    /// The receive as the engine drives it.
+    fn waiting(&self) -> Waiting<'_> {
+        Waiting {
+            m: self.m,
+            id: self.id,
+            want: self.want,
+        }
+    }
+}
+
+/// A posted receive's wait that also ends when `also()` holds ([`ShmTransport::wait_posted`]).
+struct Until<'m, 'a> {
+    waiting: Waiting<'m>,
+    also: &'a dyn Fn() -> bool,
+}
+
+impl super::engine::Receive for Until<'_, '_> {
+    type Out = Option<Found>;
+
+    fn source(&self) -> Option<usize> {
+        self.waiting.source()
+    }
+
+    fn poll(&mut self, t: &ShmTransport<'_>) -> Result<Option<Option<Found>>> {
+        if let Some(found) = self.waiting.poll(t)? {
+            return Ok(Some(Some(found)));
+        }
+        Ok((self.also)().then_some(None))
+    }
+
+    fn arrived(&self, t: &ShmTransport<'_>) -> bool {
+        self.waiting.arrived(t) || (self.also)()
+    }
+}
+
+impl Drop for PostedRecv<'_> {
     fn drop(&mut self) {
         self.m.posted.withdraw(self.id);
     }
@@ -357,8 +394,27 @@ impl ShmTransport<'_> {
         Ok(got.expect("a completed receive"))
     }
 
+    /// Posts a receive of `want` into `buf`, held by the caller ([`PostedRecv`]), as the
+    /// oldest receive of the rank from now on: [`ShmTransport::poll_posted`] looks for its
+    /// message, [`ShmTransport::wait_posted`] waits for it.
+    ///
+    /// # Safety
+    /// The returned value must be dropped before `buf`'s borrow ends (it cannot be forgotten:
+    /// the caller keeps it where it is dropped, however the caller ends), and `buf` left alone
+    /// until then.
+    pub(crate) unsafe fn post_recv<'m, T: Elem>(
+        &self,
+        m: &'m Matcher,
+        want: Want,
+        buf: &mut [T],
+    ) -> PostedRecv<'m> {
+        // SAFETY: per the contract.
+        let id = unsafe { m.posted.post(want, buf, None) };
+        PostedRecv { m, id, want }
+    }
+
     /// Posts a receive of `want` into `buf` that another matcher may fill instead
-    /// ([`SharedRecv`]), as the oldest receive of the rank from now on.
+    /// ([`PostedRecv`]), as the oldest receive of the rank from now on.
     ///
     /// # Safety
     /// The returned value must be dropped before `buf`'s and `gate`'s borrows end (it cannot
@@ -371,26 +427,43 @@ impl ShmTransport<'_> {
         want: Want,
         buf: &mut [T],
         gate: &Cell<bool>,
-    ) -> SharedRecv<'m> {
+    ) -> PostedRecv<'m> {
         // SAFETY: per the contract.
         let id = unsafe { m.posted.post(want, buf, Some(gate)) };
-        SharedRecv { m, id, want }
+        PostedRecv { m, id, want }
     }
 
     /// One look for a message for posted receive `r` (handing the messages at the fronts of
     /// its sources' mailboxes to the oldest posted receives that accept them): its outcome,
     /// if it has been matched here.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-    pub(crate) fn poll_shared(&self, r: &SharedRecv<'_>) -> Result<Option<Found>> {
+    pub(crate) fn poll_posted(&self, r: &PostedRecv<'_>) -> Result<Option<Found>> {
         if self.member.run().is_aborted() {
             return Err(self.aborted());
         }
-        let mut waiting = Waiting {
-            m: r.m,
-            id: r.id,
-            want: r.want,
+        super::engine::Receive::poll(&mut r.waiting(), self)
+    }
+
+    /// Whether a look for posted receive `r`'s message ([`ShmTransport::poll_posted`]) could
+    /// find it: it has been matched, or a message waits at the front of one of its sources'
+    /// mailboxes. Only reads.
+    pub(crate) fn posted_arrived(&self, r: &PostedRecv<'_>) -> bool {
+        super::engine::Receive::arrived(&r.waiting(), self)
+    }
+
+    /// Waits, as a blocking receive does (spin, then park; the run's failure, the team's
+    /// timeout and the deadlock watch end it with an error), until posted receive `r` has its
+    /// message (`Some`) or `also()` holds (`None`): a condition that the rank's parker
+    /// announces, as its other requests' are.
+    pub(crate) fn wait_posted(
+        &self,
+        r: &PostedRecv<'_>,
+        also: &dyn Fn() -> bool,
+    ) -> Result<Option<Found>> {
+        let until = Until {
+            waiting: r.waiting(),
+            also,
         };
-        super::engine::Receive::poll(&mut waiting, self)
+        Ok(self.exchange(None, Some(until))?.flatten())
     }
 
     /// Runs `f`, a send (or a send and receive) to `dest`, in its turn: at once if no earlier

@@ -166,8 +166,8 @@ fn a_shared_posted_receive_takes_a_message_only_through_its_open_gate() {
                 comm.barrier().unwrap();
                 let mut got = None;
                 while got.is_none() {
-                    got = local.poll_shared(&r).unwrap();
-                    if closed && (0..1000).all(|_| local.poll_shared(&r).unwrap().is_none()) {
+                    got = local.poll_posted(&r).unwrap();
+                    if closed && (0..1000).all(|_| local.poll_posted(&r).unwrap().is_none()) {
                         break;
                     }
                 }
