@@ -469,3 +469,44 @@ fn a_receive_from_oneself_waits_for_queued_sends() {
         all_ok(&out.unwrap());
     }
 }
+
+/// A wait for a posted receive (which waits on the rank's own stack, not in a task) still
+/// advances the scope's other requests: the message it waits for is sent only after a
+/// non-blocking allreduce that the waiting rank started before it, and a large send of its own
+/// that must wait for its receiver, have gone through the other ranks.
+#[test]
+fn a_wait_for_a_posted_receive_advances_the_other_requests() {
+    let n = EAGER_MAX / 8 * 4;
+    for p in [2usize, 3, 5, 8] {
+        let out = team(p).run(|comm| -> Result<()> {
+            let (r, p) = (comm.rank(), comm.size());
+            let last = p - 1;
+            let mut sum = vec![r as f64 + 1.0; 3];
+            let want = (p * (p + 1) / 2) as f64;
+            if r == 0 {
+                let mut got = vec![0u64; 7];
+                let big = payload(0, 1, 0, n);
+                comm.scope(|s| {
+                    let recv = s.irecv_tagged(last, 9, &mut got)?;
+                    let ar = s.iallreduce(&mut sum, corecoll::op::Sum)?;
+                    let send = s.isend_tagged(last, 1, &big)?;
+                    assert_eq!(recv.wait_status()?.len, 7);
+                    Request::wait_all([ar, send])
+                })?;
+                assert_eq!(got, payload(last, 9, 0, 7));
+            } else {
+                // (A non-blocking collective matches only non-blocking ones.)
+                comm.scope(|s| s.iallreduce(&mut sum, corecoll::op::Sum)?.wait())?;
+                if r == last {
+                    let mut big = vec![0u64; n];
+                    comm.recv_tagged(0, 1, &mut big)?;
+                    assert_eq!(big, payload(0, 1, 0, n));
+                    comm.send_tagged(0, 9, &payload(last, 9, 0, 7))?;
+                }
+            }
+            assert!(sum.iter().all(|&x| x == want), "{sum:?} against {want}");
+            Ok(())
+        });
+        all_ok(&out.unwrap());
+    }
+}

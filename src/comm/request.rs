@@ -61,9 +61,10 @@ impl Request<'_> {
     /// blocking receive's [`Status`] (for another request, a status with no source).
     pub fn wait_status(self) -> Result<Status> {
         self.core.drive(Some(self.id));
-        self.core
-            .outcome(self.id)
-            .expect("a driven request has finished")
+        let out = self.core.take_outcome(self.id);
+        // The entry is gone: nothing for the handle's drop to release.
+        std::mem::forget(self);
+        out
     }
 }
 

@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
 use crate::sync::task::{self, Task};
 use crate::transport::shm::PostedRecv;
+use smallvec::SmallVec;
 use std::cell::{Cell, OnceCell, RefCell};
 use std::collections::VecDeque;
 use std::marker::PhantomData;
@@ -131,7 +132,7 @@ impl Comm {
         let scope = Scope {
             core: Core {
                 comm: self,
-                entries: RefCell::new(Entries::default()),
+                entries: RefCell::new(Entries::new()),
                 driving: Cell::new(false),
             },
             _env: PhantomData,
@@ -141,6 +142,7 @@ impl Comm {
             crate::sync::idle::with_idle(&scope.core, || f(&scope))
         };
         let unseen = scope.core.unseen();
+        scope.core.entries.take().recycle();
         match (out, unseen) {
             (Err(e), _) => Err(e),
             (Ok(_), Some(e)) => Err(e),
@@ -256,11 +258,53 @@ impl Entry<'_> {
 
 /// A scope's requests by number; a number is reused once its request is gone, so that a
 /// scope that runs many requests (a persistent collective started thousands of times) keeps
-/// only those in flight.
+/// only those in flight. A thread's scopes hand their storage on, so that a scope opened per
+/// exchange allocates nothing in steady state.
 #[derive(Default)]
 struct Entries<'scope> {
     slots: Vec<Option<Entry<'scope>>>,
     free: Vec<usize>,
+}
+
+/// Blocked tasks a wait of a scope lists without allocating.
+const INLINE: usize = 4;
+
+/// The storage of [`Entries`], empty, with the lifetime of its elements erased.
+type Spare = (Vec<Option<Entry<'static>>>, Vec<usize>);
+
+thread_local! {
+    /// The storage of the last scope this thread closed, for its next.
+    static SPARE: Cell<Option<Spare>> = const { Cell::new(None) };
+}
+
+impl<'scope> Entries<'scope> {
+    /// A scope's requests, in the storage the thread's last scope left, if any.
+    fn new() -> Self {
+        let (slots, free) = SPARE.with(Cell::take).unwrap_or_default();
+        debug_assert!(slots.is_empty() && free.is_empty());
+        // SAFETY: only the lifetime inside the element type changes (so the layout does
+        // not), of a vector that holds no element.
+        let slots = unsafe {
+            std::mem::transmute::<Vec<Option<Entry<'static>>>, Vec<Option<Entry<'scope>>>>(slots)
+        };
+        Entries { slots, free }
+    }
+
+    /// Drops what is left of a scope's requests (all finished) and keeps the storage for the
+    /// thread's next scope.
+    fn recycle(self) {
+        let Entries {
+            mut slots,
+            mut free,
+        } = self;
+        slots.clear();
+        free.clear();
+        // SAFETY: as in `new`: the vector is empty.
+        let slots = unsafe {
+            std::mem::transmute::<Vec<Option<Entry<'scope>>>, Vec<Option<Entry<'static>>>>(slots)
+        };
+        SPARE.with(|s| s.set(Some((slots, free))));
+    }
 }
 
 impl<'scope> Entries<'scope> {
@@ -277,9 +321,10 @@ impl<'scope> Entries<'scope> {
         }
     }
 
-    fn remove(&mut self, id: usize) -> Entry<'scope> {
+    /// Removes request `id` without handing it back.
+    fn forget(&mut self, id: usize) {
         self.free.push(id);
-        self.slots[id].take().expect("a live request")
+        self.slots[id] = None;
     }
 
     fn get(&self, id: usize) -> &Entry<'scope> {
@@ -400,7 +445,7 @@ impl<'scope> Core<'scope> {
         self.progress();
         let mut entries = self.entries.borrow_mut();
         if let Some(e) = entries.get_mut(id).state.unseen_error() {
-            entries.remove(id);
+            entries.forget(id);
             return Err(e);
         }
         Ok(Request::new(self, id))
@@ -489,7 +534,7 @@ impl<'scope> Core<'scope> {
     /// Waits until one of the scope's suspended requests may go on: a posted receive's
     /// message has come, or a task's wait's condition holds.
     pub(super) fn wait_for_any(&self) {
-        let blocked: Vec<task::Blocked> = self
+        let blocked: SmallVec<[task::Blocked; INLINE]> = self
             .entries
             .borrow()
             .iter()
@@ -578,12 +623,21 @@ impl<'scope> Core<'scope> {
         self.entries.borrow_mut().get_mut(id).state.seen()
     }
 
+    /// The outcome of request `id`, which has finished, for its owner, who gives up its
+    /// handle: the entry goes.
+    pub(super) fn take_outcome(&self, id: usize) -> Result<Status> {
+        let mut entries = self.entries.borrow_mut();
+        let out = entries.get_mut(id).state.take_outcome();
+        entries.forget(id);
+        out
+    }
+
     /// Request `id`'s handle is gone: its entry goes too, unless it is in flight (the scope
     /// still runs it) or failed unseen (the scope reports it).
     pub(super) fn release(&self, id: usize) {
         let mut entries = self.entries.borrow_mut();
         if entries.get(id).state.may_be_forgotten() {
-            entries.remove(id);
+            entries.forget(id);
         }
     }
 }

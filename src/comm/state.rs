@@ -45,7 +45,7 @@ pub(super) enum State {
 /// What runs a request in flight.
 enum Body<'scope> {
     /// A task: the blocking call on a stack of its own, suspended where it waits.
-    Task(RequestTask<'scope>),
+    Task(Box<RequestTask<'scope>>),
     /// A receive posted on a communicator of threads, which needs no stack: a look finds its
     /// message, and a wait for it is a blocking receive's wait (`scope.rs`).
     Recv(PostedRecv<'static>),
@@ -62,7 +62,7 @@ impl<'scope> Life<'scope> {
     pub(super) fn queued(task: RequestTask<'scope>) -> Self {
         Life {
             state: State::Queued,
-            body: Some(Body::Task(task)),
+            body: Some(Body::Task(Box::new(task))),
         }
     }
 
@@ -189,6 +189,15 @@ impl<'scope> Life<'scope> {
             }
             State::Seen(r) => Some(r.clone()),
             State::Queued | State::Running => None,
+        }
+    }
+
+    /// Finished or Seen → gone: the outcome, for its owner, who gives up its handle (the
+    /// scope forgets the request).
+    pub(super) fn take_outcome(&mut self) -> Result<Status> {
+        match std::mem::replace(&mut self.state, State::Seen(Ok(Status::NONE))) {
+            State::Finished(r) | State::Seen(r) => r,
+            other => panic!("the outcome of a request taken when {other:?}"),
         }
     }
 
