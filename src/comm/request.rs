@@ -114,7 +114,7 @@ impl Request<'_> {
                     .expect("a finished request has its result");
                 return Some((i, out.map(drop)));
             }
-            core.wait_for_any();
+            core.wait_for_any(None);
         }
     }
 }

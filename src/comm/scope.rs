@@ -527,20 +527,22 @@ impl<'scope> Core<'scope> {
                     return;
                 }
             }
-            self.wait_for_any();
+            self.wait_for_any(id);
         }
     }
 
     /// Waits until one of the scope's suspended requests may go on: a posted receive's
-    /// message has come, or a task's wait's condition holds.
-    pub(super) fn wait_for_any(&self) {
+    /// message has come, or a task's wait's condition holds. `target`: the request the caller
+    /// waits for, if one (a wait on the stack is that receive's, if it is one, so that the
+    /// deadlock watch sees what the rank waits for).
+    pub(super) fn wait_for_any(&self, target: Option<usize>) {
         let blocked: SmallVec<[task::Blocked; INLINE]> = self
             .entries
             .borrow()
             .iter()
             .filter_map(|e| e.state.blocked().copied())
             .collect();
-        if self.wait_posted(&blocked) {
+        if self.wait_posted(&blocked, target) {
             return;
         }
         if blocked.is_empty() {
@@ -557,16 +559,19 @@ impl<'scope> Core<'scope> {
         unsafe { task::wait_any(&blocked) };
     }
 
-    /// If one of the scope's requests is a posted receive, waits for its message on this
-    /// stack, as a blocking receive waits (with its timeout and deadlock watch), or until
-    /// another request may go on (a task of `blocked`, another receive's message): whether
-    /// there was one.
-    fn wait_posted(&self, blocked: &[task::Blocked]) -> bool {
+    /// If one of the scope's requests is a posted receive (`target`, if it is one), waits for
+    /// its message on this stack, as a blocking receive waits (with its timeout and deadlock
+    /// watch), or until another request may go on (a task of `blocked`, another receive's
+    /// message): whether there was one.
+    fn wait_posted(&self, blocked: &[task::Blocked], target: Option<usize>) -> bool {
         let taken = {
             let mut entries = self.entries.borrow_mut();
-            let found = entries
-                .iter_mut_with_ids()
-                .find_map(|(id, e)| Some((id, e.state.take_recv()?)));
+            let target = target.and_then(|id| Some((id, entries.get_mut(id).state.take_recv()?)));
+            let found = target.or_else(|| {
+                entries
+                    .iter_mut_with_ids()
+                    .find_map(|(id, e)| Some((id, e.state.take_recv()?)))
+            });
             found
         };
         let Some((id, recv)) = taken else {

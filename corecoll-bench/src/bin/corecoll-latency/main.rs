@@ -26,6 +26,8 @@
 //! Before measuring, a short self-check sends known data around rings of several sizes and
 //! splits a communicator, so that a broken build cannot print fast numbers.
 
+#[cfg(feature = "mpi")]
+mod mpi_requests;
 mod self_check;
 mod work;
 
@@ -220,12 +222,60 @@ fn requests_table(team2: &Team) -> AnyResult<()> {
         ),
     ];
     print_rows("requests: persistent and non-blocking calls", &requests);
+    #[cfg(feature = "mpi")]
+    mpi_rows(&[summary(5).median, summary(3).median, summary(1).median]);
     Ok(())
+}
+
+/// The MPI library's rows of the requests table (`mpi_requests`), and corecoll's exchange,
+/// ping-pong and non-blocking allreduce with requests (`ours`, medians of this run) beside
+/// its non-blocking ones.
+#[cfg(feature = "mpi")]
+fn mpi_rows(ours: &[f64; 3]) {
+    let rounds = match mpi_requests::measure(SAMPLES) {
+        Ok(r) => r,
+        Err(e) => {
+            println!("\n(the MPI rows are missing: {e})");
+            return;
+        }
+    };
+    let summary = |k: usize| Summary::of(&rounds[k]).expect("at least one round");
+    let rows: Vec<Row> = mpi_requests::WORKS
+        .iter()
+        .enumerate()
+        .map(|(k, name)| Row::new(format!("MPI {name}, 2 processes"), summary(k)))
+        .collect();
+    print_rows(
+        "requests: the same with the MPI library, 2 processes bound to cores 0 and 1",
+        &rows,
+    );
+    // Medians of separate runs: the MPI job runs after the threads' rounds.
+    let theirs = [summary(2).median, summary(0).median, summary(4).median];
+    println!(
+        "  corecoll against MPI, with requests (medians of the two runs): exchange {:.2}×, \
+         ping-pong {:.2}×, non-blocking allreduce {:.2}× (goal for the exchange and the \
+         ping-pong: ≤ 0.4×)",
+        ours[0] / theirs[0],
+        ours[1] / theirs[1],
+        ours[2] / theirs[2]
+    );
 }
 
 fn main() -> AnyResult<()> {
     if std::env::args().any(|a| a == "--sweep") {
         return sweep();
+    }
+    #[cfg(feature = "mpi")]
+    {
+        let args: Vec<String> = std::env::args().collect();
+        if let Some(i) = args.iter().position(|a| a == "--mpi-requests") {
+            let file = args.get(i + 1).ok_or("--mpi-requests FILE ROUNDS")?;
+            let rounds = args
+                .get(i + 2)
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(SAMPLES);
+            return Ok(mpi_requests::worker(std::path::Path::new(file), rounds)?);
+        }
     }
     if std::env::args().any(|a| a == "--requests") {
         println!("corecoll latency: the requests table alone (p = 2)");
