@@ -12,6 +12,7 @@
 //! barrier, split) is here.
 
 mod data;
+mod entries;
 mod nonblocking;
 mod p2p;
 mod persistent;

@@ -5,7 +5,7 @@
 //! threads of one process, `transport::shm`'s posted receives do that; here the same rule is
 //! kept for the messages that come over MPI (or through the relaying leader). Every message
 //! from another process is *classified* as soon as its header is in this rank's hands, in the
-//! order MPI delivers them: it goes to the oldest posted receive that accepts it ([`Posting`];
+//! order MPI delivers them: it goes to the oldest posted receive that accepts it ([`Remote`];
 //! its payload, if it follows in a message of its own, straight into that receive's buffer),
 //! else to the receive that brought it in (a blocking one takes it directly), else aside
 //! (`hybrid::p2p`'s queue, its payload arriving meanwhile). Whoever brings messages in — a
@@ -30,10 +30,9 @@ use super::p2p::{take, Aside, Link, Pending, Place};
 use crate::error::Result;
 use crate::mailbox::Elem;
 use crate::transport::mpi::{new_stage, Arrived, Channels, Stage};
-use crate::transport::shm::{Found, Want};
+use crate::transport::shm::{Found, Gate, PostedQueue, Posting, Want};
 use ::mpi::ffi;
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 
 /// Checks a message (sender, tag, type fingerprint, count) against a buffer of some capacity
 /// of the receive's element type: `Bridge::check` of that type.
@@ -41,20 +40,23 @@ type Check = fn(&Bridge, (usize, u32, u64, usize), Option<usize>, &'static str) 
 
 /// A posted receive for messages from other processes: what it accepts, its buffer (erased to
 /// bytes, with the check of its element type) and its gate.
-struct Posting {
+struct Remote {
     id: u64,
     want: Want,
     buf: *mut u8,
     /// Capacity in elements.
     len: usize,
     check: Check,
-    gate: *const Cell<bool>,
+    gate: Gate,
 }
 
-impl Posting {
-    fn takes(&self, src: usize, tag: u32) -> bool {
-        // SAFETY: the gate outlives the posting (`RemotePosted::post`'s contract).
-        self.want.takes(src, tag) && unsafe { (*self.gate).get() }
+impl Posting for Remote {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn gate(&self) -> Option<&Gate> {
+        Some(&self.gate)
     }
 }
 
@@ -69,16 +71,14 @@ struct Filling {
 /// payload is on its way and the outcomes of those matched.
 #[derive(Default)]
 pub(crate) struct RemotePosted {
-    waiting: RefCell<VecDeque<Posting>>,
+    queue: PostedQueue<Remote>,
     filling: RefCell<Vec<Filling>>,
-    matched: RefCell<Vec<(u64, Result<Found>)>>,
-    ids: Cell<u64>,
     /// Whether a blocking receive of the rank has a header receive posted to MPI (module
     /// docs: one classifier at a time).
     listening: Cell<bool>,
 }
 
-// SAFETY: postings (with their pointers to a buffer and a gate) and payload requests exist
+// SAFETY: postings (with their pointers to a buffer, and their gates) and payload requests exist
 // only during a call of `Bridge::irecv`, on the rank's thread, which borrows the rank's
 // communicator for the whole call; so the communicator moves to another thread only while
 // there are none.
@@ -87,12 +87,12 @@ unsafe impl Send for RemotePosted {}
 impl RemotePosted {
     /// Whether no receive is posted.
     pub(super) fn is_empty(&self) -> bool {
-        self.waiting.borrow().is_empty()
+        self.queue.is_empty()
     }
 
-    /// Whether a posted receive takes a message from `src` with `tag`.
+    /// Whether an open posted receive takes a message from `src` with `tag`.
     pub(super) fn takes(&self, src: usize, tag: u32) -> bool {
-        self.waiting.borrow().iter().any(|p| p.takes(src, tag))
+        self.queue.any(|p| p.want.takes(src, tag))
     }
 
     /// Runs `f` as a blocking receive's wait with its header receive posted (module docs).
@@ -101,44 +101,32 @@ impl RemotePosted {
         f()
     }
 
-    /// Posts a receive of `want` into `buf`, open while `gate` holds; its number.
+    /// Posts a receive of `want` into `buf`, open while `gate` is; its number.
     ///
     /// # Safety
-    /// The posting keeps pointers to `buf` and `gate`: it must be withdrawn ([`Withdraw`])
-    /// before either's borrow ends, and `buf` left alone until then except by whoever closed
-    /// the gate.
-    unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: &Cell<bool>) -> u64 {
-        let id = self.ids.get();
-        self.ids.set(id + 1);
-        self.waiting.borrow_mut().push_back(Posting {
+    /// The posting keeps a pointer to `buf`: it must be withdrawn ([`Withdraw`]) before
+    /// `buf`'s borrow ends, and `buf` left alone until then except by whoever closed the gate.
+    unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: &Gate) -> u64 {
+        self.queue.post(|id| Remote {
             id,
             want,
             buf: buf.as_mut_ptr().cast(),
             len: buf.len(),
             check: Bridge::check::<T>,
-            gate,
-        });
-        id
+            gate: gate.clone(),
+        })
     }
 
-    /// The oldest posted receive that takes a message from `src` with `tag`, no longer
+    /// The oldest open posted receive that takes a message from `src` with `tag`, no longer
     /// posted, its gate closed.
-    fn claim(&self, src: usize, tag: u32) -> Option<Posting> {
-        let mut waiting = self.waiting.borrow_mut();
-        let i = waiting.iter().position(|p| p.takes(src, tag))?;
-        let p = waiting.remove(i)?;
-        // SAFETY: as in `Posting::takes`.
-        unsafe { (*p.gate).set(false) };
-        Some(p)
+    fn claim(&self, src: usize, tag: u32) -> Option<Remote> {
+        self.queue.claim(|p| p.want.takes(src, tag))
     }
 
     /// The outcome of receive `id`, if it is complete (its payload in, where one followed).
     fn outcome(&self, id: u64, ch: Option<&Channels>) -> Option<Result<Found>> {
-        {
-            let mut matched = self.matched.borrow_mut();
-            if let Some(i) = matched.iter().position(|(i, _)| *i == id) {
-                return Some(matched.swap_remove(i).1);
-            }
+        if let Some(got) = self.queue.take_matched(id) {
+            return Some(got);
         }
         let mut filling = self.filling.borrow_mut();
         let i = filling.iter().position(|f| f.id == id)?;
@@ -160,8 +148,7 @@ struct Withdraw<'a> {
 impl Drop for Withdraw<'_> {
     fn drop(&mut self) {
         let posted = &self.bridge.posted;
-        posted.waiting.borrow_mut().retain(|p| p.id != self.id);
-        posted.matched.borrow_mut().retain(|(i, _)| *i != self.id);
+        posted.queue.withdraw(self.id);
         let filling = {
             let mut filling = posted.filling.borrow_mut();
             let i = filling.iter().position(|f| f.id == self.id);
@@ -192,7 +179,7 @@ impl Bridge {
                 count: a.count,
             }
         });
-        self.posted.matched.borrow_mut().push((p.id, got.clone()));
+        self.posted.queue.record(p.id, got.clone());
         got.map(drop)
     }
 
@@ -230,10 +217,7 @@ impl Bridge {
             count: a.count,
         };
         if let Err(e) = (p.check)(self, (src, a.tag, a.typ, a.count), Some(p.len), op) {
-            self.posted
-                .matched
-                .borrow_mut()
-                .push((p.id, Err(e.clone())));
+            self.posted.queue.record(p.id, Err(e.clone()));
             let mut sink = vec![0u8; a.bytes()];
             self.payload(ch, &a, stage, sink.as_mut_ptr(), op)?;
             return Err(e);
@@ -242,7 +226,7 @@ impl Bridge {
         // (checked above) and is left alone by its owner until the payload is in or given up
         // (`Withdraw`), since the gate is closed.
         match unsafe { ch.payload(me, &a, stage, p.buf) } {
-            None => self.posted.matched.borrow_mut().push((p.id, Ok(found))),
+            None => self.posted.queue.record(p.id, Ok(found)),
             Some(req) => self.posted.filling.borrow_mut().push(Filling {
                 id: p.id,
                 req,
@@ -353,12 +337,12 @@ impl Bridge {
         if let Some(a) = self.next_aside(want, stage, OP)? {
             return self.receive_aside(a, buf, OP);
         }
-        let gate = Cell::new(true);
+        let gate = Gate::open();
         // SAFETY: `_withdraw` withdraws the posting when this function returns or unwinds,
-        // before `buf`'s and `gate`'s borrows end, and `buf` is not touched here until then.
+        // before `buf`'s borrow ends, and `buf` is not touched here until then.
         let id = unsafe { self.posted.post(want, buf, &gate) };
         let _withdraw = Withdraw { bridge: self, id };
-        // SAFETY: as above: `_shared` is dropped before `buf` and `gate`; the other matcher
+        // SAFETY: as above: `_shared` is dropped before `buf`; the other matcher
         // (the posting above) writes `buf` only after closing the gate.
         let _shared = want
             .src
@@ -376,7 +360,7 @@ impl Bridge {
                     got = self.local.poll_posted(shared)?.map(|f| Ok(world(f)));
                 }
             }
-            if got.is_none() && gate.get() {
+            if got.is_none() && gate.is_open() {
                 self.pump(want, stage, OP)?;
                 got = self.posted.outcome(id, ch);
             }
@@ -399,7 +383,7 @@ impl Drop for Aside {
 impl std::fmt::Debug for RemotePosted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RemotePosted")
-            .field("waiting", &self.waiting.borrow().len())
+            .field("waiting", &self.queue.len())
             .finish_non_exhaustive()
     }
 }

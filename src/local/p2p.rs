@@ -6,9 +6,8 @@
 use super::Local;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::transport::shm::{Found, PostedRecv, ShmTransport, Want};
+use crate::transport::shm::{Found, Gate, PostedRecv, ShmTransport, Want};
 use crate::transport::Transport;
-use std::cell::Cell;
 
 impl Local {
     fn p2p(&self, op: &'static str) -> ShmTransport<'_> {
@@ -66,14 +65,14 @@ impl Local {
     /// (`transport::shm::PostedRecv`: a receive from any rank of a team that spans processes).
     ///
     /// # Safety
-    /// As `ShmTransport::post_shared`: the result is dropped before `buf`'s and `gate`'s
-    /// borrows end, and `buf` is left alone until then unless `gate` was closed elsewhere.
+    /// As `ShmTransport::post_shared`: the result is dropped before `buf`'s borrow ends, and
+    /// `buf` is left alone until then unless `gate` was closed elsewhere.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) unsafe fn post_shared<T: Elem>(
         &self,
         want: Want,
         buf: &mut [T],
-        gate: &Cell<bool>,
+        gate: &Gate,
     ) -> PostedRecv<'_> {
         // SAFETY: per the contract.
         unsafe {

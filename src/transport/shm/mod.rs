@@ -30,6 +30,9 @@ use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use engine::Receive;
 pub(crate) use p2p::{Found, Matcher, Want};
 pub(crate) use posted::PostedRecv;
+pub(crate) use queue::Gate;
+#[cfg(feature = "mpi")]
+pub(crate) use queue::{PostedQueue, Posting};
 
 mod engine;
 mod fast;
@@ -38,6 +41,7 @@ mod loom;
 mod many;
 mod p2p;
 mod posted;
+mod queue;
 #[cfg(all(test, not(loom)))]
 mod tests;
 

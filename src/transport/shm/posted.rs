@@ -18,6 +18,7 @@
 //! order they were sent.
 
 use super::p2p::{Found, Matcher, Want};
+use super::queue::{Gate, PostedQueue, Posting};
 use super::ShmTransport;
 use crate::error::Result;
 use crate::mailbox::{Elem, Header, Mailbox, Tag};
@@ -26,131 +27,123 @@ use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
 /// A posted receive's reading function (`take_as` of its element type).
-type Take = unsafe fn(
-    &ShmTransport<'_>,
-    &Matcher,
-    &Entry,
-    usize,
-    &Header,
-    Option<*const u8>,
-) -> Result<usize>;
+type Take = unsafe fn(&ShmTransport<'_>, &Matcher, &Entry, usize, &Header, Step) -> Result<usize>;
+
+/// What a posted receive's reading function does with a message.
+#[derive(Clone, Copy)]
+enum Step {
+    /// Checks its header (type, length) against the receive.
+    Check,
+    /// Reads the checked message, whose wire bytes are at this address, into the buffer.
+    Read(*const u8),
+}
 
 /// One posted receive: what it accepts and where its buffer is (erased to bytes, with the
 /// function of its element type that checks a message and reads it in, `take_as`), and for a
-/// receive posted elsewhere too ([`PostedRecv`]) the flag that says it is still free.
+/// receive posted elsewhere too ([`PostedRecv`]) its gate.
 struct Entry {
     id: u64,
     want: Want,
     buf: *mut u8,
     len: usize,
     take: Take,
-    gate: Option<*const Cell<bool>>,
+    gate: Option<Gate>,
 }
 
-impl Entry {
-    /// Whether the entry may take a message from `src` with header `h`: it accepts it, and
-    /// no other matcher has given it a message.
-    fn takes(&self, src: usize, h: &Header) -> bool {
-        // SAFETY: a gate outlives its entry (`ShmTransport::post_shared`'s contract).
-        self.want.accepts(src, h) && self.gate.is_none_or(|g| unsafe { (*g).get() })
+impl Posting for Entry {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn gate(&self) -> Option<&Gate> {
+        self.gate.as_ref()
     }
 }
 
 /// For the posted receive `e` of `T`s and a message from `src` with header `h`: checks the
-/// header (`p` is `None`), or reads the checked message's wire bytes at `p` into the buffer and
-/// returns the count received.
+/// header (`Step::Check`), or reads the checked message's wire bytes into the buffer and
+/// returns the count received (`Step::Read`).
 ///
 /// # Safety
 /// `e.buf` and `e.len` must be the posted receive's live buffer of `T`s (it is while `e` is
-/// posted: [`ShmTransport::recv_posted`]), and `p` must point to the message's wire bytes.
+/// posted: [`ShmTransport::recv_posted`]), and a read's address must be the message's wire
+/// bytes.
 unsafe fn take_as<T: Elem>(
     t: &ShmTransport<'_>,
     m: &Matcher,
     e: &Entry,
     src: usize,
     h: &Header,
-    p: Option<*const u8>,
+    step: Step,
 ) -> Result<usize> {
     // SAFETY: per the contract; nothing else uses the buffer while the receive is posted.
     let buf = unsafe { std::slice::from_raw_parts_mut(e.buf.cast::<T>(), e.len) };
     let mut r = t.matching(m, e.want, Some(buf));
-    match p {
-        None => r.check(t, src, h).map(|()| 0),
+    match step {
+        Step::Check => r.check(t, src, h).map(|()| 0),
         // SAFETY: per the contract; the header passed `check` first (`Posted::deliver`).
-        Some(p) => unsafe { r.read(t, src, h, p) },
+        Step::Read(p) => unsafe { r.read(t, src, h, p) },
     }
 }
 
 /// A rank's posted receives on one communicator, oldest first, and the outcomes of those that
-/// have been matched until their owners collect them.
+/// have been matched until their owners collect them (`queue.rs`).
 #[derive(Default)]
-pub(crate) struct Posted {
-    waiting: RefCell<VecDeque<Entry>>,
-    matched: RefCell<Vec<(u64, Result<Found>)>>,
-    ids: Cell<u64>,
-}
+pub(crate) struct Posted(PostedQueue<Entry>);
 
-// SAFETY: an entry (with its raw pointers to a buffer and a gate) exists only during a call of
-// `ShmTransport::recv_posted`, or while a `PostedRecv` lives (which borrows the matcher, and
-// which a hybrid team's non-blocking receive makes and drops within one call), on the rank's
-// thread, which borrows the rank's communicator for the whole call; so a communicator can move to another thread only while it has no entries,
-// and the pointers are never used from another thread.
+// SAFETY: an entry (with its raw pointer to a buffer, and its gate) exists only during a call
+// of `ShmTransport::recv_posted`, or while a `PostedRecv` lives (which borrows the matcher,
+// and which a hybrid team's non-blocking receive makes and drops within one call, and a scope
+// within its own life, on the rank's thread), on the rank's thread, which borrows the rank's
+// communicator meanwhile; so a communicator can move to another thread only while it has no
+// entries, and the pointers are never used from another thread.
 unsafe impl Send for Posted {}
 
 impl Posted {
     /// Whether no receive is posted.
     pub(super) fn is_empty(&self) -> bool {
-        self.waiting.borrow().is_empty()
+        self.0.is_empty()
     }
 
-    /// Posts a receive of `want` into `buf`, free while `gate` (if any) holds; its number.
+    /// Posts a receive of `want` into `buf`, free while `gate` (if any) is open; its number.
     ///
     /// # Safety
-    /// The entry keeps pointers to `buf` and `gate`: it must be withdrawn
-    /// ([`Posted::withdraw`]) before either's borrow ends, and `buf` left alone until then
-    /// except by whoever closes the gate.
-    unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: Option<&Cell<bool>>) -> u64 {
-        let id = self.ids.get();
-        self.ids.set(id + 1);
-        self.waiting.borrow_mut().push_back(Entry {
+    /// The entry keeps a pointer to `buf`: it must be withdrawn ([`Posted::withdraw`]) before
+    /// `buf`'s borrow ends, and `buf` left alone until then except by whoever closes the gate.
+    unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: Option<Gate>) -> u64 {
+        self.0.post(|id| Entry {
             id,
             want,
             buf: buf.as_mut_ptr().cast(),
             len: buf.len(),
             take: take_as::<T>,
-            gate: gate.map(|g| g as *const Cell<bool>),
-        });
-        id
+            gate,
+        })
     }
 
     /// Withdraws receive `id`, matched or not, with its outcome.
     fn withdraw(&self, id: u64) {
-        self.waiting.borrow_mut().retain(|e| e.id != id);
-        self.matched.borrow_mut().retain(|(i, _)| *i != id);
+        self.0.withdraw(id);
     }
 
     /// The outcome of receive `id` if it has been matched (it is then no longer posted).
     fn take_matched(&self, id: u64) -> Option<Result<Found>> {
-        let mut matched = self.matched.borrow_mut();
-        let i = matched.iter().position(|(i, _)| *i == id)?;
-        Some(matched.swap_remove(i).1)
+        self.0.take_matched(id)
     }
 
     fn is_matched(&self, id: u64) -> bool {
-        self.matched.borrow().iter().any(|(i, _)| *i == id)
+        self.0.is_matched(id)
     }
 
-    /// The oldest posted receive that takes a message from `src` with header `h`, no longer
-    /// posted (and its gate closed).
+    /// Whether an open posted receive accepts a message from `src` with header `h`.
+    fn accepts(&self, src: usize, h: &Header) -> bool {
+        self.0.any(|e| e.want.accepts(src, h))
+    }
+
+    /// The oldest open posted receive that takes a message from `src` with header `h`, no
+    /// longer posted (and its gate closed).
     fn claim(&self, src: usize, h: &Header) -> Option<Entry> {
-        let mut waiting = self.waiting.borrow_mut();
-        let i = waiting.iter().position(|e| e.takes(src, h))?;
-        let e = waiting.remove(i)?;
-        if let Some(g) = e.gate {
-            // SAFETY: as in `Entry::takes`.
-            unsafe { (*g).set(false) };
-        }
-        Some(e)
+        self.0.claim(|e| e.want.accepts(src, h))
     }
 
     /// Reads a message (from `src`, header `h`) into the claimed receive `e` through `take`,
@@ -168,8 +161,8 @@ impl Posted {
         let got = (|| {
             // SAFETY: `e` was posted until just now, so its buffer is live and unused
             // (`post`'s contract); `take` hands `read` the wire bytes of the checked message.
-            unsafe { (e.take)(t, m, &e, src, h, None)? };
-            let n = take(&mut |p| unsafe { (e.take)(t, m, &e, src, h, Some(p)) })?;
+            unsafe { (e.take)(t, m, &e, src, h, Step::Check)? };
+            let n = take(&mut |p| unsafe { (e.take)(t, m, &e, src, h, Step::Read(p)) })?;
             Ok(Found {
                 src,
                 tag: Tag::user_tag(h.tag),
@@ -177,7 +170,7 @@ impl Posted {
             })
         })();
         let failed = got.as_ref().err().cloned();
-        self.matched.borrow_mut().push((e.id, got));
+        self.0.record(e.id, got);
         failed.map_or(Ok(()), Err)
     }
 
@@ -417,19 +410,19 @@ impl ShmTransport<'_> {
     /// ([`PostedRecv`]), as the oldest receive of the rank from now on.
     ///
     /// # Safety
-    /// The returned value must be dropped before `buf`'s and `gate`'s borrows end (it cannot
-    /// be forgotten: the caller keeps it in its frame), and `buf` left alone until then except
-    /// by the other matcher after it has closed `gate`.
+    /// The returned value must be dropped before `buf`'s borrow ends (it cannot be forgotten:
+    /// the caller keeps it in its frame), and `buf` left alone until then except by the other
+    /// matcher after it has closed `gate`.
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) unsafe fn post_shared<'m, T: Elem>(
         &self,
         m: &'m Matcher,
         want: Want,
         buf: &mut [T],
-        gate: &Cell<bool>,
+        gate: &Gate,
     ) -> PostedRecv<'m> {
         // SAFETY: per the contract.
-        let id = unsafe { m.posted.post(want, buf, Some(gate)) };
+        let id = unsafe { m.posted.post(want, buf, Some(gate.clone())) };
         PostedRecv { m, id, want }
     }
 
@@ -516,8 +509,7 @@ impl ShmTransport<'_> {
     ) -> Result<bool> {
         let me = self.member.rank();
         let h = header_of::<T>(Tag::p2p(tag), data.len());
-        let accepted = |m: &Matcher| m.posted.waiting.borrow().iter().any(|e| e.takes(me, &h));
-        if m.posted.is_empty() || !accepted(m) || self.member.run().is_aborted() {
+        if m.posted.is_empty() || !m.posted.accepts(me, &h) || self.member.run().is_aborted() {
             return Ok(false);
         }
         if let Some(mb) = self.mailbox_if_made(me, me) {

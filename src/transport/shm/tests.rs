@@ -156,12 +156,11 @@ fn a_shared_posted_receive_takes_a_message_only_through_its_open_gate() {
                     return (true, 0);
                 }
                 let mut buf = vec![0u64; n];
-                let gate = std::cell::Cell::new(true);
-                // SAFETY: `r` is dropped below, before `buf` and `gate`, which are untouched
-                // until then.
+                let gate = super::Gate::open();
+                // SAFETY: `r` is dropped below, before `buf`, which is untouched until then.
                 let r = unsafe { local.post_shared(want, &mut buf, &gate) };
                 if closed {
-                    gate.set(false);
+                    gate.close();
                 }
                 comm.barrier().unwrap();
                 let mut got = None;
@@ -175,10 +174,10 @@ fn a_shared_posted_receive_takes_a_message_only_through_its_open_gate() {
                 if closed {
                     let mut other = vec![0u64; n];
                     let f = local.recv(want, &mut other).unwrap();
-                    return (gate.get(), f.count + other.iter().sum::<u64>() as usize);
+                    return (gate.is_open(), f.count + other.iter().sum::<u64>() as usize);
                 }
                 let f = got.expect("matched");
-                (gate.get(), f.count + buf.iter().sum::<u64>() as usize)
+                (gate.is_open(), f.count + buf.iter().sum::<u64>() as usize)
             })
             .unwrap();
             // Open: the shared receive took it and closed its gate; closed: the next receive
