@@ -9,17 +9,23 @@
 //! in start order ([`Shadows`]), so at most `SHADOWS` of a communicator's requests run at once
 //! and later ones start as earlier ones finish.
 //!
-//! A request makes progress when its rank resumes its task: at `test`, at `wait`, and in
-//! every wait of the rank's other calls inside the scope (the scope's idle hook,
-//! `sync::idle`). A task never blocks: where the blocking call would wait, it stops, and
-//! `wait` waits for whichever of the scope's tasks can go on, on the rank's parker, as the
-//! blocking call would have.
+//! A point-to-point request runs on the communicator itself: it completes as it starts if it
+//! can (an eager send with a free cell, a message already in), a receive on a team of threads
+//! is otherwise posted and held by the scope without a task (`Life::posted`), and the rest
+//! are tasks.
 //!
-//! **Soundness.** A task borrows its buffers for the scope's lifetime `'scope`, and
-//! [`Comm::scope`] returns only once every task started in it has finished — after a panic
-//! too, having failed the run first so that every wait ends — so forgetting a request
-//! (`mem::forget`) leaves its collective to finish at the end of the scope, and no peer can
-//! touch a buffer after its borrow ends.
+//! A request makes progress when its rank advances the scope — resumes its task, or looks for
+//! a posted receive's message: at `test`, at `wait`, and in every wait of the rank's other
+//! calls inside the scope (the scope's idle hook, `sync::idle`). A task never blocks: where
+//! the blocking call would wait, it stops, and `wait` waits for whichever of the scope's
+//! requests can go on, on the rank's parker, as the blocking call would have (for a posted
+//! receive, with the blocking receive's own wait, `wait_posted`).
+//!
+//! **Soundness.** A request borrows its buffers for the scope's lifetime `'scope`, and
+//! [`Comm::scope`] returns only once every request started in it has finished — a task
+//! returned, a posted receive matched or withdrawn — after a panic too, having failed the run
+//! first so that every wait ends; so forgetting a request (`mem::forget`) leaves it to finish
+//! at the end of the scope, and no peer can touch a buffer after its borrow ends.
 
 use super::entries::{Entries, Entry, INLINE};
 use super::request::Request;
