@@ -41,7 +41,7 @@ enum Step {
 /// One posted receive: what it accepts and where its buffer is (erased to bytes, with the
 /// function of its element type that checks a message and reads it in, `take_as`), and for a
 /// receive posted elsewhere too ([`PostedRecv`]) its gate.
-struct Entry {
+pub(crate) struct Entry {
     id: u64,
     want: Want,
     buf: *mut u8,
@@ -92,19 +92,23 @@ unsafe fn take_as<T: Elem>(
 pub(crate) struct Posted(PostedQueue<Entry>);
 
 // SAFETY: an entry (with its raw pointer to a buffer, and its gate) exists only during a call
-// of `ShmTransport::recv_posted`, or while a `PostedRecv` lives (which borrows the matcher,
-// and which a hybrid team's non-blocking receive makes and drops within one call, and a scope
-// within its own life, on the rank's thread), on the rank's thread, which borrows the rank's
-// communicator meanwhile; so a communicator can move to another thread only while it has no
-// entries, and the pointers are never used from another thread.
+// of `ShmTransport::recv_posted`, or while a `PostedRecv` lives (it borrows the matcher; a
+// hybrid team's non-blocking receive makes and drops one within one call, a scope within its
+// own life), always on the rank's thread, which borrows the rank's communicator meanwhile; so
+// a communicator can move to another thread only while it has no entries, and the pointers
+// are never used from another thread.
 unsafe impl Send for Posted {}
 
-impl Posted {
-    /// Whether no receive is posted.
-    pub(super) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
+/// The queue's own steps (withdraw, take and look at outcomes) are used as they are.
+impl std::ops::Deref for Posted {
+    type Target = PostedQueue<Entry>;
 
+    fn deref(&self) -> &PostedQueue<Entry> {
+        &self.0
+    }
+}
+
+impl Posted {
     /// Posts a receive of `want` into `buf`, free while `gate` (if any) is open; its number.
     ///
     /// # Safety
@@ -119,20 +123,6 @@ impl Posted {
             take: take_as::<T>,
             gate,
         })
-    }
-
-    /// Withdraws receive `id`, matched or not, with its outcome.
-    fn withdraw(&self, id: u64) {
-        self.0.withdraw(id);
-    }
-
-    /// The outcome of receive `id` if it has been matched (it is then no longer posted).
-    fn take_matched(&self, id: u64) -> Option<Result<Found>> {
-        self.0.take_matched(id)
-    }
-
-    fn is_matched(&self, id: u64) -> bool {
-        self.0.is_matched(id)
     }
 
     /// Whether an open posted receive accepts a message from `src` with header `h`.
