@@ -259,7 +259,7 @@ impl<'scope> Scope<'scope, '_> {
         let dest = comm.route("isend", dest.into(), false)?;
         names::note::<T>();
         if let (Route::Rank(Some(dest)), true) = (dest, comm.is_threads()) {
-            if comm.local().isend_now(dest, tag, data) {
+            if comm.local().isend_now(dest, tag, data)? {
                 return Ok(self.core().completed(Status::NONE));
             }
         }
@@ -299,7 +299,7 @@ impl<'scope> Scope<'scope, '_> {
         names::note::<T>();
         if let (Route::Rank(src), true) = (src, comm.is_threads()) {
             let want = Want { src, tag };
-            if let Some(found) = comm.local().try_recv(want, &mut *buf)? {
+            if let Some(found) = comm.local().try_recv_aside(want, &mut *buf)? {
                 return Ok(self.core().completed(Status::of(found)));
             }
             // SAFETY: the scope holds the posted receive until it has its message or fails,

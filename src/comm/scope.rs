@@ -33,6 +33,7 @@ use super::state::Life;
 use super::{Comm, Span, Status};
 use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
+use crate::sync::idle::Place;
 use crate::sync::task::{self, Task};
 use crate::transport::shm::PostedRecv;
 use smallvec::SmallVec;
@@ -139,17 +140,17 @@ impl Comm {
         let scope = Scope {
             core: Core {
                 comm: self,
-                entries: RefCell::new(Entries::new()),
+                entries: RefCell::new(Entries::default()),
                 driving: Cell::new(false),
+                hook: Place::default(),
             },
             _env: PhantomData,
         };
         let out = {
             let _finish = Finish(&scope.core);
-            crate::sync::idle::with_idle(&scope.core, || f(&scope))
+            f(&scope)
         };
         let unseen = scope.core.unseen();
-        scope.core.entries.take().recycle();
         match (out, unseen) {
             (Err(e), _) => Err(e),
             (Ok(_), Some(e)) => Err(e),
@@ -238,6 +239,9 @@ pub(crate) struct Core<'scope> {
     /// Whether a `wait` of this scope is waiting on its tasks' conditions (their wait frames
     /// must not move meanwhile, so the scope's idle hook leaves them alone).
     driving: Cell<bool>,
+    /// The scope's place among the thread's idle hooks, taken once a request of it is in
+    /// flight (`in_flight`), so that a scope whose requests complete as they start lists none.
+    hook: Place,
 }
 
 /// Runs a scope's requests to completion when its closure returns or unwinds, so that no peer
@@ -301,10 +305,20 @@ impl<'scope> Core<'scope> {
         Request::new(self, id)
     }
 
+    /// A request of the scope is in flight: the scope advances it in the rank's other waits
+    /// from now on (its idle hook).
+    fn in_flight(&self) {
+        // SAFETY: the place is a field of the scope's state, which the hook is, so it drops
+        // with it, on this thread; and the state is a local of `Comm::scope`'s frame, which
+        // nothing forgets.
+        unsafe { self.hook.install(self) };
+    }
+
     /// A receive on a communicator of threads whose message has not arrived, posted as `recv`:
     /// no task (its scope looks for its message as it advances, and a wait for it waits as a
     /// blocking receive does).
     pub(crate) fn posted(&'scope self, recv: PostedRecv<'scope>) -> Request<'scope> {
+        self.in_flight();
         // SAFETY: only the lifetime is erased, which the drop check would otherwise hold
         // against the scope (its requests borrow it): the receive borrows the communicator's
         // matcher, which outlives the scope, and the scope drops it before it ends.
@@ -327,6 +341,7 @@ impl<'scope> Core<'scope> {
         // lives as long as `self.comm`), and the scope runs every task to completion before
         // `'scope` ends (`Finish`, when the scope's closure returns and when it unwinds).
         let task = unsafe { Task::new(f) };
+        self.in_flight();
         let id = self.entries.borrow_mut().insert(Entry {
             start,
             state: Life::queued(task),
@@ -371,12 +386,12 @@ impl<'scope> Core<'scope> {
             } else {
                 worked = true;
                 let finished = start.map(|n| Resumed(shadows, n));
-                if !task.resume() {
+                let Some(result) = task.resume() else {
                     std::mem::forget(finished);
                     continue;
-                }
+                };
                 drop(finished);
-                task.take().unwrap_or(Ok(Status::NONE))
+                result
             };
             e.state.finish(result);
         }

@@ -45,7 +45,7 @@ pub(super) enum State {
 /// What runs a request in flight.
 enum Body<'scope> {
     /// A task: the blocking call on a stack of its own, suspended where it waits.
-    Task(Box<RequestTask<'scope>>),
+    Task(RequestTask<'scope>),
     /// A receive posted on a communicator of threads, which needs no stack: a look finds its
     /// message, and a wait for it is a blocking receive's wait (`scope.rs`).
     Recv(PostedRecv<'static>),
@@ -62,7 +62,7 @@ impl<'scope> Life<'scope> {
     pub(super) fn queued(task: RequestTask<'scope>) -> Self {
         Life {
             state: State::Queued,
-            body: Some(Body::Task(Box::new(task))),
+            body: Some(Body::Task(task)),
         }
     }
 
@@ -234,11 +234,9 @@ mod tests {
         assert!(s.ready(|| true));
         assert_eq!(s.seen().map(|_| ()), None, "no outcome in flight");
         let t = s.resumed();
-        assert!(
-            t.resume(),
-            "a task that never waits ends at its first resume"
-        );
-        let r = t.take().expect("its value");
+        let r = t
+            .resume()
+            .expect("a task that never waits ends at its first resume");
         s.finish(r);
         assert!(matches!(s.state(), State::Finished(Ok(_))));
         assert!(s.may_be_forgotten(), "a success nobody saw needs no report");
@@ -251,9 +249,7 @@ mod tests {
     #[test]
     fn a_failure_nobody_saw_is_kept_until_taken() {
         let mut s = Life::queued(task(Err(Error::TeamBusy)));
-        let t = s.resumed();
-        assert!(t.resume());
-        let r = t.take().expect("its value");
+        let r = s.resumed().resume().expect("its value");
         s.finish(r);
         assert!(!s.may_be_forgotten(), "the scope must report it");
         assert!(s.unseen_error().is_some());

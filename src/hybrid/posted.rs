@@ -41,7 +41,6 @@ type Check = fn(&Bridge, (usize, u32, u64, usize), Option<usize>, &'static str) 
 /// A posted receive for messages from other processes: what it accepts, its buffer (erased to
 /// bytes, with the check of its element type) and its gate.
 struct Remote {
-    id: u64,
     want: Want,
     buf: *mut u8,
     /// Capacity in elements.
@@ -51,10 +50,6 @@ struct Remote {
 }
 
 impl Posting for Remote {
-    fn id(&self) -> u64 {
-        self.id
-    }
-
     fn gate(&self) -> Option<&Gate> {
         Some(&self.gate)
     }
@@ -107,8 +102,7 @@ impl RemotePosted {
     /// The posting keeps a pointer to `buf`: it must be withdrawn ([`Withdraw`]) before
     /// `buf`'s borrow ends, and `buf` left alone until then except by whoever closed the gate.
     unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: &Gate) -> u64 {
-        self.queue.post(|id| Remote {
-            id,
+        self.queue.post(Remote {
             want,
             buf: buf.as_mut_ptr().cast(),
             len: buf.len(),
@@ -119,7 +113,7 @@ impl RemotePosted {
 
     /// The oldest open posted receive that takes a message from `src` with `tag`, no longer
     /// posted, its gate closed.
-    fn claim(&self, src: usize, tag: u32) -> Option<Remote> {
+    fn claim(&self, src: usize, tag: u32) -> Option<(u64, Remote)> {
         self.queue.claim(|p| p.want.takes(src, tag))
     }
 
@@ -165,7 +159,7 @@ impl Bridge {
     /// accepts it, else aside.
     pub(super) fn hand_in(&self, a: Aside) -> Result<()> {
         debug_assert!(a.pending.is_none(), "a message whose payload is in");
-        let Some(p) = self.posted.claim(a.src, a.tag) else {
+        let Some((id, p)) = self.posted.claim(a.src, a.tag) else {
             self.aside.borrow_mut().push_back(a);
             return Ok(());
         };
@@ -179,7 +173,7 @@ impl Bridge {
                 count: a.count,
             }
         });
-        self.posted.queue.record(p.id, got.clone());
+        self.posted.queue.record(id, got.clone());
         got.map(drop)
     }
 
@@ -195,7 +189,7 @@ impl Bridge {
     ) -> Result<()> {
         let me = self.local.rank();
         let src = self.sender(&a);
-        let Some(p) = self.posted.claim(src, a.tag) else {
+        let Some((id, p)) = self.posted.claim(src, a.tag) else {
             let mut bytes = vec![0u8; a.bytes()];
             // SAFETY: `stage` holds `a`'s header; `bytes` is writable for `a.bytes()` bytes
             // and moves into the aside entry, whose `pending` holds the receive until it is
@@ -217,7 +211,7 @@ impl Bridge {
             count: a.count,
         };
         if let Err(e) = (p.check)(self, (src, a.tag, a.typ, a.count), Some(p.len), op) {
-            self.posted.queue.record(p.id, Err(e.clone()));
+            self.posted.queue.record(id, Err(e.clone()));
             let mut sink = vec![0u8; a.bytes()];
             self.payload(ch, &a, stage, sink.as_mut_ptr(), op)?;
             return Err(e);
@@ -226,12 +220,12 @@ impl Bridge {
         // (checked above) and is left alone by its owner until the payload is in or given up
         // (`Withdraw`), since the gate is closed.
         match unsafe { ch.payload(me, &a, stage, p.buf) } {
-            None => self.posted.queue.record(p.id, Ok(found)),
-            Some(req) => self.posted.filling.borrow_mut().push(Filling {
-                id: p.id,
-                req,
-                found,
-            }),
+            None => self.posted.queue.record(id, Ok(found)),
+            Some(req) => self
+                .posted
+                .filling
+                .borrow_mut()
+                .push(Filling { id, req, found }),
         }
         Ok(())
     }

@@ -44,8 +44,9 @@ impl Local {
     }
 
     /// The start of a non-blocking send, which completes it if it can: an eager message that
-    /// is posted at once (`false`: it must run as a request, [`Local::isend`]).
-    pub(crate) fn isend_now<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> bool {
+    /// is posted at once, or one to the rank itself that a posted receive takes (`false`: it
+    /// must run as a request, [`Local::isend`]).
+    pub(crate) fn isend_now<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<bool> {
         self.p2p("isend")
             .try_send_now(&self.matcher, dest, tag, data)
     }
@@ -132,8 +133,19 @@ impl Local {
     }
 
     /// Receives the first message `want` accepts if one has arrived, without waiting.
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn try_recv<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Option<Found>> {
         self.p2p("recv").try_recv_matching(&self.matcher, want, buf)
+    }
+
+    /// Receives the first message `want` accepts if one was moved aside, without looking at
+    /// the mailboxes: a non-blocking receive's start (`ShmTransport::try_recv_aside`).
+    pub(crate) fn try_recv_aside<T: Elem>(
+        &self,
+        want: Want,
+        buf: &mut [T],
+    ) -> Result<Option<Found>> {
+        self.p2p("irecv").try_recv_aside(&self.matcher, want, buf)
     }
 
     /// Reports the first message `want` accepts without receiving it (waiting for one if

@@ -32,7 +32,6 @@
 //! before calling it, so a hook removed by an earlier one's work is never called.
 
 use std::cell::{Cell, RefCell};
-use std::marker::PhantomData;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -70,48 +69,80 @@ impl<F: Fn() -> bool> Idle for FnIdle<F> {
     }
 }
 
-/// An installed hook: borrowed from the frame that installed it ([`with_idle`]; its lifetime
-/// erased, see there), or owned ([`lasting`]).
-#[derive(Clone)]
-enum Hook {
-    Borrowed(&'static dyn Idle),
-    Owned(Rc<dyn Idle>),
-}
+/// An installed hook, its lifetime erased: borrowed from the frame that installed it
+/// ([`with_idle`], [`Place::install`]) or from the [`Lasting`] that owns it, which remove it
+/// before the borrow ends.
+type Hook = &'static dyn Idle;
 
-impl Hook {
-    fn get(&self) -> &dyn Idle {
-        match self {
-            Hook::Borrowed(h) => *h,
-            Hook::Owned(h) => &**h,
-        }
-    }
+/// How many hooks a thread lists without allocating; those installed beyond wait in `MORE`.
+const SLOTS: usize = 8;
+
+/// A thread's hooks with their numbers, in the order installed (numbers rise): the first
+/// [`SLOTS`] in `slots`, the rest in `MORE`. Nothing here needs dropping, so reaching it is a
+/// plain thread-local access, as cheap as the scope opened per exchange needs.
+struct Hooks {
+    slots: [Cell<Option<(u64, Hook)>>; SLOTS],
+    /// How many of `slots` are used (from the first).
+    len: Cell<usize>,
+    /// How many hooks wait in `MORE`.
+    more: Cell<usize>,
+    /// The number of the next hook installed on this thread.
+    next: Cell<u64>,
+    /// Whether the hooks are running.
+    running: Cell<bool>,
 }
 
 thread_local! {
-    /// The calling thread's hooks with their numbers, in the order installed (numbers rise).
-    static HOOKS: RefCell<Vec<(u64, Hook)>> = const { RefCell::new(Vec::new()) };
-    /// The number of the next hook installed on this thread.
-    static NEXT: Cell<u64> = const { Cell::new(0) };
-    /// Whether the hooks are running.
-    static RUNNING: Cell<bool> = const { Cell::new(false) };
+    static HOOKS: Hooks = const {
+        Hooks {
+            slots: [const { Cell::new(None) }; SLOTS],
+            len: Cell::new(0),
+            more: Cell::new(0),
+            next: Cell::new(0),
+            running: Cell::new(false),
+        }
+    };
+    /// The hooks installed beyond the thread's first [`SLOTS`], in order.
+    static MORE: RefCell<Vec<(u64, Hook)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Lists `hook` and returns its number.
 fn add(hook: Hook) -> u64 {
-    let id = NEXT.with(|n| n.replace(n.get() + 1));
-    HOOKS.with(|h| h.borrow_mut().push((id, hook)));
-    id
+    HOOKS.with(|h| {
+        let id = h.next.replace(h.next.get() + 1);
+        let len = h.len.get();
+        if len < SLOTS && h.more.get() == 0 {
+            h.slots[len].set(Some((id, hook)));
+            h.len.set(len + 1);
+        } else {
+            MORE.with(|m| m.borrow_mut().push((id, hook)));
+            h.more.set(h.more.get() + 1);
+        }
+        id
+    })
 }
 
-/// Removes hook `id` from the list (wherever it is in it).
+/// Removes hook `id` from the list (wherever it is in it), keeping the others in order.
 fn remove(id: u64) {
-    let gone = HOOKS.with(|h| {
-        let mut hooks = h.borrow_mut();
-        let at = hooks.iter().position(|(i, _)| *i == id)?;
-        Some(hooks.remove(at))
+    HOOKS.with(|h| {
+        let len = h.len.get();
+        let Some(at) = (0..len).find(|&i| h.slots[i].get().is_some_and(|(n, _)| n == id)) else {
+            MORE.with(|m| m.borrow_mut().retain(|(n, _)| *n != id));
+            h.more.set(h.more.get() - 1);
+            return;
+        };
+        for i in at..len - 1 {
+            h.slots[i].set(h.slots[i + 1].get());
+        }
+        if h.more.get() > 0 {
+            let first = MORE.with(|m| m.borrow_mut().remove(0));
+            h.slots[len - 1].set(Some(first));
+            h.more.set(h.more.get() - 1);
+        } else {
+            h.slots[len - 1].set(None);
+            h.len.set(len - 1);
+        }
     });
-    // An owned hook is dropped here, with the list free (its drop may touch hooks).
-    drop(gone);
 }
 
 /// Removes a hook when dropped.
@@ -127,45 +158,86 @@ impl Drop for Listed {
 /// on the thread that installed it (it is neither `Send` nor `Sync`).
 #[must_use = "the hook is removed when this is dropped"]
 pub(crate) struct Lasting {
+    // Fields drop in order: the entry goes before the hook it points to.
     _listed: Listed,
-    _here: PhantomData<*const ()>,
+    _hook: Rc<dyn Idle>,
 }
 
 /// Installs `hook` as one of this thread's idle hooks until the returned [`Lasting`] is
 /// dropped.
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn lasting(hook: impl Idle + 'static) -> Lasting {
+    let hook: Rc<dyn Idle> = Rc::new(hook);
+    // SAFETY: only the lifetime is erased, of a borrow of what the `Rc` holds, which does not
+    // move while the `Lasting` moves and lives until after the entry is removed (field order).
+    let listed: Hook = unsafe { std::mem::transmute::<&dyn Idle, Hook>(&*hook) };
     Lasting {
-        _listed: Listed(add(Hook::Owned(Rc::new(hook)))),
-        _here: PhantomData,
+        _listed: Listed(add(listed)),
+        _hook: hook,
     }
 }
 
 /// Runs `f` with `hook` as one of this thread's idle hooks (module docs) — the hooks installed
 /// around this call run too — and removes it when `f` returns or unwinds.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn with_idle<R>(hook: &dyn Idle, f: impl FnOnce() -> R) -> R {
     // SAFETY: only the lifetime is erased. The entry is removed by `_listed` when this
     // function returns or unwinds — a local of this frame, which nothing can forget but the
     // forgetting of a whole stack, which the crate never does (a task's or a coroutine's stack
     // is run to its end or unwound) — and `hook` is borrowed for longer than this frame, so
     // the entry is never used after the borrow ends.
-    let hook: &'static dyn Idle =
-        unsafe { std::mem::transmute::<&dyn Idle, &'static dyn Idle>(hook) };
-    let _listed = Listed(add(Hook::Borrowed(hook)));
+    let hook: Hook = unsafe { std::mem::transmute::<&dyn Idle, Hook>(hook) };
+    let _listed = Listed(add(hook));
     f()
+}
+
+/// A hook's place in the thread's list, taken on demand ([`Place::install`]), for a hook that
+/// is needed only once there is work for it (a scope's, once a request of it is in flight),
+/// and given up when the place is dropped.
+#[derive(Default)]
+pub(crate) struct Place(Cell<Option<u64>>);
+
+impl Place {
+    /// Lists `hook` in this place, unless it is listed already.
+    ///
+    /// # Safety
+    /// `hook` must outlive the place, and the place must be dropped (never forgotten) on the
+    /// thread that installed it: it is a field of a value in a frame of the crate's, as
+    /// [`with_idle`]'s guard is a local.
+    pub(crate) unsafe fn install(&self, hook: &dyn Idle) {
+        if self.0.get().is_none() {
+            // SAFETY: only the lifetime is erased; the entry is removed when the place is
+            // dropped, within the hook's borrow (the contract).
+            let hook: Hook = unsafe { std::mem::transmute::<&dyn Idle, Hook>(hook) };
+            self.0.set(Some(add(hook)));
+        }
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        if let Some(id) = self.0.get() {
+            remove(id);
+        }
+    }
 }
 
 /// Whether this thread has an idle hook.
 pub(crate) fn installed() -> bool {
-    HOOKS.with(|h| !h.borrow().is_empty())
+    HOOKS.with(|h| h.len.get() > 0)
 }
 
 /// This thread's hook numbered below `bound` with the highest number, if one is listed.
 fn next_below(bound: u64) -> Option<(u64, Hook)> {
+    let below = |&(id, _): &(u64, Hook)| id < bound;
     HOOKS.with(|h| {
-        let hooks = h.borrow();
-        let (id, hook) = hooks.iter().rev().find(|(id, _)| *id < bound)?;
-        Some((*id, hook.clone()))
+        let more = (h.more.get() > 0)
+            .then(|| MORE.with(|m| m.borrow().iter().rev().copied().find(below)))
+            .flatten();
+        more.or_else(|| {
+            let used = &h.slots[..h.len.get()];
+            used.iter().rev().filter_map(Cell::get).find(below)
+        })
     })
 }
 
@@ -175,7 +247,7 @@ fn find_map<T>(mut each: impl FnMut(&dyn Idle) -> Option<T>) -> Option<T> {
     let mut bound = u64::MAX;
     while let Some((id, hook)) = next_below(bound) {
         bound = id;
-        if let Some(found) = each(hook.get()) {
+        if let Some(found) = each(hook) {
             return Some(found);
         }
     }
@@ -192,7 +264,7 @@ pub(crate) fn precise() -> bool {
 /// Whether one of this thread's idle hooks that can tell has work now (false while the hooks
 /// run).
 pub(crate) fn ready() -> bool {
-    !RUNNING.with(|r| r.get()) && find_map(|h| h.ready().filter(|r| *r)).is_some()
+    !HOOKS.with(|h| h.running.get()) && find_map(|h| h.ready().filter(|r| *r)).is_some()
 }
 
 /// Runs this thread's idle hooks, innermost first, unless they are already running: whether
@@ -211,13 +283,13 @@ pub(crate) fn flush() -> bool {
 /// Runs `pass` on each of this thread's hooks, innermost first, unless they are already
 /// running: whether one found work. Every hook runs, whatever the others found.
 fn run_each(pass: impl Fn(&dyn Idle) -> bool) -> bool {
-    if !installed() || RUNNING.with(|r| r.replace(true)) {
+    if !installed() || HOOKS.with(|h| h.running.replace(true)) {
         return false;
     }
     struct Done;
     impl Drop for Done {
         fn drop(&mut self) {
-            RUNNING.with(|r| r.set(false));
+            HOOKS.with(|h| h.running.set(false));
         }
     }
     let _done = Done;

@@ -168,8 +168,6 @@ pub(crate) struct Task<'a, R> {
     eager: Option<Box<dyn FnOnce() -> R>>,
     /// Where the task is suspended, if it is.
     blocked: Option<Blocked>,
-    /// The closure's value once it has returned.
-    done: Option<R>,
     _borrows: std::marker::PhantomData<&'a mut R>,
 }
 
@@ -193,7 +191,6 @@ impl<'a, R: 'a> Task<'a, R> {
                 )
             }),
             blocked: None,
-            done: None,
             _borrows: std::marker::PhantomData,
         };
         #[cfg_attr(miri, allow(unreachable_code))]
@@ -218,33 +215,27 @@ impl<'a, R: 'a> Task<'a, R> {
             #[cfg(miri)]
             eager: None,
             blocked: None,
-            done: None,
             _borrows: std::marker::PhantomData,
         }
     }
 
-    /// Runs the task until it would wait or returns: whether it is done. A panic in the task
-    /// carries on out of this call (the task is then done, without a value). Must not be
-    /// called from inside a task.
-    pub(crate) fn resume(&mut self) -> bool {
+    /// Runs the task until it would wait (`None`) or returns (its closure's value). A panic in
+    /// the task carries on out of this call (the task is then done, without a value). Must not
+    /// be called from inside a task, nor once the task is done.
+    pub(crate) fn resume(&mut self) -> Option<R> {
         debug_assert!(!inside(), "tasks are resumed from outside any task");
         #[cfg(miri)]
         if let Some(f) = self.eager.take() {
-            self.done = Some(f());
-            return true;
+            return Some(f());
         }
-        let Some(co) = &mut self.co else {
-            return true;
-        };
+        let co = self.co.as_mut().expect("a task resumed after it returned");
         self.blocked = None;
-        let step = co.resume(());
-        match step {
+        match co.resume(()) {
             CoroutineResult::Yield(b) => {
                 self.blocked = Some(b);
-                false
+                None
             }
             CoroutineResult::Return(value) => {
-                self.done = Some(value);
                 if let Some(co) = self.co.take() {
                     let stack = co.into_stack();
                     STACKS.with(|s| {
@@ -254,7 +245,7 @@ impl<'a, R: 'a> Task<'a, R> {
                         }
                     });
                 }
-                true
+                Some(value)
             }
         }
     }
@@ -266,11 +257,6 @@ impl<'a, R: 'a> Task<'a, R> {
             return false;
         }
         self.co.as_ref().is_none_or(|co| co.done())
-    }
-
-    /// The closure's value, once, after it has returned.
-    pub(crate) fn take(&mut self) -> Option<R> {
-        self.done.take()
     }
 
     /// What the task waits for, while it is suspended.
@@ -313,11 +299,9 @@ pub(crate) unsafe fn wait_any(blocked: &[Blocked]) {
             unsafe { (*b.ready)() }
         })
     };
-    let woken: Option<Vec<_>> = blocked
-        .iter()
-        .map(|b| b.wake.map(|w| (w, b.watch)))
-        .collect();
-    let Some(first) = woken.as_ref().and_then(|w| w.first().copied()) else {
+    let woken = blocked.iter().all(|b| b.wake.is_some());
+    let first = &blocked[0];
+    let (true, Some(wake)) = (woken, first.wake) else {
         // Spins a few rounds, then yields between rounds (as `transport::mpi`'s polite polls).
         let backoff = crossbeam_utils::Backoff::new();
         while !any() {
@@ -329,7 +313,7 @@ pub(crate) unsafe fn wait_any(blocked: &[Blocked]) {
         }
         return;
     };
-    let ((parker, policy), watch) = first;
+    let ((parker, policy), watch) = (wake, first.watch);
     // SAFETY: as above, the parker, policy and watch are alive in the suspended waits' frames
     // (and the parker, a rank's, for the whole run).
     unsafe {

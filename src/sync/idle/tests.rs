@@ -155,7 +155,7 @@ fn stretches_may_end_in_any_order() {
     fn lasting_of(c: &Counting) -> Listed {
         // SAFETY (test): the guard is dropped before `c` in every use above.
         let c: &'static Counting = unsafe { std::mem::transmute::<&Counting, _>(c) };
-        Listed(add(Hook::Borrowed(c)))
+        Listed(add(c))
     }
 }
 
@@ -170,9 +170,43 @@ fn a_hook_removed_by_another_hooks_work_is_not_called() {
     with_idle(&victim, || {
         // SAFETY (test): the entry is removed (by `remover`, below) while `victim` lives.
         let v: &'static Counting = unsafe { std::mem::transmute::<&Counting, _>(&victim) };
-        *guard.borrow_mut() = Some(Listed(add(Hook::Borrowed(v))));
+        *guard.borrow_mut() = Some(Listed(add(v)));
         with_idle(&remover, || assert!(run()));
     });
     // The outer entry ran once; the one listed later was removed before its turn.
     assert_eq!(victim.runs.get(), 1);
+}
+
+#[test]
+fn hooks_beyond_the_slots_keep_their_order_as_any_is_removed() {
+    let hooks: Vec<_> = (0..SLOTS + 3)
+        .map(|i| {
+            FnIdle(move || {
+                ORDER.with(|o| o.borrow_mut().push(i));
+                false
+            })
+        })
+        .collect();
+    thread_local!(static ORDER: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) });
+    let mut listed: Vec<Option<Listed>> = hooks
+        .iter()
+        .map(|h| {
+            // SAFETY (test): every entry is removed below, before `hooks` is dropped.
+            let h: &'static dyn Idle = unsafe { std::mem::transmute::<&dyn Idle, _>(h) };
+            Some(Listed(add(h)))
+        })
+        .collect();
+    // Remove one from the slots and one from beyond them, then the rest in any order.
+    for gone in [2, SLOTS + 1, 0, SLOTS + 2, 5] {
+        listed[gone] = None;
+        ORDER.with(|o| o.borrow_mut().clear());
+        run();
+        let left: Vec<usize> = (0..SLOTS + 3)
+            .rev()
+            .filter(|&i| listed[i].is_some())
+            .collect();
+        assert_eq!(ORDER.with(|o| o.borrow().clone()), left, "innermost first");
+    }
+    listed.clear();
+    assert!(!installed());
 }

@@ -384,6 +384,20 @@ impl ShmTransport<'_> {
         self.poll_once(self.matching(m, want, Some(buf)))
     }
 
+    /// Receives into `buf` the first message `want` accepts among those moved aside, without
+    /// looking at the mailboxes (`None`: none there). A non-blocking receive's start: a
+    /// message still in a mailbox is left to the posted receive's first look, so that the
+    /// start reads no cache line a peer may be writing, which would delay the rank's next send
+    /// by a transfer of that line.
+    pub(crate) fn try_recv_aside<T: Elem>(
+        &self,
+        m: &Matcher,
+        want: Want,
+        buf: &mut [T],
+    ) -> Result<Option<Found>> {
+        self.matching(m, want, Some(buf)).take_aside(self)
+    }
+
     /// One look for what `r` wants, as the engine's first round would take it.
     pub(super) fn poll_once<T: Elem>(&self, mut r: Matching<'_, '_, T>) -> Result<Option<Found>> {
         if self.member.run().is_aborted() {

@@ -42,7 +42,6 @@ enum Step {
 /// function of its element type that checks a message and reads it in, `take_as`), and for a
 /// receive posted elsewhere too ([`PostedRecv`]) its gate.
 pub(crate) struct Entry {
-    id: u64,
     want: Want,
     buf: *mut u8,
     len: usize,
@@ -51,10 +50,6 @@ pub(crate) struct Entry {
 }
 
 impl Posting for Entry {
-    fn id(&self) -> u64 {
-        self.id
-    }
-
     fn gate(&self) -> Option<&Gate> {
         self.gate.as_ref()
     }
@@ -115,8 +110,7 @@ impl Posted {
     /// The entry keeps a pointer to `buf`: it must be withdrawn ([`Posted::withdraw`]) before
     /// `buf`'s borrow ends, and `buf` left alone until then except by whoever closes the gate.
     unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: Option<Gate>) -> u64 {
-        self.0.post(|id| Entry {
-            id,
+        self.0.post(Entry {
             want,
             buf: buf.as_mut_ptr().cast(),
             len: buf.len(),
@@ -130,20 +124,20 @@ impl Posted {
         self.0.any(|e| e.want.accepts(src, h))
     }
 
-    /// The oldest open posted receive that takes a message from `src` with header `h`, no
-    /// longer posted (and its gate closed).
-    fn claim(&self, src: usize, h: &Header) -> Option<Entry> {
+    /// The oldest open posted receive that takes a message from `src` with header `h`, with
+    /// its number, no longer posted (and its gate closed).
+    fn claim(&self, src: usize, h: &Header) -> Option<(u64, Entry)> {
         self.0.claim(|e| e.want.accepts(src, h))
     }
 
-    /// Reads a message (from `src`, header `h`) into the claimed receive `e` through `take`,
+    /// Reads a message (from `src`, header `h`) into the claimed receive `(id, e)` through `take`,
     /// which hands the reading function the message's wire bytes, and records the outcome.
     /// A message the receive cannot take (another type, too long) is its error and the run's.
     fn deliver(
         &self,
         t: &ShmTransport<'_>,
         m: &Matcher,
-        e: Entry,
+        (id, e): (u64, Entry),
         src: usize,
         h: &Header,
         take: impl FnOnce(&mut dyn FnMut(*const u8) -> Result<usize>) -> Result<usize>,
@@ -160,7 +154,7 @@ impl Posted {
             })
         })();
         let failed = got.as_ref().err().cloned();
-        self.0.record(e.id, got);
+        self.0.record(id, got);
         failed.map_or(Ok(()), Err)
     }
 
@@ -472,19 +466,23 @@ impl ShmTransport<'_> {
         f()
     }
 
-    /// A non-blocking send that completes as it starts: an eager message to another rank,
-    /// posted at once because a cell is free and no earlier send to `dest` waits. Whether it
-    /// was sent (if not, it runs as a request).
+    /// A non-blocking send that completes as it starts: an eager message posted at once
+    /// because no earlier send to `dest` waits and a cell is free, or a message to the rank
+    /// itself that a posted receive takes. Whether it was sent (if not, it runs as a request).
     pub(crate) fn try_send_now<T: Elem>(
         &self,
         m: &Matcher,
         dest: usize,
         tag: u32,
         data: &[T],
-    ) -> bool {
-        dest != self.member.rank()
-            && m.outbox.is_clear_for(dest)
-            && self.try_send_eager(dest, Tag::p2p(tag), data)
+    ) -> Result<bool> {
+        if !m.outbox.is_clear_for(dest) {
+            return Ok(false);
+        }
+        if dest == self.member.rank() && self.send_to_posted(m, tag, data)? {
+            return Ok(true);
+        }
+        Ok(self.try_send_eager(dest, Tag::p2p(tag), data))
     }
 
     /// Sends `data` to this rank itself: straight into the oldest posted receive that accepts

@@ -44,16 +44,14 @@ impl Gate {
 
 /// What a queue needs of a posted receive.
 pub(crate) trait Posting {
-    /// Its number in its queue.
-    fn id(&self) -> u64;
     /// Its gate, if it is posted in two queues.
     fn gate(&self) -> Option<&Gate>;
 }
 
-/// A rank's posted receives of one kind, oldest first, and the outcomes of those that have
-/// been matched until their owners take them (module docs).
+/// A rank's posted receives of one kind, oldest first, each with its number, and the outcomes
+/// of those that have been matched until their owners take them (module docs).
 pub(crate) struct PostedQueue<P> {
-    waiting: RefCell<VecDeque<P>>,
+    waiting: RefCell<VecDeque<(u64, P)>>,
     matched: RefCell<Vec<(u64, Result<Found>)>>,
     ids: Cell<u64>,
 }
@@ -83,28 +81,31 @@ impl<P: Posting> PostedQueue<P> {
     /// Whether an open posted receive satisfies `takes`.
     pub(crate) fn any(&self, takes: impl Fn(&P) -> bool) -> bool {
         let open = |p: &P| p.gate().is_none_or(Gate::is_open);
-        self.waiting.borrow().iter().any(|p| open(p) && takes(p))
+        self.waiting
+            .borrow()
+            .iter()
+            .any(|(_, p)| open(p) && takes(p))
     }
 
-    /// Posts the receive that `make` makes with its number: its number.
-    pub(crate) fn post(&self, make: impl FnOnce(u64) -> P) -> u64 {
+    /// Posts receive `p`: its number.
+    pub(crate) fn post(&self, p: P) -> u64 {
         let id = self.ids.get();
         self.ids.set(id + 1);
-        self.waiting.borrow_mut().push_back(make(id));
+        self.waiting.borrow_mut().push_back((id, p));
         id
     }
 
-    /// The oldest posted receive that `takes` accepts and whose gate is open, no longer
-    /// posted, its gate closed.
-    pub(crate) fn claim(&self, takes: impl Fn(&P) -> bool) -> Option<P> {
+    /// The oldest posted receive that `takes` accepts and whose gate is open, with its number,
+    /// no longer posted, its gate closed.
+    pub(crate) fn claim(&self, takes: impl Fn(&P) -> bool) -> Option<(u64, P)> {
         let mut waiting = self.waiting.borrow_mut();
         let open = |p: &P| p.gate().is_none_or(Gate::is_open);
-        let i = waiting.iter().position(|p| open(p) && takes(p))?;
-        let p = waiting.remove(i)?;
-        if let Some(g) = p.gate() {
+        let i = waiting.iter().position(|(_, p)| open(p) && takes(p))?;
+        let claimed = waiting.remove(i)?;
+        if let Some(g) = claimed.1.gate() {
             g.close();
         }
-        Some(p)
+        Some(claimed)
     }
 
     /// Records the outcome of claimed receive `id`, for its owner.
@@ -126,8 +127,14 @@ impl<P: Posting> PostedQueue<P> {
 
     /// Withdraws receive `id`, matched or not, with its outcome.
     pub(crate) fn withdraw(&self, id: u64) {
-        self.waiting.borrow_mut().retain(|p| p.id() != id);
-        self.matched.borrow_mut().retain(|(i, _)| *i != id);
+        let mut waiting = self.waiting.borrow_mut();
+        if let Some(i) = waiting.iter().position(|(i, _)| *i == id) {
+            waiting.remove(i);
+        }
+        let mut matched = self.matched.borrow_mut();
+        if let Some(i) = matched.iter().position(|(i, _)| *i == id) {
+            drop(matched.swap_remove(i));
+        }
     }
 }
 
@@ -135,14 +142,11 @@ impl<P: Posting> PostedQueue<P> {
 mod tests {
     use super::*;
 
-    struct P(u64, u32, Option<Gate>);
+    struct P(u32, Option<Gate>);
 
     impl Posting for P {
-        fn id(&self) -> u64 {
-            self.0
-        }
         fn gate(&self) -> Option<&Gate> {
-            self.2.as_ref()
+            self.1.as_ref()
         }
     }
 
@@ -150,11 +154,11 @@ mod tests {
     fn the_oldest_open_receive_that_takes_a_message_is_claimed() {
         let q = PostedQueue::default();
         let gate = Gate::open();
-        let a = q.post(|id| P(id, 1, Some(gate.clone())));
-        let b = q.post(|id| P(id, 1, None));
-        let c = q.post(|id| P(id, 2, None));
-        assert_eq!(q.claim(|p| p.1 == 2).map(|p| p.0), Some(c));
-        assert_eq!(q.claim(|p| p.1 == 1).map(|p| p.0), Some(a));
+        let a = q.post(P(1, Some(gate.clone())));
+        let b = q.post(P(1, None));
+        let c = q.post(P(2, None));
+        assert_eq!(q.claim(|p| p.0 == 2).map(|p| p.0), Some(c));
+        assert_eq!(q.claim(|p| p.0 == 1).map(|p| p.0), Some(a));
         assert!(!gate.is_open(), "claiming closes the gate");
         q.record(
             a,
@@ -175,7 +179,7 @@ mod tests {
     fn a_receive_whose_gate_closed_elsewhere_is_passed_over() {
         let q = PostedQueue::default();
         let gate = Gate::open();
-        let a = q.post(|id| P(id, 1, Some(gate.clone())));
+        let a = q.post(P(1, Some(gate.clone())));
         gate.close();
         assert!(q.claim(|_| true).is_none());
         q.withdraw(a);
