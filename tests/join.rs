@@ -19,17 +19,11 @@
 
 mod common;
 
-use common::{available_cores, matrix, matrix_op, mix};
+use common::{available_cores, float, matrix, matrix_op};
 use corecoll::algorithm::Any;
 use corecoll::{op, Algorithm, Comm, Error, Pinning, Result, Team};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
-
-/// An arbitrary float of rank `r`, element `i`.
-fn float(r: usize, i: usize, salt: u64) -> f64 {
-    let h = mix(r, i, salt);
-    ((h >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 1e6 / (1 + h % 97) as f64
-}
 
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|f| f.to_bits()).collect()

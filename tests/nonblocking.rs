@@ -18,16 +18,10 @@
 
 mod common;
 
-use common::{matrix, matrix_op, mismatch, mix, team};
+use common::{float, matrix, matrix_op, mismatch, team};
 use corecoll::algorithm::{Any, Barrier};
 use corecoll::op;
 use corecoll::{Algorithm, Collective, Comm, Error, Request, Result};
-
-/// An arbitrary float of rank `r`, element `i`: sums of them depend on the order of additions.
-fn float(r: usize, i: usize, salt: u64) -> f64 {
-    let h = mix(r, i, salt);
-    ((h >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 1e6 / (1 + h % 97) as f64
-}
 
 /// The counts at `p` ranks.
 fn counts(p: usize) -> Vec<usize> {

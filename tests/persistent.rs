@@ -13,15 +13,10 @@
 
 mod common;
 
-use common::{matrix, matrix_op, mismatch, mix, team};
+use common::{float, matrix, matrix_op, mismatch, team};
 use corecoll::algorithm::{Allgather, Alltoall, Any, Broadcast, Reduce, ReduceScatter};
 use corecoll::op;
 use corecoll::{Algorithm, Collective, Error, Result};
-
-fn float(r: usize, i: usize, salt: u64) -> f64 {
-    let h = mix(r, i, salt);
-    ((h >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 1e6 / (1 + h % 97) as f64
-}
 
 fn bits(v: &[f64]) -> Vec<u64> {
     v.iter().map(|f| f.to_bits()).collect()

@@ -1,7 +1,7 @@
 //! A scope's requests (`scope.rs`), each an entry with its start number and its life
 //! (`state.rs`), kept by number.
 
-use super::state::Life;
+use super::state::{Body, Life};
 use super::Comm;
 use smallvec::SmallVec;
 
@@ -24,6 +24,18 @@ impl Entry<'_> {
         }
         let start = self.start;
         self.state.ready(|| start.is_none_or(may_run))
+    }
+}
+
+impl Entry<'_> {
+    /// Whether the message that a posted receive or an exchange of this entry waits for (on
+    /// its waiter's stack) has come.
+    pub(super) fn message_came(&self, comm: &Comm) -> bool {
+        match self.state.body() {
+            Some(Body::Recv(r)) => comm.local().posted_arrived(r),
+            Some(Body::Exchange(x)) => x.arrived(),
+            _ => false,
+        }
     }
 }
 

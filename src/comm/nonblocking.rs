@@ -43,6 +43,10 @@ impl<'scope> Scope<'scope, '_> {
         T: Copy + Send + Sync + 'static,
         O: Op<T> + 'scope,
     {
+        let (buf, op) = match self.core().start_exchange(buf, op, algorithm)? {
+            Ok(request) => return Ok(request),
+            Err(back) => back,
+        };
         self.start(move |c| c.allreduce_with(buf, op, algorithm))
     }
 

@@ -29,7 +29,7 @@
 
 use super::entries::{Entries, Entry, INLINE};
 use super::request::Request;
-use super::state::Life;
+use super::state::{Body, Life};
 use super::{Comm, Span, Status};
 use crate::error::{Error, Result};
 use crate::shm::SHADOWS;
@@ -54,6 +54,11 @@ pub(crate) struct Shadows {
 }
 
 impl Shadows {
+    /// Whether the next start would run at once: no earlier start on its shadow is unfinished.
+    fn next_runs_at_once(&self) -> bool {
+        self.queues.borrow()[shadow_of(self.starts.get())].is_empty()
+    }
+
     /// A new start: its number, queued on its shadow.
     fn start(&self) -> u64 {
         let n = self.starts.get();
@@ -286,6 +291,50 @@ impl<'scope> Core<'scope> {
         self.launch(Some(n), move || f(comm).map(|()| Status::NONE))
     }
 
+    /// Starts an allreduce of `buf` under `op` with `algorithm` as one exchange if it is one on
+    /// a communicator of threads and its turn on its shadow has come (`local::Exchanging`):
+    /// its request; otherwise hands `buf` and `op` back for [`Core::start`].
+    pub(crate) fn start_exchange<T, O>(
+        &'scope self,
+        buf: &'scope mut [T],
+        op: O,
+        algorithm: crate::Algorithm,
+    ) -> Result<std::result::Result<Request<'scope>, (&'scope mut [T], O)>>
+    where
+        T: Copy + Send + Sync + 'static,
+        O: crate::op::Op<T> + 'scope,
+    {
+        let shadows = &self.comm.shadows;
+        if !self.comm.is_threads() || !shadows.next_runs_at_once() {
+            return Ok(Err((buf, op)));
+        }
+        let comm = self.comm.shadow(shadow_of(shadows.starts.get()))?;
+        // SAFETY: the entry made below holds the exchange until it has finished or the run
+        // failed, and the scope runs every request to its end before `'scope` ends
+        // (`Comm::scope`), so it is dropped within `buf`'s borrow, which the rank reaches
+        // only through it until then.
+        let x = match unsafe { comm.local().iallreduce_exchange(&mut *buf, op, algorithm)? } {
+            Ok(x) => x,
+            Err(op) => return Ok(Err((buf, op))),
+        };
+        // SAFETY: only the lifetime is erased, which the drop check would otherwise hold
+        // against the scope (its requests borrow it): the exchange borrows the shadow's
+        // state, which outlives the scope, and the op, which outlives `'scope`; the scope
+        // drops it before it ends.
+        let x = unsafe {
+            std::mem::transmute::<crate::local::Exchanging<'_>, crate::local::Exchanging<'static>>(
+                x,
+            )
+        };
+        let n = shadows.start();
+        self.in_flight();
+        let id = self.entries.borrow_mut().insert(Entry {
+            start: Some(n),
+            state: Life::exchanging(x),
+        });
+        Ok(Ok(Request::new(self, id)))
+    }
+
     /// Starts a point-to-point request on the communicator itself: `f` runs the call, at once,
     /// until it would wait. An error of its first steps is returned here.
     pub(crate) fn start_p2p(
@@ -371,6 +420,15 @@ impl<'scope> Core<'scope> {
                 worked |= e.state.finished();
                 continue;
             }
+            if let Some(x) = e.state.exchange() {
+                match x.poll() {
+                    Ok(false) => {}
+                    Ok(true) => self.settle(e, Ok(Status::NONE)),
+                    Err(err) => self.settle(e, Err(err)),
+                }
+                worked |= e.state.finished();
+                continue;
+            }
             if !e.ready(self.comm, |n| shadows.may_run(n)) {
                 continue;
             }
@@ -448,7 +506,7 @@ impl<'scope> Core<'scope> {
             .iter()
             .filter_map(|e| e.state.blocked().copied())
             .collect();
-        if self.wait_posted(&blocked, target) {
+        if self.wait_on_stack(&blocked, target) {
             return;
         }
         if blocked.is_empty() {
@@ -465,46 +523,65 @@ impl<'scope> Core<'scope> {
         unsafe { task::wait_any(&blocked) };
     }
 
-    /// If one of the scope's requests is a posted receive (`target`, if it is one), waits for
-    /// its message on this stack, as a blocking receive waits (with its timeout and deadlock
-    /// watch), or until another request may go on (a task of `blocked`, another receive's
-    /// message): whether there was one.
-    fn wait_posted(&self, blocked: &[task::Blocked], target: Option<usize>) -> bool {
+    /// If one of the scope's requests waits on its waiter's stack — a posted receive or an
+    /// exchange (`target`, if it is one) — waits for its message on this stack, as a blocking
+    /// receive waits (with its timeout and deadlock watch), or until another request may go
+    /// on (a task of `blocked`, another's message): whether there was one.
+    fn wait_on_stack(&self, blocked: &[task::Blocked], target: Option<usize>) -> bool {
         let taken = {
             let mut entries = self.entries.borrow_mut();
-            let target = target.and_then(|id| Some((id, entries.get_mut(id).state.take_recv()?)));
-            let found = target.or_else(|| {
-                entries
-                    .iter_mut_with_ids()
-                    .find_map(|(id, e)| Some((id, e.state.take_recv()?)))
-            });
+            let take = |id: usize, e: &mut Entry<'scope>| Some((id, e.state.take_waiting()?));
+            let target = target.and_then(|id| take(id, entries.get_mut(id)));
+            let found =
+                target.or_else(|| entries.iter_mut_with_ids().find_map(|(id, e)| take(id, e)));
             found
         };
-        let Some((id, recv)) = taken else {
+        let Some((id, body)) = taken else {
             return false;
         };
         let _driving = crate::sync::Raised::new(&self.driving);
-        let local = self.comm.local();
         let others = || {
             // SAFETY: every task of `blocked` stays suspended in the wait that made its entry
             // until this wait ends: the scope's hook stands aside while `driving` is set.
             blocked.iter().any(|b| unsafe { b.holds() })
-                || self.entries.try_borrow().is_ok_and(|entries| {
-                    entries
-                        .iter()
-                        .filter_map(|e| e.state.recv())
-                        .any(|r| local.posted_arrived(r))
-                })
+                || self
+                    .entries
+                    .try_borrow()
+                    .is_ok_and(|entries| entries.iter().any(|e| e.message_came(self.comm)))
         };
-        let got = local.wait_posted(&recv, &others);
-        let mut entries = self.entries.borrow_mut();
-        let life = &mut entries.get_mut(id).state;
-        match got {
-            Ok(None) => life.put_back(recv),
-            Ok(Some(found)) => life.finish(Ok(Status::of(found))),
-            Err(e) => life.finish(Err(e)),
+        let mut entries;
+        match body {
+            Body::Recv(recv) => {
+                let got = self.comm.local().wait_posted(&recv, &others);
+                entries = self.entries.borrow_mut();
+                let life = &mut entries.get_mut(id).state;
+                match got {
+                    Ok(None) => life.put_back(Body::Recv(recv)),
+                    Ok(Some(found)) => life.finish(Ok(Status::of(found))),
+                    Err(e) => life.finish(Err(e)),
+                }
+            }
+            Body::Exchange(x) => {
+                let got = x.wait(&others);
+                entries = self.entries.borrow_mut();
+                let e = entries.get_mut(id);
+                e.state.put_back(Body::Exchange(x));
+                if let Err(err) = got {
+                    self.settle(e, Err(err));
+                }
+            }
+            Body::Task(_) => unreachable!("a task waits through `blocked`"),
         }
         true
+    }
+
+    /// Finishes request `e`, which runs without a task, with `result`; a collective's turn on
+    /// its shadow passes to the next start.
+    fn settle(&self, e: &mut Entry<'scope>, result: Result<Status>) {
+        e.state.finish(result);
+        if let Some(n) = e.start {
+            self.comm.shadows.finished(n);
+        }
     }
 
     /// Whether request `id` has finished (its result waits to be seen).

@@ -21,6 +21,7 @@
 
 use super::Status;
 use crate::error::{Error, Result};
+use crate::local::Exchanging;
 use crate::sync::task::{Blocked, Task};
 use crate::transport::shm::PostedRecv;
 
@@ -43,12 +44,15 @@ pub(super) enum State {
 }
 
 /// What runs a request in flight.
-enum Body<'scope> {
+pub(super) enum Body<'scope> {
     /// A task: the blocking call on a stack of its own, suspended where it waits.
     Task(RequestTask<'scope>),
     /// A receive posted on a communicator of threads, which needs no stack: a look finds its
     /// message, and a wait for it is a blocking receive's wait (`scope.rs`).
     Recv(PostedRecv<'static>),
+    /// An allreduce that is one exchange, its message sent: the receive of the peer's, which
+    /// needs no stack either (`local::Exchanging`).
+    Exchange(Exchanging<'static>),
 }
 
 /// A request's state and, while it is in flight, what runs it.
@@ -71,6 +75,14 @@ impl<'scope> Life<'scope> {
         Life {
             state: State::Running,
             body: Some(Body::Recv(recv)),
+        }
+    }
+
+    /// An allreduce that is one exchange, its message sent: Running from the start.
+    pub(super) fn exchanging(x: Exchanging<'static>) -> Self {
+        Life {
+            state: State::Running,
+            body: Some(Body::Exchange(x)),
         }
     }
 
@@ -103,19 +115,28 @@ impl<'scope> Life<'scope> {
     pub(super) fn unfinished(&self) -> bool {
         match &self.body {
             Some(Body::Task(t)) => !t.done(),
-            Some(Body::Recv(_)) => true,
+            Some(Body::Recv(_) | Body::Exchange(_)) => true,
             None => self.in_flight(),
         }
     }
 
-    /// Whether resuming its task would let it go on: Queued and `its_turn()` (the first of
-    /// its shadow), or Running and ended (a panic) or its wait's condition holds. False for a
-    /// posted receive (`recv`).
+    /// Whether advancing it would let it go on: Queued and `its_turn()` (the first of its
+    /// shadow), or Running and its task ended (a panic) or its wait's condition holds, or the
+    /// peer's message of its exchange has come. False for a posted receive (`recv`).
     pub(super) fn ready(&mut self, its_turn: impl FnOnce() -> bool) -> bool {
         match (&self.state, &mut self.body) {
             (State::Queued, _) => its_turn(),
             (State::Running, Some(Body::Task(t))) => t.done() || t.may_go_on(),
+            (State::Running, Some(Body::Exchange(x))) => x.arrived(),
             _ => false,
+        }
+    }
+
+    /// Its exchange, while it is one in flight and not taken out to be waited for.
+    pub(super) fn exchange(&mut self) -> Option<&mut Exchanging<'static>> {
+        match &mut self.body {
+            Some(Body::Exchange(x)) => Some(x),
+            _ => None,
         }
     }
 
@@ -127,6 +148,11 @@ impl<'scope> Life<'scope> {
         }
     }
 
+    /// What runs it, while it is in flight and not taken out to be waited for.
+    pub(super) fn body(&self) -> Option<&Body<'scope>> {
+        self.body.as_ref()
+    }
+
     /// Its posted receive, while it is one in flight and not taken out to be waited for.
     pub(super) fn recv(&self) -> Option<&PostedRecv<'static>> {
         match &self.body {
@@ -135,11 +161,12 @@ impl<'scope> Life<'scope> {
         }
     }
 
-    /// Takes its posted receive out, for a wait on the waiter's stack ([`Life::put_back`] or
-    /// [`Life::finish`] after it); meanwhile nothing else looks for its message.
-    pub(super) fn take_recv(&mut self) -> Option<PostedRecv<'static>> {
+    /// Takes out what runs it if it waits on its waiter's stack — a posted receive or an
+    /// exchange — for a wait there ([`Life::put_back`] or [`Life::finish`] after it);
+    /// meanwhile nothing else looks for its message.
+    pub(super) fn take_waiting(&mut self) -> Option<Body<'scope>> {
         match self.body.take() {
-            Some(Body::Recv(r)) => Some(r),
+            Some(b @ (Body::Recv(_) | Body::Exchange(_))) => Some(b),
             other => {
                 self.body = other;
                 None
@@ -147,14 +174,14 @@ impl<'scope> Life<'scope> {
         }
     }
 
-    /// Puts back a posted receive taken out by [`Life::take_recv`] whose wait ended first.
-    pub(super) fn put_back(&mut self, recv: PostedRecv<'static>) {
+    /// Puts back what [`Life::take_waiting`] took out, whose wait ended first.
+    pub(super) fn put_back(&mut self, body: Body<'scope>) {
         assert!(
             self.body.is_none() && matches!(self.state, State::Running),
-            "a receive put back into a request when {:?}",
+            "a request's body put back when {:?}",
             self.state
         );
-        self.body = Some(Body::Recv(recv));
+        self.body = Some(body);
     }
 
     /// Queued or Running → Running: its task, to resume.

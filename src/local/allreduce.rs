@@ -40,6 +40,45 @@ impl Local {
         })
     }
 
+    /// The algorithm an allreduce of `bytes` per rank with `algorithm` runs, and how it runs if
+    /// it is flat (`None`: a hierarchy): decided from what every rank knows alike, before the
+    /// call check and without messages.
+    pub(super) fn allreduce_choice(
+        &self,
+        bytes: usize,
+        commutative: bool,
+        algorithm: Algorithm,
+    ) -> (Algorithm, Option<Flat<algorithms::allreduce::Schedule>>) {
+        let auto = || self.allreduce_auto(bytes, commutative);
+        let levels = !self.hierarchy_plan(!commutative).levels.is_empty();
+        match algorithm {
+            // Across L3 groups or packages, with a core per rank, the hierarchy for long
+            // vectors (`select::prefer_hierarchy`); decided from the plan, before the check.
+            // `Native` (MPI's own collective) is `Auto` between threads.
+            Algorithm::Auto | Algorithm::Native
+                if levels
+                    && select::prefer_hierarchy(bytes, self.run().ranks.policy.oversubscribed) =>
+            {
+                self.chose(Algorithm::HierarchicalDirect);
+                (Algorithm::HierarchicalDirect, None)
+            }
+            // A hierarchy with something to combine. (One with nothing, one group or for a
+            // non-commutative op groups interleaved rank by rank, runs `Auto`'s flat choice
+            // below. The plan needs no messages and is the same on every rank, so this is
+            // decided here, before the call check, as `Auto` itself is: one check, not two.)
+            Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect if levels => {
+                (algorithm, None)
+            }
+            chosen => match chosen.flat() {
+                Some(flat) => (chosen, Some(flat)),
+                None => {
+                    let flat = auto();
+                    (flat.alg(), Some(flat))
+                }
+            },
+        }
+    }
+
     /// Whether a persistent allreduce of `len` elements of `T` with `algorithm` runs folded on
     /// slots (`algorithms::allreduce::folded`) and still gives the blocking call's bits: it
     /// fits the slots, and the algorithm is `Linear` (whose order the fold keeps), or `Auto`
@@ -76,38 +115,8 @@ impl Local {
     {
         self.enter_call("allreduce")?;
         let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
-        let auto = || self.allreduce_auto(std::mem::size_of_val(buf), op.is_commutative());
-        let levels = !self.hierarchy_plan(!op.is_commutative()).levels.is_empty();
-        // The algorithm, and how it runs if it is flat (`None`: a hierarchy).
-        let (alg, flat) = match algorithm {
-            // Across L3 groups or packages, with a core per rank, the hierarchy for long
-            // vectors (`select::prefer_hierarchy`); decided from the plan, before the check.
-            // `Native` (MPI's own collective) is `Auto` between threads.
-            Algorithm::Auto | Algorithm::Native
-                if levels
-                    && select::prefer_hierarchy(
-                        std::mem::size_of_val(buf),
-                        self.run().ranks.policy.oversubscribed,
-                    ) =>
-            {
-                self.chose(Algorithm::HierarchicalDirect);
-                (Algorithm::HierarchicalDirect, None)
-            }
-            // A hierarchy with something to combine. (One with nothing, one group or for a
-            // non-commutative op groups interleaved rank by rank, runs `Auto`'s flat choice
-            // below. The plan needs no messages and is the same on every rank, so this is
-            // decided here, before the call check, as `Auto` itself is: one check, not two.)
-            Algorithm::Hierarchical { .. } | Algorithm::HierarchicalDirect if levels => {
-                (algorithm, None)
-            }
-            chosen => match chosen.flat() {
-                Some(flat) => (chosen, Some(flat)),
-                None => {
-                    let flat = auto();
-                    (flat.alg(), Some(flat))
-                }
-            },
-        };
+        let (alg, flat) =
+            self.allreduce_choice(std::mem::size_of_val(buf), op.is_commutative(), algorithm);
         if matches!(alg, Algorithm::Ring { .. }) && !op.is_commutative() {
             return Err(self.fail(Error::Unsupported {
                 rank: self.rank(),

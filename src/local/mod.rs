@@ -4,6 +4,7 @@
 
 mod allreduce;
 mod alltoall;
+mod exchanging;
 pub(crate) mod gather;
 mod p2p;
 pub(crate) mod persistent;
@@ -26,6 +27,7 @@ use crate::shm::{CommShared, Member, RunState};
 use crate::sync::Mutex;
 use crate::topology::{Location, Topology};
 use crate::transport::shm::{Matcher, ShmTransport};
+pub(crate) use exchanging::Exchanging;
 use std::cell::{Cell, OnceCell};
 use std::collections::HashMap;
 use std::sync::Arc;

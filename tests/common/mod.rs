@@ -29,6 +29,13 @@ pub fn mix(r: usize, i: usize, salt: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// An arbitrary float of rank `r`, element `i`, spread over twelve orders of magnitude: sums
+/// of them depend on the order of the additions, so their bits show it.
+pub fn float(r: usize, i: usize, salt: u64) -> f64 {
+    let h = mix(r, i, salt);
+    ((h >> 11) as f64 / (1u64 << 53) as f64 - 0.5) * 1e6 / (1 + h % 97) as f64
+}
+
 /// The 2×2 matrix product with wrapping arithmetic, row-major `[a, b, c, d]`.
 pub fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
     let [a, b, c, d] = x;

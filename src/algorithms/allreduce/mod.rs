@@ -31,6 +31,7 @@ pub(super) use crate::algorithms::blocks::{block_range, block_start, elements, p
 #[cfg(feature = "mpi")]
 pub(crate) use linear::grouped as grouped_linear;
 pub(crate) use rabenseifner::halving_step;
+pub(crate) use recursive_doubling::combine;
 #[cfg(all(test, not(loom)))]
 pub(crate) use ring::{chunk, pieces};
 

@@ -71,7 +71,7 @@ pub(crate) fn recursive_doubling<Tr: Transport, T: Elem, O: Op<T>>(
 /// Combines `inc` (a peer's data) into `acc` (ours) keeping rank order: the peer's data on the
 /// left if it stands for lower ranks (`peer_lower`), on the right otherwise.
 #[inline]
-pub(super) fn combine<T, O: Op<T>>(op: &O, peer_lower: bool, acc: &mut [T], inc: &[T]) {
+pub(crate) fn combine<T, O: Op<T>>(op: &O, peer_lower: bool, acc: &mut [T], inc: &[T]) {
     if peer_lower {
         op.fold_left(inc, acc);
     } else {

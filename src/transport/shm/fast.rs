@@ -2,7 +2,7 @@
 //! receive whose message is the expected one; and [`ShmTransport::typed`], the way into the
 //! engine for everything else.
 
-use super::{header_of, outgoing, Incoming, ShmTransport};
+use super::{header_of, outgoing, reduce_in, Incoming, ShmTransport};
 use crate::error::Result;
 use crate::mailbox::{Elem, Header, Mailbox, Tag, EAGER_MAX};
 use std::mem::{size_of, size_of_val};
@@ -45,7 +45,7 @@ impl ShmTransport<'_> {
     /// Fast path of every send: posts `data` if it is eager and a cell is free — copy,
     /// publish, wake — and returns whether it did (if not, the general path takes over).
     #[inline]
-    pub(super) fn try_send_eager<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> bool {
+    pub(crate) fn try_send_eager<T: Elem>(&self, dest: usize, tag: Tag, data: &[T]) -> bool {
         if size_of::<T>() == 0 || size_of_val(data) > EAGER_MAX {
             return false;
         }
@@ -60,6 +60,58 @@ impl ShmTransport<'_> {
             self.unpark(dest);
         }
         posted
+    }
+
+    /// Whether an eager message of `bytes` bytes to `dest` would be posted at once: it is
+    /// eager and a cell is free (only this rank posts to `dest`, so the room stays until it
+    /// does), and the run has not failed.
+    pub(crate) fn eager_room(&self, dest: usize, bytes: usize) -> bool {
+        bytes <= EAGER_MAX
+            && self
+                .fast_mailbox(self.member.rank(), dest)
+                .is_some_and(|mb| mb.has_room(bytes))
+    }
+
+    /// The receive of [`Transport::recv_reduce`](crate::transport::Transport::recv_reduce)
+    /// without waiting: combines the next message from `src` into `acc` if it has come
+    /// (`true`); `false` if nothing has. A message that is not the one expected goes to the
+    /// general path, which reports it.
+    pub(crate) fn try_recv_reduce<T: Elem>(
+        &self,
+        src: usize,
+        tag: Tag,
+        acc: &mut [T],
+        combine: &mut dyn FnMut(&mut [T], &[T]),
+    ) -> Result<bool> {
+        if !self.message_from(src) {
+            return Ok(false);
+        }
+        // SAFETY: as in `recv`.
+        self.recv_with::<T>(src, tag, acc.len(), |p| unsafe {
+            reduce_in(p, acc, combine)
+        })?;
+        Ok(true)
+    }
+
+    /// Whether a message from `src` waits for this rank (the run has failed: whether a look
+    /// would end, with the failure).
+    pub(crate) fn message_from(&self, src: usize) -> bool {
+        match self.fast_mailbox(src, self.member.rank()) {
+            Some(mb) => mb.front().is_some(),
+            None => true,
+        }
+    }
+
+    /// Waits as a receive from `src` waits (spin, then park; the run's failure, the team's
+    /// timeout and the deadlock watch end it with an error) until a message from `src` is
+    /// there or `also()` holds.
+    pub(crate) fn wait_from(&self, src: usize, also: &dyn Fn() -> bool) -> Result<()> {
+        if self.member.run().is_aborted() {
+            return Err(self.aborted());
+        }
+        self.check_rank(src)?;
+        let mb = self.mailbox(src, self.member.rank());
+        self.wait(&[src], false, || mb.front().is_some() || also())
     }
 
     /// Every receive: waits for the next message from `src`; if it is the expected one (`n`

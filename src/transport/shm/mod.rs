@@ -180,7 +180,8 @@ impl<'a> ShmTransport<'a> {
         Ok(())
     }
 
-    fn aborted(&self) -> Error {
+    /// The error of a call that finds the run failed.
+    pub(crate) fn aborted(&self) -> Error {
         Error::Aborted {
             rank: self.member.rank(),
             op: self.op,
