@@ -80,7 +80,7 @@ impl<'scope> Entries<'scope> {
     /// Removes request `id` without handing it back.
     pub(super) fn forget(&mut self, id: usize) {
         self.free.push(id);
-        *self.slot(id) = None;
+        drop(self.slot(id).take());
     }
 
     pub(super) fn get(&self, id: usize) -> &Entry<'scope> {
@@ -96,17 +96,23 @@ impl<'scope> Entries<'scope> {
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = &Entry<'scope>> {
-        self.inline.iter().chain(&self.more).flatten()
+        let used = self.used.min(INLINE);
+        self.inline[..used].iter().chain(&self.more).flatten()
     }
 
     pub(super) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Entry<'scope>> {
-        self.inline.iter_mut().chain(&mut self.more).flatten()
+        let used = self.used.min(INLINE);
+        self.inline[..used]
+            .iter_mut()
+            .chain(&mut self.more)
+            .flatten()
     }
 
     pub(super) fn iter_mut_with_ids(
         &mut self,
     ) -> impl Iterator<Item = (usize, &mut Entry<'scope>)> {
-        self.inline
+        let used = self.used.min(INLINE);
+        self.inline[..used]
             .iter_mut()
             .chain(&mut self.more)
             .enumerate()

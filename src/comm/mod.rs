@@ -19,6 +19,7 @@ mod persistent;
 mod reduce;
 mod request;
 mod scope;
+mod shadows;
 mod state;
 pub(crate) mod validate;
 
@@ -53,7 +54,7 @@ pub struct Comm {
     /// The kind of team: where the ranks are, and so how a collective runs.
     span: Span,
     /// The shadows its non-blocking collectives run on (`scope`).
-    shadows: scope::Shadows,
+    shadows: shadows::Shadows,
 }
 
 /// Where a communicator's ranks are, chosen when its team is built. The threads' variant, on
@@ -84,7 +85,7 @@ impl Comm {
     pub(crate) fn threads(local: Local) -> Comm {
         Comm {
             span: Span::Threads(local),
-            shadows: scope::Shadows::default(),
+            shadows: shadows::Shadows::default(),
         }
     }
 
@@ -93,7 +94,7 @@ impl Comm {
     pub(crate) fn processes(bridge: Bridge) -> Comm {
         Comm {
             span: Span::Processes(Box::new(bridge)),
-            shadows: scope::Shadows::default(),
+            shadows: shadows::Shadows::default(),
         }
     }
 

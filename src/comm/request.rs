@@ -13,8 +13,17 @@ use std::marker::PhantomData;
 #[must_use = "a request completes at `wait`, or at the end of its scope"]
 pub struct Request<'scope> {
     core: &'scope Core<'scope>,
-    id: usize,
+    held: Held,
     _not_send: PhantomData<*const ()>,
+}
+
+/// Where a request's state is: its entry in the scope, or, for a request that completed as it
+/// started (an eager send with a free cell, a message already in), here, since the scope has
+/// nothing to run for it.
+#[derive(Debug, Clone, Copy)]
+enum Held {
+    Entry(usize),
+    Done(Status),
 }
 
 impl<'scope> Request<'scope> {
@@ -22,7 +31,17 @@ impl<'scope> Request<'scope> {
     pub(super) fn new(core: &'scope Core<'scope>, id: usize) -> Self {
         Request {
             core,
-            id,
+            held: Held::Entry(id),
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The handle of a request of the scope whose state is `core` that completed as it
+    /// started, with `status`.
+    pub(super) fn done(core: &'scope Core<'scope>, status: Status) -> Self {
+        Request {
+            core,
+            held: Held::Done(status),
             _not_send: PhantomData,
         }
     }
@@ -30,7 +49,7 @@ impl<'scope> Request<'scope> {
 
 impl std::fmt::Debug for Request<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Request").field("id", &self.id).finish()
+        f.debug_struct("Request").field("held", &self.held).finish()
     }
 }
 
@@ -45,10 +64,14 @@ impl Request<'_> {
     /// [`Request::test`] that also says what a completed receive got (for another request, a
     /// status with no source, as MPI's empty status): `None` while the request is in flight.
     pub fn test_status(&mut self) -> Result<Option<Status>> {
+        let id = match self.held {
+            Held::Done(status) => return Ok(Some(status)),
+            Held::Entry(id) => id,
+        };
         if !self.finished() {
             self.core.progress();
         }
-        self.core.outcome(self.id).transpose()
+        self.core.outcome(id).transpose()
     }
 
     /// Blocks until this request has completed (advancing the scope's other requests
@@ -60,8 +83,12 @@ impl Request<'_> {
     /// [`Request::wait`] that also says what a receive got — sender, tag and length, as the
     /// blocking receive's [`Status`] (for another request, a status with no source).
     pub fn wait_status(self) -> Result<Status> {
-        self.core.drive(Some(self.id));
-        let out = self.core.take_outcome(self.id);
+        let id = match self.held {
+            Held::Done(status) => return Ok(status),
+            Held::Entry(id) => id,
+        };
+        self.core.drive(Some(id));
+        let out = self.core.take_outcome(id);
         // The entry is gone: nothing for the handle's drop to release.
         std::mem::forget(self);
         out
@@ -71,18 +98,38 @@ impl Request<'_> {
 impl Request<'_> {
     /// Whether the request has finished (its result waits to be seen).
     fn finished(&self) -> bool {
-        self.core.finished(self.id)
+        match self.held {
+            Held::Done(_) => true,
+            Held::Entry(id) => self.core.finished(id),
+        }
+    }
+
+    /// The outcome of the request, which has finished, marked as seen.
+    fn outcome(&self) -> Result<Status> {
+        match self.held {
+            Held::Done(status) => Ok(status),
+            Held::Entry(id) => self
+                .core
+                .outcome(id)
+                .expect("a finished request has its result"),
+        }
     }
 
     /// The request's start number on its communicator (the same on every rank).
     pub(crate) fn start_number(&self) -> u64 {
-        self.core.start_of(self.id).expect("a collective request")
+        let start = match self.held {
+            Held::Entry(id) => self.core.start_of(id),
+            Held::Done(_) => None,
+        };
+        start.expect("a collective request")
     }
 }
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        self.core.release(self.id);
+        if let Held::Entry(id) = self.held {
+            self.core.release(id);
+        }
     }
 }
 
@@ -108,11 +155,7 @@ impl Request<'_> {
             core.progress();
             if let Some(i) = requests.iter().position(Request::finished) {
                 let r = requests.remove(i);
-                let out = r
-                    .core
-                    .outcome(r.id)
-                    .expect("a finished request has its result");
-                return Some((i, out.map(drop)));
+                return Some((i, r.outcome().map(drop)));
             }
             core.wait_for_any(None);
         }

@@ -29,94 +29,18 @@
 
 use super::entries::{Entries, Entry, INLINE};
 use super::request::Request;
+use super::shadows::Shadows;
 use super::state::{Body, Life};
-use super::{Comm, Span, Status};
+use super::{Comm, Status};
 use crate::error::{Error, Result};
-use crate::shm::SHADOWS;
 use crate::sync::idle::Place;
 use crate::sync::task::{self, Task};
 use crate::transport::shm::PostedRecv;
 use smallvec::SmallVec;
-use std::cell::{Cell, OnceCell, RefCell};
-use std::collections::VecDeque;
+use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 
-/// A communicator's shadows and the order in which this rank runs its requests on them.
-#[derive(Default)]
-pub(crate) struct Shadows {
-    /// Non-blocking collectives started on the communicator by this rank.
-    starts: Cell<u64>,
-    /// Per shadow, the start numbers of this rank's requests on it not yet finished, in start
-    /// order: the first runs, the others wait for it.
-    queues: RefCell<[VecDeque<u64>; SHADOWS]>,
-    /// This rank's communicator of each shadow, made on first use.
-    comms: OnceCell<Box<[OnceCell<Comm>]>>,
-}
-
-impl Shadows {
-    /// Whether the next start would run at once: no earlier start on its shadow is unfinished.
-    fn next_runs_at_once(&self) -> bool {
-        self.queues.borrow()[shadow_of(self.starts.get())].is_empty()
-    }
-
-    /// A new start: its number, queued on its shadow.
-    fn start(&self) -> u64 {
-        let n = self.starts.get();
-        self.starts.set(n + 1);
-        self.queues.borrow_mut()[shadow_of(n)].push_back(n);
-        n
-    }
-
-    /// Whether start `n` is the first unfinished one of its shadow.
-    pub(super) fn may_run(&self, n: u64) -> bool {
-        self.queues.borrow()[shadow_of(n)].front() == Some(&n)
-    }
-
-    /// Start `n` has finished: the next of its shadow may run.
-    fn finished(&self, n: u64) {
-        let mut queues = self.queues.borrow_mut();
-        let queue = &mut queues[shadow_of(n)];
-        debug_assert_eq!(queue.front(), Some(&n));
-        queue.pop_front();
-    }
-}
-
-fn shadow_of(n: u64) -> usize {
-    (n % SHADOWS as u64) as usize
-}
-
 impl Comm {
-    /// Agrees the setup of a persistent collective between the ranks (on the shadow this
-    /// communicator is, in its place among the scope's requests).
-    pub(super) fn agree_setup<T: 'static, A: crate::select::Choice>(
-        &self,
-        setup: &crate::local::persistent::Setup<'_, T, A>,
-    ) -> Result<()> {
-        match &self.span {
-            Span::Threads(l) => l.agree_setup(setup),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.agree_setup(setup),
-        }
-    }
-
-    /// This rank's communicator of shadow `k`: of its process's threads, and on a communicator
-    /// that spans processes, of the leaders' shadow `k` between them (`hybrid::shadows`).
-    fn shadow(&self, k: usize) -> Result<&Comm> {
-        let comms = self
-            .shadows
-            .comms
-            .get_or_init(|| (0..SHADOWS).map(|_| OnceCell::new()).collect());
-        if let Some(c) = comms[k].get() {
-            return Ok(c);
-        }
-        let shadow = match &self.span {
-            Span::Threads(l) => Comm::threads(l.shadow(k)),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => Comm::processes(b.shadow(k).map_err(|e| self.fail(e))?),
-        };
-        Ok(comms[k].get_or_init(|| shadow))
-    }
-
     /// Runs `f` with a [`Scope`] in which it can start non-blocking collectives on this
     /// communicator, and returns once every request started in it has completed, as
     /// `std::thread::scope` returns once every thread spawned in it has finished. Returns `f`'s
@@ -281,7 +205,7 @@ impl<'scope> Core<'scope> {
     ) -> Result<Request<'scope>> {
         let shadows = &self.comm.shadows;
         let n = shadows.start();
-        let comm = match self.comm.shadow(shadow_of(n)) {
+        let comm = match self.comm.shadow_of(n) {
             Ok(c) => c,
             Err(e) => {
                 shadows.finished(n);
@@ -308,7 +232,7 @@ impl<'scope> Core<'scope> {
         if !self.comm.is_threads() || !shadows.next_runs_at_once() {
             return Ok(Err((buf, op)));
         }
-        let comm = self.comm.shadow(shadow_of(shadows.starts.get()))?;
+        let comm = self.comm.shadow_of(shadows.next())?;
         // SAFETY: the entry made below holds the exchange until it has finished or the run
         // failed, and the scope runs every request to its end before `'scope` ends
         // (`Comm::scope`), so it is dropped within `buf`'s borrow, which the rank reaches
@@ -345,13 +269,10 @@ impl<'scope> Core<'scope> {
         self.launch(None, move || f(comm))
     }
 
-    /// A point-to-point request that completed as it started, with `status`: no task.
+    /// A point-to-point request that completed as it started, with `status`: no task, and no
+    /// entry either.
     pub(crate) fn completed(&'scope self, status: Status) -> Request<'scope> {
-        let id = self.entries.borrow_mut().insert(Entry {
-            start: None,
-            state: Life::completed(status),
-        });
-        Request::new(self, id)
+        Request::done(self, status)
     }
 
     /// A request of the scope is in flight: the scope advances it in the rank's other waits
@@ -478,18 +399,17 @@ impl<'scope> Core<'scope> {
 
     /// Runs the scope until request `id` (or, for `None`, every request) has finished.
     pub(super) fn drive(&self, id: Option<usize>) {
-        loop {
-            self.progress();
-            {
-                let entries = self.entries.borrow();
-                let finished = |e: &Entry<'_>| e.state.finished();
-                let done = match id {
-                    Some(i) => finished(entries.get(i)),
-                    None => entries.iter().all(finished),
-                };
-                if done {
-                    return;
-                }
+        let done = || {
+            let entries = self.entries.borrow();
+            let finished = |e: &Entry<'_>| e.state.finished();
+            match id {
+                Some(i) => finished(entries.get(i)),
+                None => entries.iter().all(finished),
+            }
+        };
+        while !done() {
+            if self.progress() && done() {
+                return;
             }
             self.wait_for_any(id);
         }

@@ -26,17 +26,13 @@ use crate::transport::wire::{header_of, payload};
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
-/// A posted receive's reading function (`take_as` of its element type).
-type Take = unsafe fn(&ShmTransport<'_>, &Matcher, &Entry, usize, &Header, Step) -> Result<usize>;
+/// How a posted receive's reading function reaches a message's wire bytes: it hands this the
+/// function that reads them, which gets their address and returns the count read.
+type Fetch<'f> = &'f mut dyn FnMut(&mut dyn FnMut(*const u8) -> Result<usize>) -> Result<usize>;
 
-/// What a posted receive's reading function does with a message.
-#[derive(Clone, Copy)]
-enum Step {
-    /// Checks its header (type, length) against the receive.
-    Check,
-    /// Reads the checked message, whose wire bytes are at this address, into the buffer.
-    Read(*const u8),
-}
+/// A posted receive's reading function (`take_as` of its element type).
+type Take =
+    unsafe fn(&ShmTransport<'_>, &Matcher, &Entry, usize, &Header, Fetch<'_>) -> Result<usize>;
 
 /// One posted receive: what it accepts and where its buffer is (erased to bytes, with the
 /// function of its element type that checks a message and reads it in, `take_as`), and for a
@@ -56,29 +52,26 @@ impl Posting for Entry {
 }
 
 /// For the posted receive `e` of `T`s and a message from `src` with header `h`: checks the
-/// header (`Step::Check`), or reads the checked message's wire bytes into the buffer and
-/// returns the count received (`Step::Read`).
+/// header (type, length) against the receive, then reads the message's wire bytes, which
+/// `fetch` hands over, into the buffer, and returns the count received.
 ///
 /// # Safety
 /// `e.buf` and `e.len` must be the posted receive's live buffer of `T`s (it is while `e` is
-/// posted: [`ShmTransport::recv_posted`]), and a read's address must be the message's wire
-/// bytes.
+/// posted: [`ShmTransport::recv_posted`]), and `fetch` must hand the message's wire bytes.
 unsafe fn take_as<T: Elem>(
     t: &ShmTransport<'_>,
     m: &Matcher,
     e: &Entry,
     src: usize,
     h: &Header,
-    step: Step,
+    fetch: Fetch<'_>,
 ) -> Result<usize> {
     // SAFETY: per the contract; nothing else uses the buffer while the receive is posted.
     let buf = unsafe { std::slice::from_raw_parts_mut(e.buf.cast::<T>(), e.len) };
     let mut r = t.matching(m, e.want, Some(buf));
-    match step {
-        Step::Check => r.check(t, src, h).map(|()| 0),
-        // SAFETY: per the contract; the header passed `check` first (`Posted::deliver`).
-        Step::Read(p) => unsafe { r.read(t, src, h, p) },
-    }
+    r.check(t, src, h)?;
+    // SAFETY: per the contract; the header passed `check`.
+    fetch(&mut |p| unsafe { r.read(t, src, h, p) })
 }
 
 /// A rank's posted receives on one communicator, oldest first, and the outcomes of those that
@@ -142,17 +135,17 @@ impl Posted {
         h: &Header,
         take: impl FnOnce(&mut dyn FnMut(*const u8) -> Result<usize>) -> Result<usize>,
     ) -> Result<()> {
-        let got = (|| {
-            // SAFETY: `e` was posted until just now, so its buffer is live and unused
-            // (`post`'s contract); `take` hands `read` the wire bytes of the checked message.
-            unsafe { (e.take)(t, m, &e, src, h, Step::Check)? };
-            let n = take(&mut |p| unsafe { (e.take)(t, m, &e, src, h, Step::Read(p)) })?;
-            Ok(Found {
-                src,
-                tag: Tag::user_tag(h.tag),
-                count: n,
-            })
-        })();
+        let mut take = Some(take);
+        let mut fetch = |read: &mut dyn FnMut(*const u8) -> Result<usize>| {
+            take.take().expect("a message is fetched once")(read)
+        };
+        // SAFETY: `e` was posted until just now, so its buffer is live and unused (`post`'s
+        // contract); `take` hands `read` the message's wire bytes.
+        let got = unsafe { (e.take)(t, m, &e, src, h, &mut fetch) }.map(|n| Found {
+            src,
+            tag: Tag::user_tag(h.tag),
+            count: n,
+        });
         let failed = got.as_ref().err().cloned();
         self.0.record(id, got);
         failed.map_or(Ok(()), Err)

@@ -101,7 +101,12 @@ impl<P: Posting> PostedQueue<P> {
         let mut waiting = self.waiting.borrow_mut();
         let open = |p: &P| p.gate().is_none_or(Gate::is_open);
         let i = waiting.iter().position(|(_, p)| open(p) && takes(p))?;
-        let claimed = waiting.remove(i)?;
+        // Mostly the oldest, which leaves without moving the others.
+        let claimed = if i == 0 {
+            waiting.pop_front()
+        } else {
+            waiting.remove(i)
+        }?;
         if let Some(g) = claimed.1.gate() {
             g.close();
         }
