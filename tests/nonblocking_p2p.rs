@@ -418,6 +418,46 @@ fn an_unmatched_receive_is_a_deadlock() {
     }
 }
 
+/// A send that waits for its receiver — lent (long), or behind a full mailbox — whose
+/// receiver never receives: an error on the sender whether the receiver panics or returns,
+/// and the sender's buffer is free again when its scope ends.
+#[test]
+fn a_send_whose_receiver_never_receives_fails() {
+    for (panics, n) in [
+        (true, EAGER_MAX / 8 + 1),
+        (false, EAGER_MAX / 8 + 1),
+        (false, 1),
+    ] {
+        let out = team(2).run(|comm| -> Result<Vec<u64>> {
+            let mut data = vec![7u64; n];
+            if comm.rank() == 1 {
+                assert!(!panics, "rank 1 gives up");
+                return Ok(data);
+            }
+            comm.scope(|s| {
+                // Enough sends that the last ones wait for room, whatever the length.
+                let reqs: Vec<Request<'_>> =
+                    (0..40).map(|_| s.isend(1, &data)).collect::<Result<_>>()?;
+                Request::wait_all(reqs)
+            })?;
+            data[0] = 8;
+            Ok(data)
+        });
+        // A panicking rank fails the whole run; otherwise the sender's result is the error.
+        let e = match out {
+            Err(e) => e,
+            Ok(mut out) => out.swap_remove(0).expect_err("the sends cannot complete"),
+        };
+        assert!(
+            matches!(
+                e.root_cause(),
+                Error::Deadlock { .. } | Error::PeerExited { .. } | Error::Panicked { .. }
+            ),
+            "panics = {panics}, n = {n}: {e}"
+        );
+    }
+}
+
 /// `test` on a posted receive never blocks, and returns true once the message is in.
 #[test]
 fn test_polls_a_posted_receive() {

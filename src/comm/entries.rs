@@ -15,26 +15,27 @@ pub(super) struct Entry<'scope> {
 }
 
 impl Entry<'_> {
-    /// Whether advancing the request would let it go on: a look for a posted receive's
-    /// message could find it, or resuming a task would (`Life::ready`; a collective's turn
-    /// comes when it is the first unfinished start of its shadow: `may_run` of its number).
+    /// Whether advancing the request would let it go on: what a request that runs without a
+    /// task waits for has come ([`Entry::message_came`]), or resuming its task would
+    /// (`Life::ready`; a collective's turn comes when it is the first unfinished start of its
+    /// shadow: `may_run` of its number).
     pub(super) fn ready(&mut self, comm: &Comm, may_run: impl Fn(u64) -> bool) -> bool {
-        if let Some(r) = self.state.recv() {
-            return comm.local().posted_arrived(r);
+        if self.state.taskless().is_some() {
+            return self.message_came(comm);
         }
         let start = self.start;
         self.state.ready(|| start.is_none_or(may_run))
     }
-}
 
-impl Entry<'_> {
-    /// Whether the message that a posted receive or an exchange of this entry waits for (on
-    /// its waiter's stack) has come.
+    /// Whether what a request that runs without a task waits for (on its waiter's stack) has
+    /// come: a posted receive's or an exchange's message, a send's turn and room or its
+    /// receiver's read.
     pub(super) fn message_came(&self, comm: &Comm) -> bool {
         match self.state.body() {
             Some(Body::Recv(r)) => comm.local().posted_arrived(r),
             Some(Body::Exchange(x)) => x.arrived(),
-            _ => false,
+            Some(Body::Send(s)) => s.may_go_on(),
+            Some(Body::Task(_)) | None => false,
         }
     }
 }

@@ -266,6 +266,12 @@ impl<'scope> Scope<'scope, '_> {
             if comm.local().isend_now(dest, tag, data)? {
                 return Ok(self.core().completed(Status::NONE));
             }
+            // SAFETY: the scope holds the send until it has completed or the run failed, and
+            // runs every request to its end before `'scope` ends (`Comm::scope`), so it is
+            // dropped within `data`'s borrow.
+            if let Some(s) = unsafe { comm.local().post_send(dest, tag, data) } {
+                return Ok(self.core().sending(s));
+            }
         }
         self.core().start_p2p(move |c| {
             if let Route::Rank(dest) = dest {

@@ -10,9 +10,10 @@
 //! and later ones start as earlier ones finish.
 //!
 //! A point-to-point request runs on the communicator itself: it completes as it starts if it
-//! can (an eager send with a free cell, a message already in), a receive on a team of threads
-//! is otherwise posted and held by the scope without a task (`Life::posted`), and the rest
-//! are tasks.
+//! can (an eager send with a free cell, a message already in), and on a team of threads is
+//! otherwise held by the scope without a task — a receive posted (`Life::posted`), a send in
+//! its turn in the rank's outbox (`Life::sending`); the rest are tasks. So is an allreduce
+//! that is one exchange (`Life::exchanging`).
 //!
 //! A request makes progress when its rank advances the scope — resumes its task, or looks for
 //! a posted receive's message: at `test`, at `wait`, and in every wait of the rank's other
@@ -35,7 +36,7 @@ use super::{Comm, Status};
 use crate::error::{Error, Result};
 use crate::sync::idle::Place;
 use crate::sync::task::{self, Task};
-use crate::transport::shm::PostedRecv;
+use crate::transport::shm::{PostedRecv, PostedSend};
 use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
@@ -300,6 +301,22 @@ impl<'scope> Core<'scope> {
         Request::new(self, id)
     }
 
+    /// A send on a communicator of threads that could not be posted as it started, held as
+    /// `s`: no task (its scope posts it in its turn as it advances, and a wait for it waits as
+    /// a blocking send does).
+    pub(crate) fn sending(&'scope self, s: PostedSend<'scope>) -> Request<'scope> {
+        // SAFETY: only the lifetime is erased, as for a posted receive (`posted`): the send
+        // borrows the communicator's state, which outlives the scope, and the scope drops it
+        // before it ends.
+        let s = unsafe { std::mem::transmute::<PostedSend<'_>, PostedSend<'static>>(s) };
+        self.in_flight();
+        let id = self.entries.borrow_mut().insert(Entry {
+            start: None,
+            state: Life::sending(s),
+        });
+        Request::new(self, id)
+    }
+
     /// Makes a request of `f` as the task of an entry with start number `start`, and runs it
     /// as far as it can go.
     fn launch(
@@ -332,22 +349,11 @@ impl<'scope> Core<'scope> {
         let shadows = &self.comm.shadows;
         let mut entries = self.entries.borrow_mut();
         for e in entries.iter_mut() {
-            if let Some(r) = e.state.recv() {
-                match self.comm.local().poll_posted(r) {
-                    Ok(None) => {}
-                    Ok(Some(found)) => e.state.finish(Ok(Status::of(found))),
-                    Err(err) => e.state.finish(Err(err)),
+            if let Some(body) = e.state.taskless() {
+                if let Some(result) = self.look(body) {
+                    self.settle(e, result);
+                    worked = true;
                 }
-                worked |= e.state.finished();
-                continue;
-            }
-            if let Some(x) = e.state.exchange() {
-                match x.poll() {
-                    Ok(false) => {}
-                    Ok(true) => self.settle(e, Ok(Status::NONE)),
-                    Err(err) => self.settle(e, Err(err)),
-                }
-                worked |= e.state.finished();
                 continue;
             }
             if !e.ready(self.comm, |n| shadows.may_run(n)) {
@@ -481,11 +487,15 @@ impl<'scope> Core<'scope> {
                     Err(e) => life.finish(Err(e)),
                 }
             }
-            Body::Exchange(x) => {
-                let got = x.wait(&others);
+            body @ (Body::Exchange(_) | Body::Send(_)) => {
+                let got = match &body {
+                    Body::Exchange(x) => x.wait(&others),
+                    Body::Send(s) => s.wait(&others),
+                    _ => unreachable!("matched above"),
+                };
                 entries = self.entries.borrow_mut();
                 let e = entries.get_mut(id);
-                e.state.put_back(Body::Exchange(x));
+                e.state.put_back(body);
                 if let Err(err) = got {
                     self.settle(e, Err(err));
                 }
@@ -493,6 +503,19 @@ impl<'scope> Core<'scope> {
             Body::Task(_) => unreachable!("a task waits through `blocked`"),
         }
         true
+    }
+
+    /// One look at a request that runs without a task: its outcome, once it has finished.
+    fn look(&self, body: &mut Body<'_>) -> Option<Result<Status>> {
+        let done = |d: Result<bool>| d.map(|d| d.then_some(Status::NONE)).transpose();
+        match body {
+            Body::Recv(r) => (self.comm.local().poll_posted(r))
+                .map(|f| f.map(Status::of))
+                .transpose(),
+            Body::Exchange(x) => done(x.poll()),
+            Body::Send(s) => done(s.poll()),
+            Body::Task(_) => None,
+        }
     }
 
     /// Finishes request `e`, which runs without a task, with `result`; a collective's turn on

@@ -8,12 +8,13 @@
 //!          its shadow)   └───┘ resumed (its wait may go on)                  └──┘
 //! ```
 //!
-//! A request in flight is run by a task (`sync::task`: a collective, a send that must wait, a
-//! receive between processes), Queued until its first resume; or, needing no task, Running
-//! from its start: a receive posted on a communicator of threads
-//! (`transport::shm::PostedRecv`), or an allreduce that is one exchange, its message sent
-//! (`local::Exchanging`) — a look finds the message each waits for, and a wait for it is a
-//! blocking receive's (`scope.rs`). A request that completed as it started has no life here:
+//! A request in flight is run by a task (`sync::task`: a collective, a request between
+//! processes, a send to oneself that must wait), Queued until its first resume; or, needing no
+//! task, Running from its start: on a communicator of threads, a posted receive
+//! (`transport::shm::PostedRecv`), a send waiting for its turn or for room
+//! (`transport::shm::PostedSend`), or an allreduce that is one exchange, its message sent
+//! (`local::Exchanging`) — a look advances each, and a wait for it is the blocking call's wait
+//! (`scope.rs`). A request that completed as it started has no life here:
 //! its handle keeps its status (`request.rs`).
 //!
 //! A request is *in flight* while Queued or Running: the scope must run it to the end before
@@ -24,7 +25,7 @@ use super::Status;
 use crate::error::{Error, Result};
 use crate::local::Exchanging;
 use crate::sync::task::{Blocked, Task};
-use crate::transport::shm::PostedRecv;
+use crate::transport::shm::{PostedRecv, PostedSend};
 
 /// A request's task: the call it runs, with its result.
 pub(super) type RequestTask<'scope> = Task<'scope, Result<Status>>;
@@ -54,6 +55,9 @@ pub(super) enum Body<'scope> {
     /// An allreduce that is one exchange, its message sent: the receive of the peer's, which
     /// needs no stack either (`local::Exchanging`).
     Exchange(Exchanging<'static>),
+    /// A send on a communicator of threads that could not be posted as it started: posted in
+    /// its turn, and if lent, complete once read (`transport::shm::PostedSend`).
+    Send(PostedSend<'static>),
 }
 
 /// A request's state and, while it is in flight, what runs it.
@@ -84,6 +88,14 @@ impl<'scope> Life<'scope> {
         Life {
             state: State::Running,
             body: Some(Body::Exchange(x)),
+        }
+    }
+
+    /// A send that waits for its turn or for room: Running from the start.
+    pub(super) fn sending(s: PostedSend<'static>) -> Self {
+        Life {
+            state: State::Running,
+            body: Some(Body::Send(s)),
         }
     }
 
@@ -118,28 +130,28 @@ impl<'scope> Life<'scope> {
     pub(super) fn unfinished(&self) -> bool {
         match &self.body {
             Some(Body::Task(t)) => !t.done(),
-            Some(Body::Recv(_) | Body::Exchange(_)) => true,
+            Some(Body::Recv(_) | Body::Exchange(_) | Body::Send(_)) => true,
             None => self.in_flight(),
         }
     }
 
-    /// Whether advancing it would let it go on: Queued and `its_turn()` (the first of its
-    /// shadow), or Running and its task ended (a panic) or its wait's condition holds, or the
-    /// peer's message of its exchange has come. False for a posted receive (`recv`).
+    /// Whether resuming its task would let it go on: Queued and `its_turn()` (the first of its
+    /// shadow), or Running and ended (a panic) or its wait's condition holds. False for a
+    /// request that runs without a task (`Entry::ready` asks those).
     pub(super) fn ready(&mut self, its_turn: impl FnOnce() -> bool) -> bool {
         match (&self.state, &mut self.body) {
             (State::Queued, _) => its_turn(),
             (State::Running, Some(Body::Task(t))) => t.done() || t.may_go_on(),
-            (State::Running, Some(Body::Exchange(x))) => x.arrived(),
             _ => false,
         }
     }
 
-    /// Its exchange, while it is one in flight and not taken out to be waited for.
-    pub(super) fn exchange(&mut self) -> Option<&mut Exchanging<'static>> {
+    /// What runs it, if it runs without a task, while it is in flight and not taken out to be
+    /// waited for.
+    pub(super) fn taskless(&mut self) -> Option<&mut Body<'scope>> {
         match &mut self.body {
-            Some(Body::Exchange(x)) => Some(x),
-            _ => None,
+            Some(Body::Task(_)) | None => None,
+            Some(b) => Some(b),
         }
     }
 
@@ -156,20 +168,12 @@ impl<'scope> Life<'scope> {
         self.body.as_ref()
     }
 
-    /// Its posted receive, while it is one in flight and not taken out to be waited for.
-    pub(super) fn recv(&self) -> Option<&PostedRecv<'static>> {
-        match &self.body {
-            Some(Body::Recv(r)) => Some(r),
-            _ => None,
-        }
-    }
-
-    /// Takes out what runs it if it waits on its waiter's stack — a posted receive or an
-    /// exchange — for a wait there ([`Life::put_back`] or [`Life::finish`] after it);
+    /// Takes out what runs it if it waits on its waiter's stack — a posted receive, an
+    /// exchange or a send — for a wait there ([`Life::put_back`] or [`Life::finish`] after it);
     /// meanwhile nothing else looks for its message.
     pub(super) fn take_waiting(&mut self) -> Option<Body<'scope>> {
         match self.body.take() {
-            Some(b @ (Body::Recv(_) | Body::Exchange(_))) => Some(b),
+            Some(b @ (Body::Recv(_) | Body::Exchange(_) | Body::Send(_))) => Some(b),
             other => {
                 self.body = other;
                 None

@@ -6,7 +6,7 @@
 use super::Local;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::transport::shm::{Found, Gate, PostedRecv, ShmTransport, Want};
+use crate::transport::shm::{Found, Gate, PostedRecv, PostedSend, ShmTransport, Want};
 use crate::transport::Transport;
 
 impl Local {
@@ -49,6 +49,22 @@ impl Local {
     pub(crate) fn isend_now<T: Elem>(&self, dest: usize, tag: u32, data: &[T]) -> Result<bool> {
         self.p2p("isend")
             .try_send_now(&self.matcher, dest, tag, data)
+    }
+
+    /// Takes a ticket for a non-blocking send of `data` to `dest` that could not complete as it
+    /// started, held by the caller (`transport::shm::PostedSend`); `None` for one that runs as
+    /// a task (to the rank itself, or of zero-sized elements).
+    ///
+    /// # Safety
+    /// As `ShmTransport::post_send`: the result is dropped before `data`'s borrow ends.
+    pub(crate) unsafe fn post_send<T: Elem>(
+        &self,
+        dest: usize,
+        tag: u32,
+        data: &[T],
+    ) -> Option<PostedSend<'_>> {
+        // SAFETY: per the contract.
+        unsafe { self.p2p("isend").post_send(&self.matcher, dest, tag, data) }
     }
 
     /// Point-to-point receive of the first message `want` accepts.

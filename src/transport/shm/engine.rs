@@ -50,8 +50,6 @@ impl ShmTransport<'_> {
         let out = send.as_ref().map(|o| (o, self.mailbox(me, o.dest)));
         let source = recv.as_ref().map(Receive::source);
         let mut read = recv;
-        let parker = &run.ranks.parkers[self.member.shared().members[me]];
-        let policy = &run.ranks.policy;
         // Not yet posted (no cell or arena room so far)?
         let mut pending = send.is_some();
         // The loan of a posted rendezvous send, until the receiver releases it.
@@ -66,13 +64,7 @@ impl ShmTransport<'_> {
                 // however it ends.
                 if let Some((n, is_lent)) = unsafe { mb.try_post(o.header, o.data) } {
                     if is_lent {
-                        lent = Some(Lent {
-                            mb,
-                            n,
-                            released: false,
-                            parker,
-                            policy,
-                        });
+                        lent = Some(self.lent(mb, n));
                     }
                     pending = false;
                     progressed = true;

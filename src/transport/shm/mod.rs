@@ -28,6 +28,7 @@ use crate::op::Builtin;
 use crate::shm::{Context, Member};
 use crate::sync::park::{wait_until, Parker, WaitPolicy};
 use engine::Receive;
+pub(crate) use outbox::PostedSend;
 pub(crate) use p2p::{Found, Matcher, Want};
 pub(crate) use posted::PostedRecv;
 pub(crate) use queue::Gate;
@@ -39,6 +40,7 @@ mod fast;
 #[cfg(all(test, loom))]
 mod loom;
 mod many;
+mod outbox;
 mod p2p;
 mod posted;
 mod queue;
@@ -178,6 +180,18 @@ impl<'a> ShmTransport<'a> {
             }));
         }
         Ok(())
+    }
+
+    /// The loan of message `n` of `mb`, posted lent by this rank: settled when dropped.
+    fn lent(&self, mb: &'a Mailbox, n: u64) -> Lent<'a> {
+        let run = self.member.run();
+        Lent {
+            mb,
+            n,
+            released: false,
+            parker: &run.ranks.parkers[self.member.shared().members[self.member.rank()]],
+            policy: &run.ranks.policy,
+        }
     }
 
     /// The error of a call that finds the run failed.

@@ -15,7 +15,8 @@
 //! truncation error) of its own element type; what it got is in the returned [`Found`].
 
 use super::engine::Receive;
-use super::posted::{Outbox, Posted};
+use super::outbox::Outbox;
+use super::posted::Posted;
 use super::ShmTransport;
 use crate::error::{Error, Result};
 use crate::mailbox::{fingerprint_size, names, type_fingerprint, Elem, Header, Mailbox, Tag};

@@ -1,5 +1,4 @@
-//! Receives posted before their message has arrived (non-blocking receives), and the order of
-//! a rank's sends that cannot be posted at once (non-blocking sends).
+//! Receives posted before their message has arrived (non-blocking receives).
 //!
 //! MPI matches an incoming message with the *earliest posted* receive that accepts it, and
 //! delivers the messages of one sender in the order they were sent. A non-blocking receive
@@ -11,11 +10,6 @@
 //! moved aside only when no posted receive accepts it), so the messages aside and the posted
 //! receives never need to be matched against each other again.
 //!
-//! A non-blocking send whose message cannot be posted at once (its destination is several
-//! messages behind, or an earlier send to it is still waiting) takes a ticket in the rank's
-//! [`Outbox`]: every later send to the same destination, blocking or not, waits until the
-//! earlier ones have completed, so that messages to one destination enter its mailbox in the
-//! order they were sent.
 
 use super::p2p::{Found, Matcher, Want};
 use super::queue::{Gate, PostedQueue, Posting};
@@ -23,8 +17,6 @@ use super::ShmTransport;
 use crate::error::Result;
 use crate::mailbox::{Elem, Header, Mailbox, Tag};
 use crate::transport::wire::{header_of, payload};
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 
 /// How a posted receive's reading function reaches a message's wire bytes: it hands this the
 /// function that reads them, which gets their address and returns the count read.
@@ -301,47 +293,6 @@ impl Drop for PostedRecv<'_> {
     }
 }
 
-/// A rank's sends on one communicator that wait for their turn to be posted, by destination,
-/// in call order (module docs).
-#[derive(Default)]
-pub(crate) struct Outbox {
-    queue: RefCell<VecDeque<(usize, u64)>>,
-    tickets: Cell<u64>,
-}
-
-impl Outbox {
-    /// Whether no send to `dest` is waiting.
-    pub(super) fn is_clear_for(&self, dest: usize) -> bool {
-        !self.queue.borrow().iter().any(|&(d, _)| d == dest)
-    }
-
-    fn enqueue(&self, dest: usize) -> u64 {
-        let ticket = self.tickets.get();
-        self.tickets.set(ticket + 1);
-        self.queue.borrow_mut().push_back((dest, ticket));
-        ticket
-    }
-
-    /// Whether `ticket` is the first waiting send to `dest`.
-    fn is_first(&self, dest: usize, ticket: u64) -> bool {
-        self.queue
-            .borrow()
-            .iter()
-            .find(|&&(d, _)| d == dest)
-            .map(|&(_, t)| t)
-            == Some(ticket)
-    }
-}
-
-/// Takes a send's ticket out of the outbox when dropped.
-struct Dequeue<'a>(&'a Outbox, u64);
-
-impl Drop for Dequeue<'_> {
-    fn drop(&mut self) {
-        self.0.queue.borrow_mut().retain(|&(_, t)| t != self.1);
-    }
-}
-
 impl ShmTransport<'_> {
     /// Receives into `buf` the first message `want` accepts, as a non-blocking receive: takes
     /// it if it has arrived, else posts the receive, so that it is matched before any receive
@@ -434,48 +385,6 @@ impl ShmTransport<'_> {
             also,
         };
         Ok(self.exchange(None, Some(until))?.flatten())
-    }
-
-    /// Runs `f`, a send (or a send and receive) to `dest`, in its turn: at once if no earlier
-    /// send to `dest` waits and `queue` is false, else after the earlier ones have completed
-    /// (a non-blocking send always queues: it may have to wait before it is posted).
-    pub(crate) fn in_turn<R>(
-        &self,
-        m: &Matcher,
-        dest: usize,
-        queue: bool,
-        f: impl FnOnce() -> Result<R>,
-    ) -> Result<R> {
-        let outbox = &m.outbox;
-        if !queue && outbox.is_clear_for(dest) {
-            return f();
-        }
-        let ticket = outbox.enqueue(dest);
-        let _dequeue = Dequeue(outbox, ticket);
-        if !outbox.is_first(dest, ticket) {
-            self.check_rank(dest)?;
-            self.wait(&[dest], false, || outbox.is_first(dest, ticket))?;
-        }
-        f()
-    }
-
-    /// A non-blocking send that completes as it starts: an eager message posted at once
-    /// because no earlier send to `dest` waits and a cell is free, or a message to the rank
-    /// itself that a posted receive takes. Whether it was sent (if not, it runs as a request).
-    pub(crate) fn try_send_now<T: Elem>(
-        &self,
-        m: &Matcher,
-        dest: usize,
-        tag: u32,
-        data: &[T],
-    ) -> Result<bool> {
-        if !m.outbox.is_clear_for(dest) {
-            return Ok(false);
-        }
-        if dest == self.member.rank() && self.send_to_posted(m, tag, data)? {
-            return Ok(true);
-        }
-        Ok(self.try_send_eager(dest, Tag::p2p(tag), data))
     }
 
     /// Sends `data` to this rank itself: straight into the oldest posted receive that accepts
