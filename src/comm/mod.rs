@@ -21,6 +21,7 @@ mod request;
 mod scope;
 mod shadows;
 mod state;
+mod taskless;
 pub(crate) mod validate;
 
 pub use p2p::{Peer, Status, ANY_TAG, TAG_MAX};

@@ -11,9 +11,9 @@
 //!
 //! A point-to-point request runs on the communicator itself: it completes as it starts if it
 //! can (an eager send with a free cell, a message already in), and on a team of threads is
-//! otherwise held by the scope without a task — a receive posted (`Life::posted`), a send in
-//! its turn in the rank's outbox (`Life::sending`); the rest are tasks. So is an allreduce
-//! that is one exchange (`Life::exchanging`).
+//! otherwise held by the scope without a task — a receive posted, a send in its turn in the
+//! rank's outbox; the rest are tasks. So is an allreduce that is one exchange
+//! (`taskless.rs`).
 //!
 //! A request makes progress when its rank advances the scope — resumes its task, or looks for
 //! a posted receive's message: at `test`, at `wait`, and in every wait of the rank's other
@@ -31,12 +31,11 @@
 use super::entries::{Entries, Entry, INLINE};
 use super::request::Request;
 use super::shadows::Shadows;
-use super::state::{Body, Life};
+use super::state::Life;
 use super::{Comm, Status};
 use crate::error::{Error, Result};
 use crate::sync::idle::Place;
 use crate::sync::task::{self, Task};
-use crate::transport::shm::{PostedRecv, PostedSend};
 use smallvec::SmallVec;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
@@ -162,13 +161,13 @@ impl std::fmt::Debug for Scope<'_, '_> {
 
 /// The state of a scope, which its requests point to.
 pub(crate) struct Core<'scope> {
-    comm: &'scope Comm,
+    pub(super) comm: &'scope Comm,
     /// The scope's requests that are in flight, or whose owner still holds them or has not
     /// seen their failure.
-    entries: RefCell<Entries<'scope>>,
+    pub(super) entries: RefCell<Entries<'scope>>,
     /// Whether a `wait` of this scope is waiting on its tasks' conditions (their wait frames
     /// must not move meanwhile, so the scope's idle hook leaves them alone).
-    driving: Cell<bool>,
+    pub(super) driving: Cell<bool>,
     /// The scope's place among the thread's idle hooks, taken once a request of it is in
     /// flight (`in_flight`), so that a scope whose requests complete as they start lists none.
     hook: Place,
@@ -216,50 +215,6 @@ impl<'scope> Core<'scope> {
         self.launch(Some(n), move || f(comm).map(|()| Status::NONE))
     }
 
-    /// Starts an allreduce of `buf` under `op` with `algorithm` as one exchange if it is one on
-    /// a communicator of threads and its turn on its shadow has come (`local::Exchanging`):
-    /// its request; otherwise hands `buf` and `op` back for [`Core::start`].
-    pub(crate) fn start_exchange<T, O>(
-        &'scope self,
-        buf: &'scope mut [T],
-        op: O,
-        algorithm: crate::Algorithm,
-    ) -> Result<std::result::Result<Request<'scope>, (&'scope mut [T], O)>>
-    where
-        T: Copy + Send + Sync + 'static,
-        O: crate::op::Op<T> + 'scope,
-    {
-        let shadows = &self.comm.shadows;
-        if !self.comm.is_threads() || !shadows.next_runs_at_once() {
-            return Ok(Err((buf, op)));
-        }
-        let comm = self.comm.shadow_of(shadows.next())?;
-        // SAFETY: the entry made below holds the exchange until it has finished or the run
-        // failed, and the scope runs every request to its end before `'scope` ends
-        // (`Comm::scope`), so it is dropped within `buf`'s borrow, which the rank reaches
-        // only through it until then.
-        let x = match unsafe { comm.local().iallreduce_exchange(&mut *buf, op, algorithm)? } {
-            Ok(x) => x,
-            Err(op) => return Ok(Err((buf, op))),
-        };
-        // SAFETY: only the lifetime is erased, which the drop check would otherwise hold
-        // against the scope (its requests borrow it): the exchange borrows the shadow's
-        // state, which outlives the scope, and the op, which outlives `'scope`; the scope
-        // drops it before it ends.
-        let x = unsafe {
-            std::mem::transmute::<crate::local::Exchanging<'_>, crate::local::Exchanging<'static>>(
-                x,
-            )
-        };
-        let n = shadows.start();
-        self.in_flight();
-        let id = self.entries.borrow_mut().insert(Entry {
-            start: Some(n),
-            state: Life::exchanging(x),
-        });
-        Ok(Ok(Request::new(self, id)))
-    }
-
     /// Starts a point-to-point request on the communicator itself: `f` runs the call, at once,
     /// until it would wait. An error of its first steps is returned here.
     pub(crate) fn start_p2p(
@@ -270,51 +225,13 @@ impl<'scope> Core<'scope> {
         self.launch(None, move || f(comm))
     }
 
-    /// A point-to-point request that completed as it started, with `status`: no task, and no
-    /// entry either.
-    pub(crate) fn completed(&'scope self, status: Status) -> Request<'scope> {
-        Request::done(self, status)
-    }
-
     /// A request of the scope is in flight: the scope advances it in the rank's other waits
     /// from now on (its idle hook).
-    fn in_flight(&self) {
+    pub(super) fn in_flight(&self) {
         // SAFETY: the place is a field of the scope's state, which the hook is, so it drops
         // with it, on this thread; and the state is a local of `Comm::scope`'s frame, which
         // nothing forgets.
         unsafe { self.hook.install(self) };
-    }
-
-    /// A receive on a communicator of threads whose message has not arrived, posted as `recv`:
-    /// no task (its scope looks for its message as it advances, and a wait for it waits as a
-    /// blocking receive does).
-    pub(crate) fn posted(&'scope self, recv: PostedRecv<'scope>) -> Request<'scope> {
-        self.in_flight();
-        // SAFETY: only the lifetime is erased, which the drop check would otherwise hold
-        // against the scope (its requests borrow it): the receive borrows the communicator's
-        // matcher, which outlives the scope, and the scope drops it before it ends.
-        let recv = unsafe { std::mem::transmute::<PostedRecv<'_>, PostedRecv<'static>>(recv) };
-        let id = self.entries.borrow_mut().insert(Entry {
-            start: None,
-            state: Life::posted(recv),
-        });
-        Request::new(self, id)
-    }
-
-    /// A send on a communicator of threads that could not be posted as it started, held as
-    /// `s`: no task (its scope posts it in its turn as it advances, and a wait for it waits as
-    /// a blocking send does).
-    pub(crate) fn sending(&'scope self, s: PostedSend<'scope>) -> Request<'scope> {
-        // SAFETY: only the lifetime is erased, as for a posted receive (`posted`): the send
-        // borrows the communicator's state, which outlives the scope, and the scope drops it
-        // before it ends.
-        let s = unsafe { std::mem::transmute::<PostedSend<'_>, PostedSend<'static>>(s) };
-        self.in_flight();
-        let id = self.entries.borrow_mut().insert(Entry {
-            start: None,
-            state: Life::sending(s),
-        });
-        Request::new(self, id)
     }
 
     /// Makes a request of `f` as the task of an entry with start number `start`, and runs it
@@ -447,84 +364,6 @@ impl<'scope> Core<'scope> {
         // none is resumed until `wait_any` returns: the scope's hook stands aside while
         // `driving` is set, and nothing else resumes this scope's tasks.
         unsafe { task::wait_any(&blocked) };
-    }
-
-    /// If one of the scope's requests waits on its waiter's stack — a posted receive or an
-    /// exchange (`target`, if it is one) — waits for its message on this stack, as a blocking
-    /// receive waits (with its timeout and deadlock watch), or until another request may go
-    /// on (a task of `blocked`, another's message): whether there was one.
-    fn wait_on_stack(&self, blocked: &[task::Blocked], target: Option<usize>) -> bool {
-        let taken = {
-            let mut entries = self.entries.borrow_mut();
-            let take = |id: usize, e: &mut Entry<'scope>| Some((id, e.state.take_waiting()?));
-            let target = target.and_then(|id| take(id, entries.get_mut(id)));
-            let found =
-                target.or_else(|| entries.iter_mut_with_ids().find_map(|(id, e)| take(id, e)));
-            found
-        };
-        let Some((id, body)) = taken else {
-            return false;
-        };
-        let _driving = crate::sync::Raised::new(&self.driving);
-        let others = || {
-            // SAFETY: every task of `blocked` stays suspended in the wait that made its entry
-            // until this wait ends: the scope's hook stands aside while `driving` is set.
-            blocked.iter().any(|b| unsafe { b.holds() })
-                || self
-                    .entries
-                    .try_borrow()
-                    .is_ok_and(|entries| entries.iter().any(|e| e.message_came(self.comm)))
-        };
-        let mut entries;
-        match body {
-            Body::Recv(recv) => {
-                let got = self.comm.local().wait_posted(&recv, &others);
-                entries = self.entries.borrow_mut();
-                let life = &mut entries.get_mut(id).state;
-                match got {
-                    Ok(None) => life.put_back(Body::Recv(recv)),
-                    Ok(Some(found)) => life.finish(Ok(Status::of(found))),
-                    Err(e) => life.finish(Err(e)),
-                }
-            }
-            body @ (Body::Exchange(_) | Body::Send(_)) => {
-                let got = match &body {
-                    Body::Exchange(x) => x.wait(&others),
-                    Body::Send(s) => s.wait(&others),
-                    _ => unreachable!("matched above"),
-                };
-                entries = self.entries.borrow_mut();
-                let e = entries.get_mut(id);
-                e.state.put_back(body);
-                if let Err(err) = got {
-                    self.settle(e, Err(err));
-                }
-            }
-            Body::Task(_) => unreachable!("a task waits through `blocked`"),
-        }
-        true
-    }
-
-    /// One look at a request that runs without a task: its outcome, once it has finished.
-    fn look(&self, body: &mut Body<'_>) -> Option<Result<Status>> {
-        let done = |d: Result<bool>| d.map(|d| d.then_some(Status::NONE)).transpose();
-        match body {
-            Body::Recv(r) => (self.comm.local().poll_posted(r))
-                .map(|f| f.map(Status::of))
-                .transpose(),
-            Body::Exchange(x) => done(x.poll()),
-            Body::Send(s) => done(s.poll()),
-            Body::Task(_) => None,
-        }
-    }
-
-    /// Finishes request `e`, which runs without a task, with `result`; a collective's turn on
-    /// its shadow passes to the next start.
-    fn settle(&self, e: &mut Entry<'scope>, result: Result<Status>) {
-        e.state.finish(result);
-        if let Some(n) = e.start {
-            self.comm.shadows.finished(n);
-        }
     }
 
     /// Whether request `id` has finished (its result waits to be seen).

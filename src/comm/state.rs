@@ -75,27 +75,12 @@ impl<'scope> Life<'scope> {
         }
     }
 
-    /// A receive posted as it started, waiting for its message: Running from the start.
-    pub(super) fn posted(recv: PostedRecv<'static>) -> Self {
+    /// A request that runs without a task, `body` (not a task): Running from its start.
+    pub(super) fn running(body: Body<'scope>) -> Self {
+        debug_assert!(!matches!(body, Body::Task(_)), "a task starts Queued");
         Life {
             state: State::Running,
-            body: Some(Body::Recv(recv)),
-        }
-    }
-
-    /// An allreduce that is one exchange, its message sent: Running from the start.
-    pub(super) fn exchanging(x: Exchanging<'static>) -> Self {
-        Life {
-            state: State::Running,
-            body: Some(Body::Exchange(x)),
-        }
-    }
-
-    /// A send that waits for its turn or for room: Running from the start.
-    pub(super) fn sending(s: PostedSend<'static>) -> Self {
-        Life {
-            state: State::Running,
-            body: Some(Body::Send(s)),
+            body: Some(body),
         }
     }
 
