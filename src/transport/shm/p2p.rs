@@ -16,7 +16,7 @@
 
 use super::engine::Receive;
 use super::outbox::Outbox;
-use super::posted::Posted;
+use super::posted::{Offered, Posted};
 use super::ShmTransport;
 use crate::error::{Error, Result};
 use crate::mailbox::{fingerprint_size, names, type_fingerprint, Elem, Header, Mailbox, Tag};
@@ -251,7 +251,11 @@ impl<T: Elem> Receive for Matching<'_, '_, T> {
             };
             while let Some(h) = mb.front() {
                 // A receive posted earlier takes the message first.
-                if self.matcher.posted.offer(t, self.matcher, mb, src, &h)? {
+                let offered = self
+                    .matcher
+                    .posted
+                    .offer(t, self.matcher, (mb, src, &h), None)?;
+                if let Offered::Taken = offered {
                     continue;
                 }
                 if self.want.accepts(src, &h) {

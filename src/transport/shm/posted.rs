@@ -116,17 +116,19 @@ impl Posted {
     }
 
     /// Reads a message (from `src`, header `h`) into the claimed receive `(id, e)` through `take`,
-    /// which hands the reading function the message's wire bytes, and records the outcome.
-    /// A message the receive cannot take (another type, too long) is its error and the run's.
+    /// which hands the reading function the message's wire bytes, and records the outcome for
+    /// the receive's owner — unless the receive is `mine` (the caller's), whose outcome is
+    /// returned instead. A message the receive cannot take (another type, too long) is its
+    /// error and the run's.
     fn deliver(
         &self,
         t: &ShmTransport<'_>,
         m: &Matcher,
         (id, e): (u64, Entry),
-        src: usize,
-        h: &Header,
+        (src, h): (usize, &Header),
+        mine: Option<u64>,
         take: impl FnOnce(&mut dyn FnMut(*const u8) -> Result<usize>) -> Result<usize>,
-    ) -> Result<()> {
+    ) -> Result<Offered> {
         let mut take = Some(take);
         let mut fetch = |read: &mut dyn FnMut(*const u8) -> Result<usize>| {
             take.take().expect("a message is fetched once")(read)
@@ -138,47 +140,59 @@ impl Posted {
             tag: Tag::user_tag(h.tag),
             count: n,
         });
+        if mine == Some(id) {
+            return got.map(Offered::Mine);
+        }
         let failed = got.as_ref().err().cloned();
         self.0.record(id, got);
-        failed.map_or(Ok(()), Err)
+        failed.map_or(Ok(Offered::Taken), Err)
     }
 
     /// Offers the message at the front of `mb` (from `src`, header `h`) to the posted
-    /// receives: the oldest that accepts it takes it. Whether one did.
+    /// receives: the oldest that accepts it takes it (its outcome returned if it is `mine`).
     pub(super) fn offer(
         &self,
         t: &ShmTransport<'_>,
         m: &Matcher,
-        mb: &Mailbox,
-        src: usize,
-        h: &Header,
-    ) -> Result<bool> {
+        (mb, src, h): (&Mailbox, usize, &Header),
+        mine: Option<u64>,
+    ) -> Result<Offered> {
         if self.is_empty() {
-            return Ok(false);
+            return Ok(Offered::Declined);
         }
         let Some(e) = self.claim(src, h) else {
-            return Ok(false);
+            return Ok(Offered::Declined);
         };
-        self.deliver(t, m, e, src, h, |read| t.take_from(mb, src, read)?)?;
-        Ok(true)
+        self.deliver(t, m, e, (src, h), mine, |read| {
+            t.take_from(mb, src, read)?
+        })
     }
+}
+
+/// What became of a message offered to the posted receives.
+pub(super) enum Offered {
+    /// None accepts it.
+    Declined,
+    /// A posted receive took it; its outcome waits for its owner.
+    Taken,
+    /// The caller's own posted receive took it, with this outcome.
+    Mine(Found),
 }
 
 impl Matcher {
     /// Takes the message at the front of `mb` (from `src`, header `h`) off the mailbox: into
-    /// the oldest posted receive that accepts it (`true`), else aside for a later receive.
+    /// the oldest posted receive that accepts it, else aside for a later receive (`Declined`).
     fn place_front(
         &self,
         t: &ShmTransport<'_>,
-        mb: &Mailbox,
-        src: usize,
-        h: &Header,
-    ) -> Result<bool> {
-        if self.posted.offer(t, self, mb, src, h)? {
-            return Ok(true);
+        (mb, src, h): (&Mailbox, usize, &Header),
+        mine: Option<u64>,
+    ) -> Result<Offered> {
+        let offered = self.posted.offer(t, self, (mb, src, h), mine)?;
+        if let Offered::Declined = offered {
+            self.set_aside(t, mb, src, h)?;
         }
-        self.set_aside(t, mb, src, h)?;
-        Ok(false)
+        Ok(offered)
     }
 }
 
@@ -218,10 +232,9 @@ impl super::engine::Receive for Waiting<'_> {
                 continue;
             };
             while let Some(h) = mb.front() {
-                if self.m.place_front(t, mb, src, &h)? {
-                    if let Some(got) = posted.take_matched(self.id) {
-                        return got.map(Some);
-                    }
+                match self.m.place_front(t, (mb, src, &h), Some(self.id))? {
+                    Offered::Mine(found) => return Ok(Some(found)),
+                    Offered::Taken | Offered::Declined => {}
                 }
             }
         }
@@ -404,7 +417,7 @@ impl ShmTransport<'_> {
         }
         if let Some(mb) = self.mailbox_if_made(me, me) {
             while let Some(h) = mb.front() {
-                m.place_front(self, mb, me, &h)?;
+                m.place_front(self, (mb, me, &h), None)?;
             }
         }
         let Some(e) = m.posted.claim(me, &h) else {
@@ -412,7 +425,8 @@ impl ShmTransport<'_> {
         };
         let count = data.len() as u64;
         let (p, _) = payload(data, &count);
-        m.posted.deliver(self, m, e, me, &h, |read| read(p))?;
+        m.posted
+            .deliver(self, m, e, (me, &h), None, |read| read(p))?;
         Ok(true)
     }
 }
