@@ -71,12 +71,16 @@ pub(crate) struct PostedSend<'m> {
     member: &'m Member,
     dest: usize,
     header: Header,
+    /// The caller's `header.len` bytes, readable while this lives (`post_send`'s contract).
     data: *const u8,
     /// Its message in the destination's mailbox once posted as a loan, until released.
     lent: Option<Lent<'m>>,
+    /// Whether its message is in the destination's mailbox.
     posted: bool,
     /// Declared after `lent`, so that the ticket goes once the loan is settled.
     ticket: Dequeue<'m>,
+    /// The send holds a borrow of bytes, as a slice would (the raw pointer keeps it on the
+    /// rank's thread).
     _data: PhantomData<&'m [u8]>,
 }
 
@@ -124,8 +128,8 @@ impl<'a> ShmTransport<'a> {
     }
 
     /// Takes a ticket for a non-blocking send of `data` to `dest` with user tag `tag`, held by
-    /// the caller ([`PostedSend`]): [`ShmTransport::poll_send`] posts it in its turn. `None`
-    /// for a send to the rank itself or of zero-sized elements, which run as tasks.
+    /// the caller ([`PostedSend`]): [`PostedSend::poll`] posts it in its turn. `None` for a
+    /// send to the rank itself or of zero-sized elements, which run as tasks.
     ///
     /// # Safety
     /// The result must be dropped before `data`'s borrow ends (it cannot be forgotten: the
