@@ -88,14 +88,12 @@ impl Local {
             return false;
         }
         let bytes = len * std::mem::size_of::<T>();
-        let levels = !self.hierarchy_plan(!commutative).levels.is_empty();
         match algorithm {
             Algorithm::Ring { .. } if !commutative => false,
             _ if self.size() <= 2 => true,
             Algorithm::Linear => true,
             Algorithm::Auto => {
-                !(levels && select::prefer_hierarchy(bytes, self.oversubscribed()))
-                    && self.allreduce_auto(bytes, commutative).alg() == Algorithm::Linear
+                self.allreduce_choice(bytes, commutative, algorithm).0 == Algorithm::Linear
             }
             _ => false,
         }
