@@ -85,11 +85,11 @@ mod copy;
 mod env;
 mod error;
 mod hierarchy;
-#[cfg(feature = "mpi")]
-mod hybrid;
 mod local;
 mod mailbox;
 pub mod op;
+#[cfg(any(feature = "mpi", test))]
+mod process;
 pub mod profile;
 mod select;
 mod shm;

@@ -1,5 +1,5 @@
 //! The checks of the segmented (stage-pipelined) allreduce between processes
-//! (`src/hybrid/pipeline.rs`): `Algorithm::Hierarchical { segment: Block::Elements(s) }` for
+//! (`src/process/collectives/pipeline.rs`): `Algorithm::Hierarchical { segment: Block::Elements(s) }` for
 //! small s at counts that give one segment, two, many and a ragged last one; the default
 //! segment on a vector longer than it; processes that would cut differently (an error
 //! everywhere); and a panic of the op on process 1's leader in the local stage of a later

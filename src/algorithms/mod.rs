@@ -13,8 +13,6 @@ pub(crate) mod flag_barrier;
 pub(crate) mod gather;
 pub(crate) mod groups;
 pub(crate) mod inorder;
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-pub(crate) mod node;
 pub(crate) mod pair;
 pub(crate) mod reduce;
 pub(crate) mod reduce_scatter;

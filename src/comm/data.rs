@@ -1,7 +1,7 @@
 //! The collectives of [`Comm`] that move data without combining it: broadcast, gather,
 //! scatter, allgather and all-to-all, with their `v` forms. Each checks its own arguments,
 //! then hands the call to the team's kind: the threads of one process (`local`), or
-//! processes × threads (`hybrid`).
+//! processes × threads (`process`).
 
 use super::{Comm, Span};
 use crate::error::Result;

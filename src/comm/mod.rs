@@ -4,7 +4,7 @@
 //! its signature, the check of its own arguments (`validate`), and the hand-over to the kind
 //! of team the communicator belongs to, chosen when the team is built ([`Span`]): the threads
 //! of one process (`local`: mailboxes and shared memory), or the threads of several MPI
-//! processes (`hybrid`: within each process as on one, between the processes over MPI). The
+//! processes (`process`: within each process as on one, between the processes over MPI). The
 //! call check between the ranks, the choice of algorithm and the schedules are below.
 //!
 //! Files: `reduce` holds the reductions, `data` the collectives that move data without
@@ -30,9 +30,9 @@ pub use request::Request;
 pub use scope::Scope;
 
 use crate::error::{Error, Result};
-#[cfg(feature = "mpi")]
-use crate::hybrid::Bridge;
 use crate::local::Local;
+#[cfg(feature = "mpi")]
+use crate::process::Bridge;
 use crate::select::Barrier;
 use crate::topology::{Location, Topology};
 

@@ -59,11 +59,11 @@ struct Fold<'scope, T> {
 
 /// Where a persistent allreduce folds: on the slots of the threads of one process
 /// (`local::persistent::Folded`), or on those of every rank of a node's processes
-/// (`hybrid::fold`).
+/// (`process::node::fold`).
 enum Folding {
     Threads(Folded),
     #[cfg(feature = "mpi")]
-    Node(crate::hybrid::NodeFold),
+    Node(crate::process::NodeFold),
 }
 
 impl Folding {
@@ -356,7 +356,7 @@ impl<'scope> Scope<'scope, '_> {
     }
 
     /// Where a persistent allreduce of a communicator that spans processes folds, if it does
-    /// (`hybrid::fold`).
+    /// (`process::node::fold`).
     #[cfg_attr(
         not(feature = "mpi"),
         allow(clippy::extra_unused_type_parameters, unused_variables)

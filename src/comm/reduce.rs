@@ -1,6 +1,6 @@
 //! The reductions of [`Comm`]: allreduce (in place and out of place), reduce, scan and exscan,
 //! reduce-scatter. Each checks its own arguments, then hands the call to the team's kind:
-//! the threads of one process (`local`), or processes × threads (`hybrid`).
+//! the threads of one process (`local`), or processes × threads (`process`).
 
 use super::{Comm, Span};
 use crate::error::Result;

@@ -80,7 +80,7 @@ impl Comm {
     }
 
     /// This rank's communicator of shadow `k`: of its process's threads, and on a communicator
-    /// that spans processes, of the leaders' shadow `k` between them (`hybrid::shadows`).
+    /// that spans processes, of the leaders' shadow `k` between them (`process::shadows`).
     fn shadow(&self, k: usize) -> Result<&Comm> {
         let comms = self
             .shadows

@@ -85,7 +85,7 @@ impl Comm {
 
 /// What is wrong, if anything, with `counts` and `displs` as `p` blocks within a buffer
 /// (`buffer`, for the message) of `len` elements, pairwise disjoint (the non-empty ones) if
-/// `disjoint`. Shared with the collectives between processes (`hybrid`).
+/// `disjoint`. Shared with the collectives between processes (`process`).
 pub(crate) fn layout_problem(
     p: usize,
     buffer: &str,

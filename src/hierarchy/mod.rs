@@ -398,7 +398,7 @@ impl<G: Group> Hierarchy<G> {
 /// hierarchical,hierarchical:256KiB,hierarchical:1MiB,hierarchical:64MiB`, when
 /// `hierarchical`'s `Block::Auto` was 64 KiB; 1 and 8 MiB vectors: 1 MiB segments tied with none, 64 KiB ones were 2–3× slower, every stage's
 /// synchronisation being a context switch on oversubscribed cores). Vectors longer than
-/// this still pipeline. The hybrid allreduce between MPI processes (`hybrid::pipeline`) cuts
+/// this still pipeline. The hybrid allreduce between MPI processes (`process::collectives::pipeline`) cuts
 /// with it too: there, on 2 processes × 2 threads, 1 MiB segments were 1.15–1.4× faster than
 /// the uncut vector from 8 MB per rank up, 4 MiB ones gained less and 256 KiB ones lost
 /// (docs/hybrid.md, "Stage pipelining").

@@ -68,7 +68,7 @@ type AutoRan = (fn(u8) -> Option<&'static str>, u8);
 /// communicator on a team of one process — with every collective among them: it chooses the
 /// algorithm (flat, single-copy or hierarchical), checks the call between the ranks and runs
 /// it. The public [`crate::Comm`] checks each call's arguments and hands it here (or, on a team
-/// of several processes, to `hybrid`, which runs its stages within each process here).
+/// of several processes, to `process`, which runs its stages within each process here).
 pub(crate) struct Local {
     /// This rank's handle on the communicator's shared state.
     member: Member,

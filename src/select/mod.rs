@@ -269,7 +269,7 @@ pub enum Gather {
 
 impl Gather {
     /// Whether the algorithm needs the ranks to share one address space (`Direct`): refused
-    /// on a team that spans MPI processes (`hybrid`), and left out of the simulator.
+    /// on a team that spans MPI processes (`process`), and left out of the simulator.
     pub fn needs_shared_memory(self) -> bool {
         self == Gather::Direct
     }
@@ -293,7 +293,7 @@ pub enum Scatter {
 
 impl Scatter {
     /// Whether the algorithm needs the ranks to share one address space (`Direct`): refused
-    /// on a team that spans MPI processes (`hybrid`), and left out of the simulator.
+    /// on a team that spans MPI processes (`process`), and left out of the simulator.
     pub fn needs_shared_memory(self) -> bool {
         self == Scatter::Direct
     }

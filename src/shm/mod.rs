@@ -18,12 +18,10 @@ mod flags;
 #[cfg(all(test, loom))]
 pub(crate) mod loom_world;
 mod member;
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-pub(crate) mod node;
 mod run;
 mod scratch;
 mod shared;
-mod slots;
+pub(crate) mod slots;
 
 pub(crate) use board::{fold_chunk, reached, Call, Session};
 pub(crate) use flags::Flag;

@@ -29,7 +29,7 @@ struct Half {
 }
 
 /// Bytes of one rank's two halves.
-#[cfg_attr(loom, allow(dead_code))]
+#[cfg(all(not(loom), any(feature = "mpi", test)))]
 pub(crate) const RANK_BYTES: usize = std::mem::size_of::<[Half; 2]>();
 
 /// The slots of one persistent short allreduce, shared by its ranks: in memory of their own
@@ -83,7 +83,7 @@ impl Slots {
     /// as long as `keep` lives; the memory was zeroed when made, or has been used only as such
     /// slots since; every process that maps it follows the module's protocol, each rank
     /// publishing into its own halves only.
-    #[cfg(not(loom))]
+    #[cfg(all(not(loom), any(feature = "mpi", test)))]
     pub(crate) unsafe fn within(
         at: *mut u8,
         ranks: usize,
@@ -123,9 +123,10 @@ impl Slots {
         half.seq.store(k, Ordering::Release);
     }
 
-    /// Rank `r`'s sequence numbers back to 0, for slots used again from start 1 (`shm::node`'s
+    /// Rank `r`'s sequence numbers back to 0, for slots used again from start 1 (`process::node`'s
     /// regions): no other rank may look at `r`'s halves until `r` says so by a release store
     /// of its own after this.
+    #[cfg(any(feature = "mpi", test))]
     pub(crate) fn reset(&self, r: usize) {
         for half in self.of(r) {
             half.seq.store(0, Ordering::Relaxed);

@@ -43,7 +43,7 @@
 //!
 //! **Where this differs from what `crate::hierarchy` runs.** The runtime groups a
 //! communicator by L3 group and package of one machine (a node's level is the hybrid runtime's
-//! MPI processes, `hybrid`), and its stages run `Auto`'s choice on each sub-communicator,
+//! MPI processes, `process`), and its stages run `Auto`'s choice on each sub-communicator,
 //! shared-memory algorithms included; here the levels are the machine's sockets and nodes and
 //! every stage runs the message-passing algorithm the [`Composition`] names. The allreduce's
 //! segments pipeline through the stages in the runtime's order (reduce segment t, allreduce

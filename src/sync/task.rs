@@ -302,7 +302,7 @@ pub(crate) unsafe fn wait_any(blocked: &[Blocked]) {
     let woken = blocked.iter().all(|b| b.wake.is_some());
     let first = &blocked[0];
     let (true, Some(wake)) = (woken, first.wake) else {
-        // Spins a few rounds, then yields between rounds (as `transport::mpi`'s polite polls).
+        // Spins a few rounds, then yields between rounds (as `process::mpi`'s polite polls).
         let backoff = crossbeam_utils::Backoff::new();
         while !any() {
             if deadline.is_some_and(|d| Instant::now() >= d) {

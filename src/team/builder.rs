@@ -244,7 +244,7 @@ impl TeamBuilder {
             .node_shm
             .or_else(crate::env::node_shm)
             .unwrap_or_default();
-        let (process, node) = crate::hybrid::world::Process::new(comm, ranks, shm)?;
+        let (process, node) = crate::process::world::Process::new(comm, ranks, shm)?;
         self.topology = Some(topology);
         self.ranks = Some(ranks);
         if detected && node.total > ranks && !self.external && self.pinning.is_none() {

@@ -20,7 +20,7 @@
 //!
 //! On a hybrid team rank 0 of each process is its leader, which calls MPI: the other ranks
 //! start once it has begun the run, and the run is closed by it, after its last check with the
-//! other processes ([`crate::hybrid::world::Process::end`]).
+//! other processes ([`crate::process::world::Process::end`]).
 //!
 //! The design follows MPICH's threadcomm (`MPIX_Threadcomm_start`/`finish`, MPICH 4.2), where
 //! the threads of an OpenMP region become the ranks of a communicator for the region's length.
@@ -487,7 +487,7 @@ impl Seat<'_> {
     /// the run between the processes and installs its relay as its idle hook; the other ranks
     /// wait until it has.
     #[cfg(feature = "mpi")]
-    fn begin_between_processes(&mut self, p: &Arc<crate::hybrid::world::Process>) {
+    fn begin_between_processes(&mut self, p: &Arc<crate::process::world::Process>) {
         let (team, entry) = (self.team, &self.entry);
         if self.rank != 0 {
             team.until(self.door, entry, self.epoch, self.rank, || {

@@ -63,7 +63,7 @@ pub struct Team {
     /// A hybrid team's process part ([`TeamBuilder::mpi`]): its runs' ranks span the MPI
     /// processes.
     #[cfg(feature = "mpi")]
-    process: Option<Arc<crate::hybrid::world::Process>>,
+    process: Option<Arc<crate::process::world::Process>>,
 }
 
 impl std::fmt::Debug for Team {
@@ -279,7 +279,7 @@ impl Team {
         let local = Local::new(member, self.shared.settings.clone());
         #[cfg(feature = "mpi")]
         if let Some(p) = &self.process {
-            return Comm::processes(crate::hybrid::Bridge::new(local, p));
+            return Comm::processes(crate::process::Bridge::new(local, p));
         }
         Comm::threads(local)
     }

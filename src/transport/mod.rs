@@ -9,12 +9,10 @@
 //! The shared-memory transport's exchange engine, how its calls end and unwind, and its loom
 //! models: `README.md` in this folder.
 
-#[cfg(feature = "mpi")]
-pub(crate) mod mpi;
 mod permuted;
 pub(crate) mod shm;
 pub(crate) mod sim;
-mod wire;
+pub(crate) mod wire;
 
 pub(crate) use permuted::Permuted;
 

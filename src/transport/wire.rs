@@ -8,7 +8,7 @@ use std::mem::{size_of, size_of_val};
 
 /// Bytes on the wire for `n` elements of `T`. Zero-sized elements travel as their count (one
 /// `u64`), so that counts are checked for them too.
-pub(super) fn wire_len<T: Elem>(n: usize) -> usize {
+pub(crate) fn wire_len<T: Elem>(n: usize) -> usize {
     if size_of::<T>() == 0 {
         size_of::<u64>()
     } else {
@@ -27,7 +27,7 @@ pub(super) fn header_of<T: Elem>(tag: Tag, n: usize) -> Header {
 
 /// Where the wire bytes of `data` are, and how many: the slice itself, or for a zero-sized
 /// `T` its count, which `count` must hold (and outlive the send).
-pub(super) fn payload<T: Elem>(data: &[T], count: &u64) -> (*const u8, usize) {
+pub(crate) fn payload<T: Elem>(data: &[T], count: &u64) -> (*const u8, usize) {
     if size_of::<T>() == 0 {
         ((count as *const u64).cast(), size_of::<u64>())
     } else {
@@ -74,7 +74,7 @@ pub(super) unsafe fn copy_in<T: Elem>(p: *const u8, buf: &mut [T]) -> usize {
 ///
 /// # Safety
 /// As [`copy_in`].
-pub(super) unsafe fn reduce_in<T: Elem>(
+pub(crate) unsafe fn reduce_in<T: Elem>(
     p: *const u8,
     acc: &mut [T],
     combine: &mut dyn FnMut(&mut [T], &[T]),

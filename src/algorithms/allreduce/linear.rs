@@ -5,7 +5,7 @@
 //! [`grouped`] is the same star with rank 0 combining group by group: the grouping of a
 //! hierarchy whose groups first reduce in rank order among themselves and whose groups' first
 //! ranks then run the linear allreduce (the processes of a node through its shared memory, the
-//! nodes' leaders over MPI: `hybrid::node`), written over point-to-point alone so that a
+//! nodes' leaders over MPI: `process::node`), written over point-to-point alone so that a
 //! request gives the hierarchy's bits.
 
 use crate::error::Result;

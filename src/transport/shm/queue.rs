@@ -1,5 +1,5 @@
 //! The one queue of posted receives, for messages among the threads of a process
-//! (`posted.rs`) and for messages from other processes (`hybrid::posted`).
+//! (`posted.rs`) and for messages from other processes (`process::p2p::posted`).
 //!
 //! MPI gives an incoming message to the earliest posted receive that accepts it. A queue holds
 //! a rank's posted receives in the order they were posted, each with a number; whoever
