@@ -553,6 +553,8 @@ fn matrix_full_matrix_p_31_and_33() {
     matrix_full_matrix(&[31, 33]);
 }
 
+#[path = "allreduce/blocks.rs"]
+mod blocks;
 #[path = "allreduce/ops.rs"]
 mod ops;
 #[path = "allreduce/semantics.rs"]

@@ -1,33 +1,62 @@
-//! The library's layers (docs/architecture.md): no top-level module of `src/` uses one that
-//! uses it back, directly or around a longer cycle, and the low layers never name the high
-//! ones. A module uses another when its code (tests aside) names it by a `crate::` path, or
-//! names a type that the crate root re-exports from it (`crate::Comm` is `comm`'s).
+//! The library's layers (docs/architecture.md): every top-level module of `src/` has its place
+//! in one list of layers ([`LAYERS`]), and a module uses only modules of the layers below its
+//! own — so no two modules use each other, directly or around a cycle. A module uses another
+//! when its code names it by a `crate::` path, or names a type that the crate root re-exports
+//! from it (`crate::Comm` is `comm`'s). The unit tests of the low layers (up to the schedules,
+//! [`TESTED_LOW`]) obey the rule too: they run over the shared-memory transport without a team.
+//! The table of docs/architecture.md lists the same layers, and its "uses" column is what the
+//! code uses, which the last test checks.
 //!
 //! This reads the source as text: `use crate::x::…`, `crate::x::f(…)` and `crate::{x, y}` paths,
 //! in code and in comments alike (a comment that sends the reader to a module above is an
-//! upward dependency for the reader), skipping `#[cfg(test)]` and `#[cfg(all(test, …))]`
-//! modules; and the public types the crate root re-exports (`crate::Comm`) where code names
-//! them. A doc link to a public type (``[`Team`](crate::Team)``) is how a reader finds the API
-//! and is no import, so comments may name those.
+//! upward dependency for the reader; the map's "uses" column counts code only), skipping the
+//! `#[cfg(test)]` and `#[cfg(all(test, …))]` modules of the modules above the schedules; and
+//! the public types the crate root re-exports (`crate::Comm`) where code names them. A doc
+//! link to a public type (``[`Team`](crate::Team)``) is how a reader finds the API and is no
+//! import, so comments may name those.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The low layers, which must not name the high ones.
-const LOW: [&str; 9] = [
-    "sync",
-    "mailbox",
-    "shm",
-    "transport",
-    "algorithms",
-    "copy",
-    "op",
-    "error",
-    "collective",
+/// The layers, bottom to top, each with its modules: a module may use the modules of the
+/// layers below its own, and no other. docs/architecture.md lists them top to bottom, a row per
+/// module.
+const LAYERS: [(&str, &[&str]); 15] = [
+    ("base", &["collective", "copy", "error", "op"]),
+    ("environment", &["env", "topology"]),
+    ("waiting", &["sync"]),
+    ("mailbox", &["mailbox"]),
+    ("shared state", &["shm"]),
+    ("transport", &["transport"]),
+    ("schedules", &["algorithms"]),
+    ("choice", &["select"]),
+    ("tables", &["tuning"]),
+    ("machine profile", &["profile"]),
+    ("hierarchy", &["hierarchy"]),
+    ("composition", &["local", "sim"]),
+    ("process layer", &["process"]),
+    ("API", &["comm"]),
+    ("teams", &["team"]),
 ];
-/// The high layers: the API and the compositions.
-const HIGH: [&str; 5] = ["comm", "local", "hierarchy", "hybrid", "team"];
+
+/// The highest module whose unit tests obey the layers too, with every module below it.
+const TESTED_LOW: &str = "algorithms";
+
+/// Module `m`'s layer: its index in [`LAYERS`] and its name.
+fn layer(m: &str) -> (usize, &'static str) {
+    LAYERS
+        .iter()
+        .enumerate()
+        .find(|(_, (_, ms))| ms.contains(&m))
+        .map(|(i, (name, _))| (i, *name))
+        .unwrap_or_else(|| panic!("module {m} has no layer in LAYERS"))
+}
+
+/// Whether module `m`'s unit tests obey the layers.
+fn tests_obey(m: &str) -> bool {
+    layer(m).0 <= layer(TESTED_LOW).0
+}
 
 fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
@@ -180,28 +209,31 @@ fn root_exports() -> BTreeMap<String, String> {
     out
 }
 
-/// The edges: for each module, the modules its code names.
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    sites()
-        .into_iter()
-        .map(|(m, used)| (m, used.into_keys().collect()))
-        .collect()
+/// What a scan of the source counts as a use.
+#[derive(Clone, Copy)]
+enum Count {
+    /// Code and comments, with the unit tests of the modules whose tests obey the layers.
+    Layers,
+    /// Code only, tests aside: the imports the map's "uses" column lists.
+    Imports,
 }
 
-/// For each module, the modules its code names, each with the first place that names it
+/// For each module, the modules it names, each with the first place that names it
 /// (`file:line`), for the messages.
-fn sites() -> BTreeMap<String, BTreeMap<String, String>> {
+fn sites(count: Count) -> BTreeMap<String, BTreeMap<String, String>> {
     let mods = modules();
     let exports = root_exports();
     let tests = test_files();
     let mut edges = BTreeMap::new();
     for m in &mods {
+        let with_tests = matches!(count, Count::Layers) && tests_obey(m);
         let mut used = BTreeMap::new();
         for f in files(m) {
-            if tests.contains(&f) {
+            if tests.contains(&f) && !with_tests {
                 continue;
             }
-            let text = code(&fs::read_to_string(&f).unwrap());
+            let raw = fs::read_to_string(&f).unwrap();
+            let text = if with_tests { raw } else { code(&raw) };
             for (i, _) in text.match_indices("crate::") {
                 let after = &text[i + "crate::".len()..];
                 let names: Vec<String> = if let Some(group) = after.strip_prefix('{') {
@@ -218,6 +250,9 @@ fn sites() -> BTreeMap<String, BTreeMap<String, String>> {
                 };
                 let line_start = text[..i].rfind('\n').map_or(0, |k| k + 1);
                 let in_comment = text[line_start..i].trim_start().starts_with("//");
+                if in_comment && matches!(count, Count::Imports) {
+                    continue;
+                }
                 for n in names {
                     let target = if mods.contains(&n) {
                         Some(n)
@@ -229,8 +264,7 @@ fn sites() -> BTreeMap<String, BTreeMap<String, String>> {
                     if let Some(t) = target.filter(|t| t != m && mods.contains(t)) {
                         let line = text[..i].matches('\n').count() + 1;
                         let rel = f.strip_prefix(src()).unwrap_or(&f).display().to_string();
-                        used.entry(t)
-                            .or_insert(format!("src/{rel}:{line} (tests aside)"));
+                        used.entry(t).or_insert(format!("src/{rel}:{line}"));
                     }
                 }
             }
@@ -241,61 +275,118 @@ fn sites() -> BTreeMap<String, BTreeMap<String, String>> {
 }
 
 #[test]
-fn no_module_uses_one_that_uses_it_back() {
-    let g = graph();
-    // A module is in a cycle if it can reach itself.
-    let mut cycles = Vec::new();
-    for start in g.keys() {
-        let mut seen = BTreeSet::new();
-        let mut stack: Vec<(String, Vec<String>)> = vec![(start.clone(), vec![start.clone()])];
-        while let Some((m, path)) = stack.pop() {
-            for n in &g[&m] {
-                if n == start {
-                    cycles.push(format!("{} -> {start}", path.join(" -> ")));
-                } else if seen.insert(n.clone()) {
-                    let mut p = path.clone();
-                    p.push(n.clone());
-                    stack.push((n.clone(), p));
-                }
-            }
-        }
-    }
-    let s = sites();
-    let explain: Vec<String> = cycles
+fn every_module_has_one_layer() {
+    let placed: Vec<&str> = LAYERS
         .iter()
-        .map(|c| {
-            let hops: Vec<&str> = c.split(" -> ").collect();
-            let at: Vec<String> = hops
-                .windows(2)
-                .map(|w| format!("  {} -> {}: {}", w[0], w[1], s[w[0]][w[1]]))
-                .collect();
-            format!("{c}\n{}", at.join("\n"))
-        })
+        .flat_map(|(_, ms)| ms.iter().copied())
         .collect();
+    let unique: BTreeSet<&str> = placed.iter().copied().collect();
+    assert_eq!(
+        placed.len(),
+        unique.len(),
+        "a module placed twice in LAYERS"
+    );
+    let mods = modules();
+    let missing: Vec<&String> = mods
+        .iter()
+        .filter(|m| !unique.contains(m.as_str()))
+        .collect();
+    let gone: Vec<&&str> = unique.iter().filter(|m| !mods.contains(**m)).collect();
     assert!(
-        cycles.is_empty(),
-        "import cycles among src/'s modules:\n{}",
-        explain.join("\n")
+        missing.is_empty(),
+        "modules with no layer in LAYERS: {missing:?}"
+    );
+    assert!(
+        gone.is_empty(),
+        "LAYERS names modules src/ does not have: {gone:?}"
     );
 }
 
 #[test]
-fn low_layers_never_name_high_ones() {
+fn every_module_uses_only_layers_below_its_own() {
     let mut faults = Vec::new();
-    for low in LOW {
-        for high in HIGH {
-            if let Some(at) = sites().get(low).and_then(|used| used.get(high)) {
-                faults.push(format!("{low} -> {high} at {at}"));
+    for (m, used) in sites(Count::Layers) {
+        let (mine, my_name) = layer(&m);
+        for (t, at) in used {
+            let (theirs, their_name) = layer(&t);
+            if theirs >= mine {
+                faults.push(format!("{m} ({my_name}) -> {t} ({their_name}) at {at}"));
             }
         }
     }
-    assert!(faults.is_empty(), "low layers naming high ones: {faults:?}");
+    assert!(
+        faults.is_empty(),
+        "uses of a module of the same layer or above:\n{}",
+        faults.join("\n")
+    );
+}
+
+/// The rows of the table of docs/architecture.md that name one module: (layer, module, uses).
+fn map_rows() -> Vec<(String, String, String)> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
+    let text = fs::read_to_string(path).unwrap();
+    text.lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.strip_prefix('|')?.split(" | ").map(str::trim).collect();
+            let [layer, part, .., uses] = cells.as_slice() else {
+                return None;
+            };
+            let module = part.strip_prefix('`')?.strip_suffix('`')?;
+            (!module.contains('/')).then(|| {
+                let uses = uses.trim_end_matches('|').trim();
+                (layer.to_string(), module.to_string(), uses.to_string())
+            })
+        })
+        .collect()
+}
+
+/// The "uses" cell of module `m` that the code calls for: the modules it imports, top layer
+/// first, or "nothing".
+fn uses_cell(m: &str, imports: &BTreeMap<String, BTreeMap<String, String>>) -> String {
+    let mut used: Vec<&String> = imports[m].keys().collect();
+    used.sort_by_key(|t| (std::cmp::Reverse(layer(t).0), t.to_string()));
+    if used.is_empty() {
+        return "nothing".into();
+    }
+    let cells: Vec<String> = used.iter().map(|t| format!("`{t}`")).collect();
+    cells.join(", ")
+}
+
+#[test]
+fn the_map_is_the_layers_and_what_the_code_uses() {
+    let imports = sites(Count::Imports);
+    let rows = map_rows();
+    let want: Vec<(String, String)> = LAYERS
+        .iter()
+        .rev()
+        .flat_map(|(name, ms)| ms.iter().map(move |m| (name.to_string(), m.to_string())))
+        .collect();
+    let have: Vec<(String, String)> = rows
+        .iter()
+        .map(|(l, m, _)| (l.clone(), m.clone()))
+        .collect();
+    assert_eq!(
+        have, want,
+        "docs/architecture.md's table must list LAYERS top to bottom, a row per module"
+    );
+    let mut wrong = Vec::new();
+    for (_, m, uses) in &rows {
+        let cell = uses_cell(m, &imports);
+        if *uses != cell {
+            wrong.push(format!("`{m}`: the map says {uses}; the code uses {cell}"));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "docs/architecture.md's \"uses\" column differs from the code:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]
 fn the_checker_sees_the_modules_and_their_edges() {
-    // A guard against a checker that sees nothing: the map of docs/architecture.md.
-    let g = graph();
+    // A guard against a checker that sees nothing.
+    let g = sites(Count::Imports);
     for m in [
         "comm",
         "local",
@@ -307,8 +398,11 @@ fn the_checker_sees_the_modules_and_their_edges() {
     ] {
         assert!(g.contains_key(m), "module {m} not found");
     }
-    assert!(g["comm"].contains("local"));
-    assert!(g["local"].contains("algorithms"));
-    assert!(g["transport"].contains("shm"));
-    assert!(g["team"].contains("comm"));
+    assert!(g["comm"].contains_key("local"));
+    assert!(g["local"].contains_key("algorithms"));
+    assert!(g["transport"].contains_key("shm"));
+    assert!(g["team"].contains_key("comm"));
+    // A test of a low layer that ran on a team would be seen.
+    let layers = sites(Count::Layers);
+    assert!(layers["algorithms"].contains_key("transport"));
 }

@@ -235,108 +235,116 @@ mod loom;
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use crate::algorithm::Barrier;
-    use crate::topology::Topology;
-    use crate::{Error, Pinning, Team};
+    use super::super::barrier::{self, Schedule};
+    use crate::collective::Collective;
+    use crate::error::{Error, Result};
+    use crate::shm::testing::spmd_with;
+    use crate::shm::Member;
+    use crate::transport::shm::ShmTransport;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::{Duration, Instant};
 
-    /// A described machine of `shape` (or uneven groups) with `p` ranks placed by `pinning`,
-    /// whose waits time out.
-    fn team(topology: Topology, pinning: Pinning, p: usize, timeout: Duration) -> Team {
-        Team::builder()
-            .ranks(p)
-            .topology(topology)
-            .pinning(pinning)
-            .timeout(timeout)
-            .build()
-            .unwrap()
+    /// Groups of consecutive ranks of the given sizes, as compact pinning makes them.
+    fn consecutive(sizes: &[usize]) -> Vec<Vec<usize>> {
+        let mut next = 0;
+        sizes
+            .iter()
+            .map(|&k| {
+                next += k;
+                (next - k..next).collect()
+            })
+            .collect()
     }
 
-    /// The machines tried: regular and uneven groups, compact and spread, fewer ranks than
-    /// leaves, as many, and more (wrapped).
-    fn machines() -> Vec<(String, Topology, Pinning, usize)> {
-        let mut out = Vec::new();
-        for (shape, sizes) in [
-            (&[2, 2][..], &[4, 3, 6][..]),
-            (&[2, 3][..], &[6, 5, 9][..]),
-            (&[2, 2, 2][..], &[8, 7][..]),
-            (&[3, 2][..], &[6, 4][..]),
-            // More groups than `POLL_LEADERS`: members wait for `released` only.
-            (&[6, 2][..], &[12, 9][..]),
-        ] {
-            for &p in sizes {
-                for pinning in [Pinning::Compact, Pinning::Spread] {
-                    let t = Topology::synthetic(shape).unwrap();
-                    out.push((format!("{shape:?} {pinning:?} p = {p}"), t, pinning, p));
-                }
-            }
-        }
-        for &p in &[9, 7] {
-            for pinning in [Pinning::Compact, Pinning::Spread] {
-                let t = Topology::synthetic_groups(vec![vec![3, 2], vec![4]]).unwrap();
-                out.push((format!("[[3, 2], [4]] {pinning:?} p = {p}"), t, pinning, p));
-            }
+    /// `k` groups of `p` ranks dealt in turn (rank r in group r mod k), as spread pinning
+    /// makes them.
+    fn dealt(k: usize, p: usize) -> Vec<Vec<usize>> {
+        (0..k).map(|g| (g..p).step_by(k).collect()).collect()
+    }
+
+    /// The groupings tried: regular and uneven groups, consecutive and dealt, one group, one
+    /// rank per group, and more groups than `POLL_LEADERS`.
+    fn groupings() -> Vec<Vec<Vec<usize>>> {
+        let mut out: Vec<Vec<Vec<usize>>> = [
+            &[2, 2][..],
+            &[2, 1],
+            &[3, 3],
+            &[3, 2, 4],
+            &[2, 2, 2, 1],
+            &[5],
+            &[1, 1, 1],
+            &[2, 2, 2, 2, 2, 2],
+            &[2, 2, 2, 2, 2, 2, 1],
+        ]
+        .iter()
+        .map(|sizes| consecutive(sizes))
+        .collect();
+        for (k, p) in [(2, 4), (2, 7), (3, 9), (6, 12), (2, 6)] {
+            out.push(dealt(k, p));
         }
         out
     }
 
-    /// Many barriers in a row, alternating with the flat ones: after barrier k every rank
-    /// reads at least p·(k + 1) increments of a counter each rank increments before each
+    /// The barrier on the flags over `groups`, as the next barrier of `m`.
+    fn flags(m: &Member, groups: &[Vec<usize>]) -> Result<()> {
+        super::barrier(m, groups, m.next_tag(Collective::Barrier), || Ok(()))
+    }
+
+    /// Many barriers in a row, alternating with the ones over messages: after barrier k every
+    /// rank reads at least p·(k + 1) increments of a counter each rank increments before each
     /// barrier; no barrier lets anyone out before everyone arrived.
     #[test]
     fn holds_everyone_until_all_arrived() {
         const ROUNDS: usize = 60;
-        for (name, topology, pinning, p) in machines() {
+        for groups in groupings() {
+            let p = groups.iter().map(Vec::len).sum::<usize>();
             let count = AtomicUsize::new(0);
-            let out = team(topology, pinning, p, Duration::from_secs(60))
-                .run(|comm| {
-                    for k in 0..ROUNDS {
-                        count.fetch_add(1, Ordering::Relaxed);
-                        let alg = match k % 5 {
-                            3 => Barrier::Dissemination,
-                            4 => Barrier::Tree,
-                            _ => Barrier::HierarchicalDirect,
-                        };
-                        comm.barrier_with(alg)?;
-                        let seen = count.load(Ordering::Relaxed);
-                        assert!(seen >= p * (k + 1), "{name}: barrier {k} saw {seen}");
+            let out = spmd_with(p, Duration::from_secs(60), |m| {
+                for k in 0..ROUNDS {
+                    count.fetch_add(1, Ordering::Relaxed);
+                    let over = |s| {
+                        let t = ShmTransport::coll(m, "barrier");
+                        barrier::run(&t, s, m.next_tag(Collective::Barrier))
+                    };
+                    match k % 5 {
+                        3 => over(Schedule::Dissemination)?,
+                        4 => over(Schedule::Tree)?,
+                        _ => flags(m, &groups)?,
                     }
-                    Ok::<_, Error>(())
-                })
-                .unwrap();
+                    let seen = count.load(Ordering::Relaxed);
+                    assert!(seen >= p * (k + 1), "{groups:?}: barrier {k} saw {seen}");
+                }
+                Ok::<_, Error>(())
+            })
+            .unwrap();
             for (r, res) in out.into_iter().enumerate() {
-                res.unwrap_or_else(|e| panic!("{name}: rank {r}: {e}"));
+                res.unwrap_or_else(|e| panic!("{groups:?}: rank {r}: {e}"));
             }
         }
     }
 
-    /// A rank that returns from the run without calling the barrier: every other rank returns
-    /// `Err` (the leader of the leaver, the leaver's members, the other groups), long before
-    /// the timeout; leaders and members alike are tried as the leaver.
+    /// A rank that returns without calling the barrier: every other rank returns `Err` (the
+    /// leader of the leaver, the leaver's members, the other groups), long before the
+    /// timeout; leaders and members alike are tried as the leaver.
     #[test]
     fn a_rank_that_leaves_fails_every_other() {
         let timeout = Duration::from_secs(30);
-        for (shape, p, pinning) in [
-            (&[2, 2][..], 4, Pinning::Compact),
-            (&[2, 3], 6, Pinning::Spread),
-        ] {
+        for groups in [consecutive(&[2, 2]), dealt(2, 6)] {
+            let p = groups.iter().map(Vec::len).sum::<usize>();
             for bad in 0..p {
-                let t = Topology::synthetic(shape).unwrap();
                 let start = Instant::now();
-                let out = team(t, pinning.clone(), p, timeout)
-                    .run(|comm| {
-                        // One good barrier first, so that the flags have moved.
-                        comm.barrier_with(Barrier::HierarchicalDirect)?;
-                        if comm.rank() == bad {
-                            return Ok(());
-                        }
-                        comm.barrier_with(Barrier::HierarchicalDirect)
-                    })
-                    .unwrap();
+                let out = spmd_with(p, timeout, |m| {
+                    // One good barrier first, so that the flags have moved.
+                    flags(m, &groups)?;
+                    if m.rank() == bad {
+                        return Ok(());
+                    }
+                    flags(m, &groups)
+                })
+                .unwrap();
                 assert!(
                     start.elapsed() < timeout / 2,
-                    "{shape:?} p = {p}, rank {bad} left: the others waited for the timeout"
+                    "{groups:?}, rank {bad} left: the others waited for the timeout"
                 );
                 for (r, res) in out.into_iter().enumerate() {
                     if r == bad {
@@ -345,7 +353,7 @@ mod tests {
                         let e = res.expect_err("a rank left: the barrier cannot pass");
                         assert!(
                             matches!(e.root_cause(), Error::PeerExited { .. }),
-                            "{shape:?} p = {p}, rank {bad} left, rank {r}: {e}"
+                            "{groups:?}, rank {bad} left, rank {r}: {e}"
                         );
                     }
                 }
@@ -353,27 +361,19 @@ mod tests {
         }
     }
 
-    /// Direct calls over explicit groups, as the loom model makes them: a member's wait for a
-    /// leader that never comes ends with `Timeout` once the team's timeout passes.
+    /// A member's wait for a leader that never comes ends with `Timeout` once the timeout
+    /// passes.
     #[test]
     fn a_missing_leader_times_out() {
-        let t = Topology::synthetic(&[2, 2]).unwrap();
-        let out = team(t, Pinning::Compact, 4, Duration::from_millis(200))
-            .run(|comm| {
-                if comm.rank() == 0 {
-                    // Stay in the run (no PeerExited) past the others' timeout.
-                    std::thread::sleep(Duration::from_millis(600));
-                    return Ok(());
-                }
-                let tag = comm.local().member().next_tag(crate::Collective::Barrier);
-                super::barrier(
-                    comm.local().member(),
-                    &[vec![0, 1], vec![2, 3]],
-                    tag,
-                    || Ok(()),
-                )
-            })
-            .unwrap();
+        let out = spmd_with(4, Duration::from_millis(200), |m| {
+            if m.rank() == 0 {
+                // Stay in the run (no PeerExited) past the others' timeout.
+                std::thread::sleep(Duration::from_millis(600));
+                return Ok(());
+            }
+            flags(m, &consecutive(&[2, 2]))
+        })
+        .unwrap();
         assert!(out[0].is_ok());
         for (r, res) in out.into_iter().enumerate().skip(1) {
             let e = res.expect_err("rank 0 never arrived");

@@ -22,6 +22,8 @@ mod run;
 mod scratch;
 mod shared;
 pub(crate) mod slots;
+#[cfg(all(test, not(loom)))]
+pub(crate) mod testing;
 
 pub(crate) use board::{fold_chunk, reached, Call, Session};
 pub(crate) use flags::Flag;

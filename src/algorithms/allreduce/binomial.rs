@@ -60,7 +60,8 @@ mod tests {
     use super::{binomial, children};
     use crate::mailbox::Tag;
     use crate::op::{non_commutative, Sum};
-    use crate::Algorithm;
+    use crate::shm::testing::spmd;
+    use crate::transport::shm::ShmTransport;
 
     const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
 
@@ -72,13 +73,12 @@ mod tests {
         });
         for p in PS {
             for n in [0usize, 1, 2, p - 1, 2 * p + 1, 200, 5000] {
-                let out = crate::run(p, |comm| {
-                    let r = comm.rank() as u32;
+                let out = spmd(p, |member| {
+                    let r = member.rank() as u32;
                     let mut v = vec![(r, r + 1); n];
-                    comm.allreduce_with(&mut v, span, Algorithm::Binomial)
+                    binomial(&ShmTransport::coll(member, "test"), &mut v, &span, Tag::P2P)
                         .map(|()| v)
-                })
-                .unwrap();
+                });
                 for v in out {
                     assert_eq!(v.unwrap(), vec![(0, p as u32); n], "p={p} n={n}");
                 }
@@ -101,15 +101,14 @@ mod tests {
                     .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
                     .collect();
                 let want_f: Vec<f64> = (0..n).map(|i| tree_sum(0, p, i, &x)).collect();
-                let out = crate::run(p, |comm| {
-                    let r = comm.rank();
+                let out = spmd(p, |member| {
+                    let r = member.rank();
                     let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                    comm.allreduce_with(&mut u, Sum, Algorithm::Binomial)?;
+                    binomial(&ShmTransport::coll(member, "test"), &mut u, &Sum, Tag::P2P)?;
                     let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    binomial(&comm.local().coll("test"), &mut f, &Sum, Tag::P2P)?;
+                    binomial(&ShmTransport::coll(member, "test"), &mut f, &Sum, Tag::P2P)?;
                     crate::Result::Ok((u, f))
-                })
-                .unwrap();
+                });
                 for res in out {
                     let (u, f) = res.unwrap();
                     assert_eq!(u, want_u, "p={p} n={n}");
@@ -124,12 +123,11 @@ mod tests {
     fn length_mismatch_is_an_error_not_a_hang() {
         for (p, odd) in [(2usize, 1usize), (3, 2), (5, 4), (6, 0)] {
             for (n, m) in [(0usize, 1usize), (8, 16), (300, 0)] {
-                let out = crate::run(p, |comm| {
-                    let len = if comm.rank() == odd { m } else { n };
+                let out = spmd(p, |member| {
+                    let len = if member.rank() == odd { m } else { n };
                     let mut v = vec![1u64; len];
-                    binomial(&comm.local().coll("test"), &mut v, &Sum, Tag::P2P)
-                })
-                .unwrap();
+                    binomial(&ShmTransport::coll(member, "test"), &mut v, &Sum, Tag::P2P)
+                });
                 assert!(out.iter().all(|r| r.is_err()), "p={p}: {out:?}");
             }
         }

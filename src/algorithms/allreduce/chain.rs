@@ -56,7 +56,8 @@ pub(crate) fn chain<Tr: Transport, T: Elem, O: Op<T>>(
 mod tests {
     use super::*;
     use crate::op::{non_commutative, Sum};
-    use crate::{Algorithm, Block};
+    use crate::shm::testing::spmd;
+    use crate::transport::shm::ShmTransport;
 
     const PS: [usize; 10] = [1, 2, 3, 4, 5, 7, 8, 13, 17, 33];
 
@@ -78,13 +79,18 @@ mod tests {
         for p in PS {
             for block in [1usize, 3, 64, 1000] {
                 for n in counts(p, block) {
-                    let out = crate::run(p, |comm| {
-                        let r = comm.rank() as u32;
+                    let out = spmd(p, |member| {
+                        let r = member.rank() as u32;
                         let mut v = vec![(r, r + 1); n];
-                        chain(&comm.local().coll("test"), &mut v, &span, block, Tag::P2P)
-                            .map(|()| v)
-                    })
-                    .unwrap();
+                        chain(
+                            &ShmTransport::coll(member, "test"),
+                            &mut v,
+                            &span,
+                            block,
+                            Tag::P2P,
+                        )
+                        .map(|()| v)
+                    });
                     for v in out {
                         assert_eq!(v.unwrap(), vec![(0, p as u32); n], "p={p} block={block}");
                     }
@@ -94,8 +100,9 @@ mod tests {
     }
 
     /// Integer sums exactly, and float sums bit-identical on every rank and equal to the
-    /// sequential left-to-right sum (the chain's own order), through the public API (blocks of
-    /// the automatic size) and with small blocks.
+    /// sequential left-to-right sum (the chain's own order), with blocks of 8192 elements (the
+    /// automatic size's order) and of 7; tests/allreduce/blocks.rs passes blocks through the
+    /// public API.
     #[test]
     fn sums_match_the_sequential_reference_on_every_rank() {
         let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as f64 / 7.0 - 50.0;
@@ -107,17 +114,23 @@ mod tests {
                 let want_f: Vec<f64> = (0..n)
                     .map(|i| (1..p).fold(x(0, i), |s, r| s + x(r, i)))
                     .collect();
-                let out = crate::run(p, |comm| {
-                    let r = comm.rank();
+                let out = spmd(p, |member| {
+                    let r = member.rank();
                     let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                    comm.allreduce_with(&mut u, Sum, Algorithm::Chain { block: Block::Auto })?;
+                    let t = ShmTransport::coll(member, "test");
+                    chain(&t, &mut u, &Sum, 8192, Tag::P2P)?;
                     let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    comm.allreduce_with(&mut f, Sum, Algorithm::Chain { block: Block::Auto })?;
+                    chain(&t, &mut f, &Sum, 8192, Tag::P2P)?;
                     let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                    chain(&comm.local().coll("test"), &mut g, &Sum, 7, Tag::P2P)?;
+                    chain(
+                        &ShmTransport::coll(member, "test"),
+                        &mut g,
+                        &Sum,
+                        7,
+                        Tag::P2P,
+                    )?;
                     crate::Result::Ok((u, f, g))
-                })
-                .unwrap();
+                });
                 for res in out {
                     let (u, f, g) = res.unwrap();
                     assert_eq!(u, want_u, "p={p} n={n}");
@@ -129,57 +142,23 @@ mod tests {
         }
     }
 
-    /// Explicit blocks of 1, 3 and 7 elements through the public API (`Algorithm::Chain`'s
-    /// block reaches the schedule): on 1 to 8 ranks and counts from empty to thousands of
-    /// blocks, integer sums equal the sequential sum, and a non-commutative op's operands
-    /// meet in rank order.
-    #[test]
-    fn explicit_blocks_through_the_api_match_the_sequential_reference() {
-        let span = non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
-            assert_eq!(a.1, b.0, "operands out of rank order");
-            (a.0, b.1)
-        });
-        for p in [1usize, 2, 3, 5, 8] {
-            for b in [1usize, 3, 7] {
-                let alg = Algorithm::Chain {
-                    block: Block::Elements(b),
-                };
-                for n in [0usize, 1, p + 1, 7 * b, 7 * b + 3, 1001, 20_011] {
-                    let want: Vec<u64> = (0..n)
-                        .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
-                        .collect();
-                    let out = crate::run(p, |comm| {
-                        let r = comm.rank();
-                        let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                        comm.allreduce_with(&mut u, Sum, alg)?;
-                        let r = r as u32;
-                        let mut s = vec![(r, r + 1); n.min(100)];
-                        comm.allreduce_with(&mut s, span, alg)?;
-                        crate::Result::Ok((u, s))
-                    })
-                    .unwrap();
-                    for res in out {
-                        let (u, s) = res.unwrap();
-                        assert_eq!(u, want, "p={p} b={b} n={n}");
-                        assert_eq!(s, vec![(0, p as u32); n.min(100)], "p={p} b={b} n={n}");
-                    }
-                }
-            }
-        }
-    }
-
     /// A rank with another length gets an error (it, or a peer, sees a mismatch), never a
     /// hang — including lengths that differ by whole blocks.
     #[test]
     fn length_mismatch_is_an_error_not_a_hang() {
         for (p, odd) in [(2usize, 0usize), (2, 1), (3, 1), (4, 3), (5, 2)] {
             for (n, m) in [(0usize, 1usize), (8, 16), (16, 8), (8, 0), (7, 8), (24, 26)] {
-                let out = crate::run(p, |comm| {
-                    let len = if comm.rank() == odd { m } else { n };
+                let out = spmd(p, |member| {
+                    let len = if member.rank() == odd { m } else { n };
                     let mut v = vec![1u64; len];
-                    chain(&comm.local().coll("test"), &mut v, &Sum, 8, Tag::P2P)
-                })
-                .unwrap();
+                    chain(
+                        &ShmTransport::coll(member, "test"),
+                        &mut v,
+                        &Sum,
+                        8,
+                        Tag::P2P,
+                    )
+                });
                 assert!(out.iter().all(|r| r.is_err()), "p={p} n={n} m={m}: {out:?}");
                 let mismatch = |r: &Result<()>| matches!(r, Err(crate::Error::Mismatch { .. }));
                 assert!(out.iter().any(mismatch), "p={p} n={n} m={m}: {out:?}");

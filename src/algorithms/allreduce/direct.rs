@@ -159,34 +159,30 @@ mod loom;
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::direct;
+    use crate::error::Error;
     use crate::mailbox::Kind;
     use crate::op::{self, Op};
-    use crate::{Algorithm, Comm, Error, Team};
+    use crate::shm::testing::{spmd, spmd_with};
+    use crate::shm::Member;
     use std::sync::Mutex;
     use std::time::{Duration, Instant};
 
-    /// A team whose waits time out, so that a hang fails the test instead of stalling it.
-    fn team(p: usize) -> Team {
-        Team::builder()
-            .ranks(p)
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap()
+    /// Ranks whose waits time out, so that a hang fails the test instead of stalling it.
+    fn ranks<R: Send>(p: usize, body: impl Fn(&Member) -> R + Sync) -> crate::Result<Vec<R>> {
+        spmd_with(p, Duration::from_secs(30), body)
     }
 
-    /// The direct allreduce as `Comm::allreduce_with` calls it, but with `send` (out of place
-    /// when given) and without the agreement check, so that the board's own checks are tested.
+    /// The direct allreduce as the allreduce calls it, but with `send` (out of place when
+    /// given) and without the agreement check, so that the board's own checks are tested.
     fn call<T: Copy + Send + Sync + 'static>(
-        comm: &Comm,
+        m: &Member,
         send: Option<&[T]>,
         buf: &mut [T],
         op: impl Op<T>,
     ) -> crate::Result<()> {
-        comm.local().enter("allreduce")?;
-        let tag = comm
-            .local()
-            .next_tag(Kind::Coll(crate::Collective::Allreduce));
-        direct(comm.local().member(), send, buf, &op, tag)
+        m.enter("allreduce")?;
+        let tag = m.next_tag(Kind::Coll(crate::collective::Collective::Allreduce));
+        direct(m, send, buf, &op, tag)
     }
 
     /// splitmix64 of `(rank, index, salt)`.
@@ -277,33 +273,32 @@ mod tests {
         counts.sort_unstable();
         counts.dedup();
         let all: Vec<Expected> = counts.iter().map(|&n| expected(p, n)).collect();
-        let results = team(p)
-            .run(|comm| {
-                let r = comm.rank();
-                for e in &all {
-                    let n = e.n;
-                    let mut v: Vec<u64> = (0..n).map(|i| mix(r, i, 3)).collect();
-                    call(comm, None, &mut v, op::Sum).unwrap();
-                    assert!(v == e.sums, "u64 sum, p = {p}, n = {n}, rank {r}");
+        let results = ranks(p, |m| {
+            let r = m.rank();
+            for e in &all {
+                let n = e.n;
+                let mut v: Vec<u64> = (0..n).map(|i| mix(r, i, 3)).collect();
+                call(m, None, &mut v, op::Sum).unwrap();
+                assert!(v == e.sums, "u64 sum, p = {p}, n = {n}, rank {r}");
 
-                    let send: Vec<f64> = (0..n).map(|i| float(r, i)).collect();
-                    let mut out = vec![f64::NAN; n];
-                    call(comm, Some(&send), &mut out, op::Sum).unwrap();
-                    assert!(out.iter().map(|x| x.to_bits()).eq(e.floats.iter().copied()));
-                    assert!(send.iter().enumerate().all(|(i, x)| *x == float(r, i)));
+                let send: Vec<f64> = (0..n).map(|i| float(r, i)).collect();
+                let mut out = vec![f64::NAN; n];
+                call(m, Some(&send), &mut out, op::Sum).unwrap();
+                assert!(out.iter().map(|x| x.to_bits()).eq(e.floats.iter().copied()));
+                assert!(send.iter().enumerate().all(|(i, x)| *x == float(r, i)));
 
-                    let mut spans = vec![(r as u32, r as u32 + 1); n];
-                    call(comm, None, &mut spans, span_op()).unwrap();
-                    assert!(spans.iter().all(|&s| s == (0, p as u32)), "spans, p = {p}");
+                let mut spans = vec![(r as u32, r as u32 + 1); n];
+                call(m, None, &mut spans, span_op()).unwrap();
+                assert!(spans.iter().all(|&s| s == (0, p as u32)), "spans, p = {p}");
 
-                    let send: Vec<[u32; 4]> = (0..n).map(|i| matrix(r, i)).collect();
-                    let mut out = vec![[9; 4]; n];
-                    let mat = op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b));
-                    call(comm, Some(&send), &mut out, mat).unwrap();
-                    assert!(out == e.products, "matrices, p = {p}, n = {n}");
-                }
-            })
-            .unwrap();
+                let send: Vec<[u32; 4]> = (0..n).map(|i| matrix(r, i)).collect();
+                let mut out = vec![[9; 4]; n];
+                let mat = op::non_commutative(|a: &[u32; 4], b: &[u32; 4]| matmul(*a, *b));
+                call(m, Some(&send), &mut out, mat).unwrap();
+                assert!(out == e.products, "matrices, p = {p}, n = {n}");
+            }
+        })
+        .unwrap();
         assert_eq!(results.len(), p);
     }
 
@@ -328,43 +323,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn through_the_public_api() {
-        for p in [1, 2, 5] {
-            let out = team(p)
-                .run(|comm| {
-                    let r = comm.rank();
-                    let mut v: Vec<u64> = (0..1001).map(|i| (r * i) as u64).collect();
-                    comm.allreduce_with(&mut v, op::Sum, Algorithm::Direct)?;
-                    let mut s = vec![(r as u32, r as u32 + 1); 7];
-                    comm.allreduce_with(&mut s, span_op(), Algorithm::Direct)?;
-                    Ok::<_, Error>((v, s))
-                })
-                .unwrap();
-            let tri = (p * (p - 1) / 2) as u64;
-            for res in out {
-                let (v, s) = res.unwrap();
-                assert!(v.iter().enumerate().all(|(i, &x)| x == tri * i as u64));
-                assert!(s.iter().all(|&x| x == (0, p as u32)));
-            }
-        }
-    }
-
     /// Rank 1 passes one element more: every rank fails with a mismatch, and no buffer (of
     /// either length) is touched.
     #[test]
     fn length_mismatch_fails_everywhere() {
-        let out = team(3)
-            .run(|comm| {
-                let r = comm.rank();
-                let n = if r == 1 { 11 } else { 10 };
-                let send = vec![r as u64 + 1; n];
-                let mut buf = vec![100 + r as u64; n];
-                let res = call(comm, Some(&send), &mut buf, op::Sum);
-                assert!(buf.iter().all(|&x| x == 100 + r as u64), "buffer touched");
-                res
-            })
-            .unwrap();
+        let out = ranks(3, |m| {
+            let r = m.rank();
+            let n = if r == 1 { 11 } else { 10 };
+            let send = vec![r as u64 + 1; n];
+            let mut buf = vec![100 + r as u64; n];
+            let res = call(m, Some(&send), &mut buf, op::Sum);
+            assert!(buf.iter().all(|&x| x == 100 + r as u64), "buffer touched");
+            res
+        })
+        .unwrap();
         for res in out {
             assert!(matches!(res, Err(Error::Mismatch { .. })), "{res:?}");
         }
@@ -378,14 +350,14 @@ mod tests {
             for panics in [true, false] {
                 let errs = Mutex::new(Vec::new());
                 let started = Instant::now();
-                let res = team(p).run(|comm| {
-                    if comm.rank() == p - 1 {
+                let res = ranks(p, |m| {
+                    if m.rank() == p - 1 {
                         std::thread::sleep(Duration::from_millis(20));
                         assert!(!panics, "planned panic");
                         return;
                     }
                     let mut v = vec![1u32; 100];
-                    let e = call(comm, None, &mut v, op::Sum).unwrap_err();
+                    let e = call(m, None, &mut v, op::Sum).unwrap_err();
                     errs.lock().unwrap().push(e);
                 });
                 assert!(started.elapsed() < Duration::from_secs(10));
@@ -411,14 +383,14 @@ mod tests {
     fn a_panicking_operator_fails_the_call_everywhere() {
         let p = 3;
         let errs = Mutex::new(Vec::new());
-        let res = team(p).run(|comm| {
-            let r = comm.rank();
+        let res = ranks(p, |m| {
+            let r = m.rank();
             let bomb = op::non_commutative(move |a: &u64, b: &u64| {
                 assert!(!(r == 1 && *b == 15_000), "planned panic");
                 a + b
             });
             let mut v: Vec<u64> = (0..30_000).map(|i| if r == 2 { i } else { 0 }).collect();
-            let e = call(comm, None, &mut v, bomb);
+            let e = call(m, None, &mut v, bomb);
             errs.lock().unwrap().push(e.is_err());
         });
         assert!(res.is_err());
@@ -429,22 +401,16 @@ mod tests {
     /// failed, and neither touches the other's buffer.
     #[test]
     fn a_late_rank_times_out() {
-        let team = Team::builder()
-            .ranks(2)
-            .timeout(Duration::from_millis(100))
-            .build()
-            .unwrap();
-        let out = team
-            .run(|comm| {
-                if comm.rank() == 1 {
-                    std::thread::sleep(Duration::from_millis(400));
-                }
-                let mut v = vec![comm.rank() as u8 + 1; 64];
-                let res = call(comm, None, &mut v, op::Sum);
-                assert!(v.iter().all(|&x| x == comm.rank() as u8 + 1));
-                res
-            })
-            .unwrap();
+        let out = spmd_with(2, Duration::from_millis(100), |m| {
+            if m.rank() == 1 {
+                std::thread::sleep(Duration::from_millis(400));
+            }
+            let mut v = vec![m.rank() as u8 + 1; 64];
+            let res = call(m, None, &mut v, op::Sum);
+            assert!(v.iter().all(|&x| x == m.rank() as u8 + 1));
+            res
+        })
+        .unwrap();
         assert!(matches!(out[0], Err(Error::Timeout { .. })), "{:?}", out[0]);
         assert!(matches!(out[1], Err(Error::Aborted { .. })), "{:?}", out[1]);
     }
@@ -454,26 +420,19 @@ mod tests {
     /// (`cargo +nightly miri test --lib direct::tests::small_calls_for_miri`).
     #[test]
     fn small_calls_for_miri() {
-        let team = Team::builder()
-            .ranks(3)
-            .pinning(crate::Pinning::None)
-            .build()
-            .unwrap();
-        let out = team
-            .run(|comm| {
-                let r = comm.rank() as u64;
-                let mut v: Vec<u64> = (0..7).map(|i| r * 10 + i).collect();
-                call(comm, None, &mut v, op::Sum)?;
-                let send = v.clone();
-                let mut w = vec![0u64; 7];
-                call(comm, Some(&send), &mut w, op::Sum)?;
-                let mut s = vec![(r as u32, r as u32 + 1); 4];
-                call(comm, None, &mut s, span_op())?;
-                let mut bad = vec![0u8; 2 + comm.rank() % 2];
-                let e = call(comm, None, &mut bad, op::Sum).unwrap_err();
-                Ok::<_, Error>((w, s, e))
-            })
-            .unwrap();
+        let out = spmd(3, |m| {
+            let r = m.rank() as u64;
+            let mut v: Vec<u64> = (0..7).map(|i| r * 10 + i).collect();
+            call(m, None, &mut v, op::Sum)?;
+            let send = v.clone();
+            let mut w = vec![0u64; 7];
+            call(m, Some(&send), &mut w, op::Sum)?;
+            let mut s = vec![(r as u32, r as u32 + 1); 4];
+            call(m, None, &mut s, span_op())?;
+            let mut bad = vec![0u8; 2 + m.rank() % 2];
+            let e = call(m, None, &mut bad, op::Sum).unwrap_err();
+            Ok::<_, Error>((w, s, e))
+        });
         for res in out {
             let (w, s, e) = res.unwrap();
             assert!(w

@@ -183,7 +183,6 @@ pub(crate) fn dual_root<Tr: Transport, T: Elem, O: Op<T>>(
 mod tests {
     use super::super::testkit::{self, schedule};
     use super::*;
-    use crate::Algorithm;
 
     schedule!(DualRoot, super::dual_root);
 
@@ -194,8 +193,7 @@ mod tests {
 
     #[test]
     fn f64_sums_bit_identical_on_every_rank() {
-        let alg = |block| Algorithm::DualRoot { block };
-        testkit::sums_bit_identical(&DualRoot, alg, true);
+        testkit::sums_bit_identical(&DualRoot, true);
     }
 
     #[test]

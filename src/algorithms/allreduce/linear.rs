@@ -81,6 +81,8 @@ mod tests {
     use super::*;
     use crate::algorithms::allreduce::testkit::span_op;
     use crate::op::Sum;
+    use crate::shm::testing::spmd;
+    use crate::transport::shm::ShmTransport;
 
     /// Groups of `p` ranks: one, all of one rank, and blocks of 2 and 3 (the last shorter).
     fn groupings(p: usize) -> Vec<Vec<usize>> {
@@ -108,22 +110,20 @@ mod tests {
                 .collect();
             for starts in groupings(p) {
                 for n in [0usize, 1, 3, 100] {
-                    let spans = crate::run(p, |comm| {
-                        let r = comm.rank() as u32;
+                    let spans = spmd(p, |member| {
+                        let r = member.rank() as u32;
                         let mut v = vec![(r, r + 1); n];
-                        let t = comm.local().coll("test");
+                        let t = ShmTransport::coll(member, "test");
                         grouped(&t, &mut v, &span_op(), &starts, Tag::P2P).map(|()| v)
-                    })
-                    .expect("a run");
+                    });
                     for v in spans {
                         assert!(v.expect("ok").iter().all(|&s| s == (0, p as u32)));
                     }
-                    let sums = crate::run(p, |comm| {
-                        let mut v = vec![xs[comm.rank()]; n];
-                        let t = comm.local().coll("test");
+                    let sums = spmd(p, |member| {
+                        let mut v = vec![xs[member.rank()]; n];
+                        let t = ShmTransport::coll(member, "test");
                         grouped(&t, &mut v, &Sum, &starts, Tag::P2P).map(|()| v)
-                    })
-                    .expect("a run");
+                    });
                     let want = reference(&xs, &starts);
                     for v in sums {
                         assert!(v.expect("ok").iter().all(|x| x.to_bits() == want.to_bits()));

@@ -66,7 +66,6 @@ pub(crate) fn pipelined_tree<Tr: Transport, T: Elem, O: Op<T>>(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::testkit::{self, schedule};
-    use crate::Algorithm;
 
     schedule!(PipelinedTree, super::pipelined_tree);
 
@@ -77,8 +76,7 @@ mod tests {
 
     #[test]
     fn f64_sums_bit_identical_on_every_rank() {
-        let alg = |block| Algorithm::PipelinedTree { block };
-        testkit::sums_bit_identical(&PipelinedTree, alg, true);
+        testkit::sums_bit_identical(&PipelinedTree, true);
     }
 
     #[test]

@@ -129,8 +129,10 @@ fn split_adjacent<T>(buf: &mut [T], a: Range<usize>, b: Range<usize>) -> (&mut [
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::block_start;
+    use super::super::recursive_doubling::tests::{
+        check_algorithm, check_length_mismatch, Schedule,
+    };
     use super::*;
-    use crate::Algorithm;
     use proptest::prelude::*;
 
     proptest! {
@@ -210,11 +212,11 @@ mod tests {
 
     #[test]
     fn length_mismatch_is_an_error() {
-        super::super::recursive_doubling::tests::check_length_mismatch(Algorithm::Rabenseifner);
+        check_length_mismatch(Schedule::Rabenseifner);
     }
 
     #[test]
     fn against_references() {
-        super::super::recursive_doubling::tests::check_algorithm(Algorithm::Rabenseifner);
+        check_algorithm(Schedule::Rabenseifner);
     }
 }

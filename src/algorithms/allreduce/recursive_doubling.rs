@@ -158,8 +158,29 @@ impl Fold {
 pub(super) mod tests {
     use super::*;
     use crate::op::{self, Sum};
-    use crate::Algorithm;
-    use crate::Team;
+    use crate::shm::testing::spmd;
+    use crate::shm::Member;
+    use crate::transport::shm::ShmTransport;
+
+    /// The schedules that fold the ranks to a power of two and checks of this module cover.
+    #[derive(Clone, Copy, Debug)]
+    pub(in crate::algorithms::allreduce) enum Schedule {
+        RecursiveDoubling,
+        Rabenseifner,
+    }
+
+    impl Schedule {
+        /// Runs the schedule on `m`'s ranks over the shared-memory transport.
+        fn run<T: Elem, O: Op<T>>(self, m: &Member, buf: &mut [T], op: &O) -> Result<()> {
+            let t = ShmTransport::coll(m, "test");
+            match self {
+                Schedule::RecursiveDoubling => recursive_doubling(&t, buf, op, Tag::P2P),
+                Schedule::Rabenseifner => {
+                    super::super::rabenseifner::rabenseifner(&t, buf, op, Tag::P2P)
+                }
+            }
+        }
+    }
 
     /// Rank counts the schedules are checked on (more than the cores there are).
     pub(in crate::algorithms::allreduce) const PS: &[usize] =
@@ -217,13 +238,12 @@ pub(super) mod tests {
         level.pop().unwrap()
     }
 
-    /// Checks allreduce algorithm `alg` against sequential references on every rank count in
+    /// Checks schedule `alg` against sequential references on every rank count in
     /// [`PS`] and every length of [`counts`]: a non-commutative op that panics on an order
     /// mistake, a wrapping `u64` sum of element-dependent inputs, and an `f64` sum that must be
     /// bit-identical on all ranks, to the tree model and from run to run.
-    pub(in crate::algorithms::allreduce) fn check_algorithm(alg: Algorithm) {
+    pub(in crate::algorithms::allreduce) fn check_algorithm(alg: Schedule) {
         for &p in PS {
-            let team = Team::new(p).unwrap();
             for n in counts(p) {
                 let expect_u64: Vec<u64> = (0..p).fold(vec![0u64; n], |mut acc, r| {
                     for (a, b) in acc.iter_mut().zip(input_u64(r, n)) {
@@ -232,34 +252,32 @@ pub(super) mod tests {
                     acc
                 });
                 let expect_f64 = model_f64(p, n);
-                let out = team
-                    .run(|comm| {
-                        let r = comm.rank();
-                        let concat = op::non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
-                            assert_eq!(a.1, b.0, "order");
-                            (a.0, b.1)
-                        });
-                        let mut spans = vec![(r as u32, r as u32 + 1); n];
-                        comm.allreduce_with(&mut spans, concat, alg)?;
-                        assert!(
-                            spans.iter().all(|&s| s == (0, p as u32)),
-                            "{alg:?} p={p} n={n}: non-commutative result wrong on rank {r}"
-                        );
-                        let mut ints = input_u64(r, n);
-                        comm.allreduce_with(&mut ints, Sum, alg)?;
-                        assert!(
-                            ints == expect_u64,
-                            "{alg:?} p={p} n={n}: u64 sum wrong on rank {r}"
-                        );
-                        let mut fs = Vec::new();
-                        for _ in 0..2 {
-                            let mut f = input_f64(r, n);
-                            comm.allreduce_with(&mut f, Sum, alg)?;
-                            fs.push(f.iter().map(|x| x.to_bits()).collect::<Vec<u64>>());
-                        }
-                        Ok::<_, crate::Error>(fs)
-                    })
-                    .unwrap_or_else(|e| panic!("{alg:?} p={p} n={n}: {e}"));
+                let out = spmd(p, |member| {
+                    let r = member.rank();
+                    let concat = op::non_commutative(|a: &(u32, u32), b: &(u32, u32)| {
+                        assert_eq!(a.1, b.0, "order");
+                        (a.0, b.1)
+                    });
+                    let mut spans = vec![(r as u32, r as u32 + 1); n];
+                    alg.run(member, &mut spans, &concat)?;
+                    assert!(
+                        spans.iter().all(|&s| s == (0, p as u32)),
+                        "{alg:?} p={p} n={n}: non-commutative result wrong on rank {r}"
+                    );
+                    let mut ints = input_u64(r, n);
+                    alg.run(member, &mut ints, &Sum)?;
+                    assert!(
+                        ints == expect_u64,
+                        "{alg:?} p={p} n={n}: u64 sum wrong on rank {r}"
+                    );
+                    let mut fs = Vec::new();
+                    for _ in 0..2 {
+                        let mut f = input_f64(r, n);
+                        alg.run(member, &mut f, &Sum)?;
+                        fs.push(f.iter().map(|x| x.to_bits()).collect::<Vec<u64>>());
+                    }
+                    Ok::<_, crate::Error>(fs)
+                });
                 let model: Vec<u64> = expect_f64.iter().map(|x| x.to_bits()).collect();
                 for (r, res) in out.into_iter().enumerate() {
                     let fs = res.unwrap_or_else(|e| panic!("{alg:?} p={p} n={n} rank {r}: {e}"));
@@ -310,15 +328,14 @@ pub(super) mod tests {
     }
 
     /// A rank whose length differs from the others' makes every rank fail, not hang.
-    pub(in crate::algorithms::allreduce) fn check_length_mismatch(alg: Algorithm) {
+    pub(in crate::algorithms::allreduce) fn check_length_mismatch(alg: Schedule) {
         for p in [2, 3, 4, 5, 8] {
             for odd_one in [0, p - 1] {
-                let out = crate::run(p, |comm| {
-                    let n = if comm.rank() == odd_one { 7 } else { 6 };
+                let out = spmd(p, |member| {
+                    let n = if member.rank() == odd_one { 7 } else { 6 };
                     let mut v = vec![1u64; n];
-                    comm.allreduce_with(&mut v, Sum, alg)
-                })
-                .unwrap();
+                    alg.run(member, &mut v, &Sum)
+                });
                 for (r, res) in out.iter().enumerate() {
                     assert!(
                         res.is_err(),
@@ -331,11 +348,11 @@ pub(super) mod tests {
 
     #[test]
     fn length_mismatch_is_an_error() {
-        check_length_mismatch(Algorithm::RecursiveDoubling);
+        check_length_mismatch(Schedule::RecursiveDoubling);
     }
 
     #[test]
     fn against_references() {
-        check_algorithm(Algorithm::RecursiveDoubling);
+        check_algorithm(Schedule::RecursiveDoubling);
     }
 }

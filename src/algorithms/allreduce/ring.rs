@@ -131,42 +131,36 @@ fn piece(range: &Range<usize>, block: usize, i: usize) -> Range<usize> {
 mod tests {
     use super::*;
     use crate::op::Sum;
-    use crate::{Algorithm, Block};
+    use crate::shm::testing::spmd;
+    use crate::transport::shm::ShmTransport;
     use proptest::prelude::*;
 
-    /// Explicit pieces of 1, 3 and 7 elements, and `Auto`'s, through the public API on 1 to 8
-    /// ranks and counts from empty to many pieces per chunk (fewer elements than ranks, odd,
-    /// chunks of unequal length, a multiple of the piece): integer sums exactly equal to the
-    /// sequential sum, and float sums (of small integers, so exact in any order) equal to it
-    /// and bit-identical on every rank.
+    /// Pieces of 1, 3, 7 and 8192 elements on 1 to 8 ranks and counts from empty to many
+    /// pieces per chunk (fewer elements than ranks, odd, chunks of unequal length, a multiple
+    /// of the piece): integer sums exactly equal to the sequential sum, and float sums (of
+    /// small integers, so exact in any order) equal to it and bit-identical on every rank.
+    /// tests/allreduce/blocks.rs passes pieces through the public API.
     #[test]
-    fn explicit_pieces_match_the_sequential_reference() {
+    fn pieces_match_the_sequential_reference() {
         let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as u64;
         for p in [1usize, 2, 3, 5, 8] {
-            for block in [
-                Block::Elements(1),
-                Block::Elements(3),
-                Block::Elements(7),
-                Block::Auto,
-            ] {
+            for block in [1usize, 3, 7, 8192] {
                 for n in [0usize, 1, p - 1, p + 1, 7 * p, 7 * p + 3, 1001, 20_011] {
                     let want: Vec<u64> = (0..n).map(|i| (0..p).map(|r| x(r, i)).sum()).collect();
-                    let alg = Algorithm::Ring { block };
-                    let out = crate::run(p, |comm| {
-                        let r = comm.rank();
+                    let out = spmd(p, |member| {
+                        let (t, r) = (ShmTransport::coll(member, "test"), member.rank());
                         let mut u: Vec<u64> = (0..n).map(|i| x(r, i)).collect();
-                        comm.allreduce_with(&mut u, Sum, alg)?;
+                        ring(&t, &mut u, &Sum, block, Tag::P2P)?;
                         let mut f: Vec<f64> = (0..n).map(|i| x(r, i) as f64 - 500.0).collect();
-                        comm.allreduce_with(&mut f, Sum, alg)?;
+                        ring(&t, &mut f, &Sum, block, Tag::P2P)?;
                         crate::Result::Ok((u, f))
-                    })
-                    .unwrap();
+                    });
                     let want_f: Vec<f64> =
                         want.iter().map(|&s| s as f64 - 500.0 * p as f64).collect();
                     for res in out {
                         let (u, f) = res.unwrap();
-                        assert_eq!(u, want, "p={p} n={n} {block:?}");
-                        assert_eq!(f, want_f, "p={p} n={n} {block:?}");
+                        assert_eq!(u, want, "p={p} n={n} block={block}");
+                        assert_eq!(f, want_f, "p={p} n={n} block={block}");
                     }
                 }
             }

@@ -1,11 +1,13 @@
 //! Checks that every pipelined tree schedule (the pipelined tree, the dual root, the two-tree)
 //! must pass, written once: rank order for a non-commutative op at every block size,
-//! bit-identical float sums on every rank, and a length mismatch failing everywhere.
+//! bit-identical float sums on every rank, and a length mismatch failing everywhere. The
+//! schedules run over the shared-memory transport of ranks without a team
+//! (`shm::testing`); tests/allreduce.rs runs them through the public API.
 
 use crate::error::Result;
-use crate::op::{non_commutative, Op, Sum};
-use crate::Comm;
-use crate::{Algorithm, Block};
+use crate::op::{non_commutative, Op};
+use crate::shm::testing::spmd;
+use crate::shm::Member;
 
 /// Rank counts of the checks: 1 to 17 and the oversubscribed 31, 32, 33.
 pub(super) const PS: [usize; 20] = [
@@ -35,11 +37,11 @@ pub(super) fn span_op() -> impl Op<(u32, u32)> {
 /// element type the checks use.
 pub(super) trait Schedule: Sync {
     /// Runs the schedule on spans.
-    fn spans(&self, comm: &Comm, buf: &mut [(u32, u32)], block: usize) -> Result<()>;
+    fn spans(&self, m: &Member, buf: &mut [(u32, u32)], block: usize) -> Result<()>;
     /// Runs the schedule on `f64` sums.
-    fn f64_sum(&self, comm: &Comm, buf: &mut [f64], block: usize) -> Result<()>;
+    fn f64_sum(&self, m: &Member, buf: &mut [f64], block: usize) -> Result<()>;
     /// Runs the schedule on `u64` sums.
-    fn u64_sum(&self, comm: &Comm, buf: &mut [u64], block: usize) -> Result<()>;
+    fn u64_sum(&self, m: &Member, buf: &mut [u64], block: usize) -> Result<()>;
 }
 
 /// Implements [`Schedule`] for a unit struct `$name` by calling the generic schedule `$f`.
@@ -50,13 +52,13 @@ macro_rules! schedule {
         impl $crate::algorithms::allreduce::testkit::Schedule for $name {
             fn spans(
                 &self,
-                comm: &$crate::Comm,
+                m: &$crate::shm::Member,
                 buf: &mut [(u32, u32)],
                 block: usize,
             ) -> $crate::error::Result<()> {
                 let op = $crate::algorithms::allreduce::testkit::span_op();
                 $f(
-                    &comm.local().coll("test"),
+                    &$crate::transport::shm::ShmTransport::coll(m, "test"),
                     buf,
                     &op,
                     block,
@@ -65,13 +67,13 @@ macro_rules! schedule {
             }
             fn f64_sum(
                 &self,
-                comm: &$crate::Comm,
+                m: &$crate::shm::Member,
                 buf: &mut [f64],
                 block: usize,
             ) -> $crate::error::Result<()> {
                 let op = $crate::op::Sum;
                 $f(
-                    &comm.local().coll("test"),
+                    &$crate::transport::shm::ShmTransport::coll(m, "test"),
                     buf,
                     &op,
                     block,
@@ -80,13 +82,13 @@ macro_rules! schedule {
             }
             fn u64_sum(
                 &self,
-                comm: &$crate::Comm,
+                m: &$crate::shm::Member,
                 buf: &mut [u64],
                 block: usize,
             ) -> $crate::error::Result<()> {
                 let op = $crate::op::Sum;
                 $f(
-                    &comm.local().coll("test"),
+                    &$crate::transport::shm::ShmTransport::coll(m, "test"),
                     buf,
                     &op,
                     block,
@@ -103,12 +105,11 @@ pub(super) fn spans_in_rank_order(s: &dyn Schedule) {
     for p in PS {
         for block in [1usize, 4, 64] {
             for n in counts(block) {
-                let out = crate::run(p, |comm| {
-                    let r = comm.rank() as u32;
+                let out = spmd(p, |m| {
+                    let r = m.rank() as u32;
                     let mut v = vec![(r, r + 1); n];
-                    s.spans(comm, &mut v, block).map(|()| v)
-                })
-                .unwrap();
+                    s.spans(m, &mut v, block).map(|()| v)
+                });
                 for v in out {
                     let want = vec![(0, p as u32); n];
                     assert_eq!(v.unwrap(), want, "p={p} block={block} n={n}");
@@ -118,43 +119,33 @@ pub(super) fn spans_in_rank_order(s: &dyn Schedule) {
     }
 }
 
-/// Float sums are bit-identical on every rank (and integer sums exact), with small blocks
-/// and through the public API (`alg(block)`) with automatic and explicit blocks. With
-/// `same_bits_any_block`, the schedule's order of combination does not depend on the block
-/// size, so all block sizes give the same bits too.
-pub(super) fn sums_bit_identical(
-    s: &dyn Schedule,
-    alg: fn(Block) -> Algorithm,
-    same_bits_any_block: bool,
-) {
+/// Float sums are bit-identical on every rank (and integer sums exact), with tiny, small and
+/// long blocks. With `same_bits_any_block`, the schedule's order of combination does not depend
+/// on the block size, so all block sizes give the same bits too.
+pub(super) fn sums_bit_identical(s: &dyn Schedule, same_bits_any_block: bool) {
     let x = |r: usize, i: usize| ((r * 7919 + i * 104_729) % 1000) as f64 / 7.0 - 50.0;
     for p in PS {
         for n in [0usize, 1, 2, p + 1, 9, 1001, 8192 * 2 + 7] {
             let want_u: Vec<u64> = (0..n)
                 .map(|i| (0..p).map(|r| (r * 1000 + i) as u64).sum())
                 .collect();
-            let out = crate::run(p, |comm| {
-                let r = comm.rank();
-                let mut u: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                comm.allreduce_with(&mut u, Sum, alg(Block::Auto))?;
-                let mut f: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                comm.allreduce_with(&mut f, Sum, alg(Block::Auto))?;
-                // Tiny blocks, but not thousands of steps on an oversubscribed machine.
-                let (tiny, small) = if n > 2000 { (61, 67) } else { (3, 7) };
-                let mut g: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                comm.allreduce_with(&mut g, Sum, alg(Block::Elements(tiny)))?;
-                let mut h: Vec<f64> = (0..n).map(|i| x(r, i)).collect();
-                s.f64_sum(comm, &mut h, small)?;
+            // Tiny blocks, but not thousands of steps on an oversubscribed machine.
+            let (tiny, small) = if n > 2000 { (61, 67) } else { (3, 7) };
+            let out = spmd(p, |m| {
+                let r = m.rank();
+                let floats = || (0..n).map(|i| x(r, i)).collect::<Vec<f64>>();
+                let (mut f, mut g, mut h) = (floats(), floats(), floats());
+                s.f64_sum(m, &mut f, 8192)?;
+                s.f64_sum(m, &mut g, tiny)?;
+                s.f64_sum(m, &mut h, small)?;
                 let mut w: Vec<u64> = (0..n).map(|i| (r * 1000 + i) as u64).collect();
-                s.u64_sum(comm, &mut w, 5)?;
-                crate::Result::Ok((u, w, f, g, h))
-            })
-            .unwrap();
+                s.u64_sum(m, &mut w, 5)?;
+                crate::Result::Ok((w, f, g, h))
+            });
             let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             let mut first: Option<(Vec<u64>, Vec<u64>, Vec<u64>)> = None;
             for res in out {
-                let (u, w, f, g, h) = res.unwrap();
-                assert_eq!(u, want_u, "p={p} n={n}");
+                let (w, f, g, h) = res.unwrap();
                 assert_eq!(w, want_u, "p={p} n={n}");
                 if same_bits_any_block {
                     assert_eq!(bits(&f), bits(&g), "p={p} n={n}");
@@ -198,12 +189,11 @@ pub(super) fn length_mismatch_fails(s: &dyn Schedule) {
             (8, 24),
             (24, 8),
         ] {
-            let out = crate::run(p, |comm| {
-                let len = if comm.rank() == odd { m } else { n };
+            let out = spmd(p, |member| {
+                let len = if member.rank() == odd { m } else { n };
                 let mut v = vec![1u64; len];
-                s.u64_sum(comm, &mut v, 8)
-            })
-            .unwrap();
+                s.u64_sum(member, &mut v, 8)
+            });
             assert!(out.iter().all(|r| r.is_err()), "p={p} n={n} m={m}: {out:?}");
             let mismatch = |r: &Result<()>| matches!(r, Err(crate::Error::Mismatch { .. }));
             assert!(out.iter().any(mismatch), "p={p} n={n} m={m}: {out:?}");

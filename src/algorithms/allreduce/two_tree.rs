@@ -238,10 +238,11 @@ pub(crate) fn two_tree<Tr: Transport, T: Elem, O: Op<T>>(
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::super::testkit::{self, schedule, span_op};
+    use super::super::testkit::{self, schedule};
     use super::*;
     use crate::op::Sum;
-    use crate::{Algorithm, Block};
+    use crate::shm::testing::spmd;
+    use crate::transport::shm::ShmTransport;
 
     schedule!(TwoTree, super::two_tree);
 
@@ -253,8 +254,7 @@ mod tests {
     /// The trees fix the order of combination, so every block size gives the same bits.
     #[test]
     fn f64_sums_bit_identical_on_every_rank() {
-        let alg = |block| Algorithm::TwoTree { block };
-        testkit::sums_bit_identical(&TwoTree, alg, true);
+        testkit::sums_bit_identical(&TwoTree, true);
     }
 
     #[test]
@@ -262,38 +262,15 @@ mod tests {
         testkit::length_mismatch_fails(&TwoTree);
     }
 
-    /// The same through the public API, with blocks of 7 elements.
-    #[test]
-    fn non_commutative_through_the_public_api() {
-        let span = span_op();
-        let alg = Algorithm::TwoTree {
-            block: Block::Elements(7),
-        };
-        for p in [1usize, 2, 3, 5, 8, 13, 33] {
-            for n in [0usize, 1, 6, 7, 8, 13, 14, 15, 100] {
-                let out = crate::run(p, |comm| {
-                    let r = comm.rank() as u32;
-                    let mut v = vec![(r, r + 1); n];
-                    comm.allreduce_with(&mut v, &span, alg).map(|()| v)
-                })
-                .unwrap();
-                for v in out {
-                    assert_eq!(v.unwrap(), vec![(0, p as u32); n], "p={p} n={n}");
-                }
-            }
-        }
-    }
-
     /// 33 ranks on a couple of cores with many small blocks finish promptly.
     #[test]
     fn oversubscribed_many_blocks() {
         let p = 33;
         let n = 4000;
-        let out = crate::run(p, |comm| {
-            let mut v = vec![comm.rank() as u64; n];
-            two_tree(&comm.local().coll("test"), &mut v, &Sum, 16, Tag::P2P).map(|()| v)
-        })
-        .unwrap();
+        let out = spmd(p, |m| {
+            let mut v = vec![m.rank() as u64; n];
+            two_tree(&ShmTransport::coll(m, "test"), &mut v, &Sum, 16, Tag::P2P).map(|()| v)
+        });
         let want = (0..p as u64).sum::<u64>();
         for v in out {
             assert!(v.unwrap().iter().all(|&x| x == want));

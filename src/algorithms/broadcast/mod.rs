@@ -64,17 +64,16 @@ pub(crate) fn direct<T: Elem>(comm: &Member, buf: &mut [T], root: usize, tag: Ta
 #[cfg(all(test, not(loom)))]
 mod runs {
     use super::{direct, run};
+    use crate::error::Error;
     use crate::mailbox::Tag;
-    use crate::{Error, Team};
+    use crate::shm::testing::spmd_with;
+    use crate::shm::Member;
+    use crate::transport::shm::ShmTransport;
     use std::time::Duration;
 
-    /// A team whose waits time out, so that a hang fails the test instead of stalling it.
-    fn team(p: usize) -> Team {
-        Team::builder()
-            .ranks(p)
-            .timeout(Duration::from_secs(30))
-            .build()
-            .unwrap()
+    /// Ranks whose waits time out, so that a hang fails the test instead of stalling it.
+    fn ranks<R: Send>(p: usize, body: impl Fn(&Member) -> R + Sync) -> crate::Result<Vec<R>> {
+        spmd_with(p, Duration::from_secs(30), body)
     }
 
     /// The transport schedules, with their blocks.
@@ -92,25 +91,23 @@ mod runs {
     #[test]
     fn schedules_catch_a_length_mismatch() {
         for p in [2usize, 3, 5, 8] {
-            let team = team(p);
             for (alg, block) in SCHEDULES {
-                for (n, m) in [(0usize, 1usize), (1, 0), (8, 16), (300, 0), (2000, 1999)] {
+                for (n, n_odd) in [(0usize, 1usize), (1, 0), (8, 16), (300, 0), (2000, 1999)] {
                     for (odd, root) in [(0, 0), (p - 1, 0), (1, p - 1)] {
-                        let out = team
-                            .run(|comm| {
-                                let len = if comm.rank() == odd { m } else { n };
-                                let mut v = vec![comm.rank() as u64; len];
-                                run(
-                                    &comm.local().coll("test"),
-                                    &mut v,
-                                    root,
-                                    alg,
-                                    block,
-                                    Tag::P2P,
-                                )
-                            })
-                            .unwrap();
-                        let what = format!("{alg:?}/{block} p={p} n={n} m={m} odd={odd}");
+                        let out = ranks(p, |m| {
+                            let len = if m.rank() == odd { n_odd } else { n };
+                            let mut v = vec![m.rank() as u64; len];
+                            run(
+                                &ShmTransport::coll(m, "test"),
+                                &mut v,
+                                root,
+                                alg,
+                                block,
+                                Tag::P2P,
+                            )
+                        })
+                        .unwrap();
+                        let what = format!("{alg:?}/{block} p={p} n={n} m={n_odd} odd={odd}");
                         assert!(out.iter().any(|r| r.is_err()), "{what}: {out:?}");
                         for e in out.iter().filter_map(|r| r.as_ref().err()) {
                             assert!(
@@ -129,25 +126,23 @@ mod runs {
     #[test]
     fn direct_catches_lengths_and_types_without_touching_buffers() {
         for p in [2usize, 3, 6] {
-            let team = team(p);
             for odd in [0, 1, p - 1] {
-                for (n, m) in [(0usize, 1usize), (5, 4), (10_000, 0)] {
-                    let out = team
-                        .run(|comm| {
-                            let r = comm.rank() as u64;
-                            if comm.rank() == odd && n == 5 {
-                                // Another element type, of the same length.
-                                let mut v = vec![r as u32; n];
-                                let e = direct(comm.local().member(), &mut v, 0, Tag::P2P);
-                                (e, v.iter().all(|&x| x == r as u32))
-                            } else {
-                                let len = if comm.rank() == odd { m } else { n };
-                                let mut v = vec![r; len];
-                                let e = direct(comm.local().member(), &mut v, 0, Tag::P2P);
-                                (e, v.iter().all(|&x| x == r))
-                            }
-                        })
-                        .unwrap();
+                for (n, n_odd) in [(0usize, 1usize), (5, 4), (10_000, 0)] {
+                    let out = ranks(p, |m| {
+                        let r = m.rank() as u64;
+                        if m.rank() == odd && n == 5 {
+                            // Another element type, of the same length.
+                            let mut v = vec![r as u32; n];
+                            let e = direct(m, &mut v, 0, Tag::P2P);
+                            (e, v.iter().all(|&x| x == r as u32))
+                        } else {
+                            let len = if m.rank() == odd { n_odd } else { n };
+                            let mut v = vec![r; len];
+                            let e = direct(m, &mut v, 0, Tag::P2P);
+                            (e, v.iter().all(|&x| x == r))
+                        }
+                    })
+                    .unwrap();
                     for (r, (res, kept)) in out.into_iter().enumerate() {
                         let e = res.expect_err("a mismatch");
                         assert!(
@@ -175,19 +170,12 @@ mod runs {
             ("every rank names the next", |r, p| (r + 1) % p),
         ];
         for p in [2usize, 3, 5] {
-            let team = team(p);
             for (what, root) in patterns {
-                let out = team
-                    .run(|comm| {
-                        let mut v = vec![comm.rank() as u64; 9];
-                        direct(
-                            comm.local().member(),
-                            &mut v,
-                            root(comm.rank(), p),
-                            Tag::P2P,
-                        )
-                    })
-                    .unwrap();
+                let out = ranks(p, |m| {
+                    let mut v = vec![m.rank() as u64; 9];
+                    direct(m, &mut v, root(m.rank(), p), Tag::P2P)
+                })
+                .unwrap();
                 for (r, res) in out.into_iter().enumerate() {
                     let e = res.expect_err(what);
                     assert!(
@@ -202,22 +190,20 @@ mod runs {
     /// Direct on its own: a root out of range is an error, p = 1 and empty vectors work.
     #[test]
     fn direct_edge_cases() {
-        let out = team(1)
-            .run(|comm| {
-                let mut v = vec![4u64; 3];
-                direct(comm.local().member(), &mut v, 0, Tag::P2P)?;
-                direct(comm.local().member(), &mut v[..0], 0, Tag::P2P)?;
-                Ok::<_, Error>(v)
-            })
-            .unwrap();
+        let out = ranks(1, |m| {
+            let mut v = vec![4u64; 3];
+            direct(m, &mut v, 0, Tag::P2P)?;
+            direct(m, &mut v[..0], 0, Tag::P2P)?;
+            Ok::<_, Error>(v)
+        })
+        .unwrap();
         assert_eq!(out[0].as_ref().unwrap(), &vec![4u64; 3]);
-        let out = team(3)
-            .run(|comm| {
-                let mut v: Vec<u64> = Vec::new();
-                direct(comm.local().member(), &mut v, 2, Tag::P2P)?;
-                direct(comm.local().member(), &mut v, 3, Tag::P2P)
-            })
-            .unwrap();
+        let out = ranks(3, |m| {
+            let mut v: Vec<u64> = Vec::new();
+            direct(m, &mut v, 2, Tag::P2P)?;
+            direct(m, &mut v, 3, Tag::P2P)
+        })
+        .unwrap();
         for res in out {
             let e = res.expect_err("root 3 of 3 ranks");
             assert!(

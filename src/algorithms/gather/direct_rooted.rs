@@ -156,14 +156,16 @@ mod tests {
     //! forms called without the call check, on calls that disagree.
 
     use super::{gather, scatter};
+    use crate::collective::Collective;
     use crate::error::{Error, Result};
     use crate::mailbox::Kind;
-    use crate::Comm;
+    use crate::shm::testing::spmd;
+    use crate::shm::Member;
 
     /// Runs `call` on `p` ranks (each with a fresh tag) and asserts that every rank fails
     /// with a mismatch as the root cause, leaving its buffers as they were.
-    fn fails_everywhere(p: usize, what: &str, call: impl Fn(&Comm) -> (Result<()>, bool) + Sync) {
-        let out = crate::run(p, |comm| call(comm)).unwrap();
+    fn fails_everywhere(p: usize, what: &str, call: impl Fn(&Member) -> (Result<()>, bool) + Sync) {
+        let out = spmd(p, call);
         for (r, (res, untouched)) in out.into_iter().enumerate() {
             let e = res.expect_err(&format!("{what}, rank {r}: no error"));
             assert!(
@@ -179,62 +181,44 @@ mod tests {
         for p in [2, 3, 5] {
             // Block length 3, or 4 on the last rank; root 0.
             let n = |r: usize| if r == p - 1 { 4 } else { 3 };
-            fails_everywhere(p, "gather, another block length", |comm| {
-                let (me, k) = (comm.rank(), n(comm.rank()));
+            fails_everywhere(p, "gather, another block length", |m| {
+                let (me, k) = (m.rank(), n(m.rank()));
                 let mut recv = vec![0u64; if me == 0 { k * p } else { 0 }];
-                let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Gather));
-                let res = gather(comm.local().member(), &vec![1u64; k], &mut recv, 0, tag);
+                let tag = m.next_tag(Kind::Coll(Collective::Gather));
+                let res = gather(m, &vec![1u64; k], &mut recv, 0, tag);
                 (res, recv.iter().all(|&x| x == 0))
             });
-            fails_everywhere(p, "scatter, another block length", |comm| {
-                let (me, k) = (comm.rank(), n(comm.rank()));
+            fails_everywhere(p, "scatter, another block length", |m| {
+                let (me, k) = (m.rank(), n(m.rank()));
                 let mut recv = vec![0u64; k];
-                let tag = comm
-                    .local()
-                    .next_tag(Kind::Coll(crate::Collective::Scatter));
+                let tag = m.next_tag(Kind::Coll(Collective::Scatter));
                 let send = vec![1u64; if me == 0 { k * p } else { 0 }];
-                let res = scatter(comm.local().member(), &send, &mut recv, 0, tag);
+                let res = scatter(m, &send, &mut recv, 0, tag);
                 (res, recv.iter().all(|&x| x == 0))
             });
             // Every rank its own root: every rank publishes the shared buffer.
-            fails_everywhere(p, "gather, every rank its own root", |comm| {
+            fails_everywhere(p, "gather, every rank its own root", |m| {
                 let mut recv = vec![0u64; 2 * p];
-                let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Gather));
-                let res = gather(
-                    comm.local().member(),
-                    &[1u64; 2],
-                    &mut recv,
-                    comm.rank(),
-                    tag,
-                );
+                let tag = m.next_tag(Kind::Coll(Collective::Gather));
+                let res = gather(m, &[1u64; 2], &mut recv, m.rank(), tag);
                 (res, recv.iter().all(|&x| x == 0))
             });
-            fails_everywhere(p, "scatter, every rank its own root", |comm| {
+            fails_everywhere(p, "scatter, every rank its own root", |m| {
                 let mut recv = [0u64; 2];
-                let tag = comm
-                    .local()
-                    .next_tag(Kind::Coll(crate::Collective::Scatter));
-                let res = scatter(
-                    comm.local().member(),
-                    &vec![1u64; 2 * p],
-                    &mut recv,
-                    comm.rank(),
-                    tag,
-                );
+                let tag = m.next_tag(Kind::Coll(Collective::Scatter));
+                let res = scatter(m, &vec![1u64; 2 * p], &mut recv, m.rank(), tag);
                 (res, recv.iter().all(|&x| x == 0))
             });
             // Another element type of the same size on rank 0 (the root).
-            fails_everywhere(p, "scatter, another element type", |comm| {
-                let tag = comm
-                    .local()
-                    .next_tag(Kind::Coll(crate::Collective::Scatter));
-                if comm.rank() == 0 {
+            fails_everywhere(p, "scatter, another element type", |m| {
+                let tag = m.next_tag(Kind::Coll(Collective::Scatter));
+                if m.rank() == 0 {
                     let mut recv = [0f32; 2];
-                    let res = scatter(comm.local().member(), &vec![1f32; 2 * p], &mut recv, 0, tag);
+                    let res = scatter(m, &vec![1f32; 2 * p], &mut recv, 0, tag);
                     (res, recv.iter().all(|&x| x == 0.0))
                 } else {
                     let mut recv = [0u32; 2];
-                    let res = scatter(comm.local().member(), &[], &mut recv, 0, tag);
+                    let res = scatter(m, &[], &mut recv, 0, tag);
                     (res, recv.iter().all(|&x| x == 0))
                 }
             });
@@ -246,13 +230,12 @@ mod tests {
     #[test]
     fn a_root_named_by_some_ranks_fails_every_rank() {
         for p in [3, 4] {
-            let out = crate::run(p, |comm| {
-                let root = usize::from(comm.rank() == p - 1);
+            let out = spmd(p, |m| {
+                let root = usize::from(m.rank() == p - 1);
                 let mut recv = vec![0u64; 2 * p];
-                let tag = comm.local().next_tag(Kind::Coll(crate::Collective::Gather));
-                gather(comm.local().member(), &[7u64; 2], &mut recv, root, tag)
-            })
-            .unwrap();
+                let tag = m.next_tag(Kind::Coll(Collective::Gather));
+                gather(m, &[7u64; 2], &mut recv, root, tag)
+            });
             for (r, res) in out.into_iter().enumerate() {
                 let e = res.expect_err(&format!("p = {p}, rank {r}: no error"));
                 assert!(
