@@ -104,9 +104,9 @@ pub use collective::Collective;
 pub use comm::{Comm, Peer, Persistent, Request, Scope, Status, ANY_TAG, TAG_MAX};
 pub use env::NodeShm;
 pub use error::{Error, Result};
-pub use mailbox::EAGER_MAX;
+pub use mailbox::Elem;
 pub use profile::Profile;
-pub use select::{Algorithm, Block, MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};
+pub use select::{Algorithm, Block};
 
 /// The algorithms of the collectives other than allreduce (whose [`Algorithm`] is at the
 /// crate root), one enum per collective, for their `_with` variants; and [`Any`](algorithm::Any),
@@ -119,3 +119,58 @@ pub mod algorithm {
 }
 pub use team::{run, Seat, Team, TeamBuilder, Wait};
 pub use topology::{Location, Pinning, Source, Topology};
+
+/// Hooks for the benchmark and the tests (feature `unstable`), outside the stable API: they
+/// follow the implementation and may change in any release.
+#[cfg(feature = "unstable")]
+pub mod unstable {
+    pub use crate::mailbox::EAGER_MAX;
+    pub use crate::select::{MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};
+    pub use crate::tuning::rules::parse_size;
+
+    /// The algorithm `Auto` chose in the last collective call on `comm`: its name
+    /// (as the algorithm enums' `name` spells it; also when a named hierarchical algorithm
+    /// found one group and ran `Auto`'s flat choice), or `None` if that call named its
+    /// algorithm or had nothing to choose. On a communicator whose ranks span MPI processes,
+    /// where its stage between the processes ran: `"node shared memory between processes"`
+    /// (every process on one node: allreduce, reduce, broadcast, allgather and barrier with
+    /// `Auto` or `Direct` there) or `"MPI between processes"` (everything else).
+    /// Every rank of the call sees the same. For performance work: which schedule a call of
+    /// `Auto` ran, e.g. to tell a slow table entry from noise (`corecoll-bench`'s summary
+    /// prints it).
+    ///
+    /// ```
+    /// use corecoll::{op, Team};
+    /// let team = Team::builder().ranks(2).build().unwrap();
+    /// let names = team
+    ///     .run(|comm| {
+    ///         let mut v = vec![1.0f64; 4];
+    ///         comm.allreduce(&mut v, op::Sum).unwrap();
+    ///         corecoll::unstable::auto_choice(comm)
+    ///     })
+    ///     .unwrap();
+    /// assert!(names[0].is_some());
+    /// assert_eq!(names[0], names[1]);
+    /// ```
+    pub fn auto_choice(comm: &crate::Comm) -> Option<&'static str> {
+        comm.auto_choice()
+    }
+
+    /// This machine as a profile records it: its host name, the cores this process may use,
+    /// and `topology` in a line.
+    pub fn host_here(topology: &crate::Topology) -> crate::profile::Host {
+        crate::profile::Host::here(topology)
+    }
+
+    /// The simulator's machine of `nodes × sockets × cores` with the costs of a calibrated
+    /// profile's levels ([`Profile::resolve`](crate::Profile::resolve)): within a socket its
+    /// `l3` level, across sockets its `machine` level, across nodes its `mpi` level. One lane,
+    /// bidirectional ports, and the γ of floating-point (`float`) or integer sums.
+    pub fn machine_from_profile(
+        profile: &crate::Profile,
+        shape: (usize, usize, usize),
+        float: bool,
+    ) -> crate::sim::Machine {
+        crate::sim::Machine::from_profile(profile, shape, float)
+    }
+}

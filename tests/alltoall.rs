@@ -27,7 +27,8 @@ mod common;
 
 use common::{bad_layouts, check_fails, invalid, mismatch, mix, place, team, Layout, Pair, Value};
 use corecoll::algorithm::Alltoall;
-use corecoll::{Comm, EAGER_MAX};
+use corecoll::unstable::EAGER_MAX;
+use corecoll::Comm;
 
 /// Every algorithm.
 const ALGORITHMS: [Alltoall; 4] = [

@@ -352,7 +352,7 @@ fn auto_agrees(team: &Team, call: &(dyn Fn(&Comm, bool) -> corecoll::Result<()> 
 /// core per rank, so the rule runs here.
 #[test]
 fn auto_goes_hierarchical_only_with_a_core_per_rank() {
-    let long = 4 * corecoll::EAGER_MAX / 8; // u64 elements, 4× the eager limit
+    let long = 4 * corecoll::unstable::EAGER_MAX / 8; // u64 elements, 4× the eager limit
     let short = 8;
     for (wait, dedicated) in [(Wait::Active, true), (Wait::Passive, false)] {
         let team = waiting_team(wait);

@@ -23,7 +23,8 @@ mod common;
 
 use common::span_op;
 use corecoll::op;
-use corecoll::{Algorithm, Block, Comm, Error, Peer, Pinning, Result, Team, EAGER_MAX};
+use corecoll::unstable::EAGER_MAX;
+use corecoll::{Algorithm, Block, Comm, Error, Peer, Pinning, Result, Team};
 use std::time::Duration;
 
 /// A team of `p` unpinned ranks whose waits time out rather than hang.

@@ -4,7 +4,8 @@
 //! that cannot be posted at once, messages to oneself, and the errors, each against what a
 //! sequential model says every receive gets.
 
-use corecoll::{Error, Peer, Request, Result, Status, ANY_TAG, EAGER_MAX};
+use corecoll::unstable::EAGER_MAX;
+use corecoll::{Error, Peer, Request, Result, Status, ANY_TAG};
 
 /// A message's payload: `len` words naming its sender, tag and number.
 fn payload(src: usize, tag: u32, k: usize, len: usize) -> Vec<u64> {

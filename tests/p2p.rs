@@ -6,7 +6,8 @@
 //! `expected(tag, len)`, a function of the message's tag (which names the sender and the
 //! message) and of the element's index.
 
-use corecoll::{Comm, Error, Team, EAGER_MAX};
+use corecoll::unstable::EAGER_MAX;
+use corecoll::{Comm, Error, Team};
 use std::fmt::Debug;
 use std::mem::size_of;
 use std::sync::atomic::{AtomicBool, Ordering};

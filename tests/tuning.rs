@@ -2,7 +2,7 @@
 //! right result, the program's rules are what a team decides, and a profile's tables are used.
 
 use corecoll::op::{non_commutative, Sum};
-use corecoll::tuning::{Source, Table};
+use corecoll::tuning::{Origin, Table};
 use corecoll::Collective;
 use corecoll::{Profile, Team};
 
@@ -81,7 +81,7 @@ fn run_and_check(team: &Team, c: Collective, n: usize) -> Option<&'static str> {
                     }
                     _ => unreachable!("a new collective"),
                 };
-                Ok((out?, comm.auto_choice()))
+                Ok((out?, corecoll::unstable::auto_choice(comm)))
             },
         )
         .unwrap();
@@ -124,7 +124,7 @@ fn every_ruled_algorithm_runs_through_auto() {
                     .build()
                     .unwrap();
                 let d = team.decide(c, p, 64, true).unwrap();
-                assert_eq!((d.algorithm, d.source), (alg, Source::Program), "{c} p={p}");
+                assert_eq!((d.algorithm, d.origin), (alg, Origin::Program), "{c} p={p}");
                 for n in [0, 1, 3, 37] {
                     let chose = run_and_check(&team, c, n);
                     // What ran is what the rule named (a call with nothing to move may
@@ -151,7 +151,7 @@ fn rules_by_range_and_their_errors() {
     assert_eq!(at(64).algorithm, "linear");
     assert_eq!(at(65).algorithm, "chain");
     assert_eq!(at(1024).algorithm, "chain");
-    assert!(matches!(at(1025).source, Source::BuiltIn { .. }));
+    assert!(matches!(at(1025).origin, Origin::BuiltIn { .. }));
     for n in [0, 8, 9, 128, 129, 1000] {
         run_and_check(&team, Collective::Allreduce, n);
     }
@@ -228,7 +228,7 @@ fn profile_tables_decide() {
         .unwrap();
     let d = team.decide(Collective::Reduce, 3, 8, true).unwrap();
     assert_eq!(d.algorithm, "binomial");
-    assert!(matches!(d.source, Source::Profile { ranks: 2, .. }));
+    assert!(matches!(d.origin, Origin::Profile { ranks: 2, .. }));
     assert_eq!(
         team.decide(Collective::Reduce, 3, 101, true)
             .unwrap()
@@ -246,8 +246,8 @@ fn profile_tables_decide() {
     assert!(matches!(
         team.decide(Collective::Broadcast, 3, 8, true)
             .unwrap()
-            .source,
-        Source::BuiltIn { .. }
+            .origin,
+        Origin::BuiltIn { .. }
     ));
     run_and_check(&team, Collective::Reduce, 5);
     run_and_check(&team, Collective::Reduce, 500);
@@ -272,13 +272,13 @@ fn auto_choice_is_the_last_calls() {
         .run(|comm| {
             let mut v = vec![1u64; 8]; // 64 bytes
             comm.allreduce(&mut v, Sum).unwrap();
-            let first = comm.auto_choice();
+            let first = corecoll::unstable::auto_choice(comm);
             let mut w = vec![1u64; 9];
             comm.allreduce(&mut w, Sum).unwrap();
-            let second = comm.auto_choice();
+            let second = corecoll::unstable::auto_choice(comm);
             comm.allreduce_with(&mut w, Sum, corecoll::Algorithm::Linear)
                 .unwrap();
-            (first, second, comm.auto_choice())
+            (first, second, corecoll::unstable::auto_choice(comm))
         })
         .unwrap();
     for g in got {

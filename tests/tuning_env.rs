@@ -3,7 +3,7 @@
 //! Environment variables are process-wide, so this is the only test in its binary.
 
 use corecoll::op::Sum;
-use corecoll::tuning::Source;
+use corecoll::tuning::Origin;
 use corecoll::Collective;
 use corecoll::{Error, Team};
 
@@ -22,32 +22,32 @@ fn environment_rules_override_program_and_tables() {
         .unwrap();
     let d = |c, bytes, commutative| {
         let d = team.decide(c, 3, bytes, commutative).unwrap();
-        (d.algorithm, d.source)
+        (d.algorithm, d.origin)
     };
     assert_eq!(
         d(Collective::Allreduce, 8, true),
-        ("linear", Source::Environment)
+        ("linear", Origin::Environment)
     );
     assert_eq!(
         d(Collective::Allreduce, 4096, true),
-        ("ring", Source::Environment)
+        ("ring", Origin::Environment)
     );
     // The ring cannot keep a non-commutative op's order: the program's rule decides.
     assert_eq!(
         d(Collective::Allreduce, 4096, false),
-        ("chain", Source::Program)
+        ("chain", Origin::Program)
     );
     assert_eq!(
         d(Collective::Broadcast, 8, true),
-        ("binomial", Source::Program)
+        ("binomial", Origin::Program)
     );
     assert_eq!(
         d(Collective::Barrier, 0, true),
-        ("tree", Source::Environment)
+        ("tree", Origin::Environment)
     );
     assert!(matches!(
         d(Collective::Reduce, 8, true).1,
-        Source::BuiltIn { .. }
+        Origin::BuiltIn { .. }
     ));
     // The collectives run with what was decided.
     let out = team

@@ -131,7 +131,7 @@ where
                 kernel.call()?;
                 times.push((start, ns()));
             }
-            let chose = comm.auto_choice();
+            let chose = corecoll::unstable::auto_choice(comm);
             let out = if check { kernel.check()? } else { None };
             Ok((times, out, chose))
         })

@@ -77,13 +77,13 @@ fn machine(args: &Args, model: &Model) -> Result<Option<(Machine, String)>, Stri
     );
     let float = args.dtype.name().starts_with('f');
     let mut m = match &args.model_profile {
-        Some(path) => Machine::from_profile(
+        Some(path) => corecoll::unstable::machine_from_profile(
             &Profile::load(path).map_err(|e| e.to_string())?,
             shape,
             float,
         ),
         None => {
-            let mut m = Machine::from_profile(&Profile::default(), shape, float);
+            let mut m = corecoll::unstable::machine_from_profile(&Profile::default(), shape, float);
             m.network = Link {
                 alpha_ns: 1200.0,
                 beta_ns: 0.08,

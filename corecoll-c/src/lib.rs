@@ -172,6 +172,7 @@ pub unsafe extern "C" fn corecoll_team_size(
     guard(|| {
         // SAFETY: the caller's promises.
         let t = unsafe { team::team_of(team, None) }?;
+        // SAFETY: `size` is NULL or writable (the caller's promise).
         let out = unsafe { size.as_mut() }.ok_or(CError::Buffer("size"))?;
         *out = c_int::try_from(t.size()).unwrap_or(c_int::MAX);
         Ok(())
@@ -197,6 +198,7 @@ pub unsafe extern "C" fn corecoll_join(
             rank: usize::MAX,
             what: format!("rank {rank} is negative"),
         })?;
+        // SAFETY: `team` as in `corecoll_team_free` (the caller's promise).
         let t = unsafe { team::team_of(team, Some(rank)) }?;
         let handle = seat::join(t, rank)?;
         *out = handle as *const corecoll_comm_t as *mut corecoll_comm_t;

@@ -310,6 +310,7 @@ pub unsafe extern "C" fn corecoll_waitall(
         let status = if statuses.is_null() {
             statuses
         } else {
+            // SAFETY: within the caller's `n` statuses.
             unsafe { statuses.add(i) }
         };
         // SAFETY: as above.

@@ -79,10 +79,8 @@ fn a_panic_inside_a_call_fails_the_run_and_spends_the_seat() {
     for scoped in [false, true] {
         let mut team = null_mut();
         // SAFETY: a valid out pointer.
-        assert_eq!(
-            unsafe { corecoll_team_create_timeout(2, 60.0, &mut team) },
-            0
-        );
+        let made = unsafe { corecoll_team_create_timeout(2, 60.0, &mut team) };
+        assert_eq!(made, 0);
         let at = team as usize;
         let out: Vec<_> = std::thread::scope(|s| {
             let ranks: Vec<_> = (0..2)

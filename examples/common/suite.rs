@@ -111,7 +111,8 @@ pub fn run_team<R: Send>(
 /// `Comm::auto_choice` says after a barrier.
 pub fn stage_on_node(team: &Team, joined: bool) -> bool {
     let said = run_team(team, joined, |comm| {
-        comm.barrier().map(|()| comm.auto_choice())
+        comm.barrier()
+            .map(|()| corecoll::unstable::auto_choice(comm))
     });
     matches!(said.as_deref(), Ok([Ok(Some(s)), ..]) if s.starts_with("node shared memory"))
 }

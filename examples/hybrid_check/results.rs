@@ -70,7 +70,7 @@ pub fn check_all(s: &Suite<'_>) {
                     Err(e) => Some(e.to_string()),
                     Ok(()) if v != want => Some("wrong result".into()),
                     Ok(()) => {
-                        let said = comm.auto_choice();
+                        let said = corecoll::unstable::auto_choice(comm);
                         (said != Some(node)).then(|| format!("auto_choice said {said:?}"))
                     }
                 }
@@ -87,7 +87,7 @@ pub fn check_all(s: &Suite<'_>) {
                     Err(e) => Some(e.to_string()),
                     Ok(()) if v != want => Some("wrong result".into()),
                     Ok(()) => {
-                        let said = comm.auto_choice();
+                        let said = corecoll::unstable::auto_choice(comm);
                         let one =
                             "node shared memory between processes, one copy (process_vm_readv)";
                         (said != Some(one)).then(|| format!("auto_choice said {said:?}"))
@@ -106,9 +106,9 @@ pub fn check_all(s: &Suite<'_>) {
             let mut v = inputs::<u64>(comm.rank(), 5);
             let mut all = vec![0u64; comm.size()];
             let r = comm.reduce(&mut v, op::Sum, comm.size() - 1);
-            let said = comm.auto_choice();
+            let said = corecoll::unstable::auto_choice(comm);
             let g = r.and_then(|()| comm.allgather(&[comm.rank() as u64], &mut all));
-            let gathered = comm.auto_choice();
+            let gathered = corecoll::unstable::auto_choice(comm);
             match g {
                 Err(e) => Some(e.to_string()),
                 Ok(()) if said != Some(node) => Some(format!("reduce: auto_choice said {said:?}")),
@@ -125,8 +125,14 @@ pub fn check_all(s: &Suite<'_>) {
                 let mut recv = vec![0u64; comm.size()];
                 match comm.alltoall(&send, &mut recv) {
                     Err(e) => Some(e.to_string()),
-                    Ok(()) => (comm.auto_choice() != Some("MPI between processes"))
-                        .then(|| format!("auto_choice said {:?}", comm.auto_choice())),
+                    Ok(()) => (corecoll::unstable::auto_choice(comm)
+                        != Some("MPI between processes"))
+                    .then(|| {
+                        format!(
+                            "auto_choice said {:?}",
+                            corecoll::unstable::auto_choice(comm)
+                        )
+                    }),
                 }
             },
         );

@@ -13,7 +13,7 @@
 //!
 //! # Flags
 //!
-//! [`Flags`] holds one [`Flag`] per rank, each on its own cache line(s) (`CachePadded`) and
+//! `Flags` holds one [`Flag`] per rank, each on its own cache line(s) (`CachePadded`) and
 //! written by its rank only, so that a line moves once from its writer to each reader:
 //!
 //! | word | written by | polled by | meaning once it has reached `e` |
@@ -22,7 +22,7 @@
 //! | `gathered` | a leader | the other leaders | every rank of its group has arrived at `e` |
 //! | `released` | a leader | its members | every rank of the communicator has arrived at `e` |
 //!
-//! The groups are the plan's top-level groups ([`Plan::covered`]), the leader of each its
+//! The groups are the plan's top-level groups (`Plan::covered`), the leader of each its
 //! first rank; the others are its members. Call `e` is the collective's sequence number plus
 //! one (`tag.seq + 1`, the same on every rank). Words only grow from call to call and are
 //! compared wrap-safe ([`reached`]: "has reached `e`"), so they never need resetting.

@@ -5,6 +5,7 @@
 
 use super::{Comm, Span};
 use crate::error::Result;
+use crate::mailbox::Elem;
 use crate::select::{Allgather, Alltoall, Broadcast, Gather, Scatter};
 
 impl Comm {
@@ -13,7 +14,7 @@ impl Comm {
     /// rank.
     pub fn broadcast<T>(&self, buf: &mut [T], root: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.broadcast_with(buf, root, Broadcast::Auto)
     }
@@ -22,7 +23,7 @@ impl Comm {
     /// only the type and the place, as a receive buffer is).
     pub fn broadcast_value<T>(&self, x: T, root: usize) -> Result<T>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         let mut one = [x];
         self.broadcast(&mut one, root)?;
@@ -32,7 +33,7 @@ impl Comm {
     /// [`Comm::broadcast`] with a chosen algorithm (every rank must choose the same).
     pub fn broadcast_with<T>(&self, buf: &mut [T], root: usize, algorithm: Broadcast) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.local().enter_call("broadcast")?;
         self.check_root("broadcast", root)?;
@@ -49,7 +50,7 @@ impl Comm {
     /// anything else is an error on every rank.
     pub fn gather<T>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.gather_with(send, recv, root, Gather::Auto)
     }
@@ -63,7 +64,7 @@ impl Comm {
         algorithm: Gather,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "gather";
         self.local().enter_call(OP)?;
@@ -84,7 +85,7 @@ impl Comm {
     /// on every rank.
     pub fn scatter<T>(&self, send: &[T], recv: &mut [T], root: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.scatter_with(send, recv, root, Scatter::Auto)
     }
@@ -98,7 +99,7 @@ impl Comm {
         algorithm: Scatter,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "scatter";
         self.local().enter_call(OP)?;
@@ -119,7 +120,7 @@ impl Comm {
     /// every rank.
     pub fn allgather<T>(&self, send: &[T], recv: &mut [T]) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.allgather_with(send, recv, Allgather::Auto)
     }
@@ -127,7 +128,7 @@ impl Comm {
     /// [`Comm::allgather`] with a chosen algorithm (every rank must choose the same).
     pub fn allgather_with<T>(&self, send: &[T], recv: &mut [T], algorithm: Allgather) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "allgather";
         self.local().enter_call(OP)?;
@@ -154,7 +155,7 @@ impl Comm {
         root: usize,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "gatherv";
         self.local().enter_call(OP)?;
@@ -185,7 +186,7 @@ impl Comm {
         root: usize,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "scatterv";
         self.local().enter_call(OP)?;
@@ -214,7 +215,7 @@ impl Comm {
         displs: &[usize],
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "allgatherv";
         self.local().enter_call(OP)?;
@@ -233,7 +234,7 @@ impl Comm {
     /// pass the same block length and element type; anything else is an error on every rank.
     pub fn alltoall<T>(&self, send: &[T], recv: &mut [T]) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.alltoall_with(send, recv, Alltoall::Auto)
     }
@@ -241,7 +242,7 @@ impl Comm {
     /// [`Comm::alltoall`] with a chosen algorithm (every rank must choose the same).
     pub fn alltoall_with<T>(&self, send: &[T], recv: &mut [T], algorithm: Alltoall) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "alltoall";
         self.local().enter_call(OP)?;
@@ -269,7 +270,7 @@ impl Comm {
         recv_displs: &[usize],
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.alltoallv_with(
             send,
@@ -298,7 +299,7 @@ impl Comm {
         algorithm: Alltoall,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "alltoallv";
         self.local().enter_call(OP)?;

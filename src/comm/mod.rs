@@ -184,31 +184,10 @@ impl Comm {
         self.local().topology()
     }
 
-    /// The algorithm `Auto` chose in the last collective call on this communicator: its name
-    /// (as the algorithm enums' `name` spells it; also when a named hierarchical algorithm
-    /// found one group and ran `Auto`'s flat choice), or `None` if that call named its
-    /// algorithm or had nothing to choose. On a communicator whose ranks span MPI processes,
-    /// where its stage between the processes ran: `"node shared memory between processes"`
-    /// (every process on one node: allreduce, reduce, broadcast, allgather and barrier with
-    /// `Auto` or `Direct` there) or `"MPI between processes"` (everything else).
-    /// Every rank of the call sees the same. For performance work: which schedule a call of
-    /// `Auto` ran, e.g. to tell a slow table entry from noise (`corecoll-bench`'s summary
-    /// prints it).
-    ///
-    /// ```
-    /// use corecoll::{op, Team};
-    /// let team = Team::builder().ranks(2).build().unwrap();
-    /// let names = team
-    ///     .run(|comm| {
-    ///         let mut v = vec![1.0f64; 4];
-    ///         comm.allreduce(&mut v, op::Sum).unwrap();
-    ///         comm.auto_choice()
-    ///     })
-    ///     .unwrap();
-    /// assert!(names[0].is_some());
-    /// assert_eq!(names[0], names[1]);
-    /// ```
-    pub fn auto_choice(&self) -> Option<&'static str> {
+    /// The algorithm `Auto` chose in the last collective call on this communicator
+    /// (`unstable::auto_choice` documents what it names).
+    #[cfg(feature = "unstable")]
+    pub(crate) fn auto_choice(&self) -> Option<&'static str> {
         match &self.span {
             Span::Threads(l) => l.auto_choice(),
             #[cfg(feature = "mpi")]

@@ -26,7 +26,7 @@ impl<'scope> Scope<'scope, '_> {
     /// request completes, and must not be touched before.
     pub fn iallreduce<T, O>(&'scope self, buf: &'scope mut [T], op: O) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.iallreduce_with(buf, op, Algorithm::Auto)
@@ -40,7 +40,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Algorithm,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         let (buf, op) = match self.core().start_exchange(buf, op, algorithm)? {
@@ -53,7 +53,7 @@ impl<'scope> Scope<'scope, '_> {
     /// [`Comm::broadcast`] as a request.
     pub fn ibroadcast<T>(&'scope self, buf: &'scope mut [T], root: usize) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.ibroadcast_with(buf, root, Broadcast::Auto)
     }
@@ -66,7 +66,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Broadcast,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.start(move |c| c.broadcast_with(buf, root, algorithm))
     }
@@ -79,7 +79,7 @@ impl<'scope> Scope<'scope, '_> {
         root: usize,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.ireduce_with(buf, op, root, Reduce::Auto)
@@ -94,7 +94,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Reduce,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.start(move |c| c.reduce_with(buf, op, root, algorithm))
@@ -103,7 +103,7 @@ impl<'scope> Scope<'scope, '_> {
     /// [`Comm::scan`] as a request.
     pub fn iscan<T, O>(&'scope self, buf: &'scope mut [T], op: O) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.iscan_with(buf, op, Scan::Auto)
@@ -117,7 +117,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Scan,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.start(move |c| c.scan_with(buf, op, algorithm))
@@ -126,7 +126,7 @@ impl<'scope> Scope<'scope, '_> {
     /// [`Comm::exscan`] as a request.
     pub fn iexscan<T, O>(&'scope self, buf: &'scope mut [T], op: O) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.iexscan_with(buf, op, Scan::Auto)
@@ -140,7 +140,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Scan,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.start(move |c| c.exscan_with(buf, op, algorithm))
@@ -153,7 +153,7 @@ impl<'scope> Scope<'scope, '_> {
         recv: &'scope mut [T],
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.iallgather_with(send, recv, Allgather::Auto)
     }
@@ -166,7 +166,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Allgather,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.start(move |c| c.allgather_with(send, recv, algorithm))
     }
@@ -178,7 +178,7 @@ impl<'scope> Scope<'scope, '_> {
         recv: &'scope mut [T],
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.ialltoall_with(send, recv, Alltoall::Auto)
     }
@@ -191,7 +191,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Alltoall,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.start(move |c| c.alltoall_with(send, recv, algorithm))
     }
@@ -204,7 +204,7 @@ impl<'scope> Scope<'scope, '_> {
         op: O,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.ireduce_scatter_block_with(send, recv, op, ReduceScatter::Auto)
@@ -219,7 +219,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: ReduceScatter,
     ) -> Result<Request<'scope>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.start(move |c| c.reduce_scatter_block_with(send, recv, op, algorithm))

@@ -176,7 +176,7 @@ impl Comm {
 
     /// Sends `data` to `dest` with tag 0 ([`Comm::send_tagged`]).
     ///
-    /// Up to [`crate::EAGER_MAX`] bytes are copied into the mailbox and the call returns at
+    /// Up to `crate::EAGER_MAX` bytes are copied into the mailbox and the call returns at
     /// once (unless the receiver is several messages behind); larger messages are read by the
     /// receiver straight from `data`, and the call returns when it has, or when the receiver
     /// has set the message aside to receive another one first.

@@ -14,6 +14,7 @@ use super::Comm;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::local::persistent::{Folded, Setup};
+use crate::mailbox::Elem;
 use crate::op::Op;
 use crate::select::{
     Algorithm, Allgather, Alltoall, Barrier, Broadcast, Choice, Reduce, ReduceScatter,
@@ -120,7 +121,7 @@ impl<T> std::fmt::Debug for Persistent<'_, T> {
     }
 }
 
-impl<'scope, T: Copy + Send + Sync + 'static> Persistent<'scope, T> {
+impl<'scope, T: Elem> Persistent<'scope, T> {
     /// Starts the collective (as `MPI_Start`); an error while a start is in flight.
     #[inline]
     pub fn start(&mut self) -> Result<()> {
@@ -272,7 +273,7 @@ impl<'scope> Scope<'scope, '_> {
         recv: &'scope mut [T],
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         A: Choice + 'scope,
     {
         let Plan { setup, start } = plan;
@@ -308,7 +309,7 @@ impl<'scope> Scope<'scope, '_> {
         op: O,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.allreduce_init_with(buf, op, Algorithm::Auto)
@@ -322,7 +323,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Algorithm,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         let op = Rc::new(op);
@@ -383,7 +384,7 @@ impl<'scope> Scope<'scope, '_> {
         root: usize,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.broadcast_init_with(buf, root, Broadcast::Auto)
     }
@@ -396,7 +397,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Broadcast,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.comm().check_root("broadcast", root)?;
         let plan = Plan {
@@ -421,7 +422,7 @@ impl<'scope> Scope<'scope, '_> {
         root: usize,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.reduce_init_with(buf, op, root, Reduce::Auto)
@@ -436,7 +437,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Reduce,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.comm().check_root("reduce", root)?;
@@ -464,7 +465,7 @@ impl<'scope> Scope<'scope, '_> {
         recv: &'scope mut [T],
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.allgather_init_with(send, recv, Allgather::Auto)
     }
@@ -477,7 +478,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Allgather,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.comm()
             .check_whole("allgather", "recv", recv.len(), send.len())?;
@@ -502,7 +503,7 @@ impl<'scope> Scope<'scope, '_> {
         recv: &'scope mut [T],
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.alltoall_init_with(send, recv, Alltoall::Auto)
     }
@@ -515,7 +516,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: Alltoall,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.comm()
             .check_alltoall("alltoall", send.len(), recv.len())?;
@@ -541,7 +542,7 @@ impl<'scope> Scope<'scope, '_> {
         op: O,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.reduce_scatter_block_init_with(send, recv, op, ReduceScatter::Auto)
@@ -556,7 +557,7 @@ impl<'scope> Scope<'scope, '_> {
         algorithm: ReduceScatter,
     ) -> Result<Persistent<'scope, T>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'scope,
     {
         self.comm()

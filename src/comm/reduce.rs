@@ -4,6 +4,7 @@
 
 use super::{Comm, Span};
 use crate::error::Result;
+use crate::mailbox::Elem;
 use crate::op::Op;
 use crate::select::{Algorithm, Reduce, ReduceScatter, Scan};
 
@@ -17,7 +18,7 @@ impl Comm {
     /// same bits run after run.
     pub fn allreduce<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.allreduce_with(buf, op, Algorithm::Auto)
@@ -28,7 +29,7 @@ impl Comm {
     /// [`Error::Unsupported`](crate::Error::Unsupported) instead of a wrong answer.
     pub fn allreduce_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Algorithm) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.local().enter_call("allreduce")?;
@@ -45,7 +46,7 @@ impl Comm {
     /// `recv`, which must have the same length.
     pub fn allreduce_into<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "allreduce";
@@ -77,7 +78,7 @@ impl Comm {
     /// `allreduce` on a one-element slice.
     pub fn allreduce_value<T, O>(&self, x: T, op: O) -> Result<T>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         let mut one = [x];
@@ -89,7 +90,7 @@ impl Comm {
     /// rank gets its own `x` back unchanged (as its buffer is left by `reduce`).
     pub fn reduce_value<T, O>(&self, x: T, op: O, root: usize) -> Result<T>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         let mut one = [x];
@@ -103,7 +104,7 @@ impl Comm {
     /// unchanged. Every rank must pass the same root, length, element type and op.
     pub fn reduce<T, O>(&self, buf: &mut [T], op: O, root: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.reduce_with(buf, op, root, Reduce::Auto)
@@ -118,7 +119,7 @@ impl Comm {
         algorithm: Reduce,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.local().enter_call("reduce")?;
@@ -140,7 +141,7 @@ impl Comm {
     /// on every rank.
     pub fn scan<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.scan_with(buf, op, Scan::Auto)
@@ -149,7 +150,7 @@ impl Comm {
     /// [`Comm::scan`] with a chosen algorithm (every rank must choose the same).
     pub fn scan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.local().enter_call("scan")?;
@@ -168,7 +169,7 @@ impl Comm {
     /// `exscan` (a rank calling [`Comm::scan`] instead is an error on every rank).
     pub fn exscan<T, O>(&self, buf: &mut [T], op: O) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.exscan_with(buf, op, Scan::Auto)
@@ -177,7 +178,7 @@ impl Comm {
     /// [`Comm::exscan`] with a chosen algorithm (every rank must choose the same).
     pub fn exscan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.local().enter_call("exscan")?;
@@ -202,7 +203,7 @@ impl Comm {
     /// Non-commutative ops are computed exactly in rank order by every algorithm.
     pub fn reduce_scatter_block<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.reduce_scatter_block_with(send, recv, op, ReduceScatter::Auto)
@@ -218,7 +219,7 @@ impl Comm {
         algorithm: ReduceScatter,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "reduce_scatter_block";

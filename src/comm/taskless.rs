@@ -10,6 +10,7 @@ use super::scope::Core;
 use super::state::{Body, Life};
 use super::Status;
 use crate::error::Result;
+use crate::mailbox::Elem;
 use crate::sync::task;
 use crate::transport::shm::{PostedRecv, PostedSend};
 
@@ -24,7 +25,7 @@ impl<'scope> Core<'scope> {
         algorithm: crate::Algorithm,
     ) -> Result<std::result::Result<Request<'scope>, (&'scope mut [T], O)>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: crate::op::Op<T> + 'scope,
     {
         let shadows = &self.comm.shadows;

@@ -10,6 +10,7 @@
 
 use super::{Group, Hierarchy, Plan, Top};
 use crate::error::Result;
+use crate::mailbox::Elem;
 
 impl Plan {
     /// Per level `0..=levels.len()`, per rank, the ranks whose blocks that rank holds when it
@@ -58,7 +59,7 @@ impl<G: Group> Hierarchy<G> {
     /// hierarchy this is), after the call check and the length check of `recv`.
     pub(crate) fn allgather<T>(&self, comm: &G, send: &[T], recv: &mut [T]) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         let plan = &self.plan;
         let (p, n) = (comm.size(), send.len());

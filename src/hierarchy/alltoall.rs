@@ -33,7 +33,7 @@
 //! **Buffers.** Every buffer whose size scales with the message — the gathered buffer, the
 //! own group's staging, each batch's f send and f receive staging buffers (consecutive pieces
 //! of one scratch buffer each), a follower's packing and unpacking buffers — comes from the
-//! communicator's scratch pool ([`Comm::scratch`]), which keeps them from call to call. Fresh
+//! communicator's scratch pool (`Comm::scratch`), which keeps them from call to call. Fresh
 //! allocations of MiB sizes are fresh `mmap`s, which every call would page-fault in again
 //! (≈ 1000 faults per call at 1 MiB per rank on 4 ranks, and a call 45-50 times slower than
 //! the flat direct all-to-all); reused ones are faulted in once.

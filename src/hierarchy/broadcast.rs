@@ -4,6 +4,7 @@
 
 use super::{Group, Hierarchy, Plan, Top};
 use crate::error::Result;
+use crate::mailbox::Elem;
 
 impl Plan {
     /// The ranks that represent `root` at each level: entry `l` (for `l` in
@@ -53,7 +54,7 @@ impl<G: Group> Hierarchy<G> {
     /// Every stage is `Auto`'s flat broadcast on the group's communicator.
     pub(crate) fn broadcast<T>(&self, comm: &G, buf: &mut [T], root: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         let plan = &self.plan;
         let reps = plan.representatives(root);

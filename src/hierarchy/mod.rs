@@ -2,9 +2,9 @@
 //! group, then the package), a sub-communicator per group and one of the groups' leaders, and
 //! collectives composed from the crate's own flat ones on those communicators.
 //!
-//! The levels come from [`Comm::location`] of every rank, which every rank sees alike, so
+//! The levels come from `Comm::location` of every rank, which every rank sees alike, so
 //! every rank derives the same plan without communicating ([`Plan::of`]). The
-//! sub-communicators are made with [`Comm::split`] (key = rank, so a group's ranks keep their
+//! sub-communicators are made with `Comm::split` (key = rank, so a group's ranks keep their
 //! order) the first time a hierarchical collective runs on a communicator, after that call's
 //! check, and cached in the rank's `Comm` ([`Hierarchy`]).
 //!
@@ -359,7 +359,7 @@ impl<G: Group> Hierarchy<G> {
     /// wait on each other in a cycle. Keeps rank order if [`Hierarchy::contiguous`].
     pub(crate) fn allreduce<T, O>(&self, buf: &mut [T], op: &O, segment: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         let n = buf.len();

@@ -5,7 +5,7 @@
 
 use super::{Group, Hierarchy, Top};
 use crate::error::Result;
-use crate::mailbox::Tag;
+use crate::mailbox::{Elem, Tag};
 use crate::op::Op;
 use crate::transport::Transport;
 
@@ -28,7 +28,7 @@ impl<G: Group> Hierarchy<G> {
         tag: Tag,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
         Tr: Transport,
     {

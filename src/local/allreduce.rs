@@ -6,14 +6,14 @@ use crate::algorithms;
 use crate::algorithms::check::{self, Call};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::mailbox::{op_word, Kind};
+use crate::mailbox::EAGER_MAX;
+use crate::mailbox::{op_word, Elem, Kind};
 use crate::op::Op;
 use crate::select::{self, Algorithm, Decision, Flat};
 use crate::transport::Permuted;
-use crate::EAGER_MAX;
 
 impl Local {
-    /// [`Comm::allreduce`] with a chosen algorithm (every rank must choose the same). An
+    /// `Comm::allreduce` with a chosen algorithm (every rank must choose the same). An
     /// algorithm that cannot keep a non-commutative op's rank order (`Ring`) returns
     /// [`Error::Unsupported`] instead of a wrong answer.
     pub(crate) fn allreduce_with<T, O>(
@@ -23,7 +23,7 @@ impl Local {
         algorithm: Algorithm,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.allreduce_impl(None, buf, op, algorithm)
@@ -108,7 +108,7 @@ impl Local {
         algorithm: Algorithm,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.enter_call("allreduce")?;
@@ -192,11 +192,11 @@ impl Local {
         }
     }
 
-    /// [`Comm::allreduce`] out of place: `send` is left untouched and the result goes to
+    /// `Comm::allreduce` out of place: `send` is left untouched and the result goes to
     /// `recv`, which must have the same length.
     pub(crate) fn allreduce_into<T, O>(&self, send: &[T], recv: &mut [T], op: O) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.allreduce_impl(Some(send), recv, op, Algorithm::Auto)
@@ -209,7 +209,7 @@ impl Local {
     /// sent the other cases to `Auto`), in segments of `segment` elements.
     fn hierarchical_allreduce<T, O>(&self, buf: &mut [T], op: &O, segment: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         let h = self.hierarchy(!op.is_commutative())?;

@@ -31,14 +31,14 @@ use crate::algorithms::check::{self, Call};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
 use crate::hierarchy::alltoall as ring;
-use crate::mailbox::Kind;
+use crate::mailbox::{Elem, Kind};
 use crate::select::{self, Alltoall, Decision, Flat};
 
 /// The bit added to the algorithm's id in the tag variant of the `v` form's messages.
 const V_FORM: u8 = 0x80;
 
 impl Local {
-    /// [`Comm::alltoall`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::alltoall` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn alltoall_with<T>(
         &self,
         send: &[T],
@@ -46,7 +46,7 @@ impl Local {
         algorithm: Alltoall,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "alltoall";
         self.enter_call(OP)?;
@@ -106,7 +106,7 @@ impl Local {
         }
     }
 
-    /// [`Comm::alltoallv_with`] among the threads of one process (`Comm` has checked the
+    /// `Comm::alltoallv_with` among the threads of one process (`Comm` has checked the
     /// arguments).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn alltoallv_with<T>(
@@ -120,7 +120,7 @@ impl Local {
         algorithm: Alltoall,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "alltoallv";
         self.enter_call(OP)?;

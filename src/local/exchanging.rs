@@ -11,7 +11,7 @@ use super::Local;
 use crate::algorithms::allreduce::{combine, Schedule};
 use crate::collective::Collective;
 use crate::error::Result;
-use crate::mailbox::{op_word, Kind, Tag};
+use crate::mailbox::{op_word, Elem, Kind, Tag};
 use crate::op::Op;
 use crate::select::{Algorithm, Flat};
 use crate::transport::shm::ShmTransport;
@@ -76,7 +76,7 @@ impl Local {
         algorithm: Algorithm,
     ) -> Result<std::result::Result<Exchanging<'a>, O>>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T> + 'a,
     {
         let bytes = size_of_val(buf);

@@ -28,14 +28,14 @@ use crate::algorithms::gather as sched;
 use crate::algorithms::pair;
 use crate::collective::Collective;
 use crate::error::Result;
-use crate::mailbox::Kind;
+use crate::mailbox::{Elem, Kind};
 use crate::select::{self, Allgather, Decision, Flat, Gather, Scatter};
 
 /// The bit added to the algorithm's id in the tag variant of the `v` forms' messages.
 const V_FORM: u8 = 0x80;
 
 impl Local {
-    /// [`Comm::gather`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::gather` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn gather_with<T>(
         &self,
         send: &[T],
@@ -44,7 +44,7 @@ impl Local {
         algorithm: Gather,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "gather";
         self.enter_call(OP)?;
@@ -74,7 +74,7 @@ impl Local {
         }
     }
 
-    /// [`Comm::scatter`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::scatter` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn scatter_with<T>(
         &self,
         send: &[T],
@@ -83,7 +83,7 @@ impl Local {
         algorithm: Scatter,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "scatter";
         self.enter_call(OP)?;
@@ -114,7 +114,7 @@ impl Local {
         }
     }
 
-    /// [`Comm::allgather`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::allgather` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn allgather_with<T>(
         &self,
         send: &[T],
@@ -122,7 +122,7 @@ impl Local {
         algorithm: Allgather,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "allgather";
         self.enter_call(OP)?;
@@ -175,7 +175,7 @@ impl Local {
         }
     }
 
-    /// [`Comm::gatherv`] among the threads of one process (`Comm` has checked the
+    /// `Comm::gatherv` among the threads of one process (`Comm` has checked the
     /// arguments).
     pub(crate) fn gatherv<T>(
         &self,
@@ -186,7 +186,7 @@ impl Local {
         root: usize,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "gatherv";
         self.enter_call(OP)?;
@@ -199,7 +199,7 @@ impl Local {
         sched::gatherv(&t, send, recv, counts, displs, root, tag)
     }
 
-    /// [`Comm::scatterv`] among the threads of one process (`Comm` has checked the
+    /// `Comm::scatterv` among the threads of one process (`Comm` has checked the
     /// arguments).
     pub(crate) fn scatterv<T>(
         &self,
@@ -210,7 +210,7 @@ impl Local {
         root: usize,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "scatterv";
         self.enter_call(OP)?;
@@ -223,7 +223,7 @@ impl Local {
         sched::scatterv(&t, send, counts, displs, recv, root, tag)
     }
 
-    /// [`Comm::allgatherv`] among the threads of one process (`Comm` has checked the
+    /// `Comm::allgatherv` among the threads of one process (`Comm` has checked the
     /// arguments).
     pub(crate) fn allgatherv<T>(
         &self,
@@ -233,7 +233,7 @@ impl Local {
         displs: &[usize],
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "allgatherv";
         self.enter_call(OP)?;

@@ -88,7 +88,7 @@ pub(crate) struct Local {
     /// id (`None`: the fixed rule), computed the first time a call asks.
     auto: Box<[[OnceCell<AutoRanges>; 2]; Collective::ALL.len()]>,
     /// What `Auto` chose in the current (or last) collective call, if it chose
-    /// ([`Local::auto_choice`]): the id and the name lookup of the algorithm's enum, so that
+    /// (`Local::auto_choice`): the id and the name lookup of the algorithm's enum, so that
     /// the call itself only stores two words.
     auto_ran: Cell<Option<AutoRan>>,
     /// This rank's point-to-point messages set aside by receives that wanted others.
@@ -155,8 +155,8 @@ impl Local {
         self.member.enter(op)
     }
 
-    /// [`Comm::enter`] at the start of a public collective call: also forgets what `Auto`
-    /// chose in the call before ([`Comm::auto_choice`]). (The schedules call `enter` again
+    /// `Comm::enter` at the start of a public collective call: also forgets what `Auto`
+    /// chose in the call before (`Comm::auto_choice`). (The schedules call `enter` again
     /// inside a call, which must not forget this call's choice.)
     pub(crate) fn enter_call(&self, op: &'static str) -> Result<()> {
         self.auto_ran.set(None);
@@ -250,17 +250,18 @@ impl Local {
         chosen
     }
 
-    /// Notes that `Auto` chose `alg` in this call ([`Comm::auto_choice`]).
+    /// Notes that `Auto` chose `alg` in this call (`Comm::auto_choice`).
     pub(crate) fn chose<A: select::Choice>(&self, alg: A) {
         self.auto_ran.set(Some((A::name_of, alg.id())));
     }
 
-    /// What [`Comm::auto_choice`] reports, for a communicator of threads of one process.
+    /// What `unstable::auto_choice` reports, for a communicator of threads of one process.
+    #[cfg(feature = "unstable")]
     pub(crate) fn auto_choice(&self) -> Option<&'static str> {
         self.auto_ran.get().and_then(|(name_of, id)| name_of(id))
     }
 
-    /// This rank's hierarchy of the communicator ([`Comm::hierarchy_plan`] of `ordered`),
+    /// This rank's hierarchy of the communicator (`Comm::hierarchy_plan` of `ordered`),
     /// built (collectively: every rank must call this at the same point of the same
     /// collective, after its call check) the first time.
     pub(crate) fn hierarchy(&self, ordered: bool) -> Result<&Hierarchy<Local>> {
@@ -293,7 +294,7 @@ impl Local {
         self.member.team_rank(rank)
     }
 
-    /// [`Comm::location`] for a communicator of threads of one process.
+    /// `Comm::location` for a communicator of threads of one process.
     pub(crate) fn location(&self, rank: usize) -> Option<Location> {
         self.member.location(rank)
     }
@@ -308,7 +309,7 @@ impl Local {
         }
     }
 
-    /// [`Comm::barrier_with`] among the threads of one process (`Comm` has checked the
+    /// `Comm::barrier_with` among the threads of one process (`Comm` has checked the
     /// arguments).
     pub(crate) fn barrier_with(&self, algorithm: Barrier) -> Result<()> {
         self.enter_call("barrier")?;

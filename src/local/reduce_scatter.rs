@@ -25,12 +25,12 @@ use crate::algorithms::check::{self, Call};
 use crate::algorithms::reduce_scatter as sched;
 use crate::collective::Collective;
 use crate::error::Result;
-use crate::mailbox::{op_word, Kind};
+use crate::mailbox::{op_word, Elem, Kind};
 use crate::op::Op;
 use crate::select::{self, Decision, Flat, ReduceScatter};
 
 impl Local {
-    /// [`Comm::reduce_scatter_block`] with a chosen algorithm (every rank must choose the
+    /// `Comm::reduce_scatter_block` with a chosen algorithm (every rank must choose the
     /// same).
     pub(crate) fn reduce_scatter_block_with<T, O>(
         &self,
@@ -40,7 +40,7 @@ impl Local {
         algorithm: ReduceScatter,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "reduce_scatter_block";

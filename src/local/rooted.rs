@@ -7,12 +7,12 @@ use crate::algorithms::check::{self, Call};
 use crate::algorithms::pair;
 use crate::collective::Collective;
 use crate::error::Result;
-use crate::mailbox::{op_word, Kind};
+use crate::mailbox::{op_word, Elem, Kind};
 use crate::op::Op;
 use crate::select::{self, Broadcast, Decision, Flat, Reduce};
 
 impl Local {
-    /// [`Comm::broadcast`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::broadcast` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn broadcast_with<T>(
         &self,
         buf: &mut [T],
@@ -20,7 +20,7 @@ impl Local {
         algorithm: Broadcast,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         self.enter_call("broadcast")?;
         let tag = self.next_tag(Kind::Coll(Collective::Broadcast));
@@ -85,7 +85,7 @@ impl Local {
         }
     }
 
-    /// [`Comm::reduce`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::reduce` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn reduce_with<T, O>(
         &self,
         buf: &mut [T],
@@ -94,7 +94,7 @@ impl Local {
         algorithm: Reduce,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         // A hierarchy with nothing to combine (one group, or for a non-commutative op groups
@@ -142,7 +142,7 @@ impl Local {
         )
     }
 
-    /// The flat reduce behind [`Comm::reduce_with`] (the hierarchical ones are `Auto` here).
+    /// The flat reduce behind `Comm::reduce_with` (the hierarchical ones are `Auto` here).
     pub(crate) fn reduce_flat<T, O>(
         &self,
         buf: &mut [T],
@@ -151,7 +151,7 @@ impl Local {
         algorithm: Reduce,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.enter_call("reduce")?;

@@ -14,7 +14,7 @@ use crate::algorithms::check::{self, Call};
 use crate::algorithms::pair;
 use crate::collective::Collective;
 use crate::error::Result;
-use crate::mailbox::{op_word, Kind};
+use crate::mailbox::{op_word, Elem, Kind};
 use crate::op::Op;
 use crate::select::{self, Decision, Scan};
 
@@ -36,19 +36,19 @@ fn name_of(word: u8) -> Option<&'static str> {
 }
 
 impl Local {
-    /// [`Comm::scan`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::scan` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn scan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.prefix("scan", buf, &op, algorithm, false)
     }
 
-    /// [`Comm::exscan`] with a chosen algorithm (every rank must choose the same).
+    /// `Comm::exscan` with a chosen algorithm (every rank must choose the same).
     pub(crate) fn exscan_with<T, O>(&self, buf: &mut [T], op: O, algorithm: Scan) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.prefix("exscan", buf, &op, algorithm, true)
@@ -65,7 +65,7 @@ impl Local {
         exclusive: bool,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         self.enter_call(name)?;

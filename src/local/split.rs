@@ -13,7 +13,7 @@ use crate::shm::{CommShared, Member, SplitRound};
 use std::sync::Arc;
 
 impl Local {
-    /// [`Comm::split`] among the threads of one process (`Comm` has checked the
+    /// `Comm::split` among the threads of one process (`Comm` has checked the
     /// arguments).
     pub(crate) fn split(&self, color: Option<usize>, key: usize) -> Result<Option<Local>> {
         self.enter_call("split")?;

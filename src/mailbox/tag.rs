@@ -13,6 +13,18 @@ use std::hash::{Hash, Hasher};
 pub const TAG_MAX: u32 = 32767;
 
 /// Element types that can travel between ranks: plain `Copy` data with no borrowed parts.
+/// Every `T: Copy + Send + Sync + 'static` is one; generic code names the bound as the API
+/// does:
+///
+/// ```
+/// use corecoll::{op::Op, Comm, Elem, Result};
+///
+/// /// Combines `v` over every rank, then over every rank again.
+/// fn twice<T: Elem, O: Op<T> + Copy>(comm: &Comm, v: &mut [T], op: O) -> Result<()> {
+///     comm.allreduce(v, op)?;
+///     comm.allreduce(v, op)
+/// }
+/// ```
 pub trait Elem: Copy + Send + Sync + 'static {}
 impl<T: Copy + Send + Sync + 'static> Elem for T {}
 

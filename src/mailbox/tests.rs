@@ -80,9 +80,9 @@ proptest! {
                 if lent {
                     prop_assert!(!mb.is_consumed(n));
                 }
-                let got = mb
-                    .take(|p| unsafe { std::slice::from_raw_parts(p, h.len) }.to_vec())
-                    .expect("not withdrawn");
+                // SAFETY: `take` hands the closure the message's `h.len` bytes.
+                let read = |p| unsafe { std::slice::from_raw_parts(p, h.len) }.to_vec();
+                let got = mb.take(read).expect("not withdrawn");
                 prop_assert_eq!(got, data);
                 prop_assert!(mb.is_consumed(n));
             } else {
@@ -116,6 +116,7 @@ fn claimed_message_cannot_be_withdrawn() {
     let got = mb.take(|p| {
         // While the consumer reads, the producer's withdrawal fails.
         assert!(!mb.withdraw(n));
+        // SAFETY: the message has `EAGER_MAX + 1` bytes.
         unsafe { *p.add(EAGER_MAX) }
     });
     assert_eq!(got, Ok(9));

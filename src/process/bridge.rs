@@ -21,7 +21,7 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// A rank's link to the processes of a hybrid team, inside its [`Comm`]: the plain `Comm` of
+/// A rank's link to the processes of a hybrid team, inside its `Comm`: the plain `Comm` of
 /// its own process's threads, the layout, and on rank 0 of each process the process part.
 pub(crate) struct Bridge {
     /// The communicator of this process's threads (thread i is its rank i), on which the

@@ -1,5 +1,5 @@
 //! The hybrid world: a team whose ranks are the threads of several MPI processes
-//! (`TeamBuilder::mpi`), every thread of every process a rank of one [`Comm`].
+//! (`TeamBuilder::mpi`), every thread of every process a rank of one `Comm`.
 //!
 //! **Ranks.** Process q runs tᵩ threads; its threads are the ranks oᵩ … oᵩ + tᵩ − 1, where
 //! oᵩ = t₀ + … + t_{q−1} comes from an allgather of the thread counts when the team is built

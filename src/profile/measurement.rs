@@ -3,6 +3,7 @@
 //! on ([`Host`]).
 
 use crate::select::Costs;
+#[cfg(feature = "unstable")]
 use crate::topology::Topology;
 use serde::{Deserialize, Serialize};
 
@@ -96,7 +97,8 @@ pub struct Host {
 impl Host {
     /// This machine: its host name (from `/proc/sys/kernel/hostname` or `/etc/hostname`), the
     /// cores this process may use, and `topology` in a line.
-    pub fn here(topology: &Topology) -> Host {
+    #[cfg(feature = "unstable")]
+    pub(crate) fn here(topology: &Topology) -> Host {
         let hostname = ["/proc/sys/kernel/hostname", "/etc/hostname"]
             .iter()
             .find_map(|p| std::fs::read_to_string(p).ok())

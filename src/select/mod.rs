@@ -26,6 +26,7 @@ pub(crate) use block::Costs;
 // Only the tests use these outside `block` (here and in `algorithms::allreduce::ring`).
 #[cfg(all(test, not(loom)))]
 pub(crate) use block::lemma_block;
+#[cfg(any(test, feature = "unstable"))]
 pub use block::{MAX_AUTO_BLOCK, MAX_AUTO_DIRECT_BLOCK};
 pub(crate) use choose::{
     choose_allgather, choose_allreduce, choose_alltoall, choose_barrier, choose_broadcast,

@@ -3,7 +3,7 @@
 //! [`Ranks`] lives as long as a team (parkers, the waiting policy, the timeout, where each rank
 //! runs), [`RunState`] as long as one run (its first failure, who has returned), and
 //! [`CommShared`] as long as one communicator (its members, mailboxes, the meeting place of
-//! `split`, the [`Board`] of the single-copy collectives and the [`Flags`] of the barrier on
+//! `split`, the `Board` of the single-copy collectives and the `Flags` of the barrier on
 //! shared flags). A rank reaches all of them through its [`Member`], which also numbers its
 //! collective calls, waits with the team's deadline and keeps its scratch buffers.
 //!

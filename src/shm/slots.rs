@@ -34,7 +34,7 @@ pub(crate) const RANK_BYTES: usize = std::mem::size_of::<[Half; 2]>();
 
 /// The slots of one persistent short allreduce, shared by its ranks: in memory of their own
 /// (threads of one process, [`Slots::new`]) or in a node's segment (processes of one node,
-/// [`Slots::within`]).
+/// `Slots::within`).
 pub(crate) struct Slots {
     /// The first rank's halves; `ranks` of them follow one another.
     halves: *const [Half; 2],

@@ -1,7 +1,7 @@
 //! The simulator's hierarchical machine: `nodes × sockets × cores` ranks, a cost per level of
 //! distance, and a link per node that the node's ranks share.
 //!
-//! The flat [`Model`](super::Model) makes every pair of ranks equally far and lets only the two
+//! The flat [`Model`] makes every pair of ranks equally far and lets only the two
 //! ends of a message contend. A cluster is neither: two ranks of one socket talk through a
 //! shared cache, two sockets of a node through the coherence interconnect, two nodes through a
 //! network adapter that all ranks of a node share. [`Machine`] models exactly that much:
@@ -26,6 +26,7 @@
 use super::engine::{self, Hier};
 use super::{predict, record, Case, Model, Ports, Prediction};
 use crate::error::{Error, Result};
+#[cfg(feature = "unstable")]
 use crate::profile::{Level, Profile};
 use crate::select::Costs;
 
@@ -91,11 +92,12 @@ impl Machine {
     }
 
     /// `nodes × sockets × cores` with the costs of a calibrated profile's levels
-    /// ([`Profile::resolve`]): within a socket its `l3` level, across sockets its `machine`
+    /// ([`Profile::resolve`](crate::Profile::resolve)): within a socket its `l3` level, across sockets its `machine`
     /// level, across nodes its `mpi` level (measured on one node: a stand-in for a network;
     /// set [`Machine::network`] to the real one's). One lane, bidirectional ports, and the γ
     /// of floating-point or integer sums.
-    pub fn from_profile(
+    #[cfg(feature = "unstable")]
+    pub(crate) fn from_profile(
         profile: &Profile,
         (nodes, sockets, cores): (usize, usize, usize),
         float: bool,

@@ -179,7 +179,7 @@ impl Parker {
         self.park_watched(ready, deadline, None)
     }
 
-    /// [`Parker::park_until`], marking the parker blocked before each sleep and telling
+    /// `Parker::park_until`, marking the parker blocked before each sleep and telling
     /// `watch` when it finds itself stuck (module doc).
     fn park_watched(
         &self,

@@ -132,15 +132,15 @@ fn suspend(
         .expect("a task suspends inside a task");
     // SAFETY: only the lifetime is erased; as in `suspend_until`, the resumer calls `ready`
     // only while the task is suspended in this call, with `ready` alive in the caller's frame.
+    let erased = unsafe {
+        std::mem::transmute::<*mut (dyn FnMut() -> bool + '_), *mut (dyn FnMut() -> bool + 'static)>(
+            ready,
+        )
+    };
     let blocked = Blocked {
         wake,
         deadline,
-        ready: unsafe {
-            std::mem::transmute::<
-                *mut (dyn FnMut() -> bool + '_),
-                *mut (dyn FnMut() -> bool + 'static),
-            >(ready)
-        },
+        ready: erased,
         watch,
     };
     loop {

@@ -20,7 +20,7 @@
 //!
 //! On a hybrid team rank 0 of each process is its leader, which calls MPI: the other ranks
 //! start once it has begun the run, and the run is closed by it, after its last check with the
-//! other processes ([`crate::process::world::Process::end`]).
+//! other processes (`crate::process::world::Process::end`).
 //!
 //! The design follows MPICH's threadcomm (`MPIX_Threadcomm_start`/`finish`, MPICH 4.2), where
 //! the threads of an OpenMP region become the ranks of a communicator for the region's length.

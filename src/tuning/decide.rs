@@ -1,5 +1,5 @@
 //! The decision procedure: [`Tuning`] (a team's overrides and tables), what it decides
-//! ([`Decision`], [`Source`]) and the choice of the nearest table.
+//! ([`Decision`], [`Origin`]) and the choice of the nearest table.
 //!
 //! Apart because it is the one piece with policy: the order of the sources and the distance
 //! between a table and a communicator (module docs of `tuning`).
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 /// Where a decision came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub enum Origin {
     /// The collective's environment variable ([`Collective::env_var`]).
     Environment,
     /// [`TeamBuilder::algorithm_rules`](crate::TeamBuilder::algorithm_rules).
@@ -39,7 +39,7 @@ pub struct Decision {
     /// The algorithm's name.
     pub algorithm: &'static str,
     /// Where the decision came from.
-    pub source: Source,
+    pub origin: Origin,
 }
 
 /// A team's decision procedure: the overrides from its environment and its program, and the
@@ -156,15 +156,15 @@ impl Tuning {
         commutative: bool,
     ) -> Option<Decision> {
         let admit = |a: &'static str| collective.admits(a, commutative).then_some(a);
-        let over = |map: &BTreeMap<Collective, Rules>, source| {
+        let over = |map: &BTreeMap<Collective, Rules>, origin| {
             let a = admit(map.get(&collective)?.choose(bytes)?)?;
             Some(Decision {
                 algorithm: a,
-                source,
+                origin,
             })
         };
-        over(&self.environment, Source::Environment)
-            .or_else(|| over(&self.program, Source::Program))
+        over(&self.environment, Origin::Environment)
+            .or_else(|| over(&self.program, Origin::Program))
             .or_else(|| {
                 let own = self.profile.iter().any(|(c, _)| *c == collective);
                 let (list, builtin) = if own {
@@ -181,13 +181,13 @@ impl Tuning {
                 let (ranks, oversubscribed) = (t.ranks, t.oversubscribed);
                 Some(Decision {
                     algorithm: a,
-                    source: if builtin {
-                        Source::BuiltIn {
+                    origin: if builtin {
+                        Origin::BuiltIn {
                             ranks,
                             oversubscribed,
                         }
                     } else {
-                        Source::Profile {
+                        Origin::Profile {
                             ranks,
                             oversubscribed,
                         }

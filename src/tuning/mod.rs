@@ -39,16 +39,16 @@
 //! Like `Block::Auto`, the choice depends only on what every rank of the call shares (the
 //! team, the communicator's size, the call's size), so all ranks make the same one.
 //!
-//! **Files.** `rules` holds the rule syntax ([`Rules`], [`parse_size`]), `table` the
+//! **Files.** `rules` holds the rule syntax ([`Rules`], `parse_size`), `table` the
 //! serialised tables and the built-in ones ([`Table`], [`builtin`]), `decide` the decision
 //! procedure ([`Tuning`]); [`Collective`] and the link to the algorithm enums are here.
 
 mod decide;
-mod rules;
+pub(crate) mod rules;
 mod table;
 
-pub use decide::{Decision, Source, Tuning};
-pub use rules::{parse_size, Rule, Rules};
+pub use decide::{Decision, Origin, Tuning};
+pub use rules::{Rule, Rules};
 pub use table::{builtin, Table};
 
 use crate::collective::Collective;

@@ -128,9 +128,9 @@ fn nearest_table_by_ranks_and_regime() {
     let t = Tuning::new(&tables, &[]).unwrap();
     let at = |p, over| {
         t.decide(Collective::Allreduce, p, over, 100, true)
-            .map(|d| (d.algorithm, d.source))
+            .map(|d| (d.algorithm, d.origin))
     };
-    let prof = |ranks, oversubscribed| Source::Profile {
+    let prof = |ranks, oversubscribed| Origin::Profile {
         ranks,
         oversubscribed,
     };
@@ -162,14 +162,14 @@ fn noncommutative_allreduce() {
         let d = tuning
             .decide(Collective::Allreduce, 2, false, bytes, commutative)
             .unwrap();
-        (d.algorithm, d.source)
+        (d.algorithm, d.origin)
     };
-    assert_eq!(d(10, true), ("ring", Source::Program));
+    assert_eq!(d(10, true), ("ring", Origin::Program));
     assert_eq!(
         d(10, false),
         (
             "chain",
-            Source::Profile {
+            Origin::Profile {
                 ranks: 2,
                 oversubscribed: false
             }
@@ -179,7 +179,7 @@ fn noncommutative_allreduce() {
         d(2000, true),
         (
             "ring",
-            Source::Profile {
+            Origin::Profile {
                 ranks: 2,
                 oversubscribed: false
             }

@@ -223,18 +223,22 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                     _ => (root, false),
                 };
                 for c in chunks(split::<T>(n, p, r), size) {
-                    // SAFETY (each block of this arm): `c` lies in `split(n, p, r)`, elements
+                    // SAFETY: `c` lies in `split(n, p, r)`, elements
                     // that only rank r reads or writes, in any rank's buffer; `acc` and each
                     // operand are chunks of two different buffers.
                     let acc = unsafe { part_mut(send(owner), k, c.clone()) };
                     for q in (0..owner).rev() {
+                        // SAFETY: elements `c` of rank r's range in rank q's buffer, which is not `acc`'s.
                         op.fold_left(unsafe { part(send(q), k, c.clone()) }, acc);
                     }
                     for q in owner + 1..p {
+                        // SAFETY: elements `c` of rank r's range in rank q's buffer, which is not `acc`'s.
                         op.fold_right(acc, unsafe { part(send(q), k, c.clone()) });
                     }
                     if to_all {
                         for q in 1..p {
+                            // SAFETY: elements `c` of rank r's range in rank q's buffer
+                            // (q ≠ 0), which is not `acc`'s.
                             unsafe { part_mut(send(q), k, c.clone()) }.copy_from_slice(acc);
                         }
                     }
@@ -246,6 +250,7 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                         // SAFETY: elements `c` of rank r's range (as above), in two different
                         // ranks' buffers, so the two slices do not overlap.
                         let lhs = unsafe { part(send(q - 1), k, c.clone()) };
+                        // SAFETY: as for `lhs`: rank q's buffer is not rank q − 1's.
                         let out = unsafe { part_mut(send(q), k, c.clone()) };
                         op.fold_left(lhs, out);
                     }
@@ -254,10 +259,11 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
             Collective::Scan if p > 1 && exclusive => {
                 for c in chunks(split::<T>(n, p, r), size) {
                     let (acc, tmp) = (&mut acc[..c.len()], &mut tmp[..c.len()]);
-                    // SAFETY (each block of this arm): elements `c` of rank r's range, as under
-                    // allreduce; one slice at a time.
+                    // SAFETY: elements `c` of rank r's range, as under allreduce, of rank 0's
+                    // buffer; one slice at a time.
                     acc.copy_from_slice(unsafe { part(send(0), k, c.clone()) });
                     for q in 1..p {
+                        // SAFETY: elements `c` of rank r's range in rank q's buffer; no other slice of it lives.
                         let out = unsafe { part_mut(send(q), k, c.clone()) };
                         tmp.copy_from_slice(out);
                         out.copy_from_slice(acc);
@@ -273,8 +279,10 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                     // SAFETY: rank r alone writes its receive buffer; send buffers are only
                     // read during calls; they are different pools, so the slices are disjoint.
                     let out = unsafe { part_mut(recv(r), k, c.clone()) };
+                    // SAFETY: a block of rank 0's send buffer, only read during calls.
                     out.copy_from_slice(unsafe { part(send(0), k, shift(&c, mine.start)) });
                     for q in 1..p {
+                        // SAFETY: a block of rank q's send buffer, only read during calls.
                         op.fold_right(out, unsafe { part(send(q), k, shift(&c, mine.start)) });
                     }
                 }
@@ -283,23 +291,27 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                 // SAFETY: a non-root rank alone reads and writes its own buffer; the root's is
                 // only read during calls.
                 let out = unsafe { part_mut(send(r), k, 0..n) };
+                // SAFETY: the root's buffer, only read during calls.
                 out.copy_from_slice(unsafe { part(send(root), k, 0..n) });
             }
             Collective::Gather => {
                 // SAFETY: rank r alone writes block r of the root's receive buffer, which no
                 // rank reads during a call; send buffers are only read.
                 let out = unsafe { part_mut(recv(root), k, r * b..(r + 1) * b) };
+                // SAFETY: block r of rank r's send buffer, only read during calls.
                 out.copy_from_slice(unsafe { part(send(r), k, 0..b) });
             }
             Collective::Scatter => {
                 // SAFETY: rank r alone touches its receive buffer; send buffers are only read.
                 let out = unsafe { part_mut(recv(r), k, 0..b) };
+                // SAFETY: the root's send buffer, only read during calls.
                 out.copy_from_slice(unsafe { part(send(root), k, r * b..(r + 1) * b) });
             }
             Collective::Allgather => {
                 for q in (r..p).chain(0..r) {
                     // SAFETY: as under scatter.
                     let out = unsafe { part_mut(recv(r), k, q * b..(q + 1) * b) };
+                    // SAFETY: rank q's send buffer, only read during calls.
                     out.copy_from_slice(unsafe { part(send(q), k, 0..b) });
                 }
             }
@@ -307,6 +319,7 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
                 for q in (r..p).chain(0..r) {
                     // SAFETY: as under scatter.
                     let out = unsafe { part_mut(recv(r), k, q * b..(q + 1) * b) };
+                    // SAFETY: rank q's send buffer, only read during calls.
                     out.copy_from_slice(unsafe { part(send(q), k, r * b..(r + 1) * b) });
                 }
             }

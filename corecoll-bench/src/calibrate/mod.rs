@@ -33,8 +33,9 @@ use crate::domain::fmt_bytes;
 use crate::output::default_dir;
 use crate::stats::Summary;
 use corecoll::op::{self, Op};
-use corecoll::profile::{Gamma, Host, Level, LevelCosts};
-use corecoll::{Comm, Pinning, Profile, Team, Topology, Wait, EAGER_MAX};
+use corecoll::profile::{Gamma, Level, LevelCosts};
+use corecoll::unstable::EAGER_MAX;
+use corecoll::{Comm, Pinning, Profile, Team, Topology, Wait};
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -346,7 +347,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     let budget = Duration::from_secs_f64(args.time);
     let topology = Topology::detect();
     let mut profile = Profile {
-        host: Host::here(&topology),
+        host: corecoll::unstable::host_here(&topology),
         ..Profile::default()
     };
     println!(

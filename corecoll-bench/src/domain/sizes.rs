@@ -4,7 +4,7 @@
 
 /// Parses one size: the library's spelling of sizes in algorithm rules (`8`, `1KiB`, `4k`,
 /// `64MiB`).
-pub use corecoll::tuning::parse_size;
+pub use corecoll::unstable::parse_size;
 
 /// Message sizes in bytes per rank, ascending, without duplicates.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@
 //! * the parent of r > 0 is r with its lowest set bit cleared ([`parent`]);
 //! * the children of r are r + 2ᵏ for every 2ᵏ below r's lowest set bit (all k for the root)
 //!   with r + 2ᵏ < p, received in increasing k ([`children`]);
-//! * the subtree of r is the contiguous range r .. min(r + lowbit(r), p) ([`subtree_end`]).
+//! * the subtree of r is the contiguous range r .. min(r + lowbit(r), p) (`subtree_end`).
 //!
 //! When r receives from child c = r + 2ᵏ it holds x_r ⊙ … ⊙ x_{c−1} and the child holds
 //! x_c ⊙ … ⊙ x_{min(c+2ᵏ, p)−1}, the next ranks up: the child's operand goes on the right

@@ -135,7 +135,7 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
     let mut start = lo;
     while start < hi {
         let len = chunk.min(hi - start);
-        // SAFETY (for the whole chunk): by phase 1, every rank's buffers are valid for `n`
+        // SAFETY: for the whole chunk, by phase 1, every rank's buffers are valid for `n`
         // elements and, until this rank stores `done`, only rank `me` reads or writes the
         // elements `lo..hi` of any of them, so every slice below covers memory nobody else
         // accesses meanwhile; the result is written into an output only after every input
@@ -174,7 +174,7 @@ mod tests {
 
     /// The direct allreduce as the allreduce calls it, but with `send` (out of place when
     /// given) and without the agreement check, so that the board's own checks are tested.
-    fn call<T: Copy + Send + Sync + 'static>(
+    fn call<T: crate::mailbox::Elem>(
         m: &Member,
         send: Option<&[T]>,
         buf: &mut [T],

@@ -8,13 +8,13 @@
 //! its tree works through rounds j = 0, 1, …, b + d for b pipeline blocks Y[0..b]:
 //!
 //! 1. with each child (first the right one, then the left one): send the finished result
-//!    block Y[j − d − 1] down while receiving the child's partial block j, which is combined
-//!    into Y[j] on the left (`Op::fold_left`: child ⊙ own, right child first, then left child,
-//!    so that Y[j] holds the subtree's operands in rank order);
-//! 2. a non-root sends its partial Y[j] to its parent while receiving the finished block
-//!    Y[j − d]; a root exchanges Y[j] with its dual and combines: the lower root computes
+//!    block `Y[j − d − 1]` down while receiving the child's partial block j, which is combined
+//!    into `Y[j]` on the left (`Op::fold_left`: child ⊙ own, right child first, then left child,
+//!    so that `Y[j]` holds the subtree's operands in rank order);
+//! 2. a non-root sends its partial `Y[j]` to its parent while receiving the finished block
+//!    `Y[j − d]`; a root exchanges `Y[j]` with its dual and combines: the lower root computes
 //!    own ⊙ dual's and the upper root dual's ⊙ own, so both compute lower ⊙ upper — the same
-//!    operands in the same order, hence the same bits — and Y[j] is finished.
+//!    operands in the same order, hence the same bits — and `Y[j]` is finished.
 //!
 //! Blocks with an index outside 0..b are *virtual* and empty: their messages are not sent, and
 //! since both ends of an edge compute the same indices, nobody waits for them. Every edge thus
@@ -25,7 +25,7 @@
 //! holds the finished blocks up to Y[j − d − 1], which it passes down in round j, and it
 //! receives Y[j − d] from its parent (depth d − 1), which by the same claim one level up held
 //! the finished blocks up to Y[j − (d − 1) − 1] = Y[j − d] before its round j. The roots
-//! (d = 0) finish Y[j] in round j itself, by the exchange with the dual.
+//! (d = 0) finish `Y[j]` in round j itself, by the exchange with the dual.
 //!
 //! **Rounds.** For p = 2^h − 2 (two complete trees of height h − 2) the first block reaches
 //! the last leaf after 4h − 3 exchanges and each further block takes 3, so the time is

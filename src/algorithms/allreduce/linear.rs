@@ -2,7 +2,7 @@
 //! rank order and sends the result back. 2(p−1) messages of the whole vector through rank 0:
 //! the baseline of the course report's five algorithms, and the obviously correct one.
 //!
-//! [`grouped`] is the same star with rank 0 combining group by group: the grouping of a
+//! `grouped` is the same star with rank 0 combining group by group: the grouping of a
 //! hierarchy whose groups first reduce in rank order among themselves and whose groups' first
 //! ranks then run the linear allreduce (the processes of a node through its shared memory, the
 //! nodes' leaders over MPI: `process::node`), written over point-to-point alone so that a

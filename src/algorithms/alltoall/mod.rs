@@ -2,10 +2,10 @@
 //! every i and j (`MPI_Alltoall`), and the `v` form with per-peer counts and displacements
 //! (`MPI_Alltoallv`).
 //!
-//! * [`pairwise`]: the linear shift exchange, p − 1 steps, each block moved once;
-//! * [`bruck`]: Bruck's index algorithm, ⌈log₂ p⌉ rounds each moving about half the blocks,
+//! * [`pairwise`](mod@pairwise): the linear shift exchange, p − 1 steps, each block moved once;
+//! * [`bruck`](mod@bruck): Bruck's index algorithm, ⌈log₂ p⌉ rounds each moving about half the blocks,
 //!   for small blocks;
-//! * [`direct`] (shared memory only): every rank copies its block straight out of every
+//! * [`direct`](mod@direct) (shared memory only): every rank copies its block straight out of every
 //!   peer's send buffer;
 //! * [`vector`]: alltoallv on the pairwise exchange, ending with a barrier so that a length
 //!   error on one rank is an error on every rank.
@@ -33,9 +33,9 @@ use std::ops::Range;
 /// The all-to-all schedules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Schedule {
-    /// The pairwise exchange ([`pairwise`]).
+    /// The pairwise exchange ([`pairwise`](mod@pairwise)).
     Pairwise,
-    /// Bruck's ([`bruck`]).
+    /// Bruck's ([`bruck`](mod@bruck)).
     Bruck,
 }
 

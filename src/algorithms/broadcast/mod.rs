@@ -5,7 +5,7 @@
 //! * [`binomial`]: the binomial tree rooted at the root, ⌈log₂ p⌉ rounds of the whole vector;
 //! * [`pipelined_tree`]: Träff's post-order binary tree, the vector pipelined down it in blocks;
 //! * [`scatter_allgather`]: van de Geijn's binomial scatter of p pieces and a ring allgather;
-//! * [`direct`] (shared memory only): every rank copies straight from the root's buffer.
+//! * [`direct`](mod@direct) (shared memory only): every rank copies straight from the root's buffer.
 //!
 //! The first three are written against `Transport` and work on *relative* ranks, in which the
 //! root is a fixed number (0 for the binomial tree and the scatter, p − 1 for the post-order

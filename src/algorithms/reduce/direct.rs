@@ -105,7 +105,7 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
     let mut start = lo;
     while start < hi {
         let len = chunk.min(hi - start);
-        // SAFETY (for the whole chunk): by phase 1, every rank's buffer is valid for `n`
+        // SAFETY: for the whole chunk, by phase 1, every rank's buffer is valid for `n`
         // elements and, until this rank stores `done`, only rank `me` reads or writes the
         // elements `lo..hi` of any of them, so the slices below cover memory nobody else
         // accesses meanwhile. The inputs were written before their owners' `arrived` stores,

@@ -14,7 +14,7 @@
 //!   one round).
 //! * [`pipelined_tree`]: Träff's post-order binary trees, pipelined in blocks, over the ranks
 //!   on either side of the root, whose tops send straight to the root.
-//! * [`direct`] (shm only): every rank reduces its slice of all inputs into the root's buffer.
+//! * [`direct`](mod@direct) (shm only): every rank reduces its slice of all inputs into the root's buffer.
 
 mod binomial;
 mod direct;

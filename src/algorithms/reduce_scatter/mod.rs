@@ -2,15 +2,15 @@
 //! elements, and rank i receives block i of the element-wise reduction
 //! x₀ ⊙ x₁ ⊙ … ⊙ x_{p−1}, in rank order.
 //!
-//! * [`ring`]: p − 1 steps, each passing one partially reduced block to the right neighbour
+//! * [`ring`](mod@ring): p − 1 steps, each passing one partially reduced block to the right neighbour
 //!   (the reduce-scatter half of the ring allreduce, Patarasuk & Yuan 2009); for a
 //!   non-commutative op a partial that wraps from rank p − 1 to rank 0 travels as two, so
 //!   that the owner can combine them in rank order;
-//! * [`recursive_halving`]: ⌊log₂ p⌋ rounds exchanging halves of the remaining blocks with
+//! * [`recursive_halving`](mod@recursive_halving): ⌊log₂ p⌋ rounds exchanging halves of the remaining blocks with
 //!   partner id xor 2ᵏ (Thakur, Rabenseifner and Gropp 2005), on a bit-reversed layout of
 //!   the blocks (Träff 2005) so that the halving leaves each block at its owner, with
 //!   Rabenseifner's fold for p not a power of two;
-//! * [`direct`] (shared memory only): each rank folds its block of all p inputs straight
+//! * [`direct`](mod@direct) (shared memory only): each rank folds its block of all p inputs straight
 //!   into its own output, reading the other ranks' buffers in place.
 //!
 //! Every schedule keeps the lower ranks' operand on the left (`Op::fold_left` /
@@ -43,9 +43,9 @@ use crate::transport::Transport;
 /// The reduce-scatter schedules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Schedule {
-    /// Around the ring ([`ring`]).
+    /// Around the ring ([`ring`](mod@ring)).
     Ring,
-    /// Recursive halving ([`recursive_halving`]).
+    /// Recursive halving ([`recursive_halving`](mod@recursive_halving)).
     RecursiveHalving,
 }
 

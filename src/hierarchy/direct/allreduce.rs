@@ -13,7 +13,7 @@
 //!
 //! # Schedule
 //!
-//! The groups are the plan's top-level groups ([`Plan::covered`]): for a non-commutative op,
+//! The groups are the plan's top-level groups (`Plan::covered`): for a non-commutative op,
 //! those of the ordered plan, which are intervals of ranks, so that combining within each
 //! group and then across the groups in order is the rank-order product. The vector is cut
 //! into p slices (`block_start(n, p, r)`); rank r owns slice r of the result.
@@ -204,7 +204,7 @@ impl Schedule<'_, '_> {
         } else {
             self.elements(s, s + 1).0
         };
-        // SAFETY (of the arithmetic): the holder's output has `n` elements, or (compact) the
+        // SAFETY: the offset stays in bounds: the holder's output has `n` elements, or (compact) the
         // lengths of its run's slices, of which `at` is the sum of those before `s`; both
         // are at most its length.
         unsafe { self.output::<T>(h).add(at) }
@@ -236,7 +236,7 @@ impl Schedule<'_, '_> {
             let mut start = lo;
             while start < hi {
                 let len = chunk.min(hi - start);
-                // SAFETY (the whole chunk): by phase 1 every buffer is valid for its
+                // SAFETY: for the whole chunk, by phase 1 every buffer is valid for its
                 // published length; until stage 1 only this rank reads these elements of
                 // its group's inputs or touches its partial of them (module docs), and
                 // nobody writes the inputs meanwhile. `dest + (start − lo)` is within the
@@ -333,7 +333,7 @@ impl Schedule<'_, '_> {
         let mut holders = Vec::new();
         for g in self.groups {
             if g[0] == mine[0] {
-                // SAFETY (of the arithmetic): every input has `n > lo` elements.
+                // SAFETY: the offset stays in bounds: every input has `n > lo` elements.
                 operands.extend(mine.iter().map(|&r| unsafe { self.input::<T>(r).add(lo) }));
             } else {
                 holders.push(holder(g, self.p, self.me));
@@ -359,7 +359,7 @@ impl Schedule<'_, '_> {
         let mut start = lo;
         while start < hi {
             let len = chunk.min(hi - start);
-            // SAFETY (the whole chunk): every holder marked stage 1 after writing its partial
+            // SAFETY: for the whole chunk, every holder marked stage 1 after writing its partial
             // of these elements (acquired by `wait_stage`); from then on only this rank reads
             // or writes elements `lo..hi` of any input or output and the partials of slice
             // `me`, and of its own group's inputs only this rank ever reads them (module
@@ -421,7 +421,7 @@ mod tests {
 
     /// The algorithm as `Comm::allreduce_with` runs it after the call check (ordered groups),
     /// with `send` out of place when given.
-    fn call<T: Copy + Send + Sync + 'static>(
+    fn call<T: crate::mailbox::Elem>(
         comm: &Comm,
         send: Option<&[T]>,
         buf: &mut [T],

@@ -6,7 +6,7 @@
 //! words in between (`shm::board`), in the manner of XHC in Open MPI.
 //!
 //! Short vectors, where a board session's synchronisations cost more than the data, go by the
-//! flat latency-bound schedules over the ranks in *group order* ([`Plan::order`]
+//! flat latency-bound schedules over the ranks in *group order* (`Plan::order`
 //! (super::Plan::order), through `transport::Permuted`): the groups' ranks are neighbours
 //! there, so a binomial tree or recursive doubling combines within groups in its first rounds
 //! and crosses between them in its last (or, for a broadcast, first) ones only.

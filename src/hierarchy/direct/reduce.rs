@@ -22,7 +22,7 @@
 //! 1. **Arrive.** Every rank publishes its buffer as its input. The root publishes it as its
 //!    output too; every other rank publishes as its output a *compact partials buffer* from
 //!    its scratch pool (`Comm::scratch`): room for the partials of exactly the slices it
-//!    holds ([`held`]), one after the other in slice order — (p − n)/n slices of the vector
+//!    holds (`held`), one after the other in slice order — (p − n)/n slices of the vector
 //!    for a group of n, not the whole vector, and nothing for a rank that holds none. A reader
 //!    of a partial finds it at the sum of the lengths of the holder's slices below it, which it
 //!    computes from the groups as the holder did.
@@ -217,7 +217,7 @@ mod tests {
 
     /// The single-copy schedule as `Comm::reduce_with` runs it after the call check (ordered
     /// groups), whatever the length.
-    fn call<T: Copy + Send + Sync + 'static>(
+    fn call<T: crate::mailbox::Elem>(
         comm: &Comm,
         buf: &mut [T],
         op: impl Op<T>,

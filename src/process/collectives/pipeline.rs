@@ -51,6 +51,7 @@
 use crate::algorithms::blocks::block_range;
 use crate::error::{Error, Result};
 use crate::hierarchy;
+use crate::mailbox::Elem;
 use crate::op::Op;
 use crate::process::bridge::Bridge;
 use crate::process::leaders::check::{Arrival, Call};
@@ -97,7 +98,7 @@ struct Blocking<'b, 'o, T> {
     held: Option<&'b mut [T]>,
 }
 
-impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Blocking<'b, '_, T> {
+impl<'b, T: Elem> Stage<'b, T> for Blocking<'b, '_, T> {
     fn start(&mut self, pc: &ProcessComm, seg: &'b mut [T]) -> Result<()> {
         pc.allreduce_call(seg, self.op, self.algorithm)?;
         self.held = Some(seg);
@@ -121,7 +122,7 @@ struct Immediate<'b, 'o, T> {
     spare: Vec<Chunk>,
 }
 
-impl<'b, T: Copy + Send + Sync + 'static> Stage<'b, T> for Immediate<'b, '_, T> {
+impl<'b, T: Elem> Stage<'b, T> for Immediate<'b, '_, T> {
     fn start(&mut self, pc: &ProcessComm, seg: &'b mut [T]) -> Result<()> {
         let copy = std::mem::take(&mut self.spare);
         self.pending = Some(pc.native_allreduce_start(seg, self.op, copy)?);
@@ -158,7 +159,7 @@ impl Bridge {
         between: Algorithm,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "allreduce";
         let n = buf.len();
@@ -213,7 +214,7 @@ impl Bridge {
         panic: &mut Option<Box<dyn Any + Send>>,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "allreduce";
         let n = buf.len();

@@ -19,7 +19,7 @@
 
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::mailbox::Kind;
+use crate::mailbox::{Elem, Kind};
 use crate::op::Op;
 use crate::process::bridge::Bridge;
 use crate::process::collectives::pipeline;
@@ -54,7 +54,7 @@ impl Bridge {
         algorithm: Algorithm,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "allreduce";
         let call =
@@ -108,7 +108,7 @@ impl Bridge {
         algorithm: Broadcast,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "broadcast";
         let (q, l) = self.layout.locate(root);
@@ -149,7 +149,7 @@ impl Bridge {
         algorithm: Reduce,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "reduce";
         let (q, l) = self.layout.locate(root);

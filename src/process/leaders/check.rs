@@ -23,7 +23,7 @@
 //! (one hop, or a dissemination over the same mailboxes) because a failing rank there can fail
 //! the whole run; between processes there is no such shared flag, and a process that finds a
 //! mismatch on its own could not tell the others without a message they would have to wait
-//! for. The allreduce is also a barrier, which is what [`ProcessComm::barrier`] uses it for.
+//! for. The allreduce is also a barrier, which is what `ProcessComm::barrier` uses it for.
 
 use crate::algorithms::check;
 use crate::collective::Collective;
@@ -267,7 +267,7 @@ impl ProcessComm {
         assert_eq!(send.len(), recv.len());
         let (n, comm) = (send.len() as c_int, self.comm.as_raw());
         let (send, recv) = (send.as_ptr().cast(), recv.as_mut_ptr().cast());
-        // SAFETY (both closures): `send` and `recv` hold `n` u64 each and outlive the call,
+        // SAFETY: for both closures, `send` and `recv` hold `n` u64 each and outlive the call,
         // which completes inside `run_native`; the datatype and op are predefined, the
         // communicator valid, `req` a live out-parameter.
         self.run_native(

@@ -44,7 +44,7 @@ use super::native;
 use crate::algorithms;
 use crate::collective::Collective;
 use crate::error::{Error, Result};
-use crate::mailbox::{Kind, Tag};
+use crate::mailbox::{Elem, Kind, Tag};
 use crate::op::Op;
 use crate::process::mpi::{MpiTransport, Scratch, TagCodec};
 use crate::process::node::NodeStage;
@@ -331,7 +331,7 @@ impl ProcessComm {
         algorithm: Algorithm,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "allreduce";
@@ -392,7 +392,7 @@ impl ProcessComm {
         starts: &[usize],
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "allreduce";
@@ -418,7 +418,7 @@ impl ProcessComm {
         })
     }
 
-    /// [`ProcessComm::broadcast_with`], with its call check if `check` (see
+    /// `ProcessComm::broadcast_with`, with its call check if `check` (see
     /// [`ProcessComm::allreduce_call`]).
     pub(crate) fn broadcast_call<T>(
         &self,
@@ -427,7 +427,7 @@ impl ProcessComm {
         algorithm: Broadcast,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "broadcast";
         if self.node.is_some() && matches!(algorithm, Broadcast::Auto | Broadcast::Direct) {
@@ -461,7 +461,7 @@ impl ProcessComm {
         })
     }
 
-    /// [`ProcessComm::reduce_with`], with its call check if `check` (see
+    /// `ProcessComm::reduce_with`, with its call check if `check` (see
     /// [`ProcessComm::allreduce_call`]).
     pub(crate) fn reduce_call<T, O>(
         &self,
@@ -471,7 +471,7 @@ impl ProcessComm {
         algorithm: Reduce,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "reduce";

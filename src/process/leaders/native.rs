@@ -252,7 +252,7 @@ impl ProcessComm {
         let comm = self.comm.as_raw();
         let recv = buf.as_mut_ptr().cast::<c_void>();
         self.sending_copy(buf, |send| {
-            // SAFETY (both closures): `send` is the scratch copy of `n` elements of the type
+            // SAFETY: for both closures, `send` is the scratch copy of `n` elements of the type
             // `datatype` describes (`datatype_of`), `recv` the caller's buffer of as many,
             // both live until the call (or its request) completes inside `run_native`; the op
             // is predefined and valid on that type (`mpi_op`), the communicator is this
@@ -340,7 +340,7 @@ impl ProcessComm {
         let name = "MPI_Reduce";
         if self.rank != root {
             let send = buf.as_ptr().cast::<c_void>();
-            // SAFETY (both closures): `send` is the caller's `n` elements of `datatype`, only
+            // SAFETY: for both closures, `send` is the caller's `n` elements of `datatype`, only
             // read, live until the call completes inside `run_native`; the receive buffer is
             // not significant away from the root (MPI 3.1 §5.9.1), so null; op, communicator
             // and request as in `native_allreduce`.
@@ -357,7 +357,7 @@ impl ProcessComm {
         }
         let recv = buf.as_mut_ptr().cast::<c_void>();
         self.sending_copy(buf, |send| {
-            // SAFETY (both closures): as in `native_allreduce`, at the root.
+            // SAFETY: for both closures, as in `native_allreduce`, at the root.
             self.run_native(
                 name,
                 || unsafe { ffi::MPI_Reduce(send, recv, n, datatype, mop, r, comm) },
@@ -380,7 +380,7 @@ impl ProcessComm {
         }
         let (n, r, comm) = (bytes as c_int, root as c_int, self.comm.as_raw());
         let data = buf.as_mut_ptr().cast::<c_void>();
-        // SAFETY (both closures): `data` is the caller's buffer of `n` bytes, read at the root
+        // SAFETY: for both closures, `data` is the caller's buffer of `n` bytes, read at the root
         // and written elsewhere, live until the call completes inside `run_native`; a `Copy`
         // type may be written byte by byte with the root's bytes, which are a valid value of
         // it (every process has the same `T`, by the call check); the communicator and request

@@ -5,7 +5,7 @@
 //!
 //! **Wire.** Bytes (`MPI_UINT8_T`), straight from and (for plain receives) straight into the
 //! caller's slice; elements of a zero-sized type travel as their count, one `u64`, as in the
-//! mailboxes ([`super::wire`]). A reducing receive lands in a scratch buffer owned by the
+//! mailboxes (`super::wire`). A reducing receive lands in a scratch buffer owned by the
 //! caller of [`MpiTransport::new`] (grown, never shrunk, so steady-state calls allocate
 //! nothing) and is combined from there with `combine(acc, incoming)`.
 //!
@@ -80,7 +80,7 @@ pub(crate) struct MpiTransport<'a> {
     /// The operation, for error messages.
     pub(super) op: &'static str,
     /// Whether waits poll MPI's non-blocking calls and yield the core between polls
-    /// ([`poll_politely`]) instead of blocking in MPI, which polls without yielding.
+    /// (`poll_politely`) instead of blocking in MPI, which polls without yielding.
     pub(super) polite: bool,
 }
 

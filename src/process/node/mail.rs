@@ -1,4 +1,4 @@
-//! Point-to-point between the processes of one node through its segment: one [`ring`] per
+//! Point-to-point between the processes of one node through its segment: one `ring` per
 //! ordered pair of ranks of different processes, and messages framed on it.
 //!
 //! A message is a frame: a header (the communicator's context, the user's tag, the element

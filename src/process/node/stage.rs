@@ -148,7 +148,7 @@ impl ProcessComm {
         name: &'static str,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         let stage = self.node().expect("a node stage");
@@ -254,7 +254,7 @@ impl ProcessComm {
     /// (MPI's choice for an exact op) and a broadcast within each node.
     pub(crate) fn node_allreduce<T, O>(&self, buf: &mut [T], op: &O) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "allreduce";
@@ -298,7 +298,7 @@ impl ProcessComm {
         back: bool,
     ) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         let between = between_nodes::<T, O>(op);
@@ -325,7 +325,7 @@ impl ProcessComm {
     /// (the hybrid reduce hands its leaders a copy).
     pub(crate) fn node_reduce<T, O>(&self, buf: &mut [T], op: &O, root: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
         O: Op<T>,
     {
         const OP: &str = "reduce";
@@ -342,7 +342,7 @@ impl ProcessComm {
     /// MPI, and within every node that has not had it from its leader.
     pub(crate) fn node_broadcast<T>(&self, buf: &mut [T], root: usize) -> Result<()>
     where
-        T: Copy + Send + Sync + 'static,
+        T: Elem,
     {
         const OP: &str = "broadcast";
         let stage = self.node().expect("a node stage");

@@ -252,11 +252,10 @@ impl Bridge {
                         a.pending = None;
                     }
                 }
+                let source = self.mpi_source(want);
                 // SAFETY: `stage` is the caller's, writable and otherwise unused during the
                 // call, and holds each header until `classify` has taken it in.
-                while let Some(a) =
-                    unsafe { ch.poll(self.local.rank(), self.mpi_source(want), stage) }
-                {
+                while let Some(a) = unsafe { ch.poll(self.local.rank(), source, stage) } {
                     self.classify(ch, a, stage, op)?;
                 }
                 Ok(())

@@ -28,10 +28,10 @@ impl Session<'_> {
         from: usize,
         op: &O,
     ) {
+        let len = acc.len();
         // SAFETY: by the caller's promise rank k's input holds `at + acc.len()` elements of
         // `T`, published before its `arrived` store (acquired in phase 1) and not written or
         // freed until this rank's `done`; `acc` is a distinct borrow.
-        let len = acc.len();
         let input = |k: usize| unsafe {
             std::slice::from_raw_parts(self.call(k).input.cast::<T>().add(at), len)
         };

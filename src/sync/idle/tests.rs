@@ -153,7 +153,7 @@ fn stretches_may_end_in_any_order() {
 
     /// A hook that forwards to `c` for as long as the returned guard lives (`c` outlives it).
     fn lasting_of(c: &Counting) -> Listed {
-        // SAFETY (test): the guard is dropped before `c` in every use above.
+        // SAFETY: the guard is dropped before `c` in every use above.
         let c: &'static Counting = unsafe { std::mem::transmute::<&Counting, _>(c) };
         Listed(add(c))
     }
@@ -168,7 +168,7 @@ fn a_hook_removed_by_another_hooks_work_is_not_called() {
         false
     });
     with_idle(&victim, || {
-        // SAFETY (test): the entry is removed (by `remover`, below) while `victim` lives.
+        // SAFETY: the entry is removed (by `remover`, below) while `victim` lives.
         let v: &'static Counting = unsafe { std::mem::transmute::<&Counting, _>(&victim) };
         *guard.borrow_mut() = Some(Listed(add(v)));
         with_idle(&remover, || assert!(run()));
@@ -191,7 +191,7 @@ fn hooks_beyond_the_slots_keep_their_order_as_any_is_removed() {
     let mut listed: Vec<Option<Listed>> = hooks
         .iter()
         .map(|h| {
-            // SAFETY (test): every entry is removed below, before `hooks` is dropped.
+            // SAFETY: every entry is removed below, before `hooks` is dropped.
             let h: &'static dyn Idle = unsafe { std::mem::transmute::<&dyn Idle, _>(h) };
             Some(Listed(add(h)))
         })

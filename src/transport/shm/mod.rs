@@ -333,7 +333,7 @@ impl Transport for ShmTransport<'_> {
     }
 
     fn recv<T: Elem>(&self, src: usize, tag: Tag, buf: &mut [T]) -> Result<()> {
-        // SAFETY (of the closure's call): the header matched, so the bytes are the wire form
+        // SAFETY: in the closure, the header matched, so the bytes are the wire form
         // of `buf.len()` `T`s published by the sender.
         self.recv_with::<T>(src, tag, buf.len(), |p| unsafe { copy_in(p, buf) })
     }

@@ -92,7 +92,7 @@ impl Posted {
     /// Posts a receive of `want` into `buf`, free while `gate` (if any) is open; its number.
     ///
     /// # Safety
-    /// The entry keeps a pointer to `buf`: it must be withdrawn ([`Posted::withdraw`]) before
+    /// The entry keeps a pointer to `buf`: it must be withdrawn (`Posted::withdraw`) before
     /// `buf`'s borrow ends, and `buf` left alone until then except by whoever closes the gate.
     unsafe fn post<T: Elem>(&self, want: Want, buf: &mut [T], gate: Option<Gate>) -> u64 {
         self.0.post(Entry {

@@ -31,8 +31,9 @@ mod mpi_requests;
 mod self_check;
 mod work;
 
+use corecoll::unstable::EAGER_MAX;
 use corecoll::Collective;
-use corecoll::{Algorithm, Block, Team, EAGER_MAX};
+use corecoll::{Algorithm, Block, Team};
 use corecoll_bench::domain::fmt_bytes;
 use corecoll_bench::output::grid;
 use corecoll_bench::output::this_cpu;

@@ -2,7 +2,7 @@
 //! fast numbers.
 
 use super::work::AnyResult;
-use corecoll::EAGER_MAX;
+use corecoll::unstable::EAGER_MAX;
 
 /// Sends known data around rings of several sizes and lengths (eager, exactly eager max,
 /// rendezvous), then splits the world by parity and meets at a barrier in each half.

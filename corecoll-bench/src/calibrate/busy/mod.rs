@@ -50,7 +50,8 @@ use corecoll::algorithm::Any;
 use corecoll::op;
 use corecoll::profile::LevelCosts;
 use corecoll::sim::{self, Case, Model, Ports};
-use corecoll::{Algorithm, Block, Comm, Pinning, Profile, Team, Wait, MAX_AUTO_BLOCK};
+use corecoll::unstable::MAX_AUTO_BLOCK;
+use corecoll::{Algorithm, Block, Comm, Pinning, Profile, Team, Wait};
 use std::time::Duration;
 
 /// Ranks per core of the busy pipeline. Four is the oversubscription the built-in decision

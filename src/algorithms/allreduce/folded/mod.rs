@@ -57,7 +57,7 @@ pub(crate) fn pending(slots: &Slots, p: usize, k: u64) -> Option<usize> {
 /// # Safety
 /// Every rank of `ranks` has reached `k` ([`Slots::reached`]) and the caller publishes its
 /// start `k + 1` only after this returns; each contribution holds `acc.len()` elements of `T`,
-/// which fit the slots ([`fits`]: aligned to 8 ≥ align_of::<T>()).
+/// which fit the slots ([`fits`]: aligned to 8 ≥ `align_of::<T>()`).
 #[inline]
 pub(crate) unsafe fn combine<T: Copy, O: Op<T> + ?Sized>(
     slots: &Slots,
