@@ -5,21 +5,16 @@
 //! `memcpy` picks its method by size (tunables `x86_rep_movsb_threshold` and
 //! `x86_non_temporal_threshold`, and on AMD parts a stop threshold for `rep movsb` near the L2
 //! size). On the machine this crate is measured on (AMD EPYC VM, 1 MiB L2 per core, glibc 2.36)
-//! the method used above the L2 size is slow and erratic: an 8 MiB buffer copied in one call
-//! averaged 12–38 GB/s over a few dozen copies, in five runs, where the same bytes in 64 KiB
-//! calls averaged 57–67 GB/s (the best single calls were within 1.4× of each other). Every
-//! piece from 16 KiB to 512 KiB averaged 54–67 GB/s; 64 KiB is in the middle of that plateau
+//! the method used above the L2 size is slow and erratic, where the same bytes copied in
+//! pieces of 16 KiB to 512 KiB are fast and steady; 64 KiB is in the middle of that plateau
 //! (`cargo run --release -p corecoll-bench --example memcpy_pieces`).
 //!
-//! What it did to the collectives: the two-rank allgather in message-passing form (ring,
-//! recursive doubling: one single-copy exchange) took 190 µs at 2 MiB and 770 µs at 8 MiB
-//! where the direct allgather, which copied in 16 KiB chunks, took 42 and 185 µs, in the same
-//! interleaved rounds; in copies of 64 KiB the same rows took 56 and 233 µs
-//! (`corecoll-bench --collective allgather --ranks 2 --sizes 1MiB,2MiB,8MiB,16MiB --algorithms
-//! auto,ring,direct,recursive-doubling,bruck --time 0.3 --rounds 10`). The ping-pong of
-//! `--calibrate`, whose long messages are one such copy, had measured β = 0.13–0.15 ns/B in
-//! some runs and 0.018 in others (two memory modes of the machine, it seemed); with the copies
-//! in pieces three calibrations in a row gave 0.016–0.017.
+//! What one long call does to the collectives: the two-rank allgather in message-passing form
+//! (ring, recursive doubling: one single-copy exchange) ran several times slower than the
+//! direct allgather, which copies in chunks; and the calibration's ping-pong, whose long
+//! messages are one such copy, measured β an order of magnitude apart from run to run. The
+//! figures and commands:
+//! `docs/results/2026-11-29-figures-behind-the-code.md`.
 //!
 //! Pieces cost one call each; in the runs above no piece size was slower on average than the
 //! one call, at any buffer size from 256 KiB. Short copies are one piece.

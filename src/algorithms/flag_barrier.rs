@@ -40,7 +40,8 @@
 //! **Shortcut.** With at most [`POLL_LEADERS`] groups a member waits until its leader's
 //! `released` *or every leader's* `gathered` has reached `e`: it need not wait for its
 //! leader to be scheduled again after the meeting, which on an oversubscribed machine is a
-//! whole hand-off of the core (measured on 2x2: 1.6–1.8× dissemination with it, 2.3× without).
+//! whole hand-off of the core (measured on 2 × 2: the shortcut brings the barrier close to
+//! dissemination; figures in `docs/results/2026-11-29-figures-behind-the-code.md`).
 //! The extra polling is L − 1 lines from other groups per member, hence the bound. Either
 //! word says that everyone arrived, and the wake-up argument is unchanged: a member parks
 //! only while its leader's `released` has not reached `e`, and that store is followed by an
@@ -82,7 +83,7 @@
 //! words that reached at most the failing call `e`, each stored only by a rank that did arrive:
 //! other ranks may still pass call `e` (correctly, when every rank did arrive), but no word
 //! reaches `e + 1` for a call the failing rank never made. The run is failed, so every later
-//! call fails at `Comm::enter` before it looks at the flags; a new run gets new flags with a
+//! call fails as it enters (`Member::enter`) before it looks at the flags; a new run gets new flags with a
 //! new communicator.
 //!
 //! # The call check
@@ -97,8 +98,7 @@
 //! its neighbour posted before doing anything else. Storing the arrival before the comparison
 //! lets no one out early: leaving needs *every* rank's arrival at this call's epoch, which
 //! only ranks making this very call store, and between such ranks the check cannot fail.
-//! (Before this split, the check's own round trip made the barrier 1.6–1.8× dissemination on
-//! 2 × 2.)
+//! A check with a round trip of its own would add a whole latency to every barrier.
 //!
 //! # Cost
 //!

@@ -49,8 +49,8 @@ pub(crate) fn broadcast_pair<Tr: Transport, T: Elem>(
 /// so that the other rank returns only once the root has its result.
 ///
 /// The acknowledgement is a second message latency, which makes a short reduce slower
-/// than a short allreduce (1.4–1.9× at 8–128 B, against Träff, Gropp and Thakur's
-/// guideline reduce(m) ≤ allreduce(m)). It is the price of the error contract: an op that
+/// than a short allreduce, against Träff, Gropp and Thakur's guideline reduce(m) ≤
+/// allreduce(m) (figures in `docs/results/2026-11-29-figures-behind-the-code.md`). It is the price of the error contract: an op that
 /// panics on the root only must fail the other rank's call too. (Sending the root's
 /// vector back for the other rank to fold the same operands, as the allreduce's exchange
 /// does, would not do: it covers an op that fails on the operands, not one that fails on one

@@ -396,12 +396,13 @@ impl<G: Group> Hierarchy<G> {
 /// [`segment_elements`]): the best of 64 KiB, 256 KiB, 1 MiB and unsegmented measured on the
 /// development machine (`corecoll-bench --machine 2x2 --algorithms
 /// hierarchical,hierarchical:256KiB,hierarchical:1MiB,hierarchical:64MiB`, when
-/// `hierarchical`'s `Block::Auto` was 64 KiB; 1 and 8 MiB vectors: 1 MiB segments tied with none, 64 KiB ones were 2–3× slower, every stage's
-/// synchronisation being a context switch on oversubscribed cores). Vectors longer than
-/// this still pipeline. The hybrid allreduce between MPI processes (`process::collectives::pipeline`) cuts
-/// with it too: there, on 2 processes × 2 threads, 1 MiB segments were 1.15–1.4× faster than
-/// the uncut vector from 8 MB per rank up, 4 MiB ones gained less and 256 KiB ones lost
-/// (docs/hybrid.md, "Stage pipelining").
+/// `hierarchical`'s `Block::Auto` was 64 KiB; 1 and 8 MiB vectors: 1 MiB segments tied with
+/// none, 64 KiB ones were several times slower, every stage's synchronisation being a context
+/// switch on oversubscribed cores). Vectors longer than this still pipeline. The hybrid
+/// allreduce between MPI processes (`process::collectives::pipeline`) cuts with it too: there,
+/// on 2 processes × 2 threads, 1 MiB segments beat the uncut vector from 8 MB per rank up,
+/// 4 MiB ones gained less and 256 KiB ones lost (docs/hybrid.md, "Stage pipelining"; figures
+/// in `docs/results/2026-11-29-figures-behind-the-code.md`).
 pub(crate) const AUTO_SEGMENT_BYTES: usize = 1 << 20;
 
 /// Elements per segment of a hierarchical collective on elements of `elem_size` bytes: the

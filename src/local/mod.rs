@@ -155,8 +155,8 @@ impl Local {
         self.member.enter(op)
     }
 
-    /// `Comm::enter` at the start of a public collective call: also forgets what `Auto`
-    /// chose in the call before (`Comm::auto_choice`). (The schedules call `enter` again
+    /// [`Local::enter`] at the start of a public collective call: also forgets what `Auto`
+    /// chose in the call before (what `unstable::auto_choice` reports). (The schedules call `enter` again
     /// inside a call, which must not forget this call's choice.)
     pub(crate) fn enter_call(&self, op: &'static str) -> Result<()> {
         self.auto_ran.set(None);

@@ -44,10 +44,10 @@ pub use tag::{Elem, TAG_MAX};
 
 /// Largest payload in bytes sent by the eager protocol; larger messages use rendezvous.
 ///
-/// Chosen by measurement (docs/benchmarks.md): on the 2-core machine this was tuned on, a
-/// ping-pong of 1025 B by rendezvous took ~210 ns against ~300 ns eager, and rendezvous stayed
-/// ahead at every larger size, because it spares the sender's copy and its acknowledgement is
-/// off the critical path. Below 1 KiB the eager copy wins and lets a sender run ahead.
+/// Chosen by measurement (docs/benchmarks.md, "Eager or rendezvous"): from just above 1 KiB
+/// a ping-pong by rendezvous was faster than eager, and stayed ahead at every larger size,
+/// because it spares the sender's copy and its acknowledgement is off the critical path.
+/// Below 1 KiB the eager copy wins and lets a sender run ahead.
 pub const EAGER_MAX: usize = 1024;
 /// Payload bytes that share the cache line of a cell's sequence word: a message this small
 /// arrives in the one line the receiver polls.

@@ -247,8 +247,9 @@ impl NodeShare {
     /// there are cores for them, and each process's threads still spread over the cores.
     /// Seen on 2 cores, 2 processes × 2 threads (`hybrid_allreduce --table`, the benchmark
     /// helper's runs on a loaded machine, docs/hybrid.md): with the leaders sharing a core, an
-    /// 8-byte `MPI_Allreduce` between them took 3.7 ms (each waits a time slice for the
-    /// other), 0.35 µs outside the team's run.
+    /// 8-byte `MPI_Allreduce` between them took thousands of times longer than outside the
+    /// team's run, each leader waiting a time slice for the other (figures in
+    /// `docs/results/2026-11-29-figures-behind-the-code.md`).
     pub(crate) fn core_index(&self, i: usize, n: usize) -> usize {
         if self.total <= n {
             (self.before + i) % n

@@ -29,9 +29,9 @@ pub struct LevelCosts {
     /// How it was measured (the cores used), or why it was not.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub note: String,
-    /// For `oversubscribed`, measured from a busy pipeline: the two-rank ping-pong on one core
-    /// that the level used to be fitted to, kept for comparison (informative; never used for a
-    /// block). Absent in profiles written before the busy measurement, which still load.
+    /// For `oversubscribed`, measured from a busy pipeline: the two-rank ping-pong on one core,
+    /// kept for comparison (informative; never used for a block). Absent in profiles without
+    /// the busy measurement, which still load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pingpong: Option<Box<LevelCosts>>,
 }

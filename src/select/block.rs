@@ -135,11 +135,9 @@ fn tree_block(
 /// others). The lemma counts messages only; a cap keeps
 /// the block being combined (and the root's side buffer) inside the L2 cache (1 MiB per core
 /// on the machine measured), so long vectors are not streamed through memory twice. Measured
-/// (docs/tuning.md, the block sweeps): with 128 KiB `Block::Auto` lost up to 1.9× to blocks of
-/// 256 KiB – 1 MiB on 8 MiB vectors at p = 2 and p = 8. It holds on shared cores too: on 8
-/// ranks over 2 cores, 8 MiB, in interleaved rounds on the quiet machine, blocks of
-/// 256–512 KiB beat 1 MiB ones by 1.05–1.25× in every pipeline (removing the cap there had
-/// looked right in runs beside a compiler, where every block cost more).
+/// (docs/tuning.md, the block sweeps): a smaller cap lost to blocks of 256 KiB – 1 MiB on
+/// 8 MiB vectors at p = 2 and p = 8, and on 8 ranks over 2 cores blocks of 256–512 KiB beat
+/// 1 MiB ones in every pipeline (figures in `docs/results/2026-11-29-figures-behind-the-code.md`).
 pub const MAX_AUTO_BLOCK: usize = 512 << 10;
 
 /// The largest block `Block::Auto` picks where a pipeline has nothing to fill (the lemma's
@@ -150,14 +148,11 @@ pub const MAX_AUTO_BLOCK: usize = 512 << 10;
 /// handshake each and overlap nothing, and no side buffer has to stay in the L2.
 ///
 /// Measured with the long copies in pieces (`crate::copy`; interleaved rounds, the better of
-/// two passes, docs/tuning.md): on 2 ranks at 8 MiB the ring took
-/// 151–154 µs with 2–4 MiB pieces against 169 µs with 512 KiB ones, the two-tree 152–156
-/// against 172 µs; at 32 MiB, 2 MiB blocks were within 1.09× of the best block of each of
-/// these pipelines, where whole 16 MiB blocks lost up to 1.14× (the two-tree) and 4 MiB ones
-/// 1.16×. On 8 ranks over 2 cores the ring's whole 4 MiB chunks beat 512 KiB pieces by 1.07×
-/// at 32 MiB (at 8 MiB, with 1 MiB chunks, both within 3%). The dual root keeps
-/// [`MAX_AUTO_BLOCK`]: on 2 ranks at 8 MiB its 4 MiB blocks took 1.5× and one 8 MiB block
-/// 2.2× the time of 512 KiB ones.
+/// two passes, docs/tuning.md): on 2 ranks at 8 MiB the ring and the two-tree ran faster with
+/// 2–4 MiB pieces than with 512 KiB ones; at 32 MiB, 2 MiB blocks were close to the best
+/// block of each of these pipelines, where whole 16 MiB blocks and 4 MiB ones lost more. The
+/// dual root keeps [`MAX_AUTO_BLOCK`]: its larger blocks lost to 512 KiB ones (figures in
+/// `docs/results/2026-11-29-figures-behind-the-code.md`).
 pub const MAX_AUTO_DIRECT_BLOCK: usize = 2 << 20;
 
 /// The cost constants of the pipelining lemma: start-up time per message (α) and time per
@@ -176,22 +171,20 @@ impl Costs {
         Costs { alpha_ns, beta_ns }
     }
 
-    /// A rank per core, measured on the development machine (docs/benchmarks.md): an 8-byte
-    /// message takes about 100 ns one way, a 1 MiB one 73 µs (0.07 ns per byte).
+    /// A rank per core: the one-way latency and the per-byte cost of the mailboxes on the
+    /// development machine (docs/benchmarks.md, the latency check).
     pub(crate) const DEDICATED: Costs = Costs::new(100.0, 0.07);
     /// More ranks than cores: a pipeline step waits for the next rank to be scheduled among
     /// the others sharing its core, so the start-up cost that matters is a hop of a busy
-    /// pipeline, not a ping-pong between two threads (1.3–1.6 µs on one core,
-    /// docs/calibration.md). α = 12 µs and β = 0.02 ns/B are what `corecoll-bench --calibrate`
-    /// fits to its busy pipeline (8 ranks on 2 cores) on the development machine since the
-    /// long copies went in pieces: 11.6–12.1 µs and 0.018–0.022 ns/B in four calibrations.
-    /// Constants of 20 µs and 0.07 ns/B, fitted by hand to block sweeps when a long copy was
-    /// one slow `memcpy`, made `Block::Auto` cut the 1 MiB two-tree and pipelined tree on 8
-    /// ranks into too many blocks (1.13–1.15× the best fixed block, docs/tuning.md).
+    /// pipeline, not a ping-pong between two threads (docs/calibration.md). These are what
+    /// `corecoll-bench --calibrate` fits to its busy pipeline (8 ranks on 2 cores) on the
+    /// development machine; constants fitted by hand to block sweeps, when a long copy was one
+    /// slow `memcpy`, made `Block::Auto` cut the 1 MiB two-tree and pipelined tree on 8 ranks
+    /// into too many blocks (docs/tuning.md; figures in `docs/results/2026-11-29-figures-behind-the-code.md`).
     pub(crate) const OVERSUBSCRIBED: Costs = Costs::new(12_000.0, 0.02);
-    /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node,
-    /// about 1 µs per message and 0.1 ns per byte (a copy through a shared segment or a
-    /// single-copy kernel transfer), larger than the mailboxes' [`Costs::DEDICATED`]; what a
+    /// Between MPI processes: an estimate for Open MPI's shared-memory transport on one node
+    /// (a copy through a shared segment or a single-copy kernel transfer), larger than the
+    /// mailboxes' [`Costs::DEDICATED`]; what a
     /// profile without a measured `mpi` level gives (`profile::Level::Mpi`).
     pub(crate) const MPI: Costs = Costs::new(1000.0, 0.1);
 }
@@ -207,9 +200,8 @@ impl Costs {
 /// `per`), the one with the smaller (a + cb)(α + βm/b); the vector is then cut into that many
 /// blocks of near-equal length. Rounding the block n/b* up instead would make
 /// ⌈b*⌉ blocks with a short last one: at b* = 1.2 two blocks, the second a fifth of the first,
-/// each costing a full pipeline stage. On 8 ranks over 2 cores the chain then lost 1.2× at
-/// 64 KiB against one block, and the two-tree 1.1× at 1 MiB against one block per half
-/// (docs/tuning.md).
+/// each costing a full pipeline stage. On 8 ranks over 2 cores the chain then lost to one
+/// block at 64 KiB, and the two-tree to one block per half at 1 MiB (docs/tuning.md).
 ///
 /// The block never divides a non-empty `n` (one element more if it would): the schedules cut
 /// n elements into ⌊n/B⌋ + 1 blocks, the last one short and, when B divides n, empty

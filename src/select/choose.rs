@@ -34,8 +34,9 @@ pub(crate) fn choose_allreduce(
 /// rank's slice wherever it lives; the hierarchy crosses once per group). Not on an
 /// oversubscribed team: there every synchronisation waits for a context switch, and on the
 /// 2-core development machine (synthetic 2 × 2, 4 ranks) the single-copy hierarchy
-/// (`HierarchicalDirect`, the one `Auto` picks) measured 1.14–1.20× the flat direct algorithm
-/// from 64 KiB to 8 MiB, the composition 1.6–2.3× (docs/hierarchy.md). Short vectors
+/// (`HierarchicalDirect`, the one `Auto` picks) measured slower than the flat direct
+/// algorithm from 64 KiB to 8 MiB, the composition slower still (docs/hierarchy.md). Short
+/// vectors
 /// stay flat: three stages of latency against ⌈log₂ p⌉ rounds of recursive doubling. The
 /// dedicated-core case is not measured here (no machine with more than one L3 group): the
 /// rule follows HAN's design, and the tuning work's measured tables are to replace it.
@@ -56,8 +57,8 @@ pub(crate) fn choose_broadcast(_p: usize, bytes: usize) -> Flat<broadcast::Sched
 /// `Auto`'s reduce, measured (docs/benchmarks.md, `benches/collectives.rs`): with a core per
 /// rank, the binomial tree while messages are eager (at p = 2 one message in the check's hop)
 /// and `Direct` above; with more ranks than cores, `Direct` at every size (its two board
-/// synchronisations cost less than the tree's rounds of waiting for descheduled ranks: 16 µs
-/// against 20 µs for 8 B at p = 8 on 2 cores).
+/// synchronisations cost less than the tree's rounds of waiting for descheduled ranks, even
+/// for 8 B at p = 8 on 2 cores) (figures in `docs/results/2026-11-29-figures-behind-the-code.md`).
 pub(crate) fn choose_reduce(
     _p: usize,
     bytes: usize,
@@ -72,7 +73,7 @@ pub(crate) fn choose_reduce(
 
 /// `Auto`'s scan (and exclusive scan): recursive doubling at every size. Measured
 /// (docs/benchmarks.md) at p = 2 and at p = 8 on 2 cores, it beats the pipelined tree
-/// everywhere, by 2–11× from 2 KiB: ⌈log₂ p⌉ single-copy rounds against the tree's two
+/// everywhere, by several times from 2 KiB: ⌈log₂ p⌉ single-copy rounds against the tree's two
 /// phases of blocks. The pipelined tree stays selectable for machines with many cores, where
 /// its 2βm bandwidth term would show for long vectors (not measured here).
 pub(crate) fn choose_scan(_p: usize, _bytes: usize) -> scan::Schedule {
@@ -82,8 +83,8 @@ pub(crate) fn choose_scan(_p: usize, _bytes: usize) -> scan::Schedule {
 // --- Gather, scatter and allgather (`Comm::gather`, `scatter`, `allgather`): `Auto`'s choices.
 
 /// `Auto`'s gather: linear at every size. Measured (docs/benchmarks.md), linear and binomial
-/// are equal at p = 2, and at p = 8 on 2 cores linear is as fast or faster everywhere (14 µs
-/// against 21 µs for 8 B: one round of messages into the root instead of ⌈log₂ p⌉ rounds, each
+/// are equal at p = 2, and at p = 8 on 2 cores linear is as fast or faster everywhere (one
+/// round of messages into the root instead of ⌈log₂ p⌉ rounds, each
 /// waiting for a descheduled rank; and each block copied once instead of up to ⌈log₂ p⌉
 /// times for long ones).
 pub(crate) fn choose_gather(_p: usize, _bytes: usize) -> Flat<Gathering> {
@@ -93,8 +94,7 @@ pub(crate) fn choose_gather(_p: usize, _bytes: usize) -> Flat<Gathering> {
 /// `Auto`'s scatter, measured (docs/benchmarks.md): linear, except for rendezvous-sized blocks
 /// up to 16 KiB with more ranks than cores, where the root's p − 1 rendezvous sends, each
 /// waiting for its receiver to be scheduled, cost more than the binomial tree's ⌈log₂ p⌉
-/// rounds (45 µs against 29 µs for 2 KiB at p = 8 on 2 cores). At p = 2 the two are one
-/// message.
+/// rounds (at p = 8 on 2 cores) (figures in `docs/results/2026-11-29-figures-behind-the-code.md`). At p = 2 the two are one message.
 pub(crate) fn choose_scatter(_p: usize, bytes: usize, oversubscribed: bool) -> Flat<Scattering> {
     if oversubscribed && bytes > EAGER_MAX && bytes <= 16 << 10 {
         Schedule(Scattering::Binomial)
@@ -118,13 +118,12 @@ pub(crate) fn choose_allgather(p: usize, bytes: usize) -> Flat<Allgathering> {
 }
 
 /// `Auto`'s all-to-all, measured (docs/benchmarks.md). With a core per rank: at p = 2 the
-/// pairwise exchange at every size (one exchange, no rotation copies; up to 1.6× faster than
-/// `Direct` from 2 to 32 KiB, equal above); for more ranks Bruck while the whole send buffer
+/// pairwise exchange at every size (one exchange, no rotation copies; faster than `Direct`
+/// from 2 to 32 KiB, equal above); for more ranks Bruck while the whole send buffer
 /// is eager (⌈log₂ p⌉ rounds), `Direct` above. With more ranks than cores:
 /// `Direct` for blocks below 256 KiB (one synchronisation instead of rounds of waiting for
-/// descheduled ranks: 16 µs against 17–30 µs for 8 B at p = 8 on 2 cores), the pairwise
-/// exchange from 256 KiB, where its steps stream one peer at a time (1.6 ms against 1.8 ms
-/// at 512 KiB).
+/// descheduled ranks), the pairwise exchange from 256 KiB, where its steps stream one peer at
+/// a time (figures in `docs/results/2026-11-29-figures-behind-the-code.md`).
 pub(crate) fn choose_alltoall(
     p: usize,
     bytes: usize,
@@ -148,8 +147,8 @@ pub(crate) fn choose_alltoall(
 /// `Auto`'s reduce-scatter, measured (docs/benchmarks.md). With a core per rank, while the
 /// whole send buffer is eager: the ring at p = 2 (one exchange, no layout permutation) and
 /// recursive halving above (⌊log₂ p⌋ rounds); `Direct` for longer buffers, and at every size
-/// with more ranks than cores (16 µs against 28 µs for recursive halving for 8 B at p = 8 on
-/// 2 cores). Every choice keeps rank order, so commutativity does not matter.
+/// with more ranks than cores (faster than recursive halving even for 8 B at p = 8 on 2
+/// cores) (figures in `docs/results/2026-11-29-figures-behind-the-code.md`). Every choice keeps rank order, so commutativity does not matter.
 pub(crate) fn choose_reduce_scatter(
     p: usize,
     bytes: usize,
@@ -170,9 +169,8 @@ pub(crate) fn choose_reduce_scatter(
 /// expected to pay where each message may cost a context switch; measured (the
 /// `barrier_p2`/`barrier_p8` groups of `benches/collectives.rs`, and p ∈ {3, 4, 6, 16, 33}
 /// the same way, on the shared 2-core development machine under heavy load, so rough), it
-/// does not: dissemination took 0.1 µs at p = 2 against the tree's 0.2 µs (one latency
-/// against two), and on 2 cores about 6 against 13 µs at p = 4, 20 against 40 µs at p = 8,
-/// 50 against 90 µs at p = 16 and 170 against 185 µs at p = 33. Every dissemination round
+/// does not: dissemination was faster at every p, about twice at p = 2 (one latency against
+/// two) and up to p = 16 (figures in `docs/results/2026-11-29-figures-behind-the-code.md`). Every dissemination round
 /// advances all ranks at once, while the tree's 2⌈log₂ p⌉ dependent hops each wait for one
 /// rank to be scheduled. The parameters stay for the decision tables of the tuning work.
 pub(crate) fn choose_barrier(_p: usize, _oversubscribed: bool) -> barrier::Schedule {

@@ -1,6 +1,6 @@
 //! Hierarchical collectives in the simulator: the compositions of `crate::hierarchy` (group
-//! stage, leaders' stage, group stage), and the reduce-scatter/allgather allreduce that the
-//! runtime does not have yet, traced from the crate's flat schedules on sub-communicators
+//! stage, leaders' stage, group stage), and a reduce-scatter/allgather allreduce that the
+//! runtime does not run, traced from the crate's flat schedules on sub-communicators
 //! and replayed on a [`Machine`].
 //!
 //! **How.** The ranks are grouped level by level as they are placed ([`Grouping`]): with

@@ -12,7 +12,7 @@
 //! requests: their peers unpark this rank as they would for a blocking call) says whether it
 //! has work now ([`Idle::ready`]); while only such hooks are installed, a wait parks until
 //! woken, on its own condition or the hooks', and the deadlock detection counts the thread
-//! blocked only when neither can become true. Threads without a hook wait as before; the check
+//! blocked only when neither can become true. Threads without a hook wait as any wait does; the check
 //! costs one thread-local read per poll once a wait has spun.
 //!
 //! Hooks nest: each [`with_idle`] adds one for its stretch, and the waits inside run all of

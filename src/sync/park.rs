@@ -254,7 +254,8 @@ pub(crate) struct WaitPolicy {
 
 impl WaitPolicy {
     /// One rank per core: spin long enough to catch a peer that is some tens of microseconds
-    /// behind (a spin hint costs 30–60 ns on the machines measured), yield a while, then sleep.
+    /// behind (a spin hint costs tens of nanoseconds on the machines measured, figures in
+    /// `docs/results/2026-11-29-figures-behind-the-code.md`), yield a while, then sleep.
     pub(crate) const DEDICATED: WaitPolicy = WaitPolicy {
         spins: 2048,
         yield_for: Duration::from_micros(200),
@@ -377,8 +378,9 @@ pub(crate) fn wait_until_watched(
         return super::task::suspend_until(parker, policy, deadline(), &mut ready, watch);
     }
     if !cfg!(loom) {
-        // The first polls go without a spin hint: a hint costs 30-60 ns on some cores, which
-        // would be added to the latency of a message that arrives during it.
+        // The first polls go without a spin hint: on some cores a hint costs as much as a
+        // good part of a message's latency, which would be added to a message that arrives
+        // during it.
         for i in 0..policy.spins {
             if i >= TIGHT_POLLS {
                 spin_hint();

@@ -204,7 +204,7 @@ mod tests {
         sign * m * 10f64.powi((h >> 1) as i32 % 7 - 3)
     }
 
-    /// Row-major 2×2 product with wrapping arithmetic.
+    /// Row-major 2 × 2 product with wrapping arithmetic.
     fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
         let f = |a: u32, b: u32, c: u32, d: u32| a.wrapping_mul(b).wrapping_add(c.wrapping_mul(d));
         [

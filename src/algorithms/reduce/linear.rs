@@ -6,9 +6,9 @@
 //! the acknowledgement's empty messages. It is the reduce of choice where the tree's rounds
 //! cost more than the root's serial combining: short vectors on a team with more ranks than
 //! cores, where each round of a tree waits for descheduled ranks. Measured there (8 ranks on
-//! 2 cores), the binomial and direct reduces took 23–30 µs for 8 B where the linear allreduce
-//! took 18 µs, which broke the guideline reduce(m) ≤ allreduce(m) of Träff, Gropp and Thakur
-//! (docs/tuning.md).
+//! 2 cores), the binomial and direct reduces were slower than the linear allreduce, which
+//! broke the guideline reduce(m) ≤ allreduce(m) of Träff, Gropp and Thakur (docs/tuning.md;
+//! figures in `docs/results/2026-11-29-figures-behind-the-code.md`).
 //!
 //! **Order.** The root starts from its own vector x_root, folds the lower ranks in on the left
 //! from root − 1 down to 0 (`Op::fold_left`), then the higher ones on the right from root + 1

@@ -47,10 +47,10 @@
 //! before their group's reads.
 //!
 //! **Measured** on the 2-core development machine (described packages, so no boundary's cost
-//! to save), the single-copy path runs 1.2–1.6× the flat direct allgather from 64 KiB up and
-//! about 5× at 1 MiB on 2 × 2. The stage synchronisation is not the cost: with the same waits
-//! but the foreign blocks read from their owners' `send`s, it measured 1.26×, 1.18× and 0.97×
-//! at 64 KiB, 1 MiB and 8 MiB. The cost is that a holder's copy was written in this call: the
+//! to save), the single-copy path is slower than the flat direct allgather from 64 KiB up on
+//! 2 × 2 (figures in `docs/results/2026-11-29-figures-behind-the-code.md`). The stage synchronisation is not the cost: with the same waits
+//! but the foreign blocks read from their owners' `send`s, it ran about as fast as the flat
+//! algorithm. The cost is that a holder's copy was written in this call: the
 //! group's readers fetch it from the holder's cache (modified lines), and the holder's next
 //! write invalidates their copies, while the flat algorithm's sources, the `send`s, stay
 //! clean and shared between calls (as the benchmark never rewrites them). Where the groups are
@@ -82,14 +82,11 @@ const HELD: u64 = 1;
 /// Bytes of the whole result (p blocks, the receive buffer) from which the single-copy path
 /// runs; below, the short-block path (module docs). Measured with `corecoll-bench
 /// --collective allgather --algorithms direct,hierarchical-direct --time 0.3` (sizes: the
-/// whole receive buffer per rank) on the 2-core development machine, busy, each path forced
-/// at every size (medians, short path / single-copy path): on `--machine 2x2` (4 ranks)
-/// 8.5/14.1 µs at 2 KiB, 12.7/15.9 at 8 KiB, 14.7/18.4 at 16 KiB, 16.8/23.5 at 32 KiB,
-/// 22.6/17.7 at 64 KiB, 434/296 at 1 MiB; on `--machine 2x2x2` (8 ranks) 27.6/32.3 µs at
-/// 2 KiB, 34.5/33.5 at 8 KiB, 43.6/34.7 at 16 KiB, 48.7/37.0 at 32 KiB, 56.8/42.1 at 64 KiB,
-/// 750/443 at 1 MiB. The crossover falls as p grows (the short path's rounds grow with p, the
-/// board's synchronisations do not): about 8–16 KiB on 8 ranks, 32–64 KiB on 4. 32 KiB lies
-/// between, costing at most about 1.3× the better path on either machine.
+/// whole receive buffer per rank), each path forced at every size, on `--machine 2x2` and
+/// `--machine 2x2x2`: the crossover falls as p grows (the short path's rounds grow with p,
+/// the board's synchronisations do not), and 32 KiB lies between the two machines'
+/// crossovers, never far from the better path on either (figures in
+/// `docs/results/2026-11-29-figures-behind-the-code.md`).
 pub(crate) const SINGLE_COPY_MIN: usize = 32 << 10;
 
 /// The hierarchical direct allgather of every rank's `send` into `recv` (block i from rank

@@ -40,7 +40,7 @@
 //!
 //! **Traffic**, for p ranks of S bytes in L groups of n: each input is read once, the
 //! (L − 1)S of partials are written once and read once, and the p outputs written once:
-//! 2pS + 2(L − 1)S bytes, against the flat algorithm's 2pS (1.25× for two groups of two).
+//! 2pS + 2(L − 1)S bytes, against the flat algorithm's 2pS (a quarter more for two groups of two).
 //! What crosses a group boundary is the partials and the outputs of other groups; the flat
 //! algorithm's reads of other groups' inputs, (p − n)S of them, become (L − 1)S partials.
 //!

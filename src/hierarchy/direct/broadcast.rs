@@ -62,8 +62,9 @@
 //! groups of 4), S against 4S. The price is one mark per rank and a poll per part; and that a
 //! peer's part is read just after the peer wrote it (from its cache, not a clean shared
 //! line), which on a machine without real packages costs more than the flat reads of the
-//! root's buffer (measured 1.1–1.5× the flat direct broadcast from 64 KiB to 1 MiB on a
-//! described 2 × 2 on 2 cores; see [`SINGLE_COPY_MIN`]).
+//! root's buffer (measured slower than the flat direct broadcast from 64 KiB to 1 MiB on a
+//! described 2 × 2 on 2 cores; see [`SINGLE_COPY_MIN`], and the figures in
+//! `docs/results/2026-11-29-figures-behind-the-code.md`).
 
 use super::group_of;
 use crate::algorithms::blocks::block_start;
@@ -84,11 +85,10 @@ use std::ptr;
 /// auto,binomial,direct,hierarchical,hierarchical-direct --sizes
 /// 8,1KiB,2KiB,4KiB,16KiB,64KiB,1MiB,8MiB --time 0.3`, `--machine 2x2` and `2x2x2`, so 4 and
 /// 8 ranks oversubscribe the cores): in group order the tree matched the best flat
-/// algorithm at 8 B and 1 KiB (1.00–1.01× on 2 × 2, 0.95–1.01× on 2 × 2 × 2: its messages
-/// are eager), and the single copy did better than the tree from 2 KiB on (12.5 µs against
-/// 12.9 µs at 2 KiB on 2 × 2, 37.8 against 42.9 on 2 × 2 × 2; 1.03–1.06× the flat direct
-/// broadcast at 2 and 4 KiB), where the tree's messages go by rendezvous: the flat `Auto`'s
-/// switch at `EAGER_MAX`.
+/// algorithm at 8 B and 1 KiB (its messages are eager), and the single copy did better than
+/// the tree from 2 KiB on, close to the flat direct broadcast, where the tree's messages go by
+/// rendezvous: the flat `Auto`'s switch at `EAGER_MAX` (figures in
+/// `docs/results/2026-11-29-figures-behind-the-code.md`).
 pub(crate) const SINGLE_COPY_MIN: usize = crate::mailbox::EAGER_MAX + 1;
 
 /// Bytes copied per chunk: the flat direct broadcast's, so that the readers of one buffer,

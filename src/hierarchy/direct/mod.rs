@@ -49,7 +49,7 @@ pub(crate) mod testing {
         team_placed(shape, p, Pinning::Compact)
     }
 
-    /// Row-major 2×2 product with wrapping arithmetic: associative, not commutative.
+    /// Row-major 2 × 2 product with wrapping arithmetic: associative, not commutative.
     pub(crate) fn matmul(x: [u32; 4], y: [u32; 4]) -> [u32; 4] {
         let f = |a: u32, b: u32, c: u32, d: u32| a.wrapping_mul(b).wrapping_add(c.wrapping_mul(d));
         [

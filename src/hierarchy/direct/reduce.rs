@@ -85,15 +85,13 @@ use crate::transport::Permuted;
 /// Measured with `corecoll-bench --machine 2x2` and `--machine 2x2x2 --collective reduce
 /// --algorithms auto,binomial,direct,hierarchical,hierarchical-direct --sizes
 /// 8,1KiB,4KiB,16KiB,64KiB,1MiB,8MiB --time 0.3` (f64 sums, root 0) on the 2-core test
-/// machine, so with 4 and 8 ranks oversubscribed, while other builds ran: medians of the tree
-/// in group order against the single-copy schedule were 12.0 / 12.4 µs (8 B), 12.2 / 13.6 µs
-/// (1 KiB), 12.4 / 12.3 µs (4 KiB), 15.4 / 16.1 µs (64 KiB), 104 / 79 µs (1 MiB) on 2x2, and
-/// 35.2 / 26.7 µs (8 B), 37.2 / 32.2 µs (1 KiB), 41.0 / 31.9 µs (4 KiB), 53.3 / 45.3 µs
-/// (64 KiB), 32 ms (noise) / 154 µs (1 MiB) on 2x2x2: oversubscribed, the board session never
-/// loses by more than the noise, and wins by a quarter at 8 ranks, as the flat direct reduce
-/// beats the flat tree there. With a core per rank (not measurable here) the tree's eager
-/// rounds should win while messages ride inline in the mailbox cells, as the flat tree does
-/// below `EAGER_MAX`; the coordinator's quiet machine should confirm the value.
+/// machine, so with 4 and 8 ranks oversubscribed, while other builds ran: oversubscribed, the
+/// board session never lost to the tree in group order by more than the noise, and won at
+/// 8 ranks, as the flat direct reduce beats the flat tree there (figures in
+/// `docs/results/2026-11-29-figures-behind-the-code.md`). With a core per rank (not measurable
+/// there) the tree's eager rounds should win while messages ride inline in the mailbox cells,
+/// as the flat tree does below `EAGER_MAX`; a machine with more cores should confirm the
+/// value.
 pub(crate) const DIRECT_MIN: usize = crate::mailbox::EAGER_MAX;
 
 /// Whether a reduce of `bytes` per rank takes the single-copy schedule ([`DIRECT_MIN`]).

@@ -15,11 +15,10 @@
 //! Cost: one allreduce of 14 `u64` (112 bytes) per collective call, a latency-bound collective
 //! of ⌈log₂ p⌉-ish rounds of small messages. Measured with `mpirun -np 2 --map-by core
 //! --bind-to core target/release/examples/mpi_check --time 8` (Open MPI 4, the 2 cores of the
-//! development machine; docs/hybrid.md): on a quiet machine the check alone
-//! (`ProcessComm::barrier`) 0.4 µs against 0.2 µs for `MPI_Barrier` and 0.4 µs for an 8-byte
-//! `MPI_Allreduce`, and the crate's 8-byte recursive-doubling allreduce, check included,
-//! 0.8 µs; on a loaded one 0.8, 0.5, 0.6 and 1.5 µs.
-//! So the check about doubles the shortest allreduce and is nothing for long vectors. The shared-memory `Comm`'s check is cheaper
+//! development machine; docs/hybrid.md; figures in
+//! `docs/results/2026-11-29-figures-behind-the-code.md`): the check alone (`ProcessComm::barrier`)
+//! costs about an 8-byte `MPI_Allreduce`, so it about doubles the shortest allreduce and is
+//! nothing for long vectors. The shared-memory `Comm`'s check is cheaper
 //! (one hop, or a dissemination over the same mailboxes) because a failing rank there can fail
 //! the whole run; between processes there is no such shared flag, and a process that finds a
 //! mismatch on its own could not tell the others without a message they would have to wait

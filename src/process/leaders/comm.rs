@@ -57,12 +57,12 @@ use std::mem::{size_of, size_of_val};
 
 /// `Auto`'s allreduce between processes for `bytes` per process, `exact` if MPI's own
 /// reduction gives the crate's bits (integers and `bool`, built-in ops): measured with
-/// `corecoll-bench/examples/process_sweep.rs` on 2, 3 and 4 processes of the development machine (Open MPI
-/// 4.1.4, 2 cores; docs/hybrid.md, "Auto between processes"). MPI's `MPI_Allreduce` up to
-/// 2 KiB (0.54 against 0.66 µs for recursive doubling at 8 bytes on 2 processes; each also
-/// pays the call check); recursive doubling up to 32 KiB (1.1–1.4× faster than Rabenseifner
-/// at 8 KiB); Rabenseifner above (best from 128 KiB to 2 MiB at every P; within 1.2× of the
-/// ring and the two-tree at 8–16 MiB). All keep rank order.
+/// `corecoll-bench/examples/process_sweep.rs` on 2, 3 and 4 processes of the development
+/// machine (Open MPI 4.1.4, 2 cores; docs/hybrid.md, "Auto between processes"; figures in
+/// `docs/results/2026-11-29-figures-behind-the-code.md`). MPI's `MPI_Allreduce` up to 2 KiB, where it
+/// beat recursive doubling; recursive doubling up to 32 KiB, where it beat Rabenseifner;
+/// Rabenseifner above (best from 128 KiB to 2 MiB at every P, close to the ring and the
+/// two-tree at 8–16 MiB). All keep rank order.
 fn auto_allreduce(bytes: usize, exact: bool) -> Algorithm {
     match bytes {
         b if b <= 2 << 10 && exact => Algorithm::Native,
@@ -72,9 +72,9 @@ fn auto_allreduce(bytes: usize, exact: bool) -> Algorithm {
 }
 
 /// `Auto`'s broadcast between `p` processes for `bytes`, measured as [`auto_allreduce`]'s:
-/// `MPI_Bcast` (1.3–1.5× faster than the binomial tree from 8 KiB to 512 KiB on 4 processes,
-/// level on 2) below 2 MiB, and from 2 MiB on 3 processes or more scatter + allgather (van de
-/// Geijn; 1.07–1.4× faster than the binomial tree there).
+/// `MPI_Bcast` (faster than the binomial tree from 8 KiB to 512 KiB on 4 processes, level on
+/// 2) below 2 MiB, and from 2 MiB on 3 processes or more scatter + allgather (van de Geijn;
+/// faster than the binomial tree there).
 fn auto_broadcast(p: usize, bytes: usize) -> Broadcast {
     if bytes >= 2 << 20 && p >= 3 {
         Broadcast::ScatterAllgather
@@ -84,9 +84,9 @@ fn auto_broadcast(p: usize, bytes: usize) -> Broadcast {
 }
 
 /// `Auto`'s reduce between processes, measured as [`auto_allreduce`]'s: `MPI_Reduce` where
-/// its result is exact (as fast as the binomial tree, or up to 2× faster on 3 and 4 processes;
-/// 1.1–1.2× slower at 8–16 MiB on 2), else the binomial tree. The pipelined tree was 2–3× slower
-/// than both at every size measured (up to 4 processes, where its pipeline has no depth).
+/// its result is exact (as fast as the binomial tree or faster on 3 and 4 processes, a little
+/// slower at 8–16 MiB on 2), else the binomial tree. The pipelined tree was slower than both
+/// at every size measured (up to 4 processes, where its pipeline has no depth).
 fn auto_reduce(exact: bool) -> Reduce {
     if exact {
         Reduce::Native
@@ -136,8 +136,7 @@ pub(crate) struct ProcessComm {
     pub(in crate::process) polite: Cell<bool>,
     /// The pipelining lemma's constants between the processes (`select::block::lemma_block`): the
     /// `mpi` level of a profile ([`ProcessComm::set_profile`], or the hybrid team's), else the
-    /// built-in estimate for Open MPI's shared-memory transport on one node (`Costs::MPI`:
-    /// 1 µs per message, 0.1 ns per byte).
+    /// built-in estimate for Open MPI's shared-memory transport on one node (`Costs::MPI`).
     pub(in crate::process) costs: Cell<Costs>,
     /// Whether the call check gathers every process's words in its one allreduce (a shadow's
     /// leaders' communicator, `shadows`: its outcome then needs no second collective, which a

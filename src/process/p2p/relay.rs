@@ -28,8 +28,9 @@
 //! threads sent before a collective leaves before the leader waits for the other processes
 //! (which may be waiting for those messages to join it); what has come in can wait for the
 //! next pass — every thread of the process is in the collective then, none receiving — and
-//! the pass skipped is an `MPI_Improbe` per thread (with Open MPI, an 8-byte allreduce
-//! through the node between two processes went from 0.87–1.00 to 0.74–0.79 µs). A leader busy computing outside any call relays nothing until
+//! the pass skipped is an `MPI_Improbe` per thread, a measurable part of a short allreduce
+//! through the node (figures in `docs/results/2026-11-29-figures-behind-the-code.md`). A leader busy
+//! computing outside any call relays nothing until
 //! its next call, as MPI itself progresses only inside calls. Inside MPI's own collectives (the
 //! stage between processes) it does not relay either.
 
