@@ -28,7 +28,7 @@ pub enum NodeShm {
 
 impl NodeShm {
     /// Every choice, in declaration order: `NodeShm::BY_STRICTNESS[c as usize] == c`.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(any(all(test, not(loom)), feature = "mpi"))]
     pub(crate) const BY_STRICTNESS: [NodeShm; 3] = [NodeShm::Auto, NodeShm::Require, NodeShm::Off];
 
     /// The choice `text` names (`auto`, `require` or `off`, in any case).
@@ -169,19 +169,19 @@ pub(crate) fn yield_us() -> Option<u64> {
 }
 
 /// `CORECOLL_NODE_SIZE`.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[cfg(feature = "mpi")]
 pub(crate) fn node_size() -> Option<usize> {
     read(NODE_SIZE, node_count)
 }
 
 /// `CORECOLL_NODE_CMA` is `1`.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[cfg(feature = "mpi")]
 pub(crate) fn node_cma() -> bool {
     read(NODE_CMA, flag).unwrap_or(false)
 }
 
 /// `CORECOLL_NODE_SHM`, if set.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[cfg(feature = "mpi")]
 pub(crate) fn node_shm() -> Option<NodeShm> {
     read(NODE_SHM, NodeShm::named)
 }

@@ -6,7 +6,9 @@
 use super::Local;
 use crate::error::Result;
 use crate::mailbox::{Elem, Tag};
-use crate::transport::shm::{Found, Gate, PostedRecv, PostedSend, ShmTransport, Want};
+#[cfg(feature = "mpi")]
+use crate::transport::shm::Gate;
+use crate::transport::shm::{Found, PostedRecv, PostedSend, ShmTransport, Want};
 use crate::transport::Transport;
 
 impl Local {
@@ -84,7 +86,7 @@ impl Local {
     /// # Safety
     /// As `ShmTransport::post_shared`: the result is dropped before `buf`'s borrow ends, and
     /// `buf` is left alone until then unless `gate` was closed elsewhere.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(feature = "mpi")]
     pub(crate) unsafe fn post_shared<T: Elem>(
         &self,
         want: Want,
@@ -149,7 +151,7 @@ impl Local {
     }
 
     /// Receives the first message `want` accepts if one has arrived, without waiting.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(feature = "mpi")]
     pub(crate) fn try_recv<T: Elem>(&self, want: Want, buf: &mut [T]) -> Result<Option<Found>> {
         self.p2p("recv").try_recv_matching(&self.matcher, want, buf)
     }

@@ -409,3 +409,22 @@ impl Bridge {
         })
     }
 }
+
+impl Bridge {
+    /// Fails this rank's process run with `e` (so that none of its threads waits for this
+    /// one) and returns it.
+    pub(crate) fn fail(&self, e: Error) -> Error {
+        self.local.fail(e)
+    }
+
+    /// `Comm::location` of a rank of the world: known for this process's threads only.
+    pub(crate) fn local_location(&self, rank: usize) -> Option<crate::topology::Location> {
+        if rank >= self.size() {
+            return None;
+        }
+        let (q, l) = self.layout.locate(rank);
+        (q == self.layout.process())
+            .then(|| self.local.location(l))
+            .flatten()
+    }
+}

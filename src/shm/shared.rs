@@ -7,6 +7,7 @@ use super::flags::Flags;
 use super::slots::Slots;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
 use crate::sync::Mutex;
+#[cfg(feature = "mpi")]
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -53,7 +54,7 @@ pub(crate) struct CommShared {
     pub barrier: Flags,
     /// What a layer above attaches to the communicator for all its ranks, set once by one of
     /// them (a hybrid team's duplicate: its links between processes, made by the leader).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(feature = "mpi")]
     pub attached: OnceLock<Arc<dyn Any + Send + Sync>>,
     /// The communicators on which the ranks run their non-blocking collectives (the k-th
     /// started runs on shadow k mod [`SHADOWS`]), each with the same members and mailboxes and
@@ -76,6 +77,7 @@ impl CommShared {
             folded: Mutex::new(HashMap::new()),
             board: Board::new(p),
             barrier: Flags::new(p),
+            #[cfg(feature = "mpi")]
             attached: OnceLock::new(),
             shadows: (0..SHADOWS).map(|_| OnceLock::new()).collect(),
         }

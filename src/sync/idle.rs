@@ -32,6 +32,7 @@
 //! before calling it, so a hook removed by an earlier one's work is never called.
 
 use std::cell::{Cell, RefCell};
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -47,6 +48,7 @@ pub(crate) trait Idle {
     /// The part of the work that must happen before the thread stops serving its hooks for a
     /// while (a relaying leader's sends, before it waits in a stage between processes,
     /// without its look for what has come in). By default the whole of [`Idle::run`].
+    #[cfg(any(all(test, not(loom)), feature = "mpi"))]
     fn flush(&self) -> bool {
         self.run()
     }
@@ -60,9 +62,10 @@ pub(crate) trait Idle {
 }
 
 /// A closure as a hook: its value is whether it found work.
-#[cfg_attr(any(not(feature = "mpi"), loom), allow(dead_code))]
+#[cfg(all(not(loom), any(test, feature = "mpi")))]
 pub(crate) struct FnIdle<F>(pub(crate) F);
 
+#[cfg(all(not(loom), any(test, feature = "mpi")))]
 impl<F: Fn() -> bool> Idle for FnIdle<F> {
     fn run(&self) -> bool {
         (self.0)()
@@ -146,8 +149,10 @@ fn remove(id: u64) {
 }
 
 /// Removes a hook when dropped.
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 struct Listed(u64);
 
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 impl Drop for Listed {
     fn drop(&mut self) {
         remove(self.0);
@@ -157,6 +162,7 @@ impl Drop for Listed {
 /// The stretch of a hook installed by [`lasting`]: the hook is removed when this is dropped,
 /// on the thread that installed it (it is neither `Send` nor `Sync`).
 #[must_use = "the hook is removed when this is dropped"]
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 pub(crate) struct Lasting {
     // Fields drop in order: the entry goes before the hook it points to.
     _listed: Listed,
@@ -165,7 +171,7 @@ pub(crate) struct Lasting {
 
 /// Installs `hook` as one of this thread's idle hooks until the returned [`Lasting`] is
 /// dropped.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 pub(crate) fn lasting(hook: impl Idle + 'static) -> Lasting {
     let hook: Rc<dyn Idle> = Rc::new(hook);
     // SAFETY: only the lifetime is erased, of a borrow of what the `Rc` holds, which does not
@@ -179,7 +185,7 @@ pub(crate) fn lasting(hook: impl Idle + 'static) -> Lasting {
 
 /// Runs `f` with `hook` as one of this thread's idle hooks (module docs) — the hooks installed
 /// around this call run too — and removes it when `f` returns or unwinds.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 pub(crate) fn with_idle<R>(hook: &dyn Idle, f: impl FnOnce() -> R) -> R {
     // SAFETY: only the lifetime is erased. The entry is removed by `_listed` when this
     // function returns or unwinds — a local of this frame, which nothing can forget but the
@@ -275,7 +281,7 @@ pub(crate) fn run() -> bool {
 
 /// [`run`], but of each hook only its [`Idle::flush`] part: what must happen before the thread
 /// stops serving its hooks for a while (a leader's wait in a stage between processes).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 pub(crate) fn flush() -> bool {
     run_each(|h| h.flush())
 }

@@ -101,7 +101,7 @@ pub(crate) fn suspend_until(
 /// completion — which its resumer must therefore poll: suspends the task until a resume finds
 /// `ready()` true. While such a task is suspended, this thread's waits poll (idle hooks that
 /// advance tasks are not [`super::idle::precise`]) instead of parking until woken.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+#[cfg(feature = "mpi")]
 pub(crate) fn poll_until(ready: &mut dyn FnMut() -> bool) {
     struct Polling;
     impl Drop for Polling {

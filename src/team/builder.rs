@@ -31,7 +31,7 @@ pub struct TeamBuilder {
     wait: Wait,
     /// What the processes of a node use between them (`None`: `CORECOLL_NODE_SHM`, else
     /// `Auto`).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(feature = "mpi")]
     node_shm: Option<crate::NodeShm>,
     profile: Option<Profile>,
     /// `algorithm_rules`' overrides, parsed when the team is built.

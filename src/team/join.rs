@@ -81,7 +81,6 @@ struct Entry {
     /// entry, so a seat's run ended cleanly exactly when this has reached its number.
     clean: AtomicU64,
     /// On a hybrid team: the leader has begun the run between the processes.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     begun: AtomicBool,
     /// Why the run fails on every rank other than by its own results: the first panic, another
     /// process's failure, a rank that never joined.
@@ -272,7 +271,6 @@ impl Entry {
     }
 
     /// Whether every rank has left.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     fn all_left(&self) -> bool {
         self.run.returned() == self.slots.len()
     }

@@ -89,7 +89,7 @@ impl Bridge {
             return false;
         }
         let between_node = matches!(
-            crate::process::collectives::staged::between_allreduce(algorithm),
+            crate::process::collectives::allreduce::between_allreduce(algorithm),
             Algorithm::Auto | Algorithm::Direct
         );
         let grouping = match algorithm {

@@ -80,7 +80,6 @@ impl Segment {
 
     /// `len` bytes of private memory, zeroed, laid out as a segment: for a node of one
     /// process, whose memory no other process maps, so that it needs no room in `/dev/shm`.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub(crate) fn private(len: usize) -> io::Result<Segment> {
         // SAFETY: a private anonymous read-write mapping of `len` bytes (at least one); the
         // kernel picks the address and zeroes the pages.

@@ -31,6 +31,7 @@ use engine::Receive;
 pub(crate) use outbox::PostedSend;
 pub(crate) use p2p::{Found, Matcher, Want};
 pub(crate) use posted::PostedRecv;
+#[cfg(any(all(test, not(loom)), feature = "mpi"))]
 pub(crate) use queue::Gate;
 #[cfg(feature = "mpi")]
 pub(crate) use queue::{PostedQueue, Posting};

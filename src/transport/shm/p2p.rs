@@ -379,7 +379,7 @@ impl ShmTransport<'_> {
 
     /// Receives into `buf` the first message `want` accepts if one has arrived, without
     /// waiting (`None`: nothing yet).
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(feature = "mpi")]
     pub(crate) fn try_recv_matching<T: Elem>(
         &self,
         m: &Matcher,

@@ -354,7 +354,7 @@ impl ShmTransport<'_> {
     /// The returned value must be dropped before `buf`'s borrow ends (it cannot be forgotten:
     /// the caller keeps it in its frame), and `buf` left alone until then except by the other
     /// matcher after it has closed `gate`.
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+    #[cfg(any(all(test, not(loom)), feature = "mpi"))]
     pub(crate) unsafe fn post_shared<'m, T: Elem>(
         &self,
         m: &'m Matcher,
