@@ -19,43 +19,36 @@ const TIMEOUT: Duration = Duration::from_secs(300);
 /// wait ends; the first panic is then carried on out of this call.
 pub(crate) fn spmd<R: Send>(p: usize, body: impl Fn(&Member) -> R + Sync) -> Vec<R> {
     ranks(p, TIMEOUT, body)
+        .0
         .into_iter()
         .map(|o| o.unwrap_or_else(|payload| resume_unwind(payload)))
         .collect()
 }
 
 /// [`spmd`] whose waits time out after `timeout`, and whose ranks' panics are the run's
-/// failure, as `Team::run` returns it: the values in rank order, or the first panic's
-/// [`Error::Panicked`].
+/// failure, as `Team::run` returns it: the values in rank order, or the run's first panic.
 pub(crate) fn spmd_with<R: Send>(
     p: usize,
     timeout: Duration,
     body: impl Fn(&Member) -> R + Sync,
 ) -> Result<Vec<R>, Error> {
-    let outcomes = ranks(p, timeout, body);
-    let first_panic = outcomes.iter().enumerate().find_map(|(rank, o)| {
-        let payload = o.as_ref().err()?;
-        Some(Error::Panicked {
-            rank,
-            message: panic_message(payload.as_ref()),
-        })
-    });
-    match first_panic {
-        Some(e) => Err(e),
-        None => Ok(outcomes.into_iter().map(|o| o.expect("no panic")).collect()),
+    let (outcomes, run) = ranks(p, timeout, body);
+    if let Some(e) = run.first_panic() {
+        return Err(e);
     }
+    Ok(outcomes.into_iter().map(|o| o.expect("no panic")).collect())
 }
 
-/// Each rank's outcome: its value, or its panic's payload.
+/// Each rank's outcome (its value, or its panic's payload), and the run.
 fn ranks<R: Send>(
     p: usize,
     timeout: Duration,
     body: impl Fn(&Member) -> R + Sync,
-) -> Vec<std::thread::Result<R>> {
+) -> (Vec<std::thread::Result<R>>, Arc<RunState>) {
     let ranks = Arc::new(Ranks::new(p, WaitPolicy::OVERSUBSCRIBED, Some(timeout)));
     let run = Arc::new(RunState::new(ranks));
     let shared = Arc::new(CommShared::new((0..p).collect()));
-    std::thread::scope(|s| {
+    let outcomes = std::thread::scope(|s| {
         let threads: Vec<_> = (0..p)
             .map(|rank| {
                 let member = Member::new(rank, shared.clone(), run.clone());
@@ -75,5 +68,6 @@ fn ranks<R: Send>(
             })
             .collect();
         threads.into_iter().map(|t| t.join().unwrap()).collect()
-    })
+    });
+    (outcomes, run)
 }

@@ -3,7 +3,7 @@
 //! A rank that must keep something moving while it waits for its peers — the leader of a
 //! process that relays its threads' messages to other processes, when only it may call MPI; a
 //! scope whose requests advance in the rank's other waits — installs a hook, a value of a type
-//! that implements [`Idle`], for a stretch of code ([`with_idle`]). Every wait of that thread in
+//! that implements [`Idle`], for a stretch of code (`with_idle`). Every wait of that thread in
 //! that stretch then runs the hook between its polls once spinning is over; it keeps yielding
 //! (rather than sleeping) while the hook finds work, and once the hook has found none for the
 //! wait policy's yield time, sleeps at most [`IDLE_PARK`] at a time and runs the hook again,
@@ -15,11 +15,11 @@
 //! blocked only when neither can become true. Threads without a hook wait as any wait does; the check
 //! costs one thread-local read per poll once a wait has spun.
 //!
-//! Hooks nest: each [`with_idle`] adds one for its stretch, and the waits inside run all of
+//! Hooks nest: each `with_idle` adds one for its stretch, and the waits inside run all of
 //! them, innermost (latest) first. The hooks do not run inside themselves (a wait in a hook
 //! would find them already running). A hook may also be installed for a stretch that is not one
-//! call ([`lasting`]): a thread that joins a team's run and leaves it in two calls
-//! (`team::join`'s seat, from C) keeps it until the [`Lasting`] it was handed is dropped; such
+//! call (`lasting`): a thread that joins a team's run and leaves it in two calls
+//! (`team::join`'s seat, from C) keeps it until the `Lasting` it was handed is dropped; such
 //! a hook is owned, not borrowed.
 //!
 //! **Why this is sound without a strict stack.** A thread's hooks are a list of entries, each
@@ -73,7 +73,7 @@ impl<F: Fn() -> bool> Idle for FnIdle<F> {
 }
 
 /// An installed hook, its lifetime erased: borrowed from the frame that installed it
-/// ([`with_idle`], [`Place::install`]) or from the [`Lasting`] that owns it, which remove it
+/// (`with_idle`, [`Place::install`]) or from the `Lasting` that owns it, which remove it
 /// before the borrow ends.
 type Hook = &'static dyn Idle;
 
@@ -209,7 +209,7 @@ impl Place {
     /// # Safety
     /// `hook` must outlive the place, and the place must be dropped (never forgotten) on the
     /// thread that installed it: it is a field of a value in a frame of the crate's, as
-    /// [`with_idle`]'s guard is a local.
+    /// `with_idle`'s guard is a local.
     pub(crate) unsafe fn install(&self, hook: &dyn Idle) {
         if self.0.get().is_none() {
             // SAFETY: only the lifetime is erased; the entry is removed when the place is
@@ -261,7 +261,7 @@ fn find_map<T>(mut each: impl FnMut(&dyn Idle) -> Option<T>) -> Option<T> {
 }
 
 /// Whether every idle hook of this thread can tell when it has work ([`Idle::ready`]), and no
-/// task of this thread polls ([`super::task::poll_until`]).
+/// task of this thread polls (`super::task::poll_until`).
 pub(crate) fn precise() -> bool {
     // A task suspended in a poll (an MPI request) waits for what wakes nobody.
     !super::task::polling() && find_map(|h| h.ready().is_none().then_some(())).is_none()

@@ -43,7 +43,7 @@ const POOLED_STACKS: usize = 16;
 #[derive(Clone, Copy)]
 pub(crate) struct Blocked {
     /// The parker that a wake-up of the awaited condition unparks, and the wait's policy;
-    /// `None` for a poll ([`poll_until`]), whose condition changes with nobody told.
+    /// `None` for a poll (`poll_until`), whose condition changes with nobody told.
     wake: Option<(*const Parker, *const WaitPolicy)>,
     deadline: Option<Instant>,
     ready: *mut (dyn FnMut() -> bool + 'static),
@@ -65,7 +65,7 @@ impl Blocked {
 thread_local! {
     /// The yielder of the task running on this thread, if one is.
     static CURRENT: Cell<Option<*const Yielder<(), Blocked>>> = const { Cell::new(None) };
-    /// Tasks of this thread suspended in a poll ([`poll_until`]).
+    /// Tasks of this thread suspended in a poll (`poll_until`).
     static POLLING: Cell<usize> = const { Cell::new(0) };
     /// Stacks of finished tasks, for the next ones.
     static STACKS: RefCell<Vec<DefaultStack>> = const { RefCell::new(Vec::new()) };
@@ -114,7 +114,7 @@ pub(crate) fn poll_until(ready: &mut dyn FnMut() -> bool) {
     suspend(None, None, ready, None);
 }
 
-/// Whether a task of this thread is suspended in a poll ([`poll_until`]).
+/// Whether a task of this thread is suspended in a poll (`poll_until`).
 pub(crate) fn polling() -> bool {
     POLLING.with(|p| p.get() > 0)
 }
@@ -279,7 +279,7 @@ impl<'a, R: 'a> Task<'a, R> {
 /// Waits until one of the waits `blocked` may go on — its condition holds or its deadline has
 /// passed — spinning, yielding and parking as that wait would have (the first one's parker,
 /// policy and watch: the tasks of one thread wait on its parker); if one of them is a poll
-/// ([`poll_until`]), polling all of them, yielding between rounds and running this thread's
+/// (`poll_until`), polling all of them, yielding between rounds and running this thread's
 /// idle hooks, since nothing would wake a parked thread. Must not be called from inside a
 /// task.
 ///
