@@ -262,7 +262,23 @@ fn mpi_rows(ours: &[f64; 3]) {
     );
 }
 
+/// What `--help` prints, and a wrong argument beside its error.
+const USAGE: &str = "usage: corecoll-latency [--requests | --sweep]
+  (none)      the latency check: its goals, every collective at 8 bytes, the requests table
+  --requests  the requests table alone (p = 2)
+  --sweep     one-way latency over message sizes around the eager/rendezvous boundary";
+
 fn main() -> AnyResult<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let known = ["--requests", "--sweep", "--mpi-requests"];
+    if let Some(bad) = args.first().filter(|a| !known.contains(&a.as_str())) {
+        eprintln!("corecoll-latency: unknown argument `{bad}`\n{USAGE}");
+        std::process::exit(2);
+    }
     if std::env::args().any(|a| a == "--sweep") {
         return sweep();
     }
