@@ -205,6 +205,15 @@ impl RunState {
         self.abort(e);
     }
 
+    /// Fails the run as rank `rank`'s panic with `payload` (caught by whoever runs the rank:
+    /// a team, a joined thread's seat, the low layers' test world) fails it.
+    pub(crate) fn rank_panicked(&self, rank: usize, payload: &(dyn std::any::Any + Send)) {
+        self.panicked(Error::Panicked {
+            rank,
+            message: crate::error::panic_message(payload),
+        });
+    }
+
     /// The first panic of the run, if any.
     pub(crate) fn first_panic(&self) -> Option<Error> {
         self.panic.lock().clone()

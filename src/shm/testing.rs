@@ -4,7 +4,7 @@
 //! (docs/architecture.md). The loom models have their own (`loom_world`).
 
 use super::{CommShared, Member, Ranks, RunState};
-use crate::error::{panic_message, Error};
+use crate::error::Error;
 use crate::sync::park::WaitPolicy;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -56,10 +56,7 @@ fn ranks<R: Send>(
                 s.spawn(move || {
                     let out = catch_unwind(AssertUnwindSafe(|| body(&member)));
                     if let Err(payload) = &out {
-                        run.panicked(Error::Panicked {
-                            rank,
-                            message: panic_message(payload.as_ref()),
-                        });
+                        run.rank_panicked(rank, payload.as_ref());
                     }
                     drop(member);
                     run.mark_done(rank);

@@ -353,10 +353,7 @@ impl Team {
         let value = match catch_unwind(AssertUnwindSafe(|| f(&seat))) {
             Ok(value) => Some(value),
             Err(payload) => {
-                seat.entry.run.panicked(Error::Panicked {
-                    rank,
-                    message: crate::error::panic_message(payload.as_ref()),
-                });
+                seat.entry.run.rank_panicked(rank, payload.as_ref());
                 None
             }
         };

@@ -260,10 +260,7 @@ impl Team {
         let value = match catch_unwind(AssertUnwindSafe(|| f(&comm))) {
             Ok(value) => Some(value),
             Err(payload) => {
-                run.panicked(Error::Panicked {
-                    rank,
-                    message: crate::error::panic_message(payload.as_ref()),
-                });
+                run.rank_panicked(rank, payload.as_ref());
                 None
             }
         };

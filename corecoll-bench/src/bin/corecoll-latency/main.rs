@@ -279,12 +279,11 @@ fn main() -> AnyResult<()> {
         eprintln!("corecoll-latency: unknown argument `{bad}`\n{USAGE}");
         std::process::exit(2);
     }
-    if std::env::args().any(|a| a == "--sweep") {
+    if args.iter().any(|a| a == "--sweep") {
         return sweep();
     }
     #[cfg(feature = "mpi")]
     {
-        let args: Vec<String> = std::env::args().collect();
         if let Some(i) = args.iter().position(|a| a == "--mpi-requests") {
             let file = args.get(i + 1).ok_or("--mpi-requests FILE ROUNDS")?;
             let rounds = args
@@ -294,7 +293,7 @@ fn main() -> AnyResult<()> {
             return Ok(mpi_requests::worker(std::path::Path::new(file), rounds)?);
         }
     }
-    if std::env::args().any(|a| a == "--requests") {
+    if args.iter().any(|a| a == "--requests") {
         println!("corecoll latency: the requests table alone (p = 2)");
         return requests_table(&Team::new(2)?);
     }
