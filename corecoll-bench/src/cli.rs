@@ -2,7 +2,7 @@
 //! `domain`.
 
 use crate::domain::{
-    parse_calls, parse_machine, parse_placement, parse_sizes, Calls, Dtype, Machine, OpName,
+    parse_calls, parse_machine, parse_placement, parse_sizes, Cache, Calls, Dtype, Machine, OpName,
     Placement, Sizes,
 };
 use clap::builder::PossibleValue;
@@ -88,8 +88,14 @@ pub struct Args {
     /// A different buffer every iteration (caches cold) instead of reusing one (warm). The
     /// buffers of all ranks together span twice the last-level cache, or the size in
     /// `CORECOLL_COLD_BYTES` (e.g. `64MiB`) when it is set.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "touch")]
     pub cold: bool,
+    /// Application-like buffers: before every call (outside its timed window) each rank
+    /// writes its whole input, as a solver or a training step does, so that no algorithm
+    /// profits from data that the previous call left in a cache where it reads it. The
+    /// slowest rank's write is timed apart (the `touch_us` column).
+    #[arg(long)]
+    pub touch: bool,
     /// Check the self-consistent performance guidelines (Träff, Gropp and Thakur): sweep the
     /// collectives the rules need, each with the algorithm a user gets (`auto`), instead of
     /// `--collective` and `--algorithms`, and print which rules hold. Sizes are rounded down to
@@ -233,6 +239,19 @@ pub struct Args {
     /// Internal: where an MPI worker's rank 0 writes its records (a JSON array).
     #[arg(long, hide = true)]
     pub mpi_out: Option<PathBuf>,
+}
+
+impl Args {
+    /// What the buffers hold when a call starts: `--cold`, `--touch`, or warm.
+    pub fn cache(&self) -> Cache {
+        if self.cold {
+            Cache::Cold
+        } else if self.touch {
+            Cache::Touch
+        } else {
+            Cache::Warm
+        }
+    }
 }
 
 /// `--type` takes the element types by their names.

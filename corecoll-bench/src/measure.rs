@@ -3,8 +3,11 @@
 //! a barrier, and its time is max(end) − min(start) over the ranks, read from one monotonic
 //! clock that every thread shares (an `Instant` taken before the run), so no clock needs to be
 //! synchronised (ReproMPI's window method without the window, as the threads share a clock).
-//! After the timed loop each rank may hand over one more call's output for the check.
+//! Under `--touch` every rank writes its whole input before each call (warm-up and timed),
+//! before the barrier: outside the timed window, and timed apart. After the timed loop each
+//! rank may hand over one more call's output for the check.
 
+use crate::domain::Cache;
 use corecoll::{Comm, Team};
 use std::any::Any;
 use std::time::{Duration, Instant};
@@ -14,6 +17,12 @@ use std::time::{Duration, Instant};
 pub trait Kernel {
     /// One timed call.
     fn call(&mut self) -> Result<(), String>;
+
+    /// Before each call: under [`Cache::Touch`], writes this rank's whole input of the next
+    /// call, as an application would; nothing in the other modes.
+    fn touch(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 
     /// After the timed loop: loads the check's inputs, makes one call and returns this
     /// rank's output (a `Vec` of the element type) for the harness to compare with its
@@ -57,6 +66,10 @@ impl Default for Timing {
 pub struct Measured {
     /// Per-iteration times in seconds: max(end) − min(start) over the ranks.
     pub times: Vec<f64>,
+    /// Per-iteration time of the ranks' writes of their inputs before the call, in seconds:
+    /// the slowest rank's (writes that [`Kernel::touch`] makes only under [`Cache::Touch`];
+    /// empty when a harness does not time them).
+    pub touch: Vec<f64>,
     /// Each rank's output of the check call, in rank order (empty when the kernels have no
     /// check).
     pub outputs: Vec<Box<dyn Any + Send>>,
@@ -65,16 +78,18 @@ pub struct Measured {
     pub auto_choice: Option<&'static str>,
 }
 
-/// The timed loop of one rank: returns its (start, end) pairs in nanoseconds since `origin`,
-/// its check output and what `Auto` chose in its last timed call.
-type RankResult = Result<
-    (
-        Vec<(u64, u64)>,
-        Option<Box<dyn Any + Send>>,
-        Option<&'static str>,
-    ),
-    String,
->;
+/// The timed loop of one rank: its (start, end) pairs in nanoseconds since `origin`, its
+/// touches' durations in nanoseconds, its check output and what `Auto` chose in its last timed
+/// call.
+struct RankTimes {
+    stamps: Vec<(u64, u64)>,
+    touches: Vec<u64>,
+    output: Option<Box<dyn Any + Send>>,
+    chose: Option<&'static str>,
+}
+
+/// A rank's [`RankTimes`], or why it failed.
+type RankResult = Result<RankTimes, String>;
 
 /// Runs `setup`'s kernel on every rank of `team` with the timing method of the module doc.
 /// `setup` is called on each rank's thread with its communicator; `check` says whether to make
@@ -94,6 +109,7 @@ where
             // many more (a rank with no work in a call, such as the root of the `limit`
             // broadcast, would otherwise ask for far too many); every rank computes the same
             // count from the same maximum, so the collectives match.
+            kernel.touch()?;
             comm.barrier().map_err(e)?;
             let t0 = Instant::now();
             kernel.call()?;
@@ -106,6 +122,7 @@ where
             );
             let t0 = Instant::now();
             for _ in 1..n {
+                kernel.touch()?;
                 kernel.call()?;
             }
             let mut per_call = [if n > 1 {
@@ -124,44 +141,69 @@ where
                 },
                 |i| i as u64,
             );
-            let mut times = Vec::with_capacity(iters as usize);
+            let mut stamps = Vec::with_capacity(iters as usize);
+            let mut touches = Vec::with_capacity(iters as usize);
             for _ in 0..iters {
+                let before = ns();
+                kernel.touch()?;
+                touches.push(ns() - before);
                 comm.barrier().map_err(e)?;
                 let start = ns();
                 kernel.call()?;
-                times.push((start, ns()));
+                stamps.push((start, ns()));
             }
             let chose = corecoll::unstable::auto_choice(comm);
-            let out = if check { kernel.check()? } else { None };
-            Ok((times, out, chose))
+            let output = if check { kernel.check()? } else { None };
+            Ok(RankTimes {
+                stamps,
+                touches,
+                output,
+                chose,
+            })
         })
         .map_err(|e| e.to_string())?;
     let mut per_rank = Vec::with_capacity(results.len());
     for (r, res) in results.into_iter().enumerate() {
         per_rank.push(res.map_err(|e| format!("rank {r}: {e}"))?);
     }
-    let iters = per_rank.first().map_or(0, |(t, _, _)| t.len());
+    let iters = per_rank.first().map_or(0, |t| t.stamps.len());
     let times = (0..iters)
         .map(|i| {
-            let start = per_rank.iter().map(|(t, _, _)| t[i].0).min().unwrap_or(0);
-            let end = per_rank.iter().map(|(t, _, _)| t[i].1).max().unwrap_or(0);
+            let start = per_rank.iter().map(|t| t.stamps[i].0).min().unwrap_or(0);
+            let end = per_rank.iter().map(|t| t.stamps[i].1).max().unwrap_or(0);
             end.saturating_sub(start) as f64 * 1e-9
         })
         .collect();
-    let auto_choice = per_rank.first().and_then(|&(_, _, c)| c);
-    let outputs = per_rank.into_iter().filter_map(|(_, o, _)| o).collect();
+    let touch = (0..iters)
+        .map(|i| {
+            let slowest = per_rank.iter().map(|t| t.touches[i]).max().unwrap_or(0);
+            slowest as f64 * 1e-9
+        })
+        .collect();
+    let auto_choice = per_rank.first().and_then(|t| t.chose);
+    let outputs = per_rank.into_iter().filter_map(|t| t.output).collect();
     Ok(Measured {
         times,
+        touch,
         outputs,
         auto_choice,
     })
 }
 
-/// The buffers of one rank's kernel: one buffer reused by every call (warm caches), or with
-/// `--cold` a ring of buffers large enough together that a buffer has left the caches by the
-/// time it comes round again.
+/// Writes a buffer's elements with their fill values.
+type Refill<T> = Box<dyn Fn(&mut [T]) + Send + Sync>;
+
+/// The buffers of one rank's kernel: one buffer reused by every call (warm caches, and
+/// `--touch`, where [`Pool::touch`] rewrites it before each call), or with `--cold` a ring of
+/// buffers large enough together that a buffer has left the caches by the time it comes round
+/// again.
 pub struct Pool<T> {
     data: Vec<T>,
+    /// Writes a buffer's elements as `new` filled them (element `i` with `fill(i)`): one
+    /// dynamic call per buffer around a loop compiled for the fill, so that `touch` writes
+    /// at the speed of an application's loop.
+    refill: Refill<T>,
+    cache: Cache,
     /// Where buffer 0 starts in `data`: the first element on a 64-byte boundary.
     first: usize,
     len: usize,
@@ -196,16 +238,21 @@ fn llc_bytes() -> Option<usize> {
 }
 
 impl<T: Copy> Pool<T> {
-    /// A pool of buffers of `len` elements, each filled by `fill(i)`; one buffer if `cold` is
-    /// false, otherwise enough that `ranks` ranks' pools together span [`cold_bytes`] (at
-    /// least two buffers). Every buffer starts on a 64-byte boundary (a cache line here), as
+    /// A pool of buffers of `len` elements, each filled by `fill(i)`; one buffer unless `cache`
+    /// is [`Cache::Cold`], then enough that `ranks` ranks' pools together span [`cold_bytes`]
+    /// (at least two buffers; one when `len` is 0, which gains nothing from a ring). Every buffer starts on a 64-byte boundary (a cache line here), as
     /// OSU's benchmarks align theirs, so that how the allocator happened to place a buffer
     /// cannot make two ranks share a line where an algorithm splits the vector.
-    pub fn new(len: usize, cold: bool, ranks: usize, fill: impl Fn(usize) -> T) -> Pool<T> {
+    pub fn new(
+        len: usize,
+        cache: Cache,
+        ranks: usize,
+        fill: impl Fn(usize) -> T + Send + Sync + 'static,
+    ) -> Pool<T> {
         let elem = size_of::<T>().max(1);
         let line = 64usize.div_ceil(elem);
         let stride = len.div_ceil(line).max(1) * line;
-        let slots = if cold {
+        let slots = if cache == Cache::Cold && len > 0 {
             (cold_bytes() / (ranks.max(1) * stride * elem)).max(2)
         } else {
             1
@@ -223,6 +270,12 @@ impl<T: Copy> Pool<T> {
         }
         Pool {
             data,
+            refill: Box::new(move |buf: &mut [T]| {
+                for (i, x) in buf.iter_mut().enumerate() {
+                    *x = fill(i);
+                }
+            }),
+            cache,
             first,
             len,
             stride,
@@ -235,6 +288,15 @@ impl<T: Copy> Pool<T> {
     pub fn next_buffer(&mut self) -> &mut [T] {
         self.at = (self.at + 1) % self.slots;
         self.current()
+    }
+
+    /// Under [`Cache::Touch`], writes the whole buffer that the next `next_buffer` returns as
+    /// `new` filled it (a rank's application writing its input); nothing otherwise.
+    pub fn touch(&mut self) {
+        if self.cache == Cache::Touch {
+            let s = self.first + (self.at + 1) % self.slots * self.stride;
+            (self.refill)(&mut self.data[s..s + self.len]);
+        }
     }
 
     /// The buffer of the last `next_buffer` (the first one before any).
@@ -295,8 +357,9 @@ mod tests {
 
     #[test]
     fn pool_buffers_are_aligned_and_cycle() {
-        for cold in [false, true] {
-            let mut pool = Pool::new(100, cold, 64, |i| i as u32);
+        for cache in [Cache::Warm, Cache::Cold, Cache::Touch] {
+            let cold = cache == Cache::Cold;
+            let mut pool = Pool::new(100, cache, 64, |i| i as u32);
             let slots = if cold {
                 2.max(cold_bytes() / (64 * 448))
             } else {
@@ -312,7 +375,19 @@ mod tests {
             assert_eq!(layout.base as usize % 64, 0);
             assert_eq!(layout.slots, slots);
         }
-        let mut bytes = Pool::new(3, false, 1, |_| 7u8);
+        // Under --touch the next buffer is rewritten as new filled it; not otherwise.
+        for cache in [Cache::Warm, Cache::Touch] {
+            let mut pool = Pool::new(5, cache, 2, |i| i as u8);
+            pool.current().fill(9);
+            pool.touch();
+            let want: &[u8] = if cache == Cache::Touch {
+                &[0, 1, 2, 3, 4]
+            } else {
+                &[9; 5]
+            };
+            assert_eq!(pool.next_buffer(), want);
+        }
+        let mut bytes = Pool::new(3, Cache::Warm, 1, |_| 7u8);
         assert_eq!(bytes.current(), &[7, 7, 7]);
         assert_eq!(bytes.current().as_ptr() as usize % 64, 0);
     }

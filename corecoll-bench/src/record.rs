@@ -69,7 +69,8 @@ pub struct Record {
     pub bytes: usize,
     /// Elements in that buffer.
     pub count: usize,
-    /// `warm` (buffers reused) or `cold` (a different buffer each iteration).
+    /// `warm` (buffers reused), `cold` (a different buffer each iteration) or `touch` (buffers
+    /// reused, each rank writing its whole input before every call).
     pub cache: String,
     /// Timed iterations.
     pub iters: usize,
@@ -105,6 +106,11 @@ pub struct Record {
     /// (and in result files without the column).
     #[serde(default)]
     pub auto_choice: String,
+    /// Under `--touch` (`cache` is `touch`): the median time, µs, that the slowest rank took
+    /// to write its whole input before a call, outside the call's timed window; empty
+    /// otherwise (and in result files without the column).
+    #[serde(default)]
+    pub touch_us: Option<f64>,
 }
 
 impl Record {
@@ -176,6 +182,7 @@ pub(crate) mod testing {
             max_rel_error: None,
             note: String::new(),
             auto_choice: String::new(),
+            touch_us: None,
         }
     }
 }

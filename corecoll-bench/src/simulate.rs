@@ -466,5 +466,6 @@ fn record(
         max_rel_error: None,
         note,
         auto_choice: String::new(),
+        touch_us: None,
     }
 }

@@ -165,6 +165,51 @@ fn cold_buffers_pass_their_check() {
 }
 
 #[test]
+fn touched_buffers_pass_their_check_and_time_the_touch() {
+    let dir = scratch("touch");
+    let json = dir.join("t.json");
+    let stdout = run_ok(&[
+        "--sizes",
+        "8,4KiB",
+        "--touch",
+        "--algorithms",
+        "auto,direct,limit,std-naive,channels",
+        "--iters",
+        "3",
+        "--warmup",
+        "1",
+        "--quiet",
+        "--ranks",
+        "3",
+        "--csv",
+        dir.join("t.csv").to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--plot",
+        dir.join("t.svg").to_str().unwrap(),
+    ]);
+    assert!(!stdout.contains("FAIL"), "{stdout}");
+    assert!(
+        stdout.contains("· touch") && stdout.contains("touch:"),
+        "{stdout}"
+    );
+    let recs = records(&json);
+    assert_eq!(recs.len(), 2 * 5, "{stdout}");
+    for r in &recs {
+        assert_eq!(r["cache"], "touch", "{r}");
+        assert!(r["touch_us"].as_f64().is_some_and(|t| t >= 0.0), "{r}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = run(&["--cold", "--touch", "--sizes", "8"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--touch"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
 fn bad_arguments_are_refused_with_a_message() {
     for (args, says) in [
         (&["--type", "f64", "--op", "bxor"][..], "not defined"),

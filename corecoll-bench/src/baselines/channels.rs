@@ -68,7 +68,7 @@ pub fn run<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
             to_right: take(&to_right[r])?,
             from_left: take(&from_left[r])?,
             spare: Vec::new(),
-            buf: Pool::new(spec.count, spec.cold, spec.p, |i| {
+            buf: Pool::new(spec.count, spec.cache, spec.p, move |i| {
                 T::timing_value(spec.op, r, i)
             }),
         }) as Box<dyn Kernel + '_>)
@@ -150,6 +150,11 @@ impl<T: Elem, O: Op<T>> RingKernel<T, O> {
 }
 
 impl<T: Elem, O: Op<T>> Kernel for RingKernel<T, O> {
+    fn touch(&mut self) -> Result<(), String> {
+        self.buf.touch();
+        Ok(())
+    }
+
     fn call(&mut self) -> Result<(), String> {
         self.buf.next_buffer();
         self.exec()

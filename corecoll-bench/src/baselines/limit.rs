@@ -39,6 +39,9 @@
 //! release and read with acquire), so whatever a rank wrote before a barrier is visible to
 //! every rank after it.
 //!
+//! Under `--touch` a rank writes its whole send buffer before each call, between two
+//! barriers of its own, so no other rank reads it meanwhile.
+//!
 //! # `--cold`
 //!
 //! Every rank advances through its pools in lockstep: the k-th call uses buffer k mod slots of
@@ -47,7 +50,7 @@
 
 use super::{chunk, split};
 use crate::cell::{check_input, lengths, output, CellSpec};
-use crate::domain::{Call, Form};
+use crate::domain::{Cache, Call, Form};
 use crate::elem::Elem;
 use crate::measure::{measure, Kernel, Measured, Pool, PoolLayout, Timing};
 use corecoll::op::Op;
@@ -76,10 +79,9 @@ pub fn run<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
     measure(team, timing, true, |comm| {
         let r = comm.rank();
         let (s, v) = lengths(&spec, r);
-        let fill = |i| T::timing_value(spec.op, r, i);
-        // An empty buffer gains nothing from a ring of buffers.
-        let mut send = Pool::new(s, spec.cold && s > 0, spec.p, fill);
-        let mut recv = Pool::new(v, spec.cold && v > 0, spec.p, fill);
+        let fill = move |i| T::timing_value(spec.op, r, i);
+        let mut send = Pool::new(s, spec.cache, spec.p, fill);
+        let mut recv = Pool::new(v, spec.cache, spec.p, fill);
         let published = Published {
             send: send.layout(),
             recv: recv.layout(),
@@ -331,6 +333,28 @@ impl<T: Elem, O: Op<T>> LimitKernel<'_, T, O> {
 }
 
 impl<T: Elem, O: Op<T>> Kernel for LimitKernel<'_, T, O> {
+    /// Under `--touch`, between two barriers of its own, writes this rank's whole send buffer
+    /// of the next call as `Pool::new` filled it: nothing inside a call synchronises, so
+    /// without the first the other ranks might still read the buffer in the call before, and
+    /// without the second (the warm-up calls have no barrier of the harness between them)
+    /// already in the next.
+    fn touch(&mut self) -> Result<(), String> {
+        if self.spec.cache != Cache::Touch {
+            return Ok(());
+        }
+        self.comm.barrier().map_err(|e| e.to_string())?;
+        let (r, op) = (self.comm.rank(), self.spec.op);
+        let send = self.board.of(r).send;
+        // SAFETY: after the first barrier every rank has finished the calls before the next,
+        // and none starts the next before the second, so no rank reads or writes this buffer
+        // meanwhile.
+        let buf = unsafe { part_mut(send, self.calls + 1, 0..send.len) };
+        for (i, x) in buf.iter_mut().enumerate() {
+            *x = T::timing_value(op, r, i);
+        }
+        self.comm.barrier().map_err(|e| e.to_string())
+    }
+
     fn call(&mut self) -> Result<(), String> {
         self.calls += 1;
         self.exec(self.calls);

@@ -100,7 +100,7 @@ fn needs_commutative(name: &str) -> String {
 mod tests {
     use super::*;
     use crate::cell::check;
-    use crate::domain::{Dtype, OpName};
+    use crate::domain::{Cache, Dtype, OpName};
     use crate::record::Validation;
     use corecoll::op::{self, Op};
 
@@ -166,7 +166,7 @@ mod tests {
         root: usize,
     ) {
         let p = team.size();
-        let spec = CellSpec::new(c, p, dtype, opname, elems * dtype.size(), root, false);
+        let spec = CellSpec::new(c, p, dtype, opname, elems * dtype.size(), root, Cache::Warm);
         run_and_check::<T, O>(name, team, &spec, op);
     }
 
@@ -245,8 +245,25 @@ mod tests {
     }
 
     #[test]
-    fn cold_buffers_pass_their_checks() {
+    fn cold_and_touched_buffers_pass_their_checks() {
         let team = Team::new(3).expect("a team");
+        for (c, name) in [
+            ("allreduce", LIMIT),
+            ("reduce", LIMIT),
+            ("allreduce", STD_NAIVE),
+            ("allreduce", CHANNELS),
+        ] {
+            let spec = CellSpec::new(
+                call(c),
+                3,
+                Dtype::F64,
+                OpName::Sum,
+                8 * 301,
+                1,
+                Cache::Touch,
+            );
+            run_and_check::<f64, _>(name, &team, &spec, op::Sum);
+        }
         for (c, name) in [
             ("allreduce", LIMIT),
             ("exscan", LIMIT),
@@ -255,7 +272,7 @@ mod tests {
             ("allreduce", STD_NAIVE),
             ("allreduce", CHANNELS),
         ] {
-            let spec = CellSpec::new(call(c), 3, Dtype::F64, OpName::Sum, 8 * 301, 1, true);
+            let spec = CellSpec::new(call(c), 3, Dtype::F64, OpName::Sum, 8 * 301, 1, Cache::Cold);
             run_and_check::<f64, _>(name, &team, &spec, op::Sum);
         }
     }
@@ -265,9 +282,9 @@ mod tests {
         let team = Team::new(3).expect("a team");
         for c in ["allreduce", "reduce-scatter", "scan"].map(call) {
             for &name in &names(c) {
-                let spec = CellSpec::new(c, 3, Dtype::F32, OpName::Prod, 4 * 999, 2, false);
+                let spec = CellSpec::new(c, 3, Dtype::F32, OpName::Prod, 4 * 999, 2, Cache::Warm);
                 run_and_check::<f32, _>(name, &team, &spec, op::Prod);
-                let spec = CellSpec::new(c, 3, Dtype::U8, OpName::Max, 333, 2, false);
+                let spec = CellSpec::new(c, 3, Dtype::U8, OpName::Max, 333, 2, Cache::Warm);
                 run_and_check::<u8, _>(name, &team, &spec, op::Max);
             }
         }
@@ -278,7 +295,15 @@ mod tests {
         let team = Team::new(2).expect("a team");
         // Left projection: associative, and a ⊙ b ≠ b ⊙ a whenever a ≠ b.
         let op = op::non_commutative(|a: &i64, _: &i64| *a);
-        let spec = CellSpec::new(call("allreduce"), 2, Dtype::I64, OpName::Sum, 80, 0, false);
+        let spec = CellSpec::new(
+            call("allreduce"),
+            2,
+            Dtype::I64,
+            OpName::Sum,
+            80,
+            0,
+            Cache::Warm,
+        );
         for name in [STD_NAIVE, CHANNELS] {
             let e = run::<i64, _>(name, &team, &timing(), &spec, op).unwrap_err();
             assert!(e.contains("commutative"), "{e}");
@@ -294,7 +319,7 @@ mod tests {
     #[test]
     fn unknown_names_and_wrong_teams_are_errors() {
         let team = Team::new(2).expect("a team");
-        let spec = CellSpec::new(call("scan"), 2, Dtype::F64, OpName::Sum, 64, 0, false);
+        let spec = CellSpec::new(call("scan"), 2, Dtype::F64, OpName::Sum, 64, 0, Cache::Warm);
         assert!(run::<f64, _>(CHANNELS, &team, &timing(), &spec, op::Sum).is_err());
         assert!(run::<f64, _>("nope", &team, &timing(), &spec, op::Sum).is_err());
         let spec = CellSpec { p: 3, ..spec };

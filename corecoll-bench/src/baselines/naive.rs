@@ -66,14 +66,14 @@ pub fn run<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
     measure(team, timing, true, |comm| {
         let r = comm.rank();
         let (s, v) = lengths(&spec, r);
-        let fill = |i| T::timing_value(spec.op, r, i);
+        let fill = move |i| T::timing_value(spec.op, r, i);
         Ok(Box::new(NaiveKernel {
             shared: shared.clone(),
             spec,
             rank: r,
             op,
-            send: Pool::new(s, spec.cold, spec.p, fill),
-            recv: Pool::new(v, spec.cold, spec.p, fill),
+            send: Pool::new(s, spec.cache, spec.p, fill),
+            recv: Pool::new(v, spec.cache, spec.p, fill),
         }) as Box<dyn Kernel + '_>)
     })
 }
@@ -186,6 +186,11 @@ impl<T: Elem, O: Op<T>> NaiveKernel<T, O> {
 }
 
 impl<T: Elem, O: Op<T>> Kernel for NaiveKernel<T, O> {
+    fn touch(&mut self) -> Result<(), String> {
+        self.send.touch();
+        Ok(())
+    }
+
     fn call(&mut self) -> Result<(), String> {
         self.send.next_buffer();
         self.recv.next_buffer();

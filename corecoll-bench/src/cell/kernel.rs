@@ -37,14 +37,14 @@ impl<'c, T: Elem, O: Op<T> + Copy> CorecollKernel<'c, T, O> {
     pub fn new(comm: &'c Comm, spec: CellSpec, alg: Alg, op: O) -> Self {
         let r = comm.rank();
         let (s, v) = lengths(&spec, r);
-        let fill = |i| T::timing_value(spec.op, r, i);
+        let fill = move |i| T::timing_value(spec.op, r, i);
         CorecollKernel {
             comm,
             spec,
             alg,
             op,
-            send: Pool::new(s, spec.cold, spec.p, fill),
-            recv: Pool::new(v, spec.cold, spec.p, fill),
+            send: Pool::new(s, spec.cache, spec.p, fill),
+            recv: Pool::new(v, spec.cache, spec.p, fill),
             counts: vec![spec.block; spec.p],
             displs: (0..spec.p).map(|i| i * spec.block).collect(),
         }
@@ -90,6 +90,11 @@ impl<'c, T: Elem, O: Op<T> + Copy> CorecollKernel<'c, T, O> {
 }
 
 impl<T: Elem, O: Op<T> + Copy> Kernel for CorecollKernel<'_, T, O> {
+    fn touch(&mut self) -> Result<(), String> {
+        self.send.touch();
+        Ok(())
+    }
+
     fn call(&mut self) -> Result<(), String> {
         self.send.next_buffer();
         self.recv.next_buffer();

@@ -11,10 +11,11 @@ mod tests;
 pub use check::{check, Checked};
 pub use kernel::CorecollKernel;
 
-use crate::domain::{Call, Dtype, OpName};
+use crate::domain::{Cache, Call, Dtype, OpName};
 use crate::elem::{input, Elem};
 use crate::measure::Measured;
 use crate::record::{Record, Source, Validation};
+use crate::stats::Summary;
 use corecoll::op::Op;
 use corecoll::Collective;
 
@@ -38,8 +39,8 @@ pub struct CellSpec {
     pub block: usize,
     /// Root of the rooted collectives.
     pub root: usize,
-    /// A different buffer each iteration.
-    pub cold: bool,
+    /// What the buffers hold when a call starts.
+    pub cache: Cache,
 }
 
 impl CellSpec {
@@ -53,7 +54,7 @@ impl CellSpec {
         op: OpName,
         bytes: usize,
         root: usize,
-        cold: bool,
+        cache: Cache,
     ) -> CellSpec {
         let elems = bytes / dtype.size();
         let (count, block) = if call.is_barrier() {
@@ -76,7 +77,7 @@ impl CellSpec {
             count,
             block,
             root,
-            cold,
+            cache,
         }
     }
 
@@ -155,7 +156,7 @@ pub fn record_of<T: Elem, O: Op<T>>(
         },
         bytes: spec.bytes(),
         count: spec.count,
-        cache: if spec.cold { "cold" } else { "warm" }.into(),
+        cache: spec.cache.name().into(),
         iters: 0,
         min_us: f64::NAN,
         median_us: f64::NAN,
@@ -168,6 +169,7 @@ pub fn record_of<T: Elem, O: Op<T>>(
         max_rel_error: None,
         note: String::new(),
         auto_choice: String::new(),
+        touch_us: None,
     };
     let m = match measured {
         Ok(m) => m,
@@ -178,6 +180,9 @@ pub fn record_of<T: Elem, O: Op<T>>(
     };
     rec.auto_choice = m.auto_choice.unwrap_or_default().into();
     rec.set_times(&m.times);
+    if spec.cache == Cache::Touch {
+        rec.touch_us = Summary::of(&m.touch).map(|s| s.median * 1e6);
+    }
     if m.outputs.is_empty() {
         rec.validation = Validation::Skipped;
     } else {

@@ -2,7 +2,7 @@
 //! results.
 
 use super::*;
-use crate::domain::{algorithms, Form};
+use crate::domain::{algorithms, Cache, Form};
 use crate::measure::{measure, Kernel, Timing};
 use corecoll::op;
 use corecoll::Team;
@@ -58,7 +58,7 @@ fn every_collective_and_algorithm_passes_its_check() {
             for bytes in [0, 8, 8 * 7, 8 * 1000 + 24] {
                 let rooted = matches!(c.collective, Collective::Broadcast | Collective::Reduce);
                 let root = if c.blocked() || rooted { p - 1 } else { 0 };
-                let spec = CellSpec::new(c, p, Dtype::F64, OpName::Sum, bytes, root, false);
+                let spec = CellSpec::new(c, p, Dtype::F64, OpName::Sum, bytes, root, Cache::Warm);
                 for (name, checked) in run_all::<f64, _>(&team, spec, op::Sum) {
                     let want = if c.is_barrier() {
                         Validation::Skipped
@@ -83,20 +83,22 @@ fn every_collective_and_algorithm_passes_its_check() {
 }
 
 #[test]
-fn integer_ops_and_cold_buffers_pass() {
+fn integer_ops_and_cold_and_touched_buffers_pass() {
     let team = Team::new(3).unwrap();
     for c in ["allreduce", "scan", "reduce-scatter", "alltoall"].map(call) {
-        let spec = CellSpec::new(c, 3, Dtype::I32, OpName::Bxor, 4 * 301, 0, true);
-        for (name, checked) in run_all::<i32, _>(&team, spec, op::BitXor) {
-            assert_eq!(
-                checked.validation,
-                Validation::Pass,
-                "{c} {name}: {}",
-                checked.note
-            );
-            assert_eq!(checked.max_rel_error, None);
+        for cache in [Cache::Cold, Cache::Touch] {
+            let spec = CellSpec::new(c, 3, Dtype::I32, OpName::Bxor, 4 * 301, 0, cache);
+            for (name, checked) in run_all::<i32, _>(&team, spec, op::BitXor) {
+                assert_eq!(
+                    checked.validation,
+                    Validation::Pass,
+                    "{c} {name} {cache:?}: {}",
+                    checked.note
+                );
+                assert_eq!(checked.max_rel_error, None);
+            }
         }
-        let spec = CellSpec::new(c, 3, Dtype::U8, OpName::Max, 77, 0, false);
+        let spec = CellSpec::new(c, 3, Dtype::U8, OpName::Max, 77, 0, Cache::Warm);
         for (name, checked) in run_all::<u8, _>(&team, spec, op::Max) {
             assert_eq!(
                 checked.validation,
@@ -123,7 +125,15 @@ fn boxed(v: Vec<Vec<f64>>) -> Vec<Box<dyn Any + Send>> {
 
 #[test]
 fn the_check_catches_wrong_results() {
-    let spec = CellSpec::new(call("allreduce"), 3, Dtype::F64, OpName::Sum, 40, 0, false);
+    let spec = CellSpec::new(
+        call("allreduce"),
+        3,
+        Dtype::F64,
+        OpName::Sum,
+        40,
+        0,
+        Cache::Warm,
+    );
     let good = good_allreduce(&spec);
     assert_eq!(
         check::<f64, _>(&spec, &op::Sum, &boxed(good.clone())).validation,
@@ -169,7 +179,15 @@ fn the_check_catches_wrong_results() {
         Validation::Fail
     );
     // A gather whose blocks are swapped.
-    let g = CellSpec::new(call("gather"), 2, Dtype::F64, OpName::Sum, 32, 0, false);
+    let g = CellSpec::new(
+        call("gather"),
+        2,
+        Dtype::F64,
+        OpName::Sum,
+        32,
+        0,
+        Cache::Warm,
+    );
     let ins: Vec<Vec<f64>> = (0..2).map(|r| check_input(&g, r)).collect();
     let swapped = vec![[ins[1].clone(), ins[0].clone()].concat(), Vec::new()];
     assert_eq!(
@@ -192,10 +210,18 @@ fn cells_round_sizes_to_whole_elements_and_blocks() {
         OpName::Sum,
         1001,
         0,
-        false,
+        Cache::Warm,
     );
     assert_eq!((s.count, s.block, s.bytes()), (125, 125, 1000));
-    let s = CellSpec::new(call("allgather"), 4, Dtype::F64, OpName::Sum, 8, 0, false);
+    let s = CellSpec::new(
+        call("allgather"),
+        4,
+        Dtype::F64,
+        OpName::Sum,
+        8,
+        0,
+        Cache::Warm,
+    );
     assert_eq!((s.count, s.block, s.bytes()), (4, 1, 32));
     let s = CellSpec::new(
         call("alltoall"),
@@ -204,11 +230,19 @@ fn cells_round_sizes_to_whole_elements_and_blocks() {
         OpName::Sum,
         1 << 20,
         0,
-        false,
+        Cache::Warm,
     );
     assert_eq!((s.count, s.block), (3 * 349_525, 349_525));
-    let s = CellSpec::new(call("gather"), 3, Dtype::U8, OpName::Sum, 0, 0, false);
+    let s = CellSpec::new(call("gather"), 3, Dtype::U8, OpName::Sum, 0, 0, Cache::Warm);
     assert_eq!((s.count, s.block), (0, 0));
-    let s = CellSpec::new(call("barrier"), 3, Dtype::F64, OpName::Sum, 4096, 0, false);
+    let s = CellSpec::new(
+        call("barrier"),
+        3,
+        Dtype::F64,
+        OpName::Sum,
+        4096,
+        0,
+        Cache::Warm,
+    );
     assert_eq!(s.bytes(), 0);
 }

@@ -19,4 +19,4 @@ pub use machine::{
     parse_core_list, parse_machine, parse_placement, Machine, Placement, MACHINE_MAX_CORES,
 };
 pub use sizes::{fmt_bytes, parse_size, parse_sizes, Sizes};
-pub use types::{Dtype, OpName};
+pub use types::{Cache, Dtype, OpName};

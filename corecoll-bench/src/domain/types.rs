@@ -111,3 +111,29 @@ mod tests {
         assert_eq!(OpName::ALL.map(OpName::name)[6], "bxor");
     }
 }
+
+/// What a rank's buffers hold when a timed call starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Cache {
+    /// One buffer per rank, reused by every call as the last call left it (the default, as
+    /// OSU's benchmarks measure).
+    #[default]
+    Warm,
+    /// A different buffer every call, long out of the caches (`--cold`).
+    Cold,
+    /// One buffer per rank, its whole input written by its rank before every call, outside
+    /// the timed window (`--touch`): what a solver or a training step hands a collective, so
+    /// that no algorithm profits from data a previous call left where it reads it.
+    Touch,
+}
+
+impl Cache {
+    /// The name in the results (`warm`, `cold`, `touch`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Cache::Warm => "warm",
+            Cache::Cold => "cold",
+            Cache::Touch => "touch",
+        }
+    }
+}

@@ -91,8 +91,7 @@ pub fn selected(selection: &str) -> bool {
 /// thread rows of the same scope. `Err` says why there are none: `mpirun` missing, or the
 /// job failed (with the tail of its output), or it timed out.
 ///
-/// With `--cold`, each process cycles through enough buffers that they have left the caches
-/// when they come round again, as the threads' buffer pools do.
+/// With `--cold` or `--touch`, each process's buffers behave as the threads' buffer pools do.
 pub fn run(args: &Args, scope: &str, placement: &str, ranks: usize) -> Result<Vec<Record>, String> {
     let cells: usize = args
         .collective
@@ -166,6 +165,9 @@ fn worker_args(args: &Args, out: &Path) -> Vec<String> {
     if args.cold {
         a.push("--cold".into());
     }
+    if args.touch {
+        a.push("--touch".into());
+    }
     a
 }
 
@@ -185,7 +187,7 @@ fn deadline(args: &Args, cells: usize) -> Option<Duration> {
 mod tests {
     use super::*;
     use crate::cell::{record_of, CellSpec};
-    use crate::domain::{Dtype, OpName};
+    use crate::domain::{Cache, Dtype, OpName};
     use crate::record::Validation;
     use clap::Parser;
     use std::path::PathBuf;
@@ -255,7 +257,7 @@ mod tests {
                 OpName::Sum,
                 64,
                 0,
-                false,
+                Cache::Warm,
             ),
             Row::Native.name(),
             Source::Mpi,

@@ -18,15 +18,17 @@
 //! estimation, or an `MPI_Wtime` that is global, `MPI_WTIME_IS_GLOBAL`); `mpirun` here starts
 //! every process on this machine.
 //!
-//! `--cold`: each process cycles through enough buffers that they have left the caches when
-//! they come round again, as `measure::Pool` does for the threads.
+//! `--cold` and `--touch`: each process's buffers are a `measure::Pool`, as the threads' are:
+//! under `--cold` it cycles through enough buffers that they have left the caches when they
+//! come round again; under `--touch` it writes its whole input before each call, outside the
+//! timed window and timed apart.
 
 use super::{rows, Row};
 use crate::cell::{self, CellSpec};
 use crate::cli::Args;
 use crate::domain::{Form, OpName};
 use crate::elem::{dispatch, Elem, Visit};
-use crate::measure::{cold_bytes, Measured, Timing};
+use crate::measure::{Measured, Pool, Timing};
 use crate::record::{Record, Source};
 use corecoll::op::Op;
 use corecoll::Collective;
@@ -35,7 +37,7 @@ use mpi::datatype::{DynBuffer, DynBufferMut, Partition, PartitionMut};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::{Count, Threading};
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::time::Duration;
 
 /// One process of the MPI baseline, started by `mpirun` from [`super::run`]: measures every
@@ -80,7 +82,7 @@ pub fn worker(args: &Args) -> Result<(), String> {
     for &c in &args.collective.0 {
         let sizes: &[usize] = if c.is_barrier() { &[0] } else { &args.sizes.0 };
         for &bytes in sizes {
-            let spec = CellSpec::new(c, p, args.dtype, args.op, bytes, args.root, args.cold);
+            let spec = CellSpec::new(c, p, args.dtype, args.op, bytes, args.root, args.cache());
             for row in rows(c, &args.algorithms) {
                 let cell = MpiCell {
                     world: &world,
@@ -133,80 +135,41 @@ fn system_op(op: OpName) -> SystemOperation {
     }
 }
 
-/// Calls `$on` with `$v` (a `&dyn Any` or `&mut dyn Any`) downcast to the `Vec` of whichever
-/// element type it holds (tested with `is` first: a downcast that fails still holds a
-/// mutable borrow to the end of the function).
-macro_rules! as_vec {
-    ($v:expr, $method:ident, $on:path) => {{
-        let v = $v;
-        as_vec!(@try v, $method, $on, f64, f32, i64, i32, u8)
+/// Returns `$make` of slice `$x` (of a generic element type `$t`) as a slice of whichever of the
+/// bench's element types `$t` is, rebuilt by `$from_raw` (`from_raw_parts` or its `_mut`
+/// form) from `$x`'s pointer (`as_ptr` or `as_mut_ptr`, `$ptr`): rsmpi takes its datatype from
+/// the concrete type, which a generic `T: Elem` does not name.
+macro_rules! as_concrete {
+    ($t:ty, $x:ident, $ptr:ident, $from_raw:path, $make:path) => {{
+        as_concrete!(@try $t, $x, $ptr, $from_raw, $make, f64, f32, i64, i32, u8)
     }};
-    (@try $v:ident, $method:ident, $on:path, $($t:ty),*) => {{
+    (@try $t:ty, $x:ident, $ptr:ident, $from_raw:path, $make:path, $($c:ty),*) => {{
         $(
-            if $v.is::<Vec<$t>>() {
-                return $on($v.$method::<Vec<$t>>().expect("the type was just tested"));
+            if TypeId::of::<$t>() == TypeId::of::<$c>() {
+                let len = $x.len();
+                // SAFETY: `$t` is `$c` (their `TypeId`s are equal), so the slice's memory
+                // holds `len` initialised `$c` values, borrowed as `$x` was for as long.
+                return $make(unsafe { $from_raw($x.$ptr().cast::<$c>(), len) });
             }
         )*
         unreachable!("the bench's element types are f64, f32, i64, i32 and u8")
     }};
 }
 
-/// MPI's view of a `Vec` of one of the element types (`&Vec<T>` as `&dyn Any`): the
-/// datatype comes from the concrete type, so no cast is needed.
-fn mpi_ref(v: &dyn Any) -> DynBuffer<'_> {
-    fn make<T: Equivalence>(x: &[T]) -> DynBuffer<'_> {
-        DynBuffer::new(x)
-    }
-    as_vec!(v, downcast_ref, make)
+/// MPI's view of a slice of one of the element types.
+fn mpi_ref<T: Elem>(x: &[T]) -> DynBuffer<'_> {
+    as_concrete!(T, x, as_ptr, std::slice::from_raw_parts, DynBuffer::new)
 }
 
-/// MPI's mutable view of a `Vec` of one of the element types (`&mut Vec<T>` as
-/// `&mut dyn Any`).
-fn mpi_mut(v: &mut dyn Any) -> DynBufferMut<'_> {
-    fn make<T: Equivalence>(x: &mut [T]) -> DynBufferMut<'_> {
-        DynBufferMut::new(x)
-    }
-    as_vec!(v, downcast_mut, make)
-}
-
-/// One rank's buffers of one kind: one reused by every call, or under `--cold` a ring of
-/// buffers that together span [`cold_bytes`] over all the processes.
-struct Ring<T> {
-    /// The buffers.
-    slots: Vec<Vec<T>>,
-    /// The current one.
-    at: usize,
-}
-
-impl<T: Elem> Ring<T> {
-    /// Buffers of `len` elements, filled by `fill(i)`.
-    fn new(len: usize, cold: bool, p: usize, fill: impl Fn(usize) -> T) -> Ring<T> {
-        let bytes = (len * size_of::<T>()).max(64);
-        let n = if cold && len > 0 {
-            (cold_bytes() / (p.max(1) * bytes)).max(2)
-        } else {
-            1
-        };
-        // Each buffer of a ring spans at least a cache line's bytes, so that neighbours in
-        // the ring do not share lines.
-        let room = 64usize.div_ceil(size_of::<T>().max(1)).saturating_sub(len);
-        let slot = |_| {
-            let mut b = buffer(len, &fill);
-            if n > 1 {
-                b.reserve_exact(room);
-            }
-            b
-        };
-        Ring {
-            slots: (0..n).map(slot).collect(),
-            at: 0,
-        }
-    }
-
-    /// Moves on to the next buffer.
-    fn advance(&mut self) {
-        self.at = (self.at + 1) % self.slots.len();
-    }
+/// MPI's mutable view of a slice of one of the element types.
+fn mpi_mut<T: Elem>(x: &mut [T]) -> DynBufferMut<'_> {
+    as_concrete!(
+        T,
+        x,
+        as_mut_ptr,
+        std::slice::from_raw_parts_mut,
+        DynBufferMut::new
+    )
 }
 
 /// A buffer of `len` elements `fill(i)`, with room for at least one, so that it has an address
@@ -230,10 +193,11 @@ struct MpiKernel<'w, T> {
     row: Row,
     /// The reduction.
     op: SystemOperation,
-    /// Send buffers (the one buffer of the broadcast).
-    send: Ring<T>,
+    /// Send buffers (the one buffer of the broadcast). A pool's buffers, even empty ones, lie
+    /// inside its allocation (see [`buffer`] for why that matters).
+    send: Pool<T>,
     /// Receive buffers.
-    recv: Ring<T>,
+    recv: Pool<T>,
     /// Every rank's block length, for the `v` forms.
     counts: Vec<Count>,
     /// Every rank's block offset, for the `v` forms.
@@ -250,8 +214,8 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
             spec,
             row,
             op: system_op(op),
-            send: Ring::new(s, spec.cold, spec.p, |i| T::timing_value(op, r, i)),
-            recv: Ring::new(v, spec.cold, spec.p, |_| T::default()),
+            send: Pool::new(s, spec.cache, spec.p, move |i| T::timing_value(op, r, i)),
+            recv: Pool::new(v, spec.cache, spec.p, |_| T::default()),
             counts: vec![spec.block as Count; spec.p],
             displs: (0..spec.p).map(|i| (i * spec.block) as Count).collect(),
         }
@@ -264,8 +228,8 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
         let root = w.process_at_rank(self.spec.root as i32);
         let op = &self.op;
         let (counts, displs) = (&self.counts[..], &self.displs[..]);
-        let send = &mut self.send.slots[self.send.at];
-        let recv = &mut self.recv.slots[self.recv.at];
+        let send = self.send.current();
+        let recv = self.recv.current();
         let s = mpi_ref(send);
         let mut v = mpi_mut(recv);
         use Collective as C;
@@ -313,10 +277,15 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
         }
     }
 
+    /// Under `--touch`, writes this process's whole input of the next call.
+    fn touch(&mut self) {
+        self.send.touch();
+    }
+
     /// One timed call, on the next buffers.
     fn call(&mut self) {
-        self.send.advance();
-        self.recv.advance();
+        self.send.next_buffer();
+        self.recv.next_buffer();
         self.run();
     }
 
@@ -328,11 +297,11 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
         }
         let r = self.world.rank() as usize;
         let input = cell::check_input::<T>(&self.spec, r);
-        self.send.slots[self.send.at].copy_from_slice(&input);
-        self.recv.slots[self.recv.at].fill(T::default());
+        self.send.current().copy_from_slice(&input);
+        self.recv.current().fill(T::default());
         self.run();
-        let send = &self.send.slots[self.send.at];
-        let recv = &self.recv.slots[self.recv.at];
+        let send = &*self.send.current();
+        let recv = &*self.recv.current();
         let exclusive = self.spec.call.form == Form::Exclusive;
         let out = match self.spec.call.collective {
             Collective::Broadcast => send,
@@ -406,6 +375,7 @@ fn measure<T: Elem>(
     let zero = world.process_at_rank(0);
     let mut k = MpiKernel::<T>::new(world, *spec, row, op);
     // Warm-up: rank 0 times one call and decides how many more, then how many timed ones.
+    k.touch();
     world.barrier();
     let t0 = now_ns();
     k.call();
@@ -418,6 +388,7 @@ fn measure<T: Elem>(
     zero.broadcast_into(&mut n);
     let t0 = now_ns();
     for _ in 1..n {
+        k.touch();
         k.call();
     }
     let per_call = if n > 1 {
@@ -433,9 +404,13 @@ fn measure<T: Elem>(
         |i| i as u64,
     );
     zero.broadcast_into(&mut iters);
+    // Per iteration: the touch's duration, then the call's start and end.
     let mut stamps = buffer(0, |_| 0u64);
-    stamps.reserve(2 * iters as usize);
+    stamps.reserve(3 * iters as usize);
     for _ in 0..iters {
+        let before = now_ns();
+        k.touch();
+        stamps.push(now_ns() - before);
         world.barrier();
         let start = now_ns();
         k.call();
@@ -445,21 +420,21 @@ fn measure<T: Elem>(
     let output = k.check();
     drop(k);
 
-    // The (start, end) pairs and the check outputs, gathered at rank 0.
+    // The stamps and the check outputs, gathered at rank 0.
     let p = spec.p;
-    let mut times = Vec::new();
+    let (mut times, mut touch) = (Vec::new(), Vec::new());
     if world.rank() == 0 {
         let mut all = buffer(stamps.len() * p, |_| 0u64);
         zero.gather_into_root(&stamps[..], &mut all[..]);
         let per_rank = stamps.len();
-        times = (0..iters as usize)
-            .map(|i| {
-                let at = |q: usize, j: usize| all[q * per_rank + 2 * i + j];
-                let start = (0..p).map(|q| at(q, 0)).min().unwrap_or(0);
-                let end = (0..p).map(|q| at(q, 1)).max().unwrap_or(0);
-                end.saturating_sub(start) as f64 * 1e-9
-            })
-            .collect();
+        let at = |q: usize, i: usize, j: usize| all[q * per_rank + 3 * i + j];
+        for i in 0..iters as usize {
+            let slowest = (0..p).map(|q| at(q, i, 0)).max().unwrap_or(0);
+            let start = (0..p).map(|q| at(q, i, 1)).min().unwrap_or(0);
+            let end = (0..p).map(|q| at(q, i, 2)).max().unwrap_or(0);
+            touch.push(slowest as f64 * 1e-9);
+            times.push(end.saturating_sub(start) as f64 * 1e-9);
+        }
     } else {
         zero.gather_into(&stamps[..]);
     }
@@ -469,6 +444,7 @@ fn measure<T: Elem>(
     };
     Ok(Measured {
         times,
+        touch,
         outputs,
         auto_choice: None,
     })

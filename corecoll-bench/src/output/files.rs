@@ -133,6 +133,7 @@ mod tests {
         v[0].max_rel_error = Some(3.1e-16);
         v[0].limit_pct = Some(100.0 / 3.0);
         v[1].validation = Validation::Skipped;
+        (v[1].cache, v[1].touch_us) = ("touch".into(), Some(0.25));
         let f = &mut v[2];
         f.iters = 0;
         (f.min_us, f.median_us, f.p95_us, f.mean_us) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
@@ -170,6 +171,7 @@ mod tests {
             "max_rel_error",
             "note",
             "auto_choice",
+            "touch_us",
         ];
         let path = temp("header.csv");
         write_csv(&path, &[rec("ring", 8, 1.0)]).unwrap();
@@ -180,7 +182,7 @@ mod tests {
         let row = lines.next().unwrap();
         assert!(row.starts_with("allreduce,ring,corecoll,all,compact,2,f64,sum,8,1,warm,100,"));
         // None is an empty field.
-        assert!(row.ends_with(",,pass,,,"), "{row}");
+        assert!(row.ends_with(",,pass,,,,"), "{row}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
     use Align::{Left, Right};
     for g in groups(records) {
         let notes = g.rows.iter().any(|&i| !records[i].note.is_empty());
+        let touched = g.rows.iter().any(|&i| records[i].touch_us.is_some());
         let mut cols = vec![
             ("size", Right),
             ("algorithm", Left),
@@ -58,6 +59,9 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
             ("check", Left),
             ("max rel err", Right),
         ];
+        if touched {
+            cols.push(("touch", Right));
+        }
         if notes {
             cols.push(("note", Left));
         }
@@ -84,6 +88,9 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
                     r.validation.as_str().into(),
                     fmt_rel_err(r.max_rel_error),
                 ];
+                if touched {
+                    cells.push(r.touch_us.map_or_else(|| "-".into(), fmt_time));
+                }
                 if notes {
                     cells.push(r.note.replace(['\n', '\r'], " "));
                 }
@@ -103,6 +110,13 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
              median; busbw = algbw × nccl-tests' factor.\n\
              % limit = the limit kernel's median / this median × 100."
         )?;
+        if records.iter().any(|r| r.touch_us.is_some()) {
+            writeln!(
+                w,
+                "touch: the slowest rank's write of its whole input before a call (not in the \
+                 call's time; the limit kernel's includes two barriers)."
+            )?;
+        }
     }
     Ok(())
 }

@@ -10,7 +10,7 @@ mod samples;
 
 use crate::cell::{record_of, CellSpec, CorecollKernel};
 use crate::cli::Args;
-use crate::domain::{fmt_bytes, Call, OpName, Placement, BLOCK_SWEPT};
+use crate::domain::{fmt_bytes, Cache, Call, OpName, Placement, BLOCK_SWEPT};
 use crate::elem::{dispatch, Elem, Visit};
 use crate::measure::{measure, Kernel, Timing};
 use crate::output::checks::{self, Checks};
@@ -240,7 +240,7 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                     args.op,
                     bytes,
                     args.root,
-                    args.cold,
+                    args.cache(),
                 );
                 let entries = entries_of(c);
                 let mut rounds: Vec<Vec<(Record, Vec<f64>)>> = vec![Vec::new(); entries.len()];
@@ -356,7 +356,11 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             format!(" · {}", args.dtype.name())
         };
         let ranks = scopes.last().map_or(0, |s| s.ranks);
-        let cache = if args.cold { " · cold caches" } else { "" };
+        let cache = match args.cache() {
+            Cache::Warm => "",
+            Cache::Cold => " · cold caches",
+            Cache::Touch => " · inputs written before each call",
+        };
         let title = format!("{c}{data} · {ranks} ranks{cache}");
         plot::plot_svg(&path, &title, &mine)?;
         println!("plot: {}", path.display());
@@ -495,7 +499,7 @@ mod tests {
         // Every collective's cell then moves exactly that size.
         for &c in &guideline_collectives() {
             for m in guideline_sizes(&[8, 1000, 1 << 20], 3, 8) {
-                let spec = CellSpec::new(c, 3, Dtype::F64, OpName::Sum, m, 0, false);
+                let spec = CellSpec::new(c, 3, Dtype::F64, OpName::Sum, m, 0, Cache::Warm);
                 let want = if c.is_barrier() { 0 } else { m };
                 assert_eq!(spec.bytes(), want, "{c:?} {m}");
             }
