@@ -35,6 +35,7 @@ pub mod record;
 pub mod cell;
 
 pub mod baselines;
+pub mod peers;
 
 pub mod output;
 pub mod plot;

@@ -61,6 +61,29 @@ impl Default for Timing {
     }
 }
 
+impl Timing {
+    /// Warm-up calls (the first included) after a first call of `first` seconds: `warmup`,
+    /// or as many as fit in a tenth of `budget`, 2 to 1000.
+    pub fn warmups(&self, first: f64) -> u64 {
+        self.warmup.map_or_else(
+            || ((self.budget.as_secs_f64() / 10.0 / first.max(1e-9)) as u64).clamp(2, 1000),
+            |w| w as u64,
+        )
+    }
+
+    /// Timed iterations after warm-up calls of `per_call` seconds: `iters`, or as many as
+    /// fit in `budget`, within `min_iters..=max_iters`.
+    pub fn iterations(&self, per_call: f64) -> u64 {
+        self.iters.map_or_else(
+            || {
+                ((self.budget.as_secs_f64() / per_call.max(1e-9)) as usize)
+                    .clamp(self.min_iters.max(1), self.max_iters.max(1)) as u64
+            },
+            |i| i as u64,
+        )
+    }
+}
+
 /// What one cell's run gives back.
 #[derive(Debug)]
 pub struct Measured {
@@ -116,10 +139,7 @@ where
             let mut first = [t0.elapsed().as_secs_f64()];
             comm.allreduce(&mut first, corecoll::op::Max).map_err(e)?;
             let first = first[0];
-            let n = timing.warmup.map_or_else(
-                || ((timing.budget.as_secs_f64() / 10.0 / first.max(1e-9)) as u64).clamp(2, 1000),
-                |w| w as u64,
-            );
+            let n = timing.warmups(first);
             let t0 = Instant::now();
             for _ in 1..n {
                 kernel.touch()?;
@@ -133,14 +153,7 @@ where
             comm.allreduce(&mut per_call, corecoll::op::Max)
                 .map_err(e)?;
             let per_call = per_call[0];
-            let iters = timing.iters.map_or_else(
-                || {
-                    ((timing.budget.as_secs_f64() / per_call.max(1e-9)) as usize)
-                        .clamp(timing.min_iters.max(1), timing.max_iters.max(1))
-                        as u64
-                },
-                |i| i as u64,
-            );
+            let iters = timing.iterations(per_call);
             let mut stamps = Vec::with_capacity(iters as usize);
             let mut touches = Vec::with_capacity(iters as usize);
             for _ in 0..iters {
@@ -192,6 +205,65 @@ where
 
 /// Writes a buffer's elements with their fill values.
 type Refill<T> = Box<dyn Fn(&mut [T]) + Send + Sync>;
+
+/// A benchmarked operation whose work runs on threads of its own (an OpenMP region's, a
+/// rayon pool's), driven from one thread: each call starts when the driver makes it and ends
+/// when it returns, having forked and joined the workers.
+pub trait Driven {
+    /// Before each call: under [`Cache::Touch`], every worker writes its whole input, and
+    /// this returns the slowest one's time in seconds; nothing (and 0) in the other modes.
+    fn touch(&mut self) -> Result<f64, String>;
+
+    /// One timed call.
+    fn call(&mut self) -> Result<(), String>;
+
+    /// After the timed loop: loads the check's inputs, makes one call and returns every
+    /// rank's output (a `Vec` of the element type each), in rank order.
+    fn check(&mut self) -> Result<Vec<Box<dyn Any + Send>>, String>;
+}
+
+/// Measures `kernel` from this thread with the method of [`measure`] where a call is one
+/// fork and join: warm-up calls, then timed calls, each from the driver's start to its
+/// return (a fork already starts every worker at once, so there is no barrier before it and
+/// the time is the driver's). `check` says whether to make the check call afterwards.
+pub fn measure_driven(
+    timing: &Timing,
+    check: bool,
+    kernel: &mut dyn Driven,
+) -> Result<Measured, String> {
+    kernel.touch()?;
+    let t0 = Instant::now();
+    kernel.call()?;
+    let first = t0.elapsed().as_secs_f64();
+    let n = timing.warmups(first);
+    let mut calls = Duration::ZERO;
+    for _ in 1..n {
+        kernel.touch()?;
+        let t0 = Instant::now();
+        kernel.call()?;
+        calls += t0.elapsed();
+    }
+    let per_call = if n > 1 {
+        calls.as_secs_f64() / (n - 1) as f64
+    } else {
+        first
+    };
+    let iters = timing.iterations(per_call) as usize;
+    let (mut times, mut touch) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
+    for _ in 0..iters {
+        touch.push(kernel.touch()?);
+        let t0 = Instant::now();
+        kernel.call()?;
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    let outputs = if check { kernel.check()? } else { Vec::new() };
+    Ok(Measured {
+        times,
+        touch,
+        outputs,
+        auto_choice: None,
+    })
+}
 
 /// The buffers of one rank's kernel: one buffer reused by every call (warm caches, and
 /// `--touch`, where [`Pool::touch`] rewrites it before each call), or with `--cold` a ring of

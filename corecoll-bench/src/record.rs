@@ -16,6 +16,9 @@ pub enum Source {
     Baseline,
     /// A collective of the MPI library, between processes started by `mpirun` (feature `mpi`).
     Mpi,
+    /// A peer with threads of its own, what a program would use instead: OpenMP's regions,
+    /// a rayon pool (`openmp-reduction`, `openmp-slices`, `rayon-reduce`, `rayon-chunks`).
+    Peer,
 }
 
 /// The outcome of the check after the timed loop.
@@ -152,6 +155,7 @@ pub(crate) mod testing {
         let source = match algorithm {
             "limit" | "std-naive" | "channels" => Source::Baseline,
             "mpi" | "mpi-reduce-bcast" => Source::Mpi,
+            a if a.starts_with("openmp-") || a.starts_with("rayon-") => Source::Peer,
             _ => Source::Corecoll,
         };
         Record {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{records, run, run_ok, scratch, text};
+use common::{records, run, run_ok, run_ok_into, scratch, text};
 
 #[test]
 fn a_tiny_allreduce_sweep_writes_its_outputs() {
@@ -54,31 +54,29 @@ fn a_tiny_allreduce_sweep_writes_its_outputs() {
 #[test]
 fn every_collective_runs_with_integers() {
     let dir = scratch("all");
-    let stdout = run_ok(&[
-        "--collective",
-        "all",
-        "--sizes",
-        "0,24",
-        "--type",
-        "i32",
-        "--op",
-        "bxor",
-        "--iters",
-        "2",
-        "--warmup",
-        "1",
-        "--quiet",
-        "--ranks",
-        "3",
-        "--root",
-        "2",
-        "--csv",
-        dir.join("a.csv").to_str().unwrap(),
-        "--json",
-        dir.join("a.json").to_str().unwrap(),
-        "--plot",
-        dir.join("a.svg").to_str().unwrap(),
-    ]);
+    let stdout = run_ok_into(
+        &dir,
+        "a",
+        &[
+            "--collective",
+            "all",
+            "--sizes",
+            "0,24",
+            "--type",
+            "i32",
+            "--op",
+            "bxor",
+            "--iters",
+            "2",
+            "--warmup",
+            "1",
+            "--quiet",
+            "--ranks",
+            "3",
+            "--root",
+            "2",
+        ],
+    );
     for c in [
         "allreduce",
         "reduce-scatter",
@@ -137,26 +135,24 @@ fn direct_gather_and_scatter_run_and_pass_their_check() {
 #[test]
 fn cold_buffers_pass_their_check() {
     let dir = scratch("cold");
-    let stdout = run_ok(&[
-        "--collective",
-        "alltoall,allreduce",
-        "--sizes",
-        "24,4KiB",
-        "--cold",
-        "--iters",
-        "3",
-        "--warmup",
-        "1",
-        "--quiet",
-        "--ranks",
-        "2",
-        "--csv",
-        dir.join("c.csv").to_str().unwrap(),
-        "--json",
-        dir.join("c.json").to_str().unwrap(),
-        "--plot",
-        dir.join("c.svg").to_str().unwrap(),
-    ]);
+    let stdout = run_ok_into(
+        &dir,
+        "c",
+        &[
+            "--collective",
+            "alltoall,allreduce",
+            "--sizes",
+            "24,4KiB",
+            "--cold",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--quiet",
+            "--ranks",
+            "2",
+        ],
+    );
     assert!(
         stdout.contains("cold") && !stdout.contains("FAIL"),
         "{stdout}"
@@ -168,26 +164,24 @@ fn cold_buffers_pass_their_check() {
 fn touched_buffers_pass_their_check_and_time_the_touch() {
     let dir = scratch("touch");
     let json = dir.join("t.json");
-    let stdout = run_ok(&[
-        "--sizes",
-        "8,4KiB",
-        "--touch",
-        "--algorithms",
-        "auto,direct,limit,std-naive,channels",
-        "--iters",
-        "3",
-        "--warmup",
-        "1",
-        "--quiet",
-        "--ranks",
-        "3",
-        "--csv",
-        dir.join("t.csv").to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--plot",
-        dir.join("t.svg").to_str().unwrap(),
-    ]);
+    let stdout = run_ok_into(
+        &dir,
+        "t",
+        &[
+            "--sizes",
+            "8,4KiB",
+            "--touch",
+            "--algorithms",
+            "auto,direct,limit,std-naive,channels",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--quiet",
+            "--ranks",
+            "3",
+        ],
+    );
     assert!(!stdout.contains("FAIL"), "{stdout}");
     assert!(
         stdout.contains("· touch") && stdout.contains("touch:"),
@@ -207,6 +201,81 @@ fn touched_buffers_pass_their_check_and_time_the_touch() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// The peers (OpenMP when the build found a compiler for it, rayon always) in a tiny sweep on
+/// 2 and 3 ranks, warm and `--touch`: their rows pass their checks and the table against the
+/// peers compares them with auto; where OpenMP was not built, the sweep says why instead.
+#[test]
+fn peers_join_the_sweep() {
+    let openmp_missing = option_env!("CORECOLL_OPENMP_MISSING");
+    for (ranks, mode) in [("2", "--touch"), ("3", "--warmup=2")] {
+        let dir = scratch(&format!("peers-{ranks}"));
+        let json = dir.join("p.json");
+        let stdout = run_ok_into(
+            &dir,
+            "p",
+            &[
+                "--sizes",
+                "8,4KiB",
+                "--algorithms",
+                "auto,openmp-reduction,openmp-slices,rayon-reduce,rayon-chunks",
+                "--time",
+                "0.002",
+                mode,
+                "--quiet",
+                "--ranks",
+                ranks,
+            ],
+        );
+        assert!(!stdout.contains("FAIL"), "{stdout}");
+        assert!(stdout.contains("Against the peers"), "{stdout}");
+        let recs = records(&json);
+        let rows = |name: &str| recs.iter().filter(|r| r["algorithm"] == name).count();
+        assert_eq!(rows("auto"), 2, "{stdout}");
+        for name in ["rayon-reduce", "rayon-chunks"] {
+            assert_eq!(rows(name), 2, "{name}: {stdout}");
+        }
+        for name in ["openmp-reduction", "openmp-slices"] {
+            match openmp_missing {
+                None => assert_eq!(rows(name), 2, "{name}: {stdout}"),
+                Some(why) => {
+                    assert_eq!(rows(name), 0, "{name}: {stdout}");
+                    assert!(
+                        stdout.contains(&format!("Peer not measured: {name}: not built: {why}"))
+                    );
+                }
+            }
+        }
+        assert!(recs
+            .iter()
+            .filter(|r| r["source"] == "peer")
+            .all(|r| r["validation"] == "pass" && r["ranks"].as_u64() == ranks.parse().ok()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    // Peers have no --cold mode: the sweep runs without them and says so.
+    let dir = scratch("peers-cold");
+    let stdout = run_ok_into(
+        &dir,
+        "c",
+        &[
+            "--sizes",
+            "8",
+            "--algorithms",
+            "auto,rayon-chunks",
+            "--cold",
+            "--iters",
+            "2",
+            "--quiet",
+            "--ranks",
+            "2",
+        ],
+    );
+    assert!(
+        stdout.contains("Peer not measured: rayon-chunks: peers run on one buffer"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -235,27 +304,25 @@ fn bad_arguments_are_refused_with_a_message() {
 fn a_described_machine_with_hierarchical_and_parameterised_rows() {
     let dir = scratch("machine");
     let json = dir.join("m.json");
-    let stdout = run_ok(&[
-        "--machine",
-        "2x2",
-        "--ranks",
-        "4",
-        "--sizes",
-        "8,4KiB",
-        "--time",
-        "0.01",
-        "--collective",
-        "allreduce",
-        "--algorithms",
-        "auto,hierarchical,hierarchical:1KiB,direct",
-        "--quiet",
-        "--csv",
-        dir.join("m.csv").to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--plot",
-        dir.join("m.svg").to_str().unwrap(),
-    ]);
+    let stdout = run_ok_into(
+        &dir,
+        "m",
+        &[
+            "--machine",
+            "2x2",
+            "--ranks",
+            "4",
+            "--sizes",
+            "8,4KiB",
+            "--time",
+            "0.01",
+            "--collective",
+            "allreduce",
+            "--algorithms",
+            "auto,hierarchical,hierarchical:1KiB,direct",
+            "--quiet",
+        ],
+    );
     assert!(
         stdout.starts_with("machine: 2x2 (synthetic: 2 packages"),
         "{stdout}"
@@ -285,28 +352,26 @@ fn a_described_machine_with_hierarchical_and_parameterised_rows() {
 #[test]
 fn a_described_machine_per_socket() {
     let dir = scratch("machine-sockets");
-    let stdout = run_ok(&[
-        "--machine",
-        "2x2x2",
-        "--per-socket",
-        "--sizes",
-        "64",
-        "--iters",
-        "3",
-        "--warmup",
-        "1",
-        "--collective",
-        "allreduce",
-        "--algorithms",
-        "auto,hierarchical,direct",
-        "--quiet",
-        "--csv",
-        dir.join("s.csv").to_str().unwrap(),
-        "--json",
-        dir.join("s.json").to_str().unwrap(),
-        "--plot",
-        dir.join("s.svg").to_str().unwrap(),
-    ]);
+    let stdout = run_ok_into(
+        &dir,
+        "s",
+        &[
+            "--machine",
+            "2x2x2",
+            "--per-socket",
+            "--sizes",
+            "64",
+            "--iters",
+            "3",
+            "--warmup",
+            "1",
+            "--collective",
+            "allreduce",
+            "--algorithms",
+            "auto,hierarchical,direct",
+            "--quiet",
+        ],
+    );
     // Each socket of 4 cores, then the whole machine of 8, each with its hierarchy line.
     for heading in [
         "4 ranks · socket 0, socket:0",
@@ -396,22 +461,20 @@ fn calibrate_writes_a_profile_that_loads() {
 fn guidelines_run_the_users_rows_and_print_the_rules() {
     let dir = scratch("guidelines");
     let json = dir.join("g.json");
-    let stdout = run_ok(&[
-        "--guidelines",
-        "--ranks",
-        "2",
-        "--sizes",
-        "8,4KiB",
-        "--time",
-        "0.002",
-        "--quiet",
-        "--csv",
-        dir.join("g.csv").to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--plot",
-        dir.join("g.svg").to_str().unwrap(),
-    ]);
+    let stdout = run_ok_into(
+        &dir,
+        "g",
+        &[
+            "--guidelines",
+            "--ranks",
+            "2",
+            "--sizes",
+            "8,4KiB",
+            "--time",
+            "0.002",
+            "--quiet",
+        ],
+    );
     assert!(
         stdout.contains("Self-consistent performance guidelines"),
         "{stdout}"
@@ -449,27 +512,25 @@ fn guidelines_run_the_users_rows_and_print_the_rules() {
 #[test]
 fn blocks_add_fixed_block_rows_and_their_table() {
     let dir = scratch("blocks");
-    let stdout = run_ok(&[
-        "--collective",
-        "allreduce,broadcast",
-        "--algorithms",
-        "auto,ring,dual-root,pipelined-tree",
-        "--blocks",
-        "1KiB,4KiB",
-        "--ranks",
-        "2",
-        "--sizes",
-        "8KiB",
-        "--time",
-        "0.002",
-        "--quiet",
-        "--csv",
-        dir.join("b.csv").to_str().unwrap(),
-        "--json",
-        dir.join("b.json").to_str().unwrap(),
-        "--plot",
-        dir.join("b.svg").to_str().unwrap(),
-    ]);
+    let stdout = run_ok_into(
+        &dir,
+        "b",
+        &[
+            "--collective",
+            "allreduce,broadcast",
+            "--algorithms",
+            "auto,ring,dual-root,pipelined-tree",
+            "--blocks",
+            "1KiB,4KiB",
+            "--ranks",
+            "2",
+            "--sizes",
+            "8KiB",
+            "--time",
+            "0.002",
+            "--quiet",
+        ],
+    );
     for row in ["dual-root:1KiB", "dual-root:4KiB", "pipelined-tree:4KiB"] {
         assert!(stdout.contains(row), "no `{row}` row:\n{stdout}");
     }

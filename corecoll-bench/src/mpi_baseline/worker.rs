@@ -380,11 +380,7 @@ fn measure<T: Elem>(
     let t0 = now_ns();
     k.call();
     let first = (now_ns() - t0) as f64 * 1e-9;
-    let budget = timing.budget.as_secs_f64();
-    let mut n: u64 = timing.warmup.map_or_else(
-        || ((budget / 10.0 / first.max(1e-9)) as u64).clamp(1, 1000),
-        |w| w as u64,
-    );
+    let mut n: u64 = timing.warmups(first);
     zero.broadcast_into(&mut n);
     let t0 = now_ns();
     for _ in 1..n {
@@ -396,13 +392,7 @@ fn measure<T: Elem>(
     } else {
         first
     };
-    let mut iters: u64 = timing.iters.map_or_else(
-        || {
-            ((budget / per_call.max(1e-9)) as usize)
-                .clamp(timing.min_iters.max(1), timing.max_iters.max(1)) as u64
-        },
-        |i| i as u64,
-    );
+    let mut iters: u64 = timing.iterations(per_call);
     zero.broadcast_into(&mut iters);
     // Per iteration: the touch's duration, then the call's start and end.
     let mut stamps = buffer(0, |_| 0u64);

@@ -141,12 +141,38 @@ pub fn fmt_pct(p: Option<f64>) -> String {
     p.map_or_else(|| "-".into(), |p| fmt_sig(p, 3))
 }
 
-/// A grid under a heading: one group's table of the summary or of the hierarchy's overhead.
+/// A grid under a heading: one group's table of the summary, the peers or the hierarchy's
+/// overhead.
 pub struct Titled {
     /// The group's heading.
     pub heading: String,
     /// Its rows.
     pub grid: Grid,
+}
+
+impl Titled {
+    /// Prints `tables` as a section: a blank line, `title`, a blank line, then each table
+    /// under its heading, followed by a blank line.
+    pub fn print_all(w: &mut dyn Write, title: &str, tables: &[Titled]) -> std::io::Result<()> {
+        writeln!(w)?;
+        writeln!(w, "{title}")?;
+        writeln!(w)?;
+        for t in tables {
+            writeln!(w, "{}", t.heading)?;
+            t.grid.render(w)?;
+            writeln!(w)?;
+        }
+        Ok(())
+    }
+
+    /// `tables` as GitHub markdown: each heading in bold above its table.
+    pub fn markdown_all(tables: &[Titled]) -> String {
+        tables
+            .iter()
+            .map(|t| format!("**{}**\n\n{}", t.heading, t.grid.markdown()))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 #[cfg(test)]

@@ -155,14 +155,7 @@ pub fn print_hierarchy(w: &mut dyn Write, records: &[Record]) -> std::io::Result
     if tables.is_empty() {
         return Ok(());
     }
-    writeln!(w)?;
-    writeln!(w, "Hierarchical vs flat")?;
-    writeln!(w)?;
-    for t in &tables {
-        writeln!(w, "{}", t.heading)?;
-        t.grid.render(w)?;
-        writeln!(w)?;
-    }
+    Titled::print_all(w, "Hierarchical vs flat", &tables)?;
     let flagged = tables
         .iter()
         .flat_map(|t| t.grid.rows.iter().flatten())

@@ -1,13 +1,14 @@
 //! The results as files, groups and text: the run's description ([`RunInfo`]), the grouping
 //! of records into comparable sets ([`groups`]), the "% of limit" column, the CSV and JSON
-//! files (`files.rs`), the printed table, summary and hierarchy's overhead (`table.rs`,
-//! `summary.rs`, `hierarchy.rs`, over the text grids of `grid.rs`), and the checks over a run
+//! files (`files.rs`), the printed table, summary, table against the peers and hierarchy's
+//! overhead (`table.rs`, `summary.rs`, `peers.rs`, `hierarchy.rs`, over the text grids of `grid.rs`), and the checks over a run
 //! (`checks/`).
 
 pub mod checks;
 mod files;
 pub mod grid;
 mod hierarchy;
+mod peers;
 mod summary;
 mod table;
 #[cfg(test)]
@@ -15,6 +16,7 @@ mod testing;
 
 pub use files::{create_parent, default_dir, read_json, write_csv, write_json};
 pub use hierarchy::{hierarchy_ratios, is_hierarchical, print_hierarchy, HierRatio, HIER_GOAL};
+pub use peers::{peer_family, peers_markdown, print_peers};
 pub use summary::{print_summary, summary_markdown};
 pub use table::{best, by_size, print_table};
 
@@ -45,8 +47,9 @@ pub struct RunInfo {
     /// `release` or `debug` (a debug build's times say little).
     #[serde(default)]
     pub build: String,
-    /// The cargo features the binary was built with that change what it measures (`mpi`:
-    /// the MPI baseline rows).
+    /// What the binary was built with that changes what it measures: the cargo feature `mpi`
+    /// (the MPI baseline rows) and `openmp` when the build script compiled the OpenMP peer,
+    /// comma-separated.
     #[serde(default)]
     pub features: String,
     /// The machine the ranks were placed on: `detected`, or the described machine of
@@ -73,7 +76,15 @@ impl RunInfo {
                 "release"
             }
             .into(),
-            features: if cfg!(feature = "mpi") { "mpi" } else { "" }.into(),
+            features: [
+                (cfg!(feature = "mpi"), "mpi"),
+                (cfg!(corecoll_openmp), "openmp"),
+            ]
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, name)| *name)
+            .collect::<Vec<_>>()
+            .join(","),
             machine: machine.map_or_else(|| "detected".into(), |m| m.describe()),
         }
     }

@@ -29,6 +29,7 @@ fn summary_tables(records: &[Record]) -> (Vec<Titled>, Vec<String>) {
         for &i in &g.rows {
             let r = &records[i];
             if r.source != Source::Corecoll
+                && r.source != Source::Peer
                 && r.algorithm != "limit"
                 && !baselines.contains(&r.algorithm.as_str())
             {
@@ -124,14 +125,7 @@ pub fn print_summary(w: &mut dyn Write, records: &[Record]) -> std::io::Result<(
     if tables.is_empty() {
         return Ok(());
     }
-    writeln!(w)?;
-    writeln!(w, "Summary")?;
-    writeln!(w)?;
-    for t in &tables {
-        writeln!(w, "{}", t.heading)?;
-        t.grid.render(w)?;
-        writeln!(w)?;
-    }
+    Titled::print_all(w, "Summary", &tables)?;
     writeln!(
         w,
         "best: the fastest of corecoll's algorithms at that size whose result passed its check \
@@ -164,26 +158,18 @@ pub fn print_summary(w: &mut dyn Write, records: &[Record]) -> std::io::Result<(
 
 /// The summary of [`print_summary`] as GitHub markdown: per group its heading in bold and a
 /// table (for README and docs; the legend is left to the prose around it); then, where there
-/// are hierarchical rows, the tables of `print_hierarchy` under a heading of their own.
+/// are peers' rows, the tables of `print_peers`, and where there are hierarchical rows, the
+/// tables of `print_hierarchy`, each under a heading of its own.
 pub fn summary_markdown(records: &[Record]) -> String {
     let (tables, _) = summary_tables(records);
-    let mut md = tables
-        .iter()
-        .map(|t| format!("**{}**\n\n{}", t.heading, t.grid.markdown()))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let mut md = Titled::markdown_all(&tables);
+    md.push_str(&super::peers_markdown(records));
     let hier = hierarchy_tables(records);
     if !hier.is_empty() {
         md.push_str(&format!(
             "\n### Hierarchical vs flat (goal: at most {HIER_GOAL:.1}×)\n\n"
         ));
-        md.push_str(
-            &hier
-                .iter()
-                .map(|t| format!("**{}**\n\n{}", t.heading, t.grid.markdown()))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        );
+        md.push_str(&Titled::markdown_all(&hier));
     }
     md
 }

@@ -106,7 +106,7 @@ macro_rules! with_marker {
                 let $make = |at| TriangleMarker::new(at, 5, color.filled());
                 $body
             }
-            Kind::Mpi => {
+            Kind::Peer => {
                 let $make =
                     |at| EmptyElement::at(at) + Rectangle::new([(-4, -4), (4, 4)], color.filled());
                 $body

@@ -41,8 +41,9 @@ pub(super) enum Kind {
     Limit,
     /// Another baseline run by this binary: dashed, triangles.
     Baseline,
-    /// A collective of the MPI library: thick, dotted, squares.
-    Mpi,
+    /// What a program would use instead, an MPI library's collective or a peer with threads
+    /// of its own (OpenMP, rayon): thick, dotted, squares.
+    Peer,
 }
 
 impl Kind {
@@ -52,7 +53,7 @@ impl Kind {
             Source::Corecoll => Kind::Corecoll,
             Source::Baseline if algorithm == "limit" => Kind::Limit,
             Source::Baseline => Kind::Baseline,
-            Source::Mpi => Kind::Mpi,
+            Source::Mpi | Source::Peer => Kind::Peer,
         }
     }
 
@@ -62,14 +63,14 @@ impl Kind {
             Kind::Corecoll => None,
             Kind::Limit => Some((12, 6)),
             Kind::Baseline => Some((6, 4)),
-            Kind::Mpi => Some((3, 4)),
+            Kind::Peer => Some((3, 4)),
         }
     }
 
     /// The line's width (pixels).
     pub(super) fn width(self) -> u32 {
         match self {
-            Kind::Mpi => 3,
+            Kind::Peer => 3,
             _ => 2,
         }
     }

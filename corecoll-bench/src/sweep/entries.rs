@@ -2,10 +2,10 @@
 //! collective, with the fixed-block rows that `--blocks` adds beside each pipelined
 //! algorithm's `Block::Auto` row, and the check of `--algorithms` against the collectives.
 
-use crate::baselines;
 use crate::domain::{
     algorithms, parse_alg_specs, with_param, Alg, Call, Dtype, Param, BLOCK_SWEPT,
 };
+use crate::{baselines, peers};
 
 /// What runs one row: a corecoll algorithm or a baseline.
 #[derive(Debug, Clone, Copy)]
@@ -14,6 +14,8 @@ pub(super) enum Kind {
     Corecoll(Alg),
     /// A baseline, by its name.
     Baseline(&'static str),
+    /// A peer, by its name.
+    Peer(&'static str),
 }
 
 /// One entry of a collective's list: the row's name (with its parameter, e.g.
@@ -83,6 +85,7 @@ pub(super) fn selected(c: Call, selection: &str, dtype: Dtype) -> Vec<Entry> {
                 .into_iter()
                 .map(|n| (n, Kind::Baseline(n))),
         )
+        .chain(peers::names(c).into_iter().map(|n| (n, Kind::Peer(n))))
         .collect();
     if selection.trim() == "all" {
         return all
@@ -111,7 +114,7 @@ pub(super) fn selected(c: Call, selection: &str, dtype: Dtype) -> Vec<Entry> {
                         });
                     }
                 }
-                (Some(_), Kind::Baseline(_)) => {}
+                (Some(_), Kind::Baseline(_) | Kind::Peer(_)) => {}
             }
         }
     }

@@ -17,7 +17,7 @@ use crate::output::checks::{self, Checks};
 use crate::output::{self, create_parent, default_dir, RunInfo};
 use crate::placement;
 use crate::record::{Record, Source, Validation};
-use crate::{baselines, plot};
+use crate::{baselines, peers, plot};
 use combine::{best_of_passes, merge_rounds, round_order};
 use corecoll::op::Op;
 use corecoll::{Pinning, Team, Topology};
@@ -147,9 +147,29 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         if guide {
             selected(c, "all", args.dtype).into_iter().take(1).collect()
         } else {
-            entries(c, &args.algorithms, args.dtype, &blocks)
+            let mut list = entries(c, &args.algorithms, args.dtype, &blocks);
+            list.retain(
+                |e| !matches!(e.kind, Kind::Peer(name) if peer_missing(args, name).is_some()),
+            );
+            list
         }
     };
+    // The peers that the selection names but that cannot run here, each with why (printed
+    // after the table).
+    let mut absent: Vec<String> = Vec::new();
+    if !guide {
+        for &c in collectives {
+            for e in entries(c, &args.algorithms, args.dtype, &blocks) {
+                if let Kind::Peer(name) = e.kind {
+                    if let Some(why) = peer_missing(args, name) {
+                        if !absent.contains(&why) {
+                            absent.push(why);
+                        }
+                    }
+                }
+            }
+        }
+    }
     if !blocks.is_empty()
         && collectives
             .iter()
@@ -297,7 +317,11 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     if !guide {
         // With --guidelines every row is a user's, so there is no best to compare with.
         output::print_summary(stdout, &records).map_err(io)?;
+        output::print_peers(stdout, &records).map_err(io)?;
         checks::print_cliffs(stdout, &checks.cliffs).map_err(io)?;
+    }
+    for why in &absent {
+        println!("Peer not measured: {why}");
     }
     output::print_hierarchy(stdout, &records).map_err(io)?;
     checks::print_blocks(stdout, &checks.blocks).map_err(io)?;
@@ -376,6 +400,11 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Why peer `name` cannot run the cells of `args` here, or `None`.
+fn peer_missing(args: &Args, name: &str) -> Option<String> {
+    peers::missing(name, args.dtype, args.op, args.cache())
+}
+
 /// The calls of the guidelines' rules, in the order of their first use.
 fn guideline_collectives() -> Vec<Call> {
     checks::guideline_collectives()
@@ -428,6 +457,10 @@ impl Visit for Cell<'_> {
             Kind::Baseline(name) => (
                 Source::Baseline,
                 baselines::run::<T, O>(name, self.team, self.timing, &spec, op),
+            ),
+            Kind::Peer(name) => (
+                Source::Peer,
+                peers::run::<T, O>(name, self.timing, &spec, op, self.team.cores()),
             ),
         };
         let times = measured

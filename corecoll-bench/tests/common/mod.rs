@@ -53,3 +53,29 @@ pub fn records(json: &Path) -> Vec<serde_json::Value> {
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     v["records"].as_array().expect("a records array").clone()
 }
+
+/// [`run_ok`] with `args` followed by [`outputs_in`]`(dir, stem)`.
+pub fn run_ok_into(dir: &Path, stem: &str, args: &[&str]) -> String {
+    let outputs = outputs_in(dir, stem);
+    let all: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(outputs.iter().map(String::as_str))
+        .collect();
+    run_ok(&all)
+}
+
+/// The arguments that send a run's CSV, JSON and plot to `dir`, as `stem.csv`, `stem.json` and
+/// `stem.svg`.
+pub fn outputs_in(dir: &Path, stem: &str) -> Vec<String> {
+    ["csv", "json", "plot"]
+        .iter()
+        .zip(["csv", "json", "svg"])
+        .flat_map(|(flag, ext)| {
+            [
+                format!("--{flag}"),
+                dir.join(format!("{stem}.{ext}")).display().to_string(),
+            ]
+        })
+        .collect()
+}
