@@ -1,8 +1,13 @@
-//! Builds the OpenMP peer (`c/openmp_peer.c`) with the system's C compiler and `-fopenmp`
-//! when there is one that can compile and link OpenMP (Debian: `gcc`, whose libgomp comes with
-//! it). Then the crate is compiled with `cfg(corecoll_openmp)`; otherwise the build succeeds
-//! without the peer, and `CORECOLL_OPENMP_MISSING` holds the one line that says why, which
-//! the sweep prints where the peer's rows would be.
+//! Builds the C parts of the peers, each only where the system has what it needs, so that
+//! the build succeeds without any of them and the sweep says why a peer is missing:
+//!
+//! - the OpenMP peer (`c/openmp_peer.c`), with the system's C compiler and `-fopenmp` when it
+//!   can compile and link OpenMP (Debian: `gcc`, whose libgomp comes with it): the crate is
+//!   then compiled with `cfg(corecoll_openmp)`, and otherwise `CORECOLL_OPENMP_MISSING` holds
+//!   the one line that says why;
+//! - the layer over each MPI library (`c/mpi_peer.c`), a shared library built with that MPI's
+//!   own `mpicc` (Open MPI's `mpicc.openmpi`, MPICH's `mpicc.mpich`, as Debian names them):
+//!   `CORECOLL_MPI_LAYER_OPENMPI` (`_MPICH`) holds its path, or `…_MISSING` why there is none.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,13 +19,94 @@ fn main() {
     for var in ["CC", "CFLAGS", "CORECOLL_NO_OPENMP"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
+    println!("cargo::rerun-if-changed=c/mpi_peer.c");
     match openmp() {
         Ok(()) => println!("cargo::rustc-cfg=corecoll_openmp"),
-        Err(why) => {
-            let line = why.lines().next().unwrap_or("unknown").trim().to_string();
-            println!("cargo::rustc-env=CORECOLL_OPENMP_MISSING={line}");
+        Err(why) => println!(
+            "cargo::rustc-env=CORECOLL_OPENMP_MISSING={}",
+            one_line(&why)
+        ),
+    }
+    for (label, wrappers, marker) in [
+        ("OPENMPI", ["mpicc.openmpi", "mpicc"], "Open MPI"),
+        ("MPICH", ["mpicc.mpich", "mpicc"], "MPICH"),
+    ] {
+        println!("cargo::rerun-if-env-changed=CORECOLL_MPICC_{label}");
+        match mpi_layer(label, &wrappers, marker) {
+            Ok(path) => println!(
+                "cargo::rustc-env=CORECOLL_MPI_LAYER_{label}={}",
+                path.display()
+            ),
+            Err(why) => println!(
+                "cargo::rustc-env=CORECOLL_MPI_LAYER_{label}_MISSING={}",
+                one_line(&why)
+            ),
         }
     }
+}
+
+/// The first line of `text`, trimmed (a `rustc-env` value is one line).
+fn one_line(text: &str) -> String {
+    text.lines().next().unwrap_or("unknown").trim().to_string()
+}
+
+/// Builds the layer over the MPI library labelled `label` with the first of its `wrappers`
+/// on PATH (a plain `mpicc` only if `mpicc -show`/`-showme` names the MPI, `marker`), or with
+/// the compiler in `CORECOLL_MPICC_<label>`; returns the shared library's path.
+fn mpi_layer(label: &str, wrappers: &[&str], marker: &str) -> Result<PathBuf, String> {
+    let chosen = std::env::var_os(format!("CORECOLL_MPICC_{label}"))
+        .map(PathBuf::from)
+        .or_else(|| {
+            wrappers.iter().find_map(|w| {
+                let path = on_path(w)?;
+                (w.contains('.') || names_mpi(&path, marker)).then_some(path)
+            })
+        })
+        .ok_or_else(|| format!("no MPI compiler wrapper ({}) on PATH", wrappers.join(", ")))?;
+    let out = PathBuf::from(std::env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    let lib = out.join(format!("libcorecoll_mpi_{}.so", label.to_lowercase()));
+    let built = Command::new(&chosen)
+        .args(["-O2", "-shared", "-fPIC", "c/mpi_peer.c", "-o"])
+        .arg(&lib)
+        .output()
+        .map_err(|e| format!("{} does not run ({e})", chosen.display()))?;
+    if !built.status.success() {
+        return Err(format!(
+            "{} cannot build the MPI layer: {}",
+            chosen.display(),
+            String::from_utf8_lossy(&built.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        ));
+    }
+    Ok(lib)
+}
+
+/// Whether the compiler wrapper at `path` wraps the MPI named `marker` (Open MPI's answers
+/// `-showme:version`, MPICH's `-show` names its include directory).
+fn names_mpi(path: &std::path::Path, marker: &str) -> bool {
+    ["-showme:version", "-show"].iter().any(|flag| {
+        Command::new(path).arg(flag).output().is_ok_and(|o| {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            );
+            text.contains(marker) || text.to_lowercase().contains(&marker.to_lowercase())
+        })
+    })
+}
+
+/// The first executable named `name` in the directories of PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
 }
 
 /// Compiles the peer into a static library that the crate links, with the OpenMP runtime;

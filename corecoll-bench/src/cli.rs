@@ -10,17 +10,20 @@ use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
 /// Sweeps a collective over message sizes and algorithms on this machine's cores, beside
-/// baselines (the ideal data movement, a std-only version, a channel ring and, with the `mpi`
-/// feature, the MPI library's own collective), and prints the table; writes CSV, JSON and an
-/// SVG plot.
+/// baselines (the ideal data movement, a std-only version, a channel ring) and peers (OpenMP,
+/// rayon, Open MPI's and MPICH's own collectives, where the build found them), and prints the
+/// table; writes CSV, JSON and an SVG plot.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "corecoll-bench", version, about, long_about = None)]
 pub struct Args {
     /// Collectives to sweep, comma-separated, or `all`.
     #[arg(long, default_value = "allreduce", value_parser = parse_calls)]
     pub collective: Calls,
-    /// Algorithms and baselines: `all`, or a comma-separated list of names (`auto`, `direct`,
-    /// `ring`, …, `limit`, `std-naive`, `channels`, `mpi`). `NAME:VALUE` sets a parameter:
+    /// Algorithms, baselines and peers: `all`, or a comma-separated list of names (`auto`,
+    /// `direct`, `ring`, …, `limit`, `std-naive`, `channels`, `openmp-reduction`,
+    /// `openmp-slices`, `rayon-reduce`, `rayon-chunks`, `openmpi`, `mpich`, and
+    /// `openmpi-reduce-bcast`, `mpich-reduce-bcast`; `mpi` and `mpi-reduce-bcast` select those
+    /// of every MPI library). `NAME:VALUE` sets a parameter:
     /// the block or segment size in bytes of `chain`, `ring` (its largest piece),
     /// `pipelined-tree`, `dual-root`, `two-tree` and `hierarchical` (`hierarchical:64KiB`),
     /// the fanout of `ring-leaders` (`ring-leaders:2` or `ring-leaders:fanout=2`).
@@ -233,9 +236,15 @@ pub struct Args {
     /// `mpirun`).
     #[arg(long, hide = true)]
     pub calibrate_mpi_worker: bool,
-    /// Internal: run as one process of the MPI baseline (started by `mpirun`).
+    /// Internal: run as one process of an MPI library's rows (started by its launcher).
     #[arg(long, hide = true)]
     pub mpi_worker: bool,
+    /// Internal: which MPI library an MPI worker measures (`openmpi`, `mpich`).
+    #[arg(long, hide = true)]
+    pub mpi_label: Option<String>,
+    /// Internal: the layer over that library that an MPI worker loads.
+    #[arg(long, hide = true)]
+    pub mpi_layer: Option<PathBuf>,
     /// Internal: where an MPI worker's rank 0 writes its records (a JSON array).
     #[arg(long, hide = true)]
     pub mpi_out: Option<PathBuf>,

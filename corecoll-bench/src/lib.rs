@@ -2,8 +2,8 @@
 //! sweep, `src/main.rs`) and `corecoll-latency` (the runtime's latency goals, `src/bin`).
 //!
 //! The sweep times each collective, size and algorithm of corecoll on a team of pinned
-//! threads, beside baselines (the ideal data movement, a std-only version, a channel ring and,
-//! with the `mpi` feature, the MPI library's own collectives), checks every result against a
+//! threads, beside baselines (the ideal data movement, a std-only version, a channel ring) and
+//! peers (OpenMP, rayon, and the MPI libraries' own collectives), checks every result against a
 //! sequential reference, and prints and plots the results; it also calibrates the machine's
 //! cost constants, derives `Auto`'s decision tables and predicts sweeps with the library's
 //! cost model.
@@ -16,10 +16,11 @@
 //!   ranks run, the timing method;
 //! - `record`: one row of the results;
 //! - `cell`: one cell measured with corecoll and checked;
-//! - `baselines`: the same cells by other means;
+//! - `baselines`: the same cells by other means, on the team's threads;
+//! - `peers`: the same cells as OpenMP and rayon programs, on threads of their own;
 //! - `output`, `plot`: the results as files, text and SVG, and the checks over a run;
 //! - `cli`: the command line;
-//! - `mpirun`, `mpi_baseline` (feature `mpi`): the MPI library's collectives in other
+//! - `mpirun`, `mpi_baseline`: the MPI libraries' collectives (Open MPI's, MPICH's) in other
 //!   processes;
 //! - `calibrate`, `simulate`, `tune`, `sweep`: what the command line asks for.
 
@@ -42,9 +43,7 @@ pub mod plot;
 
 pub mod cli;
 
-#[cfg(feature = "mpi")]
 pub mod mpi_baseline;
-#[cfg(feature = "mpi")]
 pub mod mpirun;
 
 pub mod calibrate;

@@ -79,16 +79,9 @@ fn print_topology(args: &cli::Args) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// One process of the MPI baseline, started by `mpirun` from a sweep.
-#[cfg(feature = "mpi")]
+/// One process of an MPI library's rows, started by its launcher from a sweep.
 fn mpi_worker(args: &cli::Args) -> Result<ExitCode, String> {
     corecoll_bench::mpi_baseline::worker(args).map(|()| ExitCode::SUCCESS)
-}
-
-/// Without the `mpi` feature there is no MPI baseline.
-#[cfg(not(feature = "mpi"))]
-fn mpi_worker(_args: &cli::Args) -> Result<ExitCode, String> {
-    Err("--mpi-worker needs the `mpi` feature (cargo build --features mpi)".into())
 }
 
 /// One process of the MPI ping-pong of `--calibrate`, started by `mpirun`.

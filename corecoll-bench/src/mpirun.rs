@@ -1,7 +1,8 @@
-//! Starting an `mpirun` job from the bench and waiting for it: finding `mpirun`, the files
-//! the job writes, a limit after which a hung job is stopped, the tail of its output for an
-//! error message, and Open MPI's consent to run as root. The MPI baseline and the MPI level of
-//! `--calibrate` start their jobs through these.
+//! Starting an MPI job from the bench and waiting for it: finding the launcher (`mpirun`, or
+//! the one of a given MPI), the files the job writes, a limit after which a hung job is
+//! stopped, the tail of its output for an error message, and Open MPI's consent to run as
+//! root. The MPI rows of the sweep and the MPI level of `--calibrate` start their jobs
+//! through these.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -22,12 +23,24 @@ pub fn run_job(
     let mpirun = find_on_path("mpirun").ok_or_else(|| {
         "mpirun not found on PATH (Open MPI's is in Debian's openmpi-bin package)".to_string()
     })?;
+    run_job_with(&mpirun, np, options, program_args, limit)
+}
+
+/// [`run_job`] with the launcher at `mpirun` (Open MPI's `mpirun`, MPICH's `mpiexec`: both
+/// take `-np`).
+pub fn run_job_with(
+    mpirun: &Path,
+    np: usize,
+    options: &[&str],
+    program_args: impl FnOnce(&Path) -> Vec<String>,
+    limit: Option<Duration>,
+) -> Result<String, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     let files = TempFiles::new()?;
     let log_err = |e: std::io::Error| format!("{}: {e}", files.log.display());
     let log = File::create(&files.log).map_err(log_err)?;
     let log2 = log.try_clone().map_err(log_err)?;
-    let mut cmd = Command::new(&mpirun);
+    let mut cmd = Command::new(mpirun);
     cmd.arg("-np").arg(np.to_string()).args(options);
     cmd.arg(&exe).args(program_args(&files.out));
     if running_as_root() {
@@ -96,8 +109,20 @@ fn log_tail(path: &Path) -> String {
     format!(":\n{}", lines[from..].join("\n"))
 }
 
+/// Whether `launcher --version` runs and its output mentions `marker`.
+pub fn version_mentions(launcher: &Path, marker: &str) -> bool {
+    Command::new(launcher)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .is_ok_and(|o| {
+            String::from_utf8_lossy(&o.stdout).contains(marker)
+                || String::from_utf8_lossy(&o.stderr).contains(marker)
+        })
+}
+
 /// The first executable file named `name` in the directories of `PATH`.
-fn find_on_path(name: &str) -> Option<PathBuf> {
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)

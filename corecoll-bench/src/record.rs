@@ -14,7 +14,8 @@ pub enum Source {
     Corecoll,
     /// A baseline run by this binary on the same threads: `limit`, `std-naive`, `channels`.
     Baseline,
-    /// A collective of the MPI library, between processes started by `mpirun` (feature `mpi`).
+    /// A collective of an MPI library (Open MPI, MPICH), between processes started by its
+    /// launcher.
     Mpi,
     /// A peer with threads of its own, what a program would use instead: OpenMP's regions,
     /// a rayon pool (`openmp-reduction`, `openmp-slices`, `rayon-reduce`, `rayon-chunks`).
@@ -50,7 +51,7 @@ pub struct Record {
     /// The collective (`allreduce`, `broadcast`, …, as `--collective` spells it).
     pub collective: String,
     /// The algorithm (`auto`, `direct`, … as the crate names them) or the baseline (`limit`,
-    /// `std-naive`, `channels`, `mpi`, `mpi-reduce-bcast`).
+    /// `std-naive`, `channels`, `openmpi`, `mpich-reduce-bcast`, …).
     pub algorithm: String,
     /// Where the numbers come from.
     pub source: Source,
@@ -154,7 +155,7 @@ pub(crate) mod testing {
     pub fn rec(algorithm: &str, bytes: usize, median_us: f64) -> Record {
         let source = match algorithm {
             "limit" | "std-naive" | "channels" => Source::Baseline,
-            "mpi" | "mpi-reduce-bcast" => Source::Mpi,
+            "mpi" | "mpi-reduce-bcast" | "openmpi" | "mpich" => Source::Mpi,
             a if a.starts_with("openmp-") || a.starts_with("rayon-") => Source::Peer,
             _ => Source::Corecoll,
         };

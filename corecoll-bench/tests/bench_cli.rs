@@ -241,9 +241,7 @@ fn peers_join_the_sweep() {
                 None => assert_eq!(rows(name), 2, "{name}: {stdout}"),
                 Some(why) => {
                     assert_eq!(rows(name), 0, "{name}: {stdout}");
-                    assert!(
-                        stdout.contains(&format!("Peer not measured: {name}: not built: {why}"))
-                    );
+                    assert!(stdout.contains(&format!("Not measured: {name}: not built: {why}")));
                 }
             }
         }
@@ -272,7 +270,7 @@ fn peers_join_the_sweep() {
         ],
     );
     assert!(
-        stdout.contains("Peer not measured: rayon-chunks: peers run on one buffer"),
+        stdout.contains("Not measured: rayon-chunks: peers run on one buffer"),
         "{stdout}"
     );
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,9 +1,10 @@
-//! One process of the MPI baseline, started by `mpirun` from [`super::run`]. Every process
-//! initialises MPI (`Threading::Funneled`) and, for each collective, size and row, measures
-//! with the method of `measure`:
+//! One process of an MPI library's rows, started by that library's launcher from
+//! [`super::run`]. Every process loads the library's layer (`library.rs`: MPI initialised with
+//! `MPI_THREAD_FUNNELED`) and, for each collective, size and row, measures with the method of
+//! `measure`:
 //!
 //! - warm-up calls first; rank 0 times one and decides (and broadcasts) how many more, then
-//!   from their time how many timed iterations, with the defaults of [`Timing`];
+//!   from their time how many timed iterations, with the rule of [`Timing`];
 //! - each timed iteration starts with `MPI_Barrier`, and its time is max(end) − min(start)
 //!   over the processes, computed at rank 0 from the (start, end) pairs that every process
 //!   gathers there after the loop;
@@ -15,15 +16,19 @@
 //! Clocks: the processes of one machine read the same `CLOCK_MONOTONIC`, so their start and
 //! end times compare as they are and nothing needs synchronising. Across nodes the clocks
 //! differ, and the method would first need them synchronised (ReproMPI's offset and drift
-//! estimation, or an `MPI_Wtime` that is global, `MPI_WTIME_IS_GLOBAL`); `mpirun` here starts
-//! every process on this machine.
+//! estimation, or an `MPI_Wtime` that is global, `MPI_WTIME_IS_GLOBAL`); the launchers here
+//! start every process on this machine.
 //!
 //! `--cold` and `--touch`: each process's buffers are a `measure::Pool`, as the threads' are:
 //! under `--cold` it cycles through enough buffers that they have left the caches when they
 //! come round again; under `--touch` it writes its whole input before each call, outside the
-//! timed window and timed apart.
+//! timed window and timed apart. A pool's buffers, even empty ones, lie inside its allocation:
+//! an empty `Vec` would point at the dangling address `align_of::<T>()`, and two of those look
+//! to MPI like a send buffer that is also the receive buffer (`MPI_ERR_BUFFER`), and for bytes
+//! that address is 1, which is Open MPI's `MPI_IN_PLACE`.
 
-use super::{rows, Row};
+use super::library::{Library, Varying};
+use super::{rows, Mpi, Row};
 use crate::cell::{self, CellSpec};
 use crate::cli::Args;
 use crate::domain::{Form, OpName};
@@ -32,28 +37,29 @@ use crate::measure::{Measured, Pool, Timing};
 use crate::record::{Record, Source};
 use corecoll::op::Op;
 use corecoll::Collective;
-use mpi::collective::SystemOperation;
-use mpi::datatype::{DynBuffer, DynBufferMut, Partition, PartitionMut};
-use mpi::topology::SimpleCommunicator;
-use mpi::traits::*;
-use mpi::{Count, Threading};
-use std::any::{Any, TypeId};
+use std::any::Any;
+use std::ffi::c_int;
 use std::time::Duration;
 
-/// One process of the MPI baseline, started by `mpirun` from [`super::run`]: measures every
-/// cell of `args` with the method of the module doc; rank 0 writes the records to `--mpi-out`.
+/// One process of an MPI library's rows, started by its launcher from [`super::run`]:
+/// measures every cell of `args` with the method of the module doc; rank 0 writes the records
+/// to `--mpi-out`.
 pub fn worker(args: &Args) -> Result<(), String> {
     let out = args
         .mpi_out
         .clone()
         .ok_or("--mpi-worker needs --mpi-out FILE")?;
-    let (universe, provided) =
-        mpi::initialize_with_threading(Threading::Funneled).ok_or("MPI was initialised already")?;
-    if provided == Threading::Single {
-        return Err("the MPI library provides only Threading::Single, not Funneled".into());
-    }
-    let world = universe.world();
-    let (rank, p) = (world.rank() as usize, world.size() as usize);
+    let mpi = args
+        .mpi_label
+        .as_deref()
+        .and_then(Mpi::by_label)
+        .ok_or("--mpi-worker needs --mpi-label openmpi|mpich")?;
+    let layer = args
+        .mpi_layer
+        .clone()
+        .ok_or("--mpi-worker needs --mpi-layer FILE")?;
+    let lib = Library::open(&layer)?;
+    let p = lib.size();
     // Every process checks the same arguments, so they all stop here together.
     if args.root >= p {
         return Err(format!(
@@ -68,29 +74,29 @@ pub fn worker(args: &Args) -> Result<(), String> {
             args.dtype.name()
         ));
     }
+    let op = lib.op(args.op.name())?;
     let timing = Timing {
         warmup: args.warmup,
         iters: args.iters,
         budget: Duration::from_secs_f64(args.time),
         ..Timing::default()
     };
-    let library = mpi::environment::library_version()
-        .ok()
-        .and_then(|v| v.split(',').next().map(|s| s.trim().to_string()))
-        .unwrap_or_default();
+    let library = lib.version();
     let mut records = Vec::new();
     for &c in &args.collective.0 {
         let sizes: &[usize] = if c.is_barrier() { &[0] } else { &args.sizes.0 };
         for &bytes in sizes {
             let spec = CellSpec::new(c, p, args.dtype, args.op, bytes, args.root, args.cache());
-            for row in rows(c, &args.algorithms) {
+            for row in rows(c, &args.algorithms, mpi.label) {
                 let cell = MpiCell {
-                    world: &world,
+                    lib: &lib,
                     spec,
                     row,
+                    name: row.name(mpi.label),
+                    op,
                     timing: &timing,
                 };
-                let rec = dispatch(args.dtype, args.op, cell).ok_or("op not defined on type")?;
+                let rec = dispatch(args.dtype, args.op, cell).ok_or("op not defined on type")??;
                 if let Some(mut rec) = rec {
                     rec.note = match (rec.note.is_empty(), library.is_empty()) {
                         (true, _) => library.clone(),
@@ -102,7 +108,7 @@ pub fn worker(args: &Args) -> Result<(), String> {
             }
         }
     }
-    if rank == 0 {
+    if lib.rank() == 0 {
         let text = serde_json::to_string(&records).map_err(|e| e.to_string())?;
         std::fs::write(&out, text).map_err(|e| format!("{}: {e}", out.display()))?;
     }
@@ -122,157 +128,75 @@ fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// rsmpi's predefined operation for `op`.
-fn system_op(op: OpName) -> SystemOperation {
-    match op {
-        OpName::Sum => SystemOperation::sum(),
-        OpName::Prod => SystemOperation::product(),
-        OpName::Min => SystemOperation::min(),
-        OpName::Max => SystemOperation::max(),
-        OpName::Band => SystemOperation::bitwise_and(),
-        OpName::Bor => SystemOperation::bitwise_or(),
-        OpName::Bxor => SystemOperation::bitwise_xor(),
-    }
-}
-
-/// Returns `$make` of slice `$x` (of a generic element type `$t`) as a slice of whichever of the
-/// bench's element types `$t` is, rebuilt by `$from_raw` (`from_raw_parts` or its `_mut`
-/// form) from `$x`'s pointer (`as_ptr` or `as_mut_ptr`, `$ptr`): rsmpi takes its datatype from
-/// the concrete type, which a generic `T: Elem` does not name.
-macro_rules! as_concrete {
-    ($t:ty, $x:ident, $ptr:ident, $from_raw:path, $make:path) => {{
-        as_concrete!(@try $t, $x, $ptr, $from_raw, $make, f64, f32, i64, i32, u8)
-    }};
-    (@try $t:ty, $x:ident, $ptr:ident, $from_raw:path, $make:path, $($c:ty),*) => {{
-        $(
-            if TypeId::of::<$t>() == TypeId::of::<$c>() {
-                let len = $x.len();
-                // SAFETY: `$t` is `$c` (their `TypeId`s are equal), so the slice's memory
-                // holds `len` initialised `$c` values, borrowed as `$x` was for as long.
-                return $make(unsafe { $from_raw($x.$ptr().cast::<$c>(), len) });
-            }
-        )*
-        unreachable!("the bench's element types are f64, f32, i64, i32 and u8")
-    }};
-}
-
-/// MPI's view of a slice of one of the element types.
-fn mpi_ref<T: Elem>(x: &[T]) -> DynBuffer<'_> {
-    as_concrete!(T, x, as_ptr, std::slice::from_raw_parts, DynBuffer::new)
-}
-
-/// MPI's mutable view of a slice of one of the element types.
-fn mpi_mut<T: Elem>(x: &mut [T]) -> DynBufferMut<'_> {
-    as_concrete!(
-        T,
-        x,
-        as_mut_ptr,
-        std::slice::from_raw_parts_mut,
-        DynBufferMut::new
-    )
-}
-
-/// A buffer of `len` elements `fill(i)`, with room for at least one, so that it has an address
-/// of its own even when empty. An empty `Vec` points at the dangling address `align_of::<T>()`:
-/// two of them look to MPI like a send buffer that is also the receive buffer, which it
-/// rejects (`MPI_ERR_BUFFER`), and for bytes that address is 1, which is Open MPI's
-/// `MPI_IN_PLACE`.
-fn buffer<T>(len: usize, fill: impl Fn(usize) -> T) -> Vec<T> {
-    let mut v = Vec::with_capacity(len.max(1));
-    v.extend((0..len).map(fill));
-    v
-}
-
 /// One process's side of a cell: the MPI call over its send and receive buffers.
-struct MpiKernel<'w, T> {
-    /// The processes.
-    world: &'w SimpleCommunicator,
+struct MpiKernel<'l, T> {
+    /// The library.
+    lib: &'l Library,
     /// The cell.
     spec: CellSpec,
     /// Which call.
     row: Row,
-    /// The reduction.
-    op: SystemOperation,
-    /// Send buffers (the one buffer of the broadcast). A pool's buffers, even empty ones, lie
-    /// inside its allocation (see [`buffer`] for why that matters).
+    /// The reduction (the layer's index of it).
+    op: c_int,
+    /// Send buffers (the one buffer of the broadcast).
     send: Pool<T>,
     /// Receive buffers.
     recv: Pool<T>,
     /// Every rank's block length, for the `v` forms.
-    counts: Vec<Count>,
+    counts: Vec<c_int>,
     /// Every rank's block offset, for the `v` forms.
-    displs: Vec<Count>,
+    displs: Vec<c_int>,
 }
 
-impl<'w, T: Elem> MpiKernel<'w, T> {
+impl<'l, T: Elem> MpiKernel<'l, T> {
     /// The kernel of `row` for `spec` on this process.
-    fn new(world: &'w SimpleCommunicator, spec: CellSpec, row: Row, op: OpName) -> Self {
-        let r = world.rank() as usize;
+    fn new(lib: &'l Library, spec: CellSpec, row: Row, op: c_int) -> Self {
+        let r = lib.rank();
         let (s, v) = lengths(&spec, r);
+        let name = spec.op;
         MpiKernel {
-            world,
+            lib,
             spec,
             row,
-            op: system_op(op),
-            send: Pool::new(s, spec.cache, spec.p, move |i| T::timing_value(op, r, i)),
+            op,
+            send: Pool::new(s, spec.cache, spec.p, move |i| T::timing_value(name, r, i)),
             recv: Pool::new(v, spec.cache, spec.p, |_| T::default()),
-            counts: vec![spec.block as Count; spec.p],
-            displs: (0..spec.p).map(|i| (i * spec.block) as Count).collect(),
+            counts: vec![spec.block as c_int; spec.p],
+            displs: (0..spec.p).map(|i| (i * spec.block) as c_int).collect(),
         }
     }
 
     /// One call on the current buffers.
-    fn run(&mut self) {
-        let w = self.world;
-        let me = w.rank() as usize == self.spec.root;
-        let root = w.process_at_rank(self.spec.root as i32);
-        let op = &self.op;
+    fn run(&mut self) -> Result<(), String> {
+        let (lib, op, root) = (self.lib, self.op, self.spec.root);
         let (counts, displs) = (&self.counts[..], &self.displs[..]);
         let send = self.send.current();
         let recv = self.recv.current();
-        let s = mpi_ref(send);
-        let mut v = mpi_mut(recv);
         use Collective as C;
-        use Form::{Exclusive, Plain, Varying};
+        use Form::{Exclusive, Plain, Varying as V};
         let call = self.spec.call;
         match (call.collective, call.form, self.row) {
-            (C::Allreduce, Plain, Row::Native) => w.all_reduce_into(&s, &mut v, op),
+            (C::Allreduce, Plain, Row::Native) => lib.allreduce(send, recv, op),
             (C::Allreduce, Plain, Row::ReduceBcast) => {
-                if me {
-                    root.reduce_into_root(&s, &mut v, op);
-                } else {
-                    root.reduce_into(&s, op);
-                }
-                root.broadcast_into(&mut v);
+                lib.reduce(send, recv, op, root)?;
+                lib.bcast(recv, root)
             }
-            (C::Broadcast, Plain, _) => root.broadcast_into(&mut mpi_mut(send)),
-            (C::Reduce, Plain, _) if me => root.reduce_into_root(&s, &mut v, op),
-            (C::Reduce, Plain, _) => root.reduce_into(&s, op),
-            (C::Scan, Plain, _) => w.scan_into(&s, &mut v, op),
-            (C::Scan, Exclusive, _) => w.exclusive_scan_into(&s, &mut v, op),
-            (C::Gather, Plain, _) if me => root.gather_into_root(&s, &mut v),
-            (C::Gather, Plain, _) => root.gather_into(&s),
-            (C::Scatter, Plain, _) if me => root.scatter_into_root(&s, &mut v),
-            (C::Scatter, Plain, _) => root.scatter_into(&mut v),
-            (C::Allgather, Plain, _) => w.all_gather_into(&s, &mut v),
-            (C::Alltoall, Plain, _) => w.all_to_all_into(&s, &mut v),
-            (C::ReduceScatter, Plain, _) => w.reduce_scatter_block_into(&s, &mut v, op),
-            (C::Gather, Varying, _) if me => {
-                root.gather_varcount_into_root(&s, &mut PartitionMut::new(&mut v, counts, displs))
+            (C::Broadcast, Plain, _) => lib.bcast(send, root),
+            (C::Reduce, Plain, _) => lib.reduce(send, recv, op, root),
+            (C::Scan, Plain, _) => lib.scan(send, recv, op, false),
+            (C::Scan, Exclusive, _) => lib.scan(send, recv, op, true),
+            (C::Gather, Plain, _) => lib.gather(send, recv, root),
+            (C::Scatter, Plain, _) => lib.scatter(send, recv, root),
+            (C::Allgather, Plain, _) => lib.allgather(send, recv, false),
+            (C::Alltoall, Plain, _) => lib.allgather(send, recv, true),
+            (C::ReduceScatter, Plain, _) => lib.reduce_scatter_block(send, recv, op),
+            (C::Gather, V, _) => lib.varying(Varying::Gather, send, recv, counts, displs, root),
+            (C::Scatter, V, _) => lib.varying(Varying::Scatter, send, recv, counts, displs, root),
+            (C::Allgather, V, _) => {
+                lib.varying(Varying::Allgather, send, recv, counts, displs, root)
             }
-            (C::Gather, Varying, _) => root.gather_varcount_into(&s),
-            (C::Scatter, Varying, _) if me => {
-                root.scatter_varcount_into_root(&Partition::new(&s, counts, displs), &mut v)
-            }
-            (C::Scatter, Varying, _) => root.scatter_varcount_into(&mut v),
-            (C::Allgather, Varying, _) => {
-                w.all_gather_varcount_into(&s, &mut PartitionMut::new(&mut v, counts, displs))
-            }
-            (C::Alltoall, Varying, _) => w.all_to_all_varcount_into(
-                &Partition::new(&s, counts, displs),
-                &mut PartitionMut::new(&mut v, counts, displs),
-            ),
-            (C::Barrier, Plain, _) => w.barrier(),
+            (C::Alltoall, V, _) => lib.varying(Varying::Alltoall, send, recv, counts, displs, root),
+            (C::Barrier, Plain, _) => lib.barrier(),
             _ => unreachable!("{call} has no MPI row (see `rows`)"),
         }
     }
@@ -283,23 +207,23 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
     }
 
     /// One timed call, on the next buffers.
-    fn call(&mut self) {
+    fn call(&mut self) -> Result<(), String> {
         self.send.next_buffer();
         self.recv.next_buffer();
-        self.run();
+        self.run()
     }
 
     /// The check call on the inputs of [`cell::check_input`]; returns this rank's output, or
     /// `None` for the barrier.
-    fn check(&mut self) -> Option<Vec<T>> {
+    fn check(&mut self) -> Result<Option<Vec<T>>, String> {
         if self.spec.call.is_barrier() {
-            return None;
+            return Ok(None);
         }
-        let r = self.world.rank() as usize;
+        let r = self.lib.rank();
         let input = cell::check_input::<T>(&self.spec, r);
         self.send.current().copy_from_slice(&input);
         self.recv.current().fill(T::default());
-        self.run();
+        self.run()?;
         let send = &*self.send.current();
         let recv = &*self.recv.current();
         let exclusive = self.spec.call.form == Form::Exclusive;
@@ -311,8 +235,7 @@ impl<'w, T: Elem> MpiKernel<'w, T> {
             Collective::Scan if exclusive && r == 0 => send,
             _ => recv,
         };
-        // Not `clone`: this vector is sent to rank 0, and must not be empty and dangling.
-        Some(buffer(out.len(), |i| out[i]))
+        Ok(Some(out.to_vec()))
     }
 }
 
@@ -330,62 +253,67 @@ fn lengths(spec: &CellSpec, rank: usize) -> (usize, usize) {
 
 /// One cell to run: everything but the element type and op, which [`dispatch`] supplies.
 struct MpiCell<'a> {
-    /// The processes.
-    world: &'a SimpleCommunicator,
+    /// The library.
+    lib: &'a Library,
     /// The cell.
     spec: CellSpec,
     /// Which call.
     row: Row,
+    /// The row's name.
+    name: String,
+    /// The layer's index of the op.
+    op: c_int,
     /// How many iterations.
     timing: &'a Timing,
 }
 
 impl Visit for MpiCell<'_> {
-    /// The record at rank 0, `None` elsewhere.
-    type Out = Option<Record>;
+    /// The record at rank 0, `None` elsewhere; `Err` when an MPI call failed (which MPI's
+    /// default error handler makes fatal before it gets here).
+    type Out = Result<Option<Record>, String>;
 
     fn visit<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
         self,
-        op_name: OpName,
+        _: OpName,
         op: O,
-    ) -> Option<Record> {
-        let measured = measure::<T>(self.world, &self.spec, self.row, op_name, self.timing);
-        (self.world.rank() == 0).then(|| {
-            cell::record_of::<T, O>(&self.spec, self.row.name(), Source::Mpi, &op, measured)
-        })
+    ) -> Self::Out {
+        let measured = measure::<T>(self.lib, &self.spec, self.row, self.op, self.timing)?;
+        Ok((self.lib.rank() == 0)
+            .then(|| cell::record_of::<T, O>(&self.spec, &self.name, Source::Mpi, &op, measured)))
     }
 }
 
 /// Measures one cell on every process with the method of the module doc. At rank 0 the
 /// result holds the per-iteration times and every rank's check output; elsewhere it is empty.
+/// The outer `Err` is an MPI call's failure; the inner one a cell that cannot run.
+#[allow(clippy::type_complexity)]
 fn measure<T: Elem>(
-    world: &SimpleCommunicator,
+    lib: &Library,
     spec: &CellSpec,
     row: Row,
-    op: OpName,
+    op: c_int,
     timing: &Timing,
-) -> Result<Measured, String> {
+) -> Result<Result<Measured, String>, String> {
     // Every process computes the same answer, so they skip the cell together.
-    if spec.count.saturating_mul(spec.p) > Count::MAX as usize {
-        return Err(format!(
+    if spec.count.saturating_mul(spec.p) > c_int::MAX as usize {
+        return Ok(Err(format!(
             "{} elements per rank is more than MPI's int counts hold here",
             spec.count
-        ));
+        )));
     }
-    let zero = world.process_at_rank(0);
-    let mut k = MpiKernel::<T>::new(world, *spec, row, op);
+    let mut k = MpiKernel::<T>::new(lib, *spec, row, op);
     // Warm-up: rank 0 times one call and decides how many more, then how many timed ones.
     k.touch();
-    world.barrier();
+    lib.barrier()?;
     let t0 = now_ns();
-    k.call();
+    k.call()?;
     let first = (now_ns() - t0) as f64 * 1e-9;
     let mut n: u64 = timing.warmups(first);
-    zero.broadcast_into(&mut n);
+    lib.bcast_u64(&mut n)?;
     let t0 = now_ns();
     for _ in 1..n {
         k.touch();
-        k.call();
+        k.call()?;
     }
     let per_call = if n > 1 {
         (now_ns() - t0) as f64 * 1e-9 / (n - 1) as f64
@@ -393,29 +321,28 @@ fn measure<T: Elem>(
         first
     };
     let mut iters: u64 = timing.iterations(per_call);
-    zero.broadcast_into(&mut iters);
+    lib.bcast_u64(&mut iters)?;
     // Per iteration: the touch's duration, then the call's start and end.
-    let mut stamps = buffer(0, |_| 0u64);
-    stamps.reserve(3 * iters as usize);
+    let mut stamps = Vec::with_capacity(3 * iters as usize + 1);
     for _ in 0..iters {
         let before = now_ns();
         k.touch();
         stamps.push(now_ns() - before);
-        world.barrier();
+        lib.barrier()?;
         let start = now_ns();
-        k.call();
+        k.call()?;
         stamps.push(start);
         stamps.push(now_ns());
     }
-    let output = k.check();
+    let output = k.check()?;
     drop(k);
 
     // The stamps and the check outputs, gathered at rank 0.
     let p = spec.p;
     let (mut times, mut touch) = (Vec::new(), Vec::new());
-    if world.rank() == 0 {
-        let mut all = buffer(stamps.len() * p, |_| 0u64);
-        zero.gather_into_root(&stamps[..], &mut all[..]);
+    let mut all = vec![0u64; if lib.rank() == 0 { stamps.len() * p } else { 1 }];
+    lib.gather_u64(&stamps, &mut all)?;
+    if lib.rank() == 0 {
         let per_rank = stamps.len();
         let at = |q: usize, i: usize, j: usize| all[q * per_rank + 3 * i + j];
         for i in 0..iters as usize {
@@ -425,35 +352,32 @@ fn measure<T: Elem>(
             touch.push(slowest as f64 * 1e-9);
             times.push(end.saturating_sub(start) as f64 * 1e-9);
         }
-    } else {
-        zero.gather_into(&stamps[..]);
     }
     let outputs = match output {
-        Some(out) => gather_outputs(world, out),
+        Some(out) => gather_outputs(lib, out)?,
         None => Vec::new(),
     };
-    Ok(Measured {
+    Ok(Ok(Measured {
         times,
         touch,
         outputs,
         auto_choice: None,
-    })
+    }))
 }
 
 /// Gathers every rank's check output at rank 0, boxed per rank as [`cell::check`] takes them;
 /// empty elsewhere.
-fn gather_outputs<T: Elem>(world: &SimpleCommunicator, out: Vec<T>) -> Vec<Box<dyn Any + Send>> {
-    let zero = world.process_at_rank(0);
-    let len = out.len() as Count;
-    if world.rank() != 0 {
-        zero.gather_into(&len);
-        zero.gather_varcount_into(&mpi_ref(&out));
-        return Vec::new();
-    }
-    let p = world.size() as usize;
-    let mut lens = vec![0 as Count; p];
-    zero.gather_into_root(&len, &mut lens[..]);
-    let displs: Vec<Count> = lens
+fn gather_outputs<T: Elem>(
+    lib: &Library,
+    mut out: Vec<T>,
+) -> Result<Vec<Box<dyn Any + Send>>, String> {
+    // An address of its own even when empty (see the module doc).
+    out.reserve(1);
+    let (p, zero) = (lib.size(), lib.rank() == 0);
+    let mut lens = vec![0u64; p];
+    lib.gather_u64(&[out.len() as u64], &mut lens)?;
+    let counts: Vec<c_int> = lens.iter().map(|&l| l as c_int).collect();
+    let displs: Vec<c_int> = counts
         .iter()
         .scan(0, |at, &l| {
             let d = *at;
@@ -461,19 +385,23 @@ fn gather_outputs<T: Elem>(world: &SimpleCommunicator, out: Vec<T>) -> Vec<Box<d
             Some(d)
         })
         .collect();
-    let total: usize = lens.iter().map(|&l| l as usize).sum();
-    let mut all: Vec<T> = buffer(total, |_| T::default());
-    {
-        let mut buf = mpi_mut(&mut all);
-        let mut part = PartitionMut::new(&mut buf, &lens[..], &displs[..]);
-        zero.gather_varcount_into_root(&mpi_ref(&out), &mut part);
+    let total: usize = if zero {
+        lens.iter().map(|&l| l as usize).sum()
+    } else {
+        0
+    };
+    let mut all: Vec<T> = vec![T::default(); total.max(1)];
+    lib.varying(Varying::Gather, &out, &mut all, &counts, &displs, 0)?;
+    if !zero {
+        return Ok(Vec::new());
     }
     let mut rest = &all[..];
-    lens.iter()
+    Ok(lens
+        .iter()
         .map(|&l| {
             let (mine, after) = rest.split_at(l as usize);
             rest = after;
             Box::new(mine.to_vec()) as Box<dyn Any + Send>
         })
-        .collect()
+        .collect())
 }

@@ -127,8 +127,9 @@ fn known_names(collectives: &[Call]) -> Vec<String> {
         .iter()
         .flat_map(|&c| selected(c, "all", Dtype::F64).into_iter().map(|e| e.name))
         .collect();
-    // The MPI baseline's rows (feature `mpi`; without it they select nothing).
-    names.extend(["mpi".to_string(), "mpi-reduce-bcast".to_string()]);
+    // The MPI libraries' rows and their aliases (a library the build did not find selects
+    // nothing).
+    names.extend(crate::mpi_baseline::names());
     names.sort_unstable();
     names.dedup();
     names
@@ -291,6 +292,8 @@ mod tests {
             "channels",
             "mpi",
             "mpi-reduce-bcast",
+            "openmpi",
+            "mpich-reduce-bcast",
         ] {
             assert!(known.iter().any(|k| k == n), "{n}");
         }

@@ -294,13 +294,15 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                 records.extend(rounds.into_iter().filter_map(merge_rounds));
             }
         }
-        #[cfg(feature = "mpi")]
         if !guide && crate::mpi_baseline::selected(&args.algorithms) {
-            bar.set_message(format!("MPI baseline, {} processes", scope.ranks));
-            match crate::mpi_baseline::run(args, &scope.label, &scope.placement, scope.ranks) {
-                Ok(mut r) => records.append(&mut r),
-                // `suspend`, not `println`: a hidden bar (-q, or no terminal) drops the latter.
-                Err(e) => bar.suspend(|| eprintln!("corecoll-bench: MPI baseline skipped: {e}")),
+            bar.set_message(format!("MPI libraries, {} processes", scope.ranks));
+            let (mut r, missing) =
+                crate::mpi_baseline::run(args, &scope.label, &scope.placement, scope.ranks);
+            records.append(&mut r);
+            for why in missing {
+                if !absent.contains(&why) {
+                    absent.push(why);
+                }
             }
         }
     }
@@ -321,7 +323,14 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
         checks::print_cliffs(stdout, &checks.cliffs).map_err(io)?;
     }
     for why in &absent {
-        println!("Peer not measured: {why}");
+        println!("Not measured: {why}");
+    }
+    if !absent.is_empty() {
+        // Also where the progress bar and -q leave stdout to the table alone.
+        eprintln!(
+            "corecoll-bench: {} peer(s) not measured (see the table's end)",
+            absent.len()
+        );
     }
     output::print_hierarchy(stdout, &records).map_err(io)?;
     checks::print_blocks(stdout, &checks.blocks).map_err(io)?;
