@@ -93,6 +93,10 @@ pub struct Measured {
     /// the slowest rank's (writes that [`Kernel::touch`] makes only under [`Cache::Touch`];
     /// empty when a harness does not time them).
     pub touch: Vec<f64>,
+    /// Context switches per timed iteration (the barrier or fork before the call included),
+    /// of all the threads or processes that ran it together: how often a rank gave up its
+    /// core, voluntarily (to wait) or not (its time slice ran out). `None` where not counted.
+    pub switches: Option<f64>,
     /// Each rank's output of the check call, in rank order (empty when the kernels have no
     /// check).
     pub outputs: Vec<Box<dyn Any + Send>>,
@@ -102,11 +106,13 @@ pub struct Measured {
 }
 
 /// The timed loop of one rank: its (start, end) pairs in nanoseconds since `origin`, its
-/// touches' durations in nanoseconds, its check output and what `Auto` chose in its last timed
-/// call.
+/// touches' durations in nanoseconds, its context switches, its check output and what `Auto`
+/// chose in its last timed call.
 struct RankTimes {
     stamps: Vec<(u64, u64)>,
     touches: Vec<u64>,
+    /// Context switches of the rank's thread in the timed loop.
+    switched: u64,
     output: Option<Box<dyn Any + Send>>,
     chose: Option<&'static str>,
 }
@@ -156,6 +162,7 @@ where
             let iters = timing.iterations(per_call);
             let mut stamps = Vec::with_capacity(iters as usize);
             let mut touches = Vec::with_capacity(iters as usize);
+            let switched = switches(Who::Thread);
             for _ in 0..iters {
                 let before = ns();
                 kernel.touch()?;
@@ -165,11 +172,13 @@ where
                 kernel.call()?;
                 stamps.push((start, ns()));
             }
+            let switched = switches(Who::Thread).saturating_sub(switched);
             let chose = corecoll::unstable::auto_choice(comm);
             let output = if check { kernel.check()? } else { None };
             Ok(RankTimes {
                 stamps,
                 touches,
+                switched,
                 output,
                 chose,
             })
@@ -194,10 +203,12 @@ where
         })
         .collect();
     let auto_choice = per_rank.first().and_then(|t| t.chose);
+    let switched: u64 = per_rank.iter().map(|t| t.switched).sum();
     let outputs = per_rank.into_iter().filter_map(|t| t.output).collect();
     Ok(Measured {
         times,
         touch,
+        switches: per_iteration(switched, iters),
         outputs,
         auto_choice,
     })
@@ -250,19 +261,53 @@ pub fn measure_driven(
     };
     let iters = timing.iterations(per_call) as usize;
     let (mut times, mut touch) = (Vec::with_capacity(iters), Vec::with_capacity(iters));
+    let mut switched = 0;
     for _ in 0..iters {
         touch.push(kernel.touch()?);
+        let before = switches(Who::Process);
         let t0 = Instant::now();
         kernel.call()?;
         times.push(t0.elapsed().as_secs_f64());
+        switched += switches(Who::Process).saturating_sub(before);
     }
     let outputs = if check { kernel.check()? } else { Vec::new() };
     Ok(Measured {
         times,
         touch,
+        switches: per_iteration(switched, iters),
         outputs,
         auto_choice: None,
     })
+}
+
+/// Whose context switches [`switches`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    /// The calling thread's.
+    Thread,
+    /// Every thread's of this process.
+    Process,
+}
+
+/// Context switches so far, voluntary and not, of `who` (getrusage(2): `ru_nvcsw +
+/// ru_nivcsw`); 0 where the system does not say.
+pub fn switches(who: Who) -> u64 {
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let whom = match who {
+        Who::Thread => libc::RUSAGE_THREAD,
+        Who::Process => libc::RUSAGE_SELF,
+    };
+    // SAFETY: getrusage(2) writes only the `rusage` it is given, which lives in this frame.
+    if unsafe { libc::getrusage(whom, &mut ru) } != 0 {
+        return 0;
+    }
+    (ru.ru_nvcsw + ru.ru_nivcsw).max(0) as u64
+}
+
+/// `switched` context switches over `iters` iterations, per iteration (`None` for none).
+pub fn per_iteration(switched: u64, iters: usize) -> Option<f64> {
+    (iters > 0).then(|| switched as f64 / iters as f64)
 }
 
 /// The buffers of one rank's kernel: one buffer reused by every call (warm caches, and

@@ -115,6 +115,11 @@ pub struct Record {
     /// otherwise (and in result files without the column).
     #[serde(default)]
     pub touch_us: Option<f64>,
+    /// Context switches per timed iteration (its barrier included) of all the ranks' threads
+    /// or processes together (getrusage(2)); empty where not counted (and in result files
+    /// without the column).
+    #[serde(default)]
+    pub switches: Option<f64>,
 }
 
 impl Record {
@@ -188,6 +193,7 @@ pub(crate) mod testing {
             note: String::new(),
             auto_choice: String::new(),
             touch_us: None,
+            switches: None,
         }
     }
 }

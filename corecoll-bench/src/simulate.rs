@@ -467,5 +467,6 @@ fn record(
         note,
         auto_choice: String::new(),
         touch_us: None,
+        switches: None,
     }
 }

@@ -192,6 +192,8 @@ fn touched_buffers_pass_their_check_and_time_the_touch() {
     for r in &recs {
         assert_eq!(r["cache"], "touch", "{r}");
         assert!(r["touch_us"].as_f64().is_some_and(|t| t >= 0.0), "{r}");
+        // Context switches per iteration, counted for every row.
+        assert!(r["switches"].as_f64().is_some_and(|s| s >= 0.0), "{r}");
     }
     let _ = std::fs::remove_dir_all(&dir);
     let out = run(&["--cold", "--touch", "--sizes", "8"]);

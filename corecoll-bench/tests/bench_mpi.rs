@@ -94,6 +94,7 @@ fn each_mpi_librarys_rows_join_the_sweep() {
                     assert_eq!(r["ranks"].as_u64(), Some(2), "{r}");
                     assert!(r["iters"].as_u64().is_some_and(|i| i >= 3), "{r}");
                     assert!(r["median_us"].as_f64().is_some_and(|t| t > 0.0), "{r}");
+                    assert!(r["switches"].as_f64().is_some_and(|s| s >= 0.0), "{r}");
                     // Grouped with the threads' rows of the same scope.
                     assert_eq!(text(r, "scope"), text(auto, "scope"), "{r}");
                     assert_eq!(text(r, "placement"), text(auto, "placement"), "{r}");

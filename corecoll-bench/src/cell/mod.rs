@@ -170,6 +170,7 @@ pub fn record_of<T: Elem, O: Op<T>>(
         note: String::new(),
         auto_choice: String::new(),
         touch_us: None,
+        switches: None,
     };
     let m = match measured {
         Ok(m) => m,
@@ -180,6 +181,7 @@ pub fn record_of<T: Elem, O: Op<T>>(
     };
     rec.auto_choice = m.auto_choice.unwrap_or_default().into();
     rec.set_times(&m.times);
+    rec.switches = m.switches;
     if spec.cache == Cache::Touch {
         rec.touch_us = Summary::of(&m.touch).map(|s| s.median * 1e6);
     }

@@ -33,7 +33,7 @@ use crate::cell::{self, CellSpec};
 use crate::cli::Args;
 use crate::domain::{Form, OpName};
 use crate::elem::{dispatch, Elem, Visit};
-use crate::measure::{Measured, Pool, Timing};
+use crate::measure::{per_iteration, switches, Measured, Pool, Timing, Who};
 use crate::record::{Record, Source};
 use corecoll::op::Op;
 use corecoll::Collective;
@@ -324,6 +324,7 @@ fn measure<T: Elem>(
     lib.bcast_u64(&mut iters)?;
     // Per iteration: the touch's duration, then the call's start and end.
     let mut stamps = Vec::with_capacity(3 * iters as usize + 1);
+    let switched = switches(Who::Process);
     for _ in 0..iters {
         let before = now_ns();
         k.touch();
@@ -334,6 +335,7 @@ fn measure<T: Elem>(
         stamps.push(start);
         stamps.push(now_ns());
     }
+    let switched = switches(Who::Process).saturating_sub(switched);
     let output = k.check()?;
     drop(k);
 
@@ -353,6 +355,8 @@ fn measure<T: Elem>(
             times.push(end.saturating_sub(start) as f64 * 1e-9);
         }
     }
+    let mut per_process = vec![0u64; p];
+    lib.gather_u64(&[switched], &mut per_process)?;
     let outputs = match output {
         Some(out) => gather_outputs(lib, out)?,
         None => Vec::new(),
@@ -360,6 +364,7 @@ fn measure<T: Elem>(
     Ok(Ok(Measured {
         times,
         touch,
+        switches: per_iteration(per_process.iter().sum(), iters as usize),
         outputs,
         auto_choice: None,
     }))

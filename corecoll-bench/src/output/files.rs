@@ -134,6 +134,7 @@ mod tests {
         v[0].limit_pct = Some(100.0 / 3.0);
         v[1].validation = Validation::Skipped;
         (v[1].cache, v[1].touch_us) = ("touch".into(), Some(0.25));
+        v[0].switches = Some(7.5);
         let f = &mut v[2];
         f.iters = 0;
         (f.min_us, f.median_us, f.p95_us, f.mean_us) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
@@ -172,6 +173,7 @@ mod tests {
             "note",
             "auto_choice",
             "touch_us",
+            "switches",
         ];
         let path = temp("header.csv");
         write_csv(&path, &[rec("ring", 8, 1.0)]).unwrap();
@@ -182,7 +184,7 @@ mod tests {
         let row = lines.next().unwrap();
         assert!(row.starts_with("allreduce,ring,corecoll,all,compact,2,f64,sum,8,1,warm,100,"));
         // None is an empty field.
-        assert!(row.ends_with(",,pass,,,,"), "{row}");
+        assert!(row.ends_with(",,pass,,,,,"), "{row}");
     }
 
     #[test]

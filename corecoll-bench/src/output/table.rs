@@ -45,6 +45,7 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
     for g in groups(records) {
         let notes = g.rows.iter().any(|&i| !records[i].note.is_empty());
         let touched = g.rows.iter().any(|&i| records[i].touch_us.is_some());
+        let switched = g.rows.iter().any(|&i| records[i].switches.is_some());
         let mut cols = vec![
             ("size", Right),
             ("algorithm", Left),
@@ -61,6 +62,9 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
         ];
         if touched {
             cols.push(("touch", Right));
+        }
+        if switched {
+            cols.push(("switches", Right));
         }
         if notes {
             cols.push(("note", Left));
@@ -91,6 +95,9 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
                 if touched {
                     cells.push(r.touch_us.map_or_else(|| "-".into(), fmt_time));
                 }
+                if switched {
+                    cells.push(r.switches.map_or_else(|| "-".into(), |s| fmt_sig(s, 3)));
+                }
                 if notes {
                     cells.push(r.note.replace(['\n', '\r'], " "));
                 }
@@ -110,6 +117,14 @@ pub fn print_table(w: &mut dyn Write, records: &[Record]) -> std::io::Result<()>
              median; busbw = algbw × nccl-tests' factor.\n\
              % limit = the limit kernel's median / this median × 100."
         )?;
+        if records.iter().any(|r| r.switches.is_some()) {
+            writeln!(
+                w,
+                "switches: context switches per iteration (its barrier included) of all the \
+                 ranks' threads or processes together, voluntary (waiting) and not (time slice \
+                 used up)."
+            )?;
+        }
         if records.iter().any(|r| r.touch_us.is_some()) {
             writeln!(
                 w,

@@ -70,8 +70,8 @@ pub(super) fn round_order(n: usize, round: usize) -> impl Iterator<Item = usize>
 /// One row's record from its rounds (each a record and that round's per-iteration times): the
 /// check's outcome of the first round that failed (or else of the first round), the largest
 /// error of any round, min, p95, mean and iterations over every round's times together, and
-/// as the median **the median of the rounds' medians** (and as the touch time the median of
-/// the rounds' touch times). `None` for no rounds.
+/// as the median **the median of the rounds' medians** (and as the touch time and the
+/// switches per iteration the medians of the rounds'). `None` for no rounds.
 ///
 /// Why not the median of all the times: the rounds of a size run a second or so apart, and
 /// this machine has spells of seconds in which everything is several times slower (at 8 MiB
@@ -101,9 +101,11 @@ pub(super) fn merge_rounds(rounds: Vec<(Record, Vec<f64>)>) -> Option<Record> {
         .filter_map(|(_, t)| Summary::of(t).map(|s| s.median))
         .collect();
     let touches: Vec<f64> = rounds.iter().filter_map(|(r, _)| r.touch_us).collect();
+    let switches: Vec<f64> = rounds.iter().filter_map(|(r, _)| r.switches).collect();
     let mut rec = rounds.into_iter().nth(worst).map(|(r, _)| r)?;
     rec.max_rel_error = max_err;
     rec.touch_us = Summary::of(&touches).map(|s| s.median);
+    rec.switches = Summary::of(&switches).map(|s| s.median);
     if !unmeasured {
         rec.set_times(&times);
         if let Some(m) = Summary::of(&medians) {
