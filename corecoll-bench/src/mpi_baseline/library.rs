@@ -113,10 +113,14 @@ impl Library {
     pub fn open(path: &Path) -> Result<Library, String> {
         let name = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| format!("{}: a path with a NUL byte", path.display()))?;
-        // SAFETY: dlopen(3) with a NUL-terminated path; RTLD_GLOBAL makes the MPI library's
-        // symbols visible to the plugins it loads itself (Open MPI's components). The handle
-        // is never closed: MPI must stay loaded until the process ends.
-        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+        // RTLD_DEEPBIND: the layer's MPI calls bind to the MPI library it was linked with
+        // even where the program already has another one loaded (this executable links Open
+        // MPI's when built with the `mpi` feature, and MPICH exports the same names); without
+        // it, MPICH's layer called Open MPI's MPI_Comm_size and crashed.
+        // SAFETY: dlopen(3) with a NUL-terminated path. The handle is never closed: MPI must
+        // stay loaded until the process ends.
+        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND;
+        let handle = unsafe { libc::dlopen(name.as_ptr(), flags) };
         if handle.is_null() {
             // SAFETY: dlerror(3) returns a NUL-terminated message after a failed dlopen.
             let why = unsafe { CStr::from_ptr(libc::dlerror()) };
