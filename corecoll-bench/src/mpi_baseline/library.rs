@@ -117,9 +117,9 @@ impl Library {
         // even where the program already has another one loaded (this executable links Open
         // MPI's when built with the `mpi` feature, and MPICH exports the same names); without
         // it, MPICH's layer called Open MPI's MPI_Comm_size and crashed.
+        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND;
         // SAFETY: dlopen(3) with a NUL-terminated path. The handle is never closed: MPI must
         // stay loaded until the process ends.
-        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL | libc::RTLD_DEEPBIND;
         let handle = unsafe { libc::dlopen(name.as_ptr(), flags) };
         if handle.is_null() {
             // SAFETY: dlerror(3) returns a NUL-terminated message after a failed dlopen.
