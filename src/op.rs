@@ -29,9 +29,6 @@ pub trait Op<T>: Sync {
     fn builtin(&self) -> Option<Builtin> {
         None
     }
-    /// What the call check compares of this op, so that ranks that pass different ops fail
-    /// the call instead of computing a wrong result: the built-in op it is, else its type
-    /// (and its commutativity). Provided: an op has no reason to implement it itself.
     /// What the op does to a complete result over `ranks` ranks' values, once, after the
     /// combining: nothing for every op but [`Avg`], which divides by `ranks`. The
     /// communicator's calls apply it to each result they hand back (allreduce: every rank, p;

@@ -148,9 +148,10 @@ impl Driven for OpenMpKernel {
         if self.spec.cache != crate::domain::Cache::Touch {
             return Ok(0.0);
         }
-        // The timing value of f64 sums, which the peer is built for.
+        // Every element's timing value is the same under the sums the peer is built for.
+        let value = <f64 as crate::elem::Elem>::timing_value(self.spec.op, 0, 0);
         // SAFETY: a live peer, used from its master thread only.
-        let ns = unsafe { ffi::ccb_omp_touch(self.peer, 0.0) };
+        let ns = unsafe { ffi::ccb_omp_touch(self.peer, value) };
         Ok(ns as f64 * 1e-9)
     }
 

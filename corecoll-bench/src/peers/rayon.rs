@@ -14,7 +14,7 @@
 use super::measure;
 use crate::baselines::chunk;
 use crate::cell::{check_input, CellSpec};
-use crate::domain::Cache;
+use crate::domain::{Cache, OpName};
 use crate::elem::Elem;
 use crate::measure::{Driven, Measured, Timing};
 use corecoll::op::Op;
@@ -42,12 +42,12 @@ pub(super) fn run<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
         })
         .build()
         .map_err(|e| format!("no rayon pool of {} threads: {e}", spec.p))?;
-    let fill = |r: usize| -> Vec<T> {
-        (0..spec.count)
-            .map(|i| T::timing_value(spec.op, r, i))
-            .collect()
+    let new = |r: usize| -> Vec<T> {
+        let mut v = vec![T::default(); spec.count];
+        write_input(&mut v, spec.op, r);
+        v
     };
-    let vectors = pool.install(|| (0..spec.p).into_par_iter().map(fill).collect());
+    let vectors = pool.install(|| (0..spec.p).into_par_iter().map(new).collect());
     let mut kernel = RayonKernel {
         pool,
         spec: *spec,
@@ -56,6 +56,13 @@ pub(super) fn run<T: Elem, O: Op<T> + Copy + Send + Sync + 'static>(
         vectors,
     };
     measure(timing, &mut kernel)
+}
+
+/// Writes rank `r`'s input of the timed calls into `v`.
+fn write_input<T: Elem>(v: &mut [T], op: OpName, r: usize) {
+    for (i, x) in v.iter_mut().enumerate() {
+        *x = T::timing_value(op, r, i);
+    }
 }
 
 /// The rayon peer of one cell.
@@ -134,11 +141,10 @@ impl<T: Elem, O: Op<T> + Copy + Send + Sync> Driven for RayonKernel<T, O> {
         let op = self.spec.op;
         let vectors = &mut self.vectors;
         self.pool.install(|| {
-            vectors.par_iter_mut().enumerate().for_each(|(r, v)| {
-                for (i, x) in v.iter_mut().enumerate() {
-                    *x = T::timing_value(op, r, i);
-                }
-            });
+            vectors
+                .par_iter_mut()
+                .enumerate()
+                .for_each(|(r, v)| write_input(v, op, r));
         });
         Ok(t0.elapsed().as_secs_f64())
     }
