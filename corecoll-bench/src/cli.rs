@@ -23,7 +23,7 @@ pub struct Args {
     /// `direct`, `ring`, …, `limit`, `std-naive`, `channels`, `openmp-reduction`,
     /// `openmp-slices`, `rayon-reduce`, `rayon-chunks`, `openmpi`, `mpich`, and
     /// `openmpi-reduce-bcast`, `mpich-reduce-bcast`; `mpi` and `mpi-reduce-bcast` select those
-    /// of every MPI library). `NAME:VALUE` sets a parameter:
+    /// of every MPI library, `openmp` and `rayon` both rows of that peer). `NAME:VALUE` sets a parameter:
     /// the block or segment size in bytes of `chain`, `ring` (its largest piece),
     /// `pipelined-tree`, `dual-root`, `two-tree` and `hierarchical` (`hierarchical:64KiB`),
     /// the fanout of `ring-leaders` (`ring-leaders:2` or `ring-leaders:fanout=2`).

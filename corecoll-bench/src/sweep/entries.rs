@@ -3,7 +3,7 @@
 //! algorithm's `Block::Auto` row, and the check of `--algorithms` against the collectives.
 
 use crate::domain::{
-    algorithms, parse_alg_specs, with_param, Alg, Call, Dtype, Param, BLOCK_SWEPT,
+    algorithms, parse_alg_specs, with_param, Alg, AlgSpec, Call, Dtype, Param, BLOCK_SWEPT,
 };
 use crate::{baselines, peers};
 
@@ -100,7 +100,13 @@ pub(super) fn selected(c: Call, selection: &str, dtype: Dtype) -> Vec<Entry> {
     let specs = parse_alg_specs(selection).unwrap_or_default();
     let mut out = Vec::new();
     for (name, kind) in all {
-        for spec in specs.iter().filter(|s| s.name == name) {
+        // A peer's family name (`openmp`, `rayon`) selects each of its rows.
+        let named = |s: &&AlgSpec| {
+            s.name == name
+                || matches!(kind, Kind::Peer(_))
+                    && peers::family(name).is_some_and(|f| f.eq_ignore_ascii_case(&s.name))
+        };
+        for spec in specs.iter().filter(named) {
             match (spec.param, kind) {
                 (None, _) => out.push(Entry {
                     name: name.into(),
@@ -128,8 +134,9 @@ fn known_names(collectives: &[Call]) -> Vec<String> {
         .flat_map(|&c| selected(c, "all", Dtype::F64).into_iter().map(|e| e.name))
         .collect();
     // The MPI libraries' rows and their aliases (a library the build did not find selects
-    // nothing).
+    // nothing), and the peers' families.
     names.extend(crate::mpi_baseline::names());
+    names.extend(["openmp".to_string(), "rayon".to_string()]);
     names.sort_unstable();
     names.dedup();
     names
@@ -278,6 +285,12 @@ mod tests {
                 .collect()
         };
         assert_eq!(names("direct, limit"), ["direct", "limit"]);
+        // A peer's family selects its rows.
+        assert_eq!(
+            names("auto,openmp,rayon-chunks"),
+            ["auto", "openmp-reduction", "openmp-slices", "rayon-chunks"]
+        );
+        assert_eq!(names("rayon"), ["rayon-reduce", "rayon-chunks"]);
         assert_eq!(names("all")[0], "auto");
         assert!(names("all").iter().any(|n| n == "channels"));
         assert!(entries(call("broadcast"), "all", Dtype::F64, &[])
@@ -294,6 +307,8 @@ mod tests {
             "mpi-reduce-bcast",
             "openmpi",
             "mpich-reduce-bcast",
+            "openmp",
+            "rayon",
         ] {
             assert!(known.iter().any(|k| k == n), "{n}");
         }
