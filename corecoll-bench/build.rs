@@ -9,6 +9,10 @@
 //!   own `mpicc` (Open MPI's `mpicc.openmpi`, MPICH's `mpicc.mpich`, as Debian names them):
 //!   `CORECOLL_MPI_LAYER_OPENMPI` (`_MPICH`) holds its path, or `…_MISSING` why there is none.
 
+#[path = "src/on_path.rs"]
+mod on_path;
+
+use on_path::find_on_path;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -16,6 +20,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(corecoll_openmp)");
     println!("cargo::rerun-if-changed=c/openmp_peer.c");
     println!("cargo::rerun-if-changed=build.rs");
+    println!("cargo::rerun-if-changed=src/on_path.rs");
     for var in ["CC", "CFLAGS", "CORECOLL_NO_OPENMP"] {
         println!("cargo::rerun-if-env-changed={var}");
     }
@@ -58,7 +63,7 @@ fn mpi_layer(label: &str, wrappers: &[&str], marker: &str) -> Result<PathBuf, St
         .map(PathBuf::from)
         .or_else(|| {
             wrappers.iter().find_map(|w| {
-                let path = on_path(w)?;
+                let path = find_on_path(w)?;
                 (w.contains('.') || names_mpi(&path, marker)).then_some(path)
             })
         })
@@ -96,17 +101,6 @@ fn names_mpi(path: &std::path::Path, marker: &str) -> bool {
             text.contains(marker) || text.to_lowercase().contains(&marker.to_lowercase())
         })
     })
-}
-
-/// The first executable named `name` in the directories of PATH.
-fn on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
 }
 
 /// Compiles the peer into a static library that the crate links, with the OpenMP runtime;

@@ -12,6 +12,7 @@
 //! `tests/module_dag.rs` fails on any cycle among them):
 //!
 //! - `domain`: the vocabulary (calls, algorithms, element types, ops, sizes, placements);
+//! - `on_path`: finding an executable on `PATH` (shared with the build script);
 //! - `stats`, `elem`, `placement`, `measure`: statistics, element types as Rust types, where
 //!   ranks run, the timing method;
 //! - `record`: one row of the results;
@@ -25,6 +26,7 @@
 //! - `calibrate`, `simulate`, `tune`, `sweep`: what the command line asks for.
 
 pub mod domain;
+pub mod on_path;
 
 pub mod elem;
 pub mod measure;

@@ -4,6 +4,7 @@
 //! root. The MPI rows of the sweep and the MPI level of `--calibrate` start their jobs
 //! through these.
 
+use crate::on_path::find_on_path;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -118,18 +119,6 @@ pub fn version_mentions(launcher: &Path, marker: &str) -> bool {
         .is_ok_and(|o| {
             String::from_utf8_lossy(&o.stdout).contains(marker)
                 || String::from_utf8_lossy(&o.stderr).contains(marker)
-        })
-}
-
-/// The first executable file named `name` in the directories of `PATH`.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| {
-            p.metadata()
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
 }
 

@@ -15,12 +15,6 @@ fn text<'a>(rec: &'a Value, key: &str) -> &'a str {
     rec[key].as_str().unwrap_or_default()
 }
 
-/// Whether an executable `name` is in a directory of `PATH`.
-fn on_path(name: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join(name).is_file()))
-}
-
 #[test]
 fn each_mpi_librarys_rows_join_the_sweep() {
     // (row name, as people name it, the layer the build made, its launcher's Debian name)
@@ -61,7 +55,7 @@ fn each_mpi_librarys_rows_join_the_sweep() {
         let recs = records(&dir.join("r.json"));
         let _ = std::fs::remove_dir_all(&dir);
         for (label, name, layer, launcher) in libraries {
-            if layer.is_none() || !on_path(launcher) {
+            if layer.is_none() || corecoll_bench::on_path::find_on_path(launcher).is_none() {
                 assert!(
                     stdout.contains(&format!("Not measured: {name}: ")),
                     "{name} has no rows and the sweep does not say why:\n{stdout}"

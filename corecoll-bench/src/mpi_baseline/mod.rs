@@ -136,7 +136,7 @@ impl Mpi {
     /// This MPI's launcher on `PATH`.
     fn launcher(&self) -> Result<PathBuf, String> {
         for name in self.launchers {
-            let Some(path) = mpirun::find_on_path(name) else {
+            let Some(path) = crate::on_path::find_on_path(name) else {
                 continue;
             };
             if name.contains('.') || mpirun::version_mentions(&path, self.marker) {

@@ -277,7 +277,21 @@ impl Visit for MpiCell<'_> {
         _: OpName,
         op: O,
     ) -> Self::Out {
-        let measured = measure::<T>(self.lib, &self.spec, self.row, self.op, self.timing)?;
+        // Every process computes the same answer, so they skip the cell together.
+        let measured = if self.spec.count.saturating_mul(self.spec.p) > c_int::MAX as usize {
+            Err(format!(
+                "{} elements per rank is more than MPI's int counts hold here",
+                self.spec.count
+            ))
+        } else {
+            Ok(measure::<T>(
+                self.lib,
+                &self.spec,
+                self.row,
+                self.op,
+                self.timing,
+            )?)
+        };
         Ok((self.lib.rank() == 0)
             .then(|| cell::record_of::<T, O>(&self.spec, &self.name, Source::Mpi, &op, measured)))
     }
@@ -285,22 +299,14 @@ impl Visit for MpiCell<'_> {
 
 /// Measures one cell on every process with the method of the module doc. At rank 0 the
 /// result holds the per-iteration times and every rank's check output; elsewhere it is empty.
-/// The outer `Err` is an MPI call's failure; the inner one a cell that cannot run.
-#[allow(clippy::type_complexity)]
+/// `Err` is an MPI call's failure, which ends the worker. The counts must fit MPI's `int`.
 fn measure<T: Elem>(
     lib: &Library,
     spec: &CellSpec,
     row: Row,
     op: c_int,
     timing: &Timing,
-) -> Result<Result<Measured, String>, String> {
-    // Every process computes the same answer, so they skip the cell together.
-    if spec.count.saturating_mul(spec.p) > c_int::MAX as usize {
-        return Ok(Err(format!(
-            "{} elements per rank is more than MPI's int counts hold here",
-            spec.count
-        )));
-    }
+) -> Result<Measured, String> {
     let mut k = MpiKernel::<T>::new(lib, *spec, row, op);
     // Warm-up: rank 0 times one call and decides how many more, then how many timed ones.
     k.touch();
@@ -361,13 +367,13 @@ fn measure<T: Elem>(
         Some(out) => gather_outputs(lib, out)?,
         None => Vec::new(),
     };
-    Ok(Ok(Measured {
+    Ok(Measured {
         times,
         touch,
         switches: per_iteration(per_process.iter().sum(), iters as usize),
         outputs,
         auto_choice: None,
-    }))
+    })
 }
 
 /// Gathers every rank's check output at rank 0, boxed per rank as [`cell::check`] takes them;
