@@ -83,6 +83,23 @@ pub(crate) fn to_vec<T: Copy>(src: &[T]) -> Vec<T> {
 /// Longest copy [`copy_short`] takes.
 pub(crate) const SHORT_BYTES: usize = 256;
 
+/// Copies `bytes` bytes from `src` to `dst`: inline ([`copy_short`]) up to [`SHORT_BYTES`],
+/// else by `memcpy`.
+///
+/// # Safety
+/// As `ptr::copy_nonoverlapping(src, dst, bytes)`.
+#[inline(always)]
+pub(crate) unsafe fn copy_bytes(src: *const u8, dst: *mut u8, bytes: usize) {
+    // SAFETY: the caller's contract, which is both copies'.
+    unsafe {
+        if bytes <= SHORT_BYTES {
+            copy_short(src, dst, bytes)
+        } else {
+            ptr::copy_nonoverlapping(src, dst, bytes)
+        }
+    }
+}
+
 /// Copies `bytes` bytes (at most [`SHORT_BYTES`]) from `src` to `dst` inline: at most two
 /// fixed-size moves, the first from the front and the second ending at the last byte (they
 /// overlap unless `bytes` is a power of two), and no call. A `memcpy` of a length known only

@@ -8,7 +8,7 @@ use crate::op::{Identity, Op};
 use crate::transport::Transport;
 
 /// Words in a call's descriptor.
-const WORDS: usize = 5;
+pub(crate) const WORDS: usize = 5;
 
 /// What a rank is about to do in a collective call, as the agreement compares it.
 pub(crate) struct Call {
@@ -53,7 +53,7 @@ impl Call {
     }
 
     /// The words compared.
-    fn words(&self) -> [u64; WORDS] {
+    pub(crate) fn words(&self) -> [u64; WORDS] {
         [
             (self.len as u64) << 8 | u64::from(self.alg),
             self.elem,
@@ -63,9 +63,14 @@ impl Call {
         ]
     }
 
+    /// Describes this call, for an error message.
+    pub(crate) fn describe_own(&self) -> String {
+        self.describe(&self.words(), true)
+    }
+
     /// Describes a call from its words, for an error message: this rank's own with its op's
     /// name, another rank's with what its op word tells.
-    fn describe(&self, w: &[u64; WORDS], own: bool) -> String {
+    pub(crate) fn describe(&self, w: &[u64; WORDS], own: bool) -> String {
         let alg = (self.name_of)((w[0] & 0xff) as u8).unwrap_or("?");
         let mut d = format!(
             "{} of {} with the {alg} algorithm",
@@ -208,8 +213,24 @@ fn compare<Tr: Transport>(
     theirs: &[u64; WORDS],
     peer: usize,
 ) -> Result<()> {
+    match difference(call, mine, theirs, t.rank(), peer) {
+        None => Ok(()),
+        Some(e) => Err(t.fail(e)),
+    }
+}
+
+/// The mismatch of rank `rank`'s call `call` (descriptor `mine`) with rank `peer`'s (descriptor
+/// `theirs`), naming both calls, if they differ: the one comparison of descriptors, whichever
+/// way they travelled.
+pub(crate) fn difference(
+    call: &Call,
+    mine: &[u64; WORDS],
+    theirs: &[u64; WORDS],
+    rank: usize,
+    peer: usize,
+) -> Option<Error> {
     if theirs == mine {
-        return Ok(());
+        return None;
     }
     let only = |i: usize| (0..WORDS).all(|j| j == i || theirs[j] == mine[j]);
     let found = if only(1) {
@@ -219,11 +240,11 @@ fn compare<Tr: Transport>(
     } else {
         call.describe(theirs, false)
     };
-    Err(t.fail(Error::Mismatch {
-        rank: t.rank(),
+    Some(Error::Mismatch {
+        rank,
         peer,
         op: call.op,
         expected: call.describe(mine, true),
         found,
-    }))
+    })
 }

@@ -3,6 +3,8 @@
 
 use super::Local;
 use crate::algorithms;
+use crate::algorithms::allreduce::folded::blocking;
+use crate::algorithms::allreduce::Schedule;
 use crate::algorithms::check::{self, Call};
 use crate::collective::Collective;
 use crate::error::{Error, Result};
@@ -112,9 +114,17 @@ impl Local {
         O: Op<T>,
     {
         self.enter_call("allreduce")?;
-        let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
         let (alg, flat) =
             self.allreduce_choice(std::mem::size_of_val(buf), op.is_commutative(), algorithm);
+        // `Linear` on a vector that fits the slots: one arrival and one wait per rank, with the
+        // call check in the same cache lines (`folded::blocking`).
+        if matches!(flat, Some(Flat::Schedule(Schedule::Linear))) && blocking::fits::<T>(buf.len())
+        {
+            let fold = self.member().next_fold(Kind::Coll(Collective::Allreduce));
+            let call = Call::of::<T, _>("allreduce", alg, buf.len()).with_op(&op);
+            return blocking::allreduce(self.member(), fold, &call, send, buf, &op);
+        }
+        let tag = self.next_tag(Kind::Coll(Collective::Allreduce));
         if matches!(alg, Algorithm::Ring { .. }) && !op.is_commutative() {
             return Err(self.fail(Error::Unsupported {
                 rank: self.rank(),

@@ -24,6 +24,9 @@ pub(crate) struct Member {
     /// Number of collective calls made on this communicator by this rank: the sequence number
     /// in the tags of the next one.
     coll_seq: Cell<u64>,
+    /// Number of those calls that were short allreduces folded on the communicator's slots
+    /// ([`Member::next_fold`]).
+    folds: Cell<u64>,
     /// This rank's scratch buffers, reused by the collectives from call to call.
     scratch: Pool,
 }
@@ -67,6 +70,7 @@ impl Member {
             shared,
             run,
             coll_seq: Cell::new(0),
+            folds: Cell::new(0),
             scratch: Pool::new(),
         }
     }
@@ -149,12 +153,27 @@ impl Member {
         self.run.ranks.parkers[self.shared.members[peer]].unpark_seen();
     }
 
-    /// The tag of this rank's next collective call of kind `kind`.
+    /// The tag of this rank's next collective call of kind `kind`, which the ranks folding a
+    /// short allreduce on slots are told of (`shm::calls`).
     pub(crate) fn next_tag(&self, kind: impl Into<Kind>) -> Tag {
+        let tag = self.take_tag(kind.into());
+        self.shared.calls.enter(self.rank, tag.encode());
+        tag
+    }
+
+    /// The tag of this rank's next collective call, a short allreduce folded on the
+    /// communicator's slots, and the number of that fold (1, 2, …: its start on the slots).
+    pub(crate) fn next_fold(&self, kind: impl Into<Kind>) -> (Tag, u64) {
+        let k = self.folds.get() + 1;
+        self.folds.set(k);
+        (self.take_tag(kind.into()), k)
+    }
+
+    fn take_tag(&self, kind: Kind) -> Tag {
         let seq = self.coll_seq.get();
         self.coll_seq.set(seq.wrapping_add(1));
         Tag {
-            kind: kind.into(),
+            kind,
             variant: 0,
             seq,
             op: 0,

@@ -3,8 +3,8 @@
 //! [`Ranks`] lives as long as a team (parkers, the waiting policy, the timeout, where each rank
 //! runs), [`RunState`] as long as one run (its first failure, who has returned), and
 //! [`CommShared`] as long as one communicator (its members, mailboxes, the meeting place of
-//! `split`, the `Board` of the single-copy collectives and the `Flags` of the barrier on
-//! shared flags). A rank reaches all of them through its [`Member`], which also numbers its
+//! `split`, the `Board` of the single-copy collectives, the `Flags` of the barrier on shared
+//! flags and the `Calls` of the short allreduce folded on slots). A rank reaches all of them through its [`Member`], which also numbers its
 //! collective calls, waits with the team's deadline and keeps its scratch buffers.
 //!
 //! Every layer above (transport, schedules, hierarchies, the API) works through a `Member`;
@@ -14,6 +14,7 @@
 //! `README.md` in this folder.
 
 mod board;
+pub(crate) mod calls;
 mod flags;
 #[cfg(all(test, loom))]
 pub(crate) mod loom_world;

@@ -1,8 +1,10 @@
 //! What the ranks of one communicator share: its members, its mailboxes (one per context and
 //! directed pair of ranks), the meeting place of `split`, the board of the single-copy
-//! collectives and the flags of the barrier on shared flags.
+//! collectives, the flags of the barrier on shared flags and the slots of the folded short
+//! allreduce.
 
 use super::board::Board;
+use super::calls::Calls;
 use super::flags::Flags;
 use super::slots::Slots;
 use crate::mailbox::{Mailbox, DEFAULT_SLOTS};
@@ -52,6 +54,9 @@ pub(crate) struct CommShared {
     /// The flags of the hierarchical direct barrier; each rank's written by that rank only
     /// (see `algorithms::flag_barrier`).
     pub barrier: Flags,
+    /// The slots of the blocking short allreduce folded on them, and the tag of each rank's
+    /// last call that does not fold (see `calls`).
+    pub calls: Calls,
     /// What a layer above attaches to the communicator for all its ranks, set once by one of
     /// them (a hybrid team's duplicate: its links between processes, made by the leader).
     #[cfg(feature = "mpi")]
@@ -77,6 +82,7 @@ impl CommShared {
             folded: Mutex::new(HashMap::new()),
             board: Board::new(p),
             barrier: Flags::new(p),
+            calls: Calls::new(p),
             #[cfg(feature = "mpi")]
             attached: OnceLock::new(),
             shadows: (0..SHADOWS).map(|_| OnceLock::new()).collect(),

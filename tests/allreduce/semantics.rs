@@ -58,6 +58,56 @@ fn allreduce_into_with_mismatched_buffers_fails_everywhere() {
     }
 }
 
+/// The longest vector `Linear` folds on the communicator's slots (1,032 bytes: 129 `u64`, 64
+/// 2×2 matrices of `u32`) and the ones around it, on every rank count, in place and out of
+/// place, for a commutative and a non-commutative op: the fold and the schedule over the
+/// mailboxes give the sequential fold's bits on either side of the edge.
+#[test]
+fn linear_on_either_side_of_the_fold_edge() {
+    let algs = [Algorithm::Linear, Algorithm::Auto];
+    let sums = |r: usize, i: usize| mix(r, i, 31) as i64;
+    for team in teams(&all_ps()) {
+        check(
+            &team,
+            &algs,
+            &[128, 129, 130],
+            &sums,
+            &op::Sum,
+            &|a: i64, b| a.wrapping_add(b),
+            "sum i64",
+        );
+        let matrices = |r: usize, i: usize| matrix(r, i, 37);
+        check_ordered(
+            &team,
+            &algs,
+            &[63, 64, 65],
+            &matrices,
+            &matrix_op(),
+            &matmul,
+            "matrices",
+        );
+        let p = team.size();
+        let out = team
+            .run(|comm| -> Result<Vec<[u32; 4]>, Error> {
+                let send: Vec<[u32; 4]> = (0..64).map(|i| matrices(comm.rank(), i)).collect();
+                let mut recv = vec![[0; 4]; 64];
+                comm.allreduce_into(&send, &mut recv, matrix_op())?;
+                assert_eq!(
+                    send,
+                    (0..64)
+                        .map(|i| matrices(comm.rank(), i))
+                        .collect::<Vec<_>>()
+                );
+                Ok(recv)
+            })
+            .unwrap();
+        let want = reference(p, 64, &matrices, &matmul);
+        for (r, res) in out.into_iter().enumerate() {
+            assert_eq!(res.unwrap(), want, "allreduce_into, p = {p}, rank {r}");
+        }
+    }
+}
+
 /// Runs an allreduce in which rank `long` passes `extra` more elements than the others'
 /// `n`; every rank must return an error, and the run's first failure must be a mismatch.
 fn lengths_differ(team: &Team, alg: Algorithm, n: usize, long: usize, extra: usize) {
@@ -97,6 +147,10 @@ fn different_lengths_on_different_ranks_fail_everywhere() {
             (p * BLOCK_U64, p - 1, 1),
             // One block per chunk against almost two.
             (p * BLOCK_U64, 1, p * (BLOCK_U64 - 1)),
+            // The longest vector `Linear` folds against one element more, which it sends
+            // through the mailboxes: the folding ranks learn of the other call while they wait.
+            (129, p - 1, 1),
+            (129, 0, 1),
         ];
         for alg in algorithms() {
             for (n, long, extra) in cases {
@@ -124,19 +178,29 @@ fn different_algorithms_on_different_ranks_fail_everywhere() {
                 if a == b {
                     continue;
                 }
-                let out = team
-                    .run(|comm| {
-                        let alg = if comm.rank() == 1 { *b } else { *a };
-                        let mut v = vec![comm.rank() as u64; 2 * BLOCK_U64 + 3];
-                        comm.allreduce_with(&mut v, op::Sum, alg)
-                    })
-                    .unwrap();
-                for (r, res) in out.into_iter().enumerate() {
-                    let e = res.expect_err(&format!("{a:?} against {b:?}, p = {p}, rank {r}"));
-                    assert!(
-                        matches!(e.root_cause(), Error::Mismatch { .. }),
-                        "{a:?} against {b:?}, p = {p}, rank {r}: {e}"
-                    );
+                // Long vectors; and short ones, which `Linear` folds on slots, where one of
+                // the two is `Linear`.
+                let short = *a == Algorithm::Linear || *b == Algorithm::Linear;
+                for n in [2 * BLOCK_U64 + 3, 3]
+                    .into_iter()
+                    .take(1 + usize::from(short))
+                {
+                    let out = team
+                        .run(|comm| {
+                            let alg = if comm.rank() == 1 { *b } else { *a };
+                            let mut v = vec![comm.rank() as u64; n];
+                            comm.allreduce_with(&mut v, op::Sum, alg)
+                        })
+                        .unwrap();
+                    for (r, res) in out.into_iter().enumerate() {
+                        let e = res.expect_err(&format!(
+                            "{a:?} against {b:?}, p = {p}, n = {n}, rank {r}"
+                        ));
+                        assert!(
+                            matches!(e.root_cause(), Error::Mismatch { .. }),
+                            "{a:?} against {b:?}, p = {p}, n = {n}, rank {r}: {e}"
+                        );
+                    }
                 }
             }
         }

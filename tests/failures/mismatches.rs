@@ -140,6 +140,55 @@ fn mismatched_collective_kinds() {
     }
 }
 
+/// Rank 1 makes another collective call where the others fold a short allreduce on slots
+/// (`Linear`): the folding ranks see its call while they wait for its vector, and every rank
+/// fails with a mismatch that names both calls, instead of waiting for ever.
+#[test]
+fn another_call_against_a_folded_allreduce() {
+    type Other = fn(&Comm) -> Result<(), Error>;
+    let others: [(&str, Other); 4] = [
+        ("barrier (collective call 1", |c| c.barrier()),
+        ("broadcast (collective call 1", |c| {
+            c.broadcast(&mut [0u64; 4], 0)
+        }),
+        ("split (collective call 1", |c| {
+            c.split(Some(0), 0).map(drop)
+        }),
+        ("allreduce (collective call 1", |c| {
+            c.allreduce_with(
+                &mut [0u64; 4],
+                corecoll::op::Sum,
+                corecoll::Algorithm::RecursiveDoubling,
+            )
+        }),
+    ];
+    for p in [2, 3, 6] {
+        for (found, other) in others {
+            let out = corecoll::run(p, |comm| -> Result<(), Error> {
+                if comm.rank() == 1 {
+                    other(comm)
+                } else {
+                    let mut v = [comm.rank() as u64; 4];
+                    comm.allreduce_with(&mut v, corecoll::op::Sum, corecoll::Algorithm::Linear)
+                }
+            })
+            .unwrap();
+            for (r, res) in out.into_iter().enumerate() {
+                let e = res.expect_err("the calls differ");
+                let root = e.root_cause();
+                assert!(
+                    matches!(root, Error::Mismatch { .. }),
+                    "p = {p}, rank {r}: {e}"
+                );
+                assert!(
+                    root.to_string().contains(found),
+                    "p = {p}, rank {r}: {root}"
+                );
+            }
+        }
+    }
+}
+
 /// A rank that skips the last of several barriers; and one that calls a split where the others
 /// call a barrier first (so the call numbers disagree too).
 #[test]

@@ -166,7 +166,7 @@ impl Bridge {
         // (none used one when `node_folded` returned).
         unsafe {
             f.slots
-                .publish(f.me, f.k, buf.as_ptr().cast(), size_of_val(buf))
+                .publish(f.me, f.k, &[(buf.as_ptr().cast(), size_of_val(buf))])
         };
         f.in_flight = true;
         Ok(())

@@ -189,7 +189,7 @@ fn a_region_taken_again_never_shows_the_last_generation() {
                 // SAFETY: rank `me` publishes into its own slots, 8 bytes from a live word;
                 // its previous start (of the last generation) completed, and no rank uses
                 // that generation any more (`busy` said none).
-                unsafe { shared.1.publish(me, 1, (&raw const mine).cast(), 8) };
+                unsafe { shared.1.publish(me, 1, &[((&raw const mine).cast(), 8)]) };
                 while r.pending(g, 1).is_some() {
                     loom::thread::yield_now();
                 }

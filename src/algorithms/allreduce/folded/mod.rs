@@ -9,6 +9,7 @@
 //! call check (the setup made it) and no message. p ranks each read all p vectors, so this is
 //! for short vectors only (`shm::slots::SLOT_BYTES`).
 
+pub(crate) mod blocking;
 #[cfg(all(test, loom))]
 mod loom;
 
@@ -39,7 +40,7 @@ pub(crate) fn fits<T>(len: usize) -> bool {
 #[inline]
 pub(crate) unsafe fn start<T: Copy>(member: &Member, slots: &Slots, k: u64, buf: &[T]) {
     // SAFETY: the caller's contract is `publish`'s.
-    unsafe { slots.publish(member.rank(), k, buf.as_ptr().cast(), size_of_val(buf)) };
+    unsafe { slots.publish(member.rank(), k, &[(buf.as_ptr().cast(), size_of_val(buf))]) };
     for q in (0..member.size()).filter(|&q| q != member.rank()) {
         member.unpark_sleeping(q);
     }
@@ -47,7 +48,7 @@ pub(crate) unsafe fn start<T: Copy>(member: &Member, slots: &Slots, k: u64, buf:
 
 /// The first rank that has not yet published start `k`, if one has not.
 #[inline]
-pub(crate) fn pending(slots: &Slots, p: usize, k: u64) -> Option<usize> {
+pub(crate) fn pending<const B: usize>(slots: &Slots<B>, p: usize, k: u64) -> Option<usize> {
     (0..p).find(|&q| !slots.reached(q, k))
 }
 
@@ -66,16 +67,35 @@ pub(crate) unsafe fn combine<T: Copy, O: Op<T> + ?Sized>(
     acc: &mut [T],
     op: &O,
 ) {
+    // SAFETY: the caller's contract, with the vectors at the contributions' start.
+    unsafe { combine_at(slots, ranks, k, 0, acc, op) }
+}
+
+/// [`combine`] of vectors that start `at` bytes into each contribution.
+///
+/// # Safety
+/// As [`combine`], with each contribution holding `acc.len()` elements of `T` from byte `at`
+/// on, `at` a multiple of 8 and `at + size_of_val(acc) ≤ B`.
+#[inline]
+unsafe fn combine_at<T: Copy, O: Op<T> + ?Sized, const B: usize>(
+    slots: &Slots<B>,
+    ranks: std::ops::Range<usize>,
+    k: u64,
+    at: usize,
+    acc: &mut [T],
+    op: &O,
+) {
     let len = acc.len();
     // SAFETY: the contributions are whole and stay so meanwhile (the contract), each `len`
-    // `T`s at an address aligned for `T`, within `SLOT_BYTES ≤ SHORT_BYTES` ([`fits`]).
+    // `T`s at an address aligned for `T` (the slot is aligned to 8 and so is `at`), within
+    // the contribution's `B` bytes.
     unsafe {
         slots.read(ranks.start, k, |x| {
-            crate::copy::copy_short(x, acc.as_mut_ptr().cast::<u8>(), size_of_val(acc))
+            crate::copy::copy_bytes(x.add(at), acc.as_mut_ptr().cast::<u8>(), size_of_val(acc))
         });
         for q in ranks.start + 1..ranks.end {
             slots.read(q, k, |xq| {
-                op.fold_right(acc, std::slice::from_raw_parts(xq.cast::<T>(), len))
+                op.fold_right(acc, std::slice::from_raw_parts(xq.add(at).cast::<T>(), len))
             });
         }
     }
