@@ -91,6 +91,7 @@ pub mod op;
 #[cfg(any(feature = "mpi", test))]
 mod process;
 pub mod profile;
+pub mod repro;
 mod select;
 mod shm;
 pub mod sim;

@@ -7,7 +7,8 @@
 //!
 //! The built-in ops are unit structs ([`Sum`], [`Prod`], [`Min`], [`Max`], [`BitAnd`],
 //! [`BitOr`], [`BitXor`], [`LogicalAnd`], [`LogicalOr`], and the mean [`Avg`]) implemented for
-//! every primitive type they make sense for; user ops come from [`commutative`] and [`non_commutative`]. Nothing
+//! every primitive type they make sense for, and [`ReproducibleSum`] for the exact accumulators
+//! of `repro`; user ops come from [`commutative`] and [`non_commutative`]. Nothing
 //! here allocates.
 //!
 //! Integer `Sum` and `Prod` wrap on overflow (two's complement), so results do not depend on
@@ -224,6 +225,12 @@ pub struct LogicalOr;
 /// wider type. MPI has no such op: programs divide an `MPI_SUM` themselves.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Avg;
+/// The reproducible float sum: the same bits whatever the algorithm, the placement, the split
+/// of ranks over processes and threads, and whichever rank holds which contribution. Reduces
+/// `repro::Accumulator<f64>` and `repro::Accumulator<f32>`, which hold exact sums and merge
+/// exactly, so the result is the correctly rounded sum of every number any rank added.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReproducibleSum;
 
 macro_rules! ints {
     ($($t:ty),*) => {$(

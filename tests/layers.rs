@@ -22,8 +22,9 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom to top, each with its modules: a module may use the modules of the
 /// layers below its own, and no other. docs/architecture.md lists them top to bottom, a row per
 /// module.
-const LAYERS: [(&str, &[&str]); 15] = [
+const LAYERS: [(&str, &[&str]); 16] = [
     ("base", &["collective", "copy", "error", "op"]),
+    ("numbers", &["repro"]),
     ("environment", &["env", "topology"]),
     ("waiting", &["sync"]),
     ("mailbox", &["mailbox"]),
