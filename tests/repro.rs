@@ -167,6 +167,20 @@ proptest! {
     }
 }
 
+proptest! {
+    // Fewer cases: each sums thousands of numbers in the reference's big integers.
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Long slices (2048 numbers and more), which `add_slice` spreads over lanes.
+    #[test]
+    fn long_f64_slices_are_the_correctly_rounded_exact_sum(
+        xs in prop::collection::vec(any::<u64>().prop_map(finite64), 2048..5000)
+    ) {
+        let want = rounded64(&exact64(&xs));
+        prop_assert_eq!(acc64(&xs).value().to_bits(), want.to_bits());
+    }
+}
+
 /// Ill-conditioned: values 600 binary orders of magnitude apart that cancel across ranks.
 fn global(n: usize, salt: u64) -> Vec<f64> {
     (0..n)

@@ -126,3 +126,44 @@ fn sizes_have_no_padding() {
     assert_eq!(size_of::<Accumulator<f64>>(), 67 * 8 + 8);
     assert_eq!(size_of::<Accumulator<f32>>(), 11 * 8 + 8);
 }
+
+/// Slices long enough for `add_slice`'s lanes (with a remainder that goes straight in): the
+/// same bits as number by number, special values and signed zeros too.
+#[test]
+fn long_slices_sum_as_number_by_number() {
+    let n = 6147;
+    let xs: Vec<f64> = (0..n)
+        .map(|i| {
+            let z = (i as u64 + 7).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            // Any finite bits: subnormals, the largest exponents, both signs.
+            let x = f64::from_bits(z);
+            if x.is_finite() {
+                x
+            } else {
+                f64::from_bits(z & !(1 << 62))
+            }
+        })
+        .collect();
+    let one_by_one = |xs: &[f64]| {
+        let mut a = Accumulator::<f64>::new();
+        for &x in xs {
+            a.add(x);
+        }
+        a.value().to_bits()
+    };
+    assert_eq!(sum64(&xs).to_bits(), one_by_one(&xs));
+    let mut with_specials = xs.clone();
+    with_specials[n / 2] = f64::INFINITY;
+    assert_eq!(sum64(&with_specials), f64::INFINITY);
+    with_specials[n - 1] = f64::NEG_INFINITY;
+    assert!(sum64(&with_specials).is_nan());
+    let zeros = vec![-0.0f64; n];
+    assert_eq!(sum64(&zeros).to_bits(), (-0.0f64).to_bits());
+    let mut mixed = zeros.clone();
+    mixed[5] = 0.0;
+    assert_eq!(sum64(&mixed).to_bits(), 0);
+    let small: Vec<f32> = (0..n).map(|i| (i as f32 - 3000.5) * 0.37).collect();
+    let mut a = Accumulator::<f32>::new();
+    small.iter().for_each(|&x| a.add(x));
+    assert_eq!(sum32(&small).to_bits(), a.value().to_bits());
+}
