@@ -131,12 +131,18 @@ impl Tag {
         (self.seq << 16) | (u64::from(self.variant) << 8) | u64::from(self.kind.code())
     }
 
+    /// The sequence number of a packed tag word ([`Tag::encode`]).
+    #[inline]
+    pub(crate) fn seq_of(word: u64) -> u64 {
+        word >> 16
+    }
+
     /// Describes a packed tag for an error message: the operation, and which of the
     /// communicator's collective calls it belongs to (counted from 1), or the user's tag of a
     /// point-to-point message. The algorithm (the variant) is not named: two ranks that ran
     /// different algorithms fail the call check first, which names both.
     pub(crate) fn describe(word: u64) -> String {
-        let seq = word >> 16;
+        let seq = Tag::seq_of(word);
         match Kind::from_code((word & 0xff) as u8) {
             Some(Kind::P2p) => format!("a point-to-point message with tag {seq}"),
             Some(k) => format!(

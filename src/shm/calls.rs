@@ -18,6 +18,7 @@
 //! others only while they wait for this rank in a fold.
 
 use super::slots::Slots;
+use crate::mailbox::Tag;
 use crate::sync::{AtomicU64, CachePadded, Ordering};
 
 /// Bytes of a contribution to a blocking fold: the call's number and descriptor (48 bytes),
@@ -60,10 +61,11 @@ impl Calls {
         self.entered[r].store(word, Ordering::Release);
     }
 
-    /// The tag word of the last call rank `q` entered that does not fold (0: none yet); read
-    /// it before `q`'s slot (module docs).
+    /// The tag word of the last call rank `q` entered that does not fold, if its call number
+    /// is `seq` or later: read before `q`'s slot (module docs).
     #[inline]
-    pub(crate) fn entered(&self, q: usize) -> u64 {
-        self.entered[q].load(Ordering::Acquire)
+    pub(crate) fn entered_since(&self, q: usize, seq: u64) -> Option<u64> {
+        let word = self.entered[q].load(Ordering::Acquire);
+        (word != 0 && Tag::seq_of(word) >= seq).then_some(word)
     }
 }

@@ -169,6 +169,7 @@ impl Member {
         (self.take_tag(kind.into()), k)
     }
 
+    /// The tag of this rank's next collective call, counted.
     fn take_tag(&self, kind: Kind) -> Tag {
         let seq = self.coll_seq.get();
         self.coll_seq.set(seq.wrapping_add(1));

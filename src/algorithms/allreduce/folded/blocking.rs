@@ -90,10 +90,11 @@ pub(crate) fn allreduce<T: Copy, O: Op<T> + ?Sized>(
     let waited = member.wait_for("allreduce", &member.wait_start(), || {
         let first = pending(slots, p, k)?;
         for q in first..p {
-            let word = calls.entered(q);
-            if word != 0 && (word >> 16) >= tag.seq && !slots.reached(q, k) {
-                elsewhere.set(Some((q, word)));
-                return None;
+            if let Some(word) = calls.entered_since(q, tag.seq) {
+                if !slots.reached(q, k) {
+                    elsewhere.set(Some((q, word)));
+                    return None;
+                }
             }
         }
         Some(first)
