@@ -14,7 +14,9 @@
 //!
 //! Options: `--n N` elements (default 100 000), `--threads T` ranks per process with `--mpi`
 //! (default 2). The exit code is non-zero unless every rank of every run got the bits of the
-//! sequential exact sum.
+//! sequential exact sum, and every element-wise reproducible sum of vectors (allreduce with
+//! several algorithms, reduce, scan, two deals of the numbers among the ranks) was the
+//! correctly rounded sum of its contributions.
 
 use corecoll::op::{ReproducibleSum, Sum};
 use corecoll::repro::Accumulator;
@@ -55,6 +57,70 @@ fn dot(comm: &Comm, n: usize) -> Result<(f64, f64)> {
     Ok((acc[0].value(), plain))
 }
 
+/// Elements of the vectors the ranks sum element-wise with `op::ReproducibleSum`.
+const COLUMNS: usize = 100;
+
+/// Contribution `k` of `p` to element `j` of the element-wise sum; rank r holds contribution
+/// (r + `shift`·j) mod p, so that each shift deals the same numbers differently.
+fn contribution(j: usize, k: usize) -> f64 {
+    product(j * 64 + k)
+}
+
+/// Whether every element-wise reproducible sum on `comm` — allreduce with several algorithms,
+/// reduce, scan, two deals of the contributions — is the correctly rounded sum of the
+/// contributions (an accumulator's, computed here); a message on the first that is not.
+fn columns(comm: &Comm) -> Result<Option<String>> {
+    use corecoll::algorithm::Reduce;
+    use corecoll::Algorithm;
+    let (p, r) = (comm.size(), comm.rank());
+    let exact = |j: usize, ranks: std::ops::Range<usize>| {
+        let mut acc = Accumulator::<f64>::new();
+        ranks.for_each(|k| acc.add(contribution(j, k)));
+        acc.value().to_bits()
+    };
+    for shift in [0, 1] {
+        let mine: Vec<f64> = (0..COLUMNS)
+            .map(|j| contribution(j, (r + shift * j) % p))
+            .collect();
+        let algorithms = [
+            Algorithm::Auto,
+            Algorithm::Ring {
+                block: corecoll::Block::Auto,
+            },
+            Algorithm::RecursiveDoubling,
+            Algorithm::Hierarchical {
+                segment: corecoll::Block::Auto,
+            },
+        ];
+        for alg in algorithms {
+            let mut v = mine.clone();
+            comm.allreduce_with(&mut v, ReproducibleSum, alg)?;
+            if let Some(j) = (0..COLUMNS).find(|&j| v[j].to_bits() != exact(j, 0..p)) {
+                return Ok(Some(format!("allreduce {alg:?}, element {j}")));
+            }
+        }
+        let mut v = mine.clone();
+        comm.reduce_with(&mut v, ReproducibleSum, p - 1, Reduce::Auto)?;
+        if r == p - 1 {
+            if let Some(j) = (0..COLUMNS).find(|&j| v[j].to_bits() != exact(j, 0..p)) {
+                return Ok(Some(format!("reduce, element {j}")));
+            }
+        }
+        // The scan's prefix holds the contributions ranks 0..=r hold.
+        let mut v = mine.clone();
+        comm.scan(&mut v, ReproducibleSum)?;
+        let prefix = |j: usize| {
+            let mut acc = Accumulator::<f64>::new();
+            (0..=r).for_each(|q| acc.add(contribution(j, (q + shift * j) % p)));
+            acc.value().to_bits()
+        };
+        if let Some(j) = (0..COLUMNS).find(|&j| v[j].to_bits() != prefix(j)) {
+            return Ok(Some(format!("scan, element {j}")));
+        }
+    }
+    Ok(None)
+}
+
 /// The sequential exact sum of every product, rounded once.
 fn reference(n: usize) -> f64 {
     let mut acc = Accumulator::<f64>::new();
@@ -82,9 +148,11 @@ fn main() -> ExitCode {
         let out = Team::builder()
             .ranks(p)
             .build()
-            .and_then(|team| team.run(|comm| dot(comm, n)));
+            .and_then(|team| team.run(|comm| Result::Ok((dot(comm, n)?, columns(comm)?))));
         let results = match out {
-            Ok(results) => results,
+            Ok(results) => results
+                .into_iter()
+                .map(|res| res.map(|((repro, plain), wrong)| (repro, plain, wrong))),
             Err(e) => {
                 eprintln!("repro_dot: {p} ranks: {e}");
                 return ExitCode::FAILURE;
@@ -92,7 +160,11 @@ fn main() -> ExitCode {
         };
         for (r, res) in results.into_iter().enumerate() {
             match res {
-                Ok((repro, plain)) => {
+                Ok((_, _, Some(wrong))) => {
+                    eprintln!("repro_dot: p = {p}, rank {r}: element-wise sum wrong: {wrong}");
+                    ok = false;
+                }
+                Ok((repro, plain, None)) => {
                     if repro.to_bits() != want.to_bits() {
                         eprintln!("repro_dot: p = {p}, rank {r}: {repro:e}, want {want:e}");
                         ok = false;
@@ -111,6 +183,11 @@ fn main() -> ExitCode {
     println!(
         "reproducible sum: {want:e} ({:#018x}) on every rank for 1 to 33 ranks: {}",
         want.to_bits(),
+        if ok { "yes" } else { "no" }
+    );
+    println!(
+        "element-wise reproducible sums ({COLUMNS} elements; allreduce, reduce, scan; two \
+         deals) correctly rounded for 1 to 33 ranks: {}",
         if ok { "yes" } else { "no" }
     );
     println!(
@@ -144,7 +221,10 @@ fn run_mpi(args: &[String], n: usize) -> ExitCode {
         }
     };
     let want = reference(n);
-    let results = match team.run(|comm| dot(comm, n).map(|(repro, _)| (comm.size(), repro))) {
+    let results = match team.run(|comm| {
+        let (repro, _) = dot(comm, n)?;
+        Result::Ok((comm.size(), repro, columns(comm)?))
+    }) {
         Ok(results) => results,
         Err(e) => {
             eprintln!("repro_dot: {e}");
@@ -155,8 +235,12 @@ fn run_mpi(args: &[String], n: usize) -> ExitCode {
     let mut ranks = 0;
     for res in results {
         match res {
-            Ok((p, repro)) if repro.to_bits() == want.to_bits() => ranks = p,
-            Ok((p, repro)) => {
+            Ok((p, _, Some(wrong))) => {
+                eprintln!("repro_dot: {p} ranks: element-wise sum wrong: {wrong}");
+                ok = false;
+            }
+            Ok((p, repro, None)) if repro.to_bits() == want.to_bits() => ranks = p,
+            Ok((p, repro, None)) => {
                 eprintln!("repro_dot: {p} ranks: {repro:e}, want {want:e}");
                 ok = false;
             }
@@ -169,7 +253,7 @@ fn run_mpi(args: &[String], n: usize) -> ExitCode {
     if ok && world.rank() == 0 {
         println!(
             "reproducible sum on {ranks} ranks ({} processes, {threads} thread(s) each): {want:e}, \
-             the sequential bits",
+             the sequential bits; element-wise sums ({COLUMNS} elements) correctly rounded",
             world.size()
         );
     }

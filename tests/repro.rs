@@ -181,6 +181,47 @@ proptest! {
     }
 }
 
+/// Numbers within `span` binary orders of magnitude above 2^`base` (where `add_slice` sums
+/// blocks in float bins), with zeros of both signs, exact negations and ties among them.
+fn narrow64() -> impl Strategy<Value = Vec<f64>> {
+    (
+        -1000i32..1000,
+        0i32..200,
+        prop::collection::vec((any::<u64>(), 0u8..8), 1..3000),
+    )
+        .prop_map(|(base, span, v)| {
+            let mut xs: Vec<f64> = Vec::with_capacity(v.len());
+            for (i, &(b, how)) in v.iter().enumerate() {
+                let e = (base + (b % (span as u64 + 1)) as i32).clamp(-1074, 1020);
+                let m = 1.0 + (b >> 12) as f64 / (1u64 << 52) as f64;
+                let x = m * 2f64.powi(e.max(-1022)) * if b >> 63 == 1 { -1.0 } else { 1.0 };
+                xs.push(match how {
+                    0 => 0.0,
+                    1 => -0.0,
+                    2 if i > 0 => -xs[i - 1],
+                    3 if i > 0 => half_ulp(xs[i - 1]),
+                    _ => x,
+                });
+            }
+            xs
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Blocks of numbers over a narrow range, summed in float bins: the exact reference, and
+    /// the bits of adding them one by one.
+    #[test]
+    fn binned_blocks_are_the_correctly_rounded_exact_sum(xs in narrow64()) {
+        let want = rounded64(&exact64(&xs));
+        prop_assert_eq!(acc64(&xs).value().to_bits(), want.to_bits());
+        let mut one = Accumulator::<f64>::new();
+        xs.iter().for_each(|&x| one.add(x));
+        prop_assert_eq!(one.value().to_bits(), want.to_bits());
+    }
+}
+
 /// Ill-conditioned: values 600 binary orders of magnitude apart that cancel across ranks.
 fn global(n: usize, salt: u64) -> Vec<f64> {
     (0..n)
@@ -311,3 +352,6 @@ fn n_of(b: usize, r: usize, p: usize, n: usize) -> std::ops::Range<usize> {
     let k = (b * p + r) % (p * p);
     n * k / (p * p)..n * (k + 1) / (p * p)
 }
+
+#[path = "repro/buffers.rs"]
+mod buffers;

@@ -1,7 +1,9 @@
 //! How fast `repro::Accumulator::add_slice` sums, against plain `f64` sums of the same vector:
 //! `iter().sum()` (one addition after the other, as written) and a sum over four independent
 //! partial sums (what the compiler may vectorise). Nanoseconds per element, the median of
-//! interleaved rounds, for vectors from 4 KiB (in L1) to 8 MiB (in memory).
+//! interleaved rounds, for vectors from 4 KiB (in L1) to 8 MiB (in memory), of values uniform in
+//! [−1, 1) and of values of every sign over 2⁻⁶⁰ … 2⁶⁰ (which `add_slice` splits over more
+//! bins).
 //!
 //! Then what reducing the result costs: an allreduce of one accumulator with
 //! `op::ReproducibleSum` against `allreduce_value` of one `f64` with `op::Sum`, on 2 and 8
@@ -18,13 +20,18 @@ use corecoll::Team;
 use std::hint::black_box;
 use std::time::Instant;
 
-/// Values of every sign over 2⁻⁶⁰ … 2⁶⁰.
-fn values(n: usize) -> Vec<f64> {
+/// Values of every sign over 2⁻⁶⁰ … 2⁶⁰ (`wide`), or uniform in [−1, 1).
+fn values(n: usize, wide: bool) -> Vec<f64> {
     (0..n)
         .map(|i| {
             let z = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let z = z ^ (z >> 29);
             let unit = (z >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-            unit * 2f64.powi((z % 121) as i32 - 60)
+            if wide {
+                unit * 2f64.powi((z % 121) as i32 - 60)
+            } else {
+                2.0 * unit
+            }
         })
         .collect()
 }
@@ -122,11 +129,14 @@ fn main() {
     ];
     println!("ns per element, median of {ROUNDS} interleaved rounds");
     println!(
-        "{:>8}  {:>14}  {:>18}  {:>23}  {:>12}  {:>12}",
-        "bytes", kinds[0].0, kinds[1].0, kinds[2].0, "exact/naive", "exact/4-way"
+        "{:>11}  {:>8}  {:>14}  {:>18}  {:>23}  {:>12}  {:>12}",
+        "values", "bytes", kinds[0].0, kinds[1].0, kinds[2].0, "exact/naive", "exact/4-way"
     );
-    for bytes in [4usize << 10, 64 << 10, 1 << 20, 8 << 20] {
-        let xs = values(bytes / 8);
+    for (wide, bytes) in [false, true]
+        .into_iter()
+        .flat_map(|w| [4usize << 10, 64 << 10, 1 << 20, 8 << 20].map(|b| (w, b)))
+    {
+        let xs = values(bytes / 8, wide);
         let mut t = vec![Vec::new(); kinds.len()];
         for round in 0..ROUNDS {
             for k in 0..kinds.len() {
@@ -136,7 +146,8 @@ fn main() {
         }
         let m: Vec<f64> = t.into_iter().map(median).collect();
         println!(
-            "{:>8}  {:>14.3}  {:>18.3}  {:>23.3}  {:>12.2}  {:>12.2}",
+            "{:>11}  {:>8}  {:>14.3}  {:>18.3}  {:>23.3}  {:>12.2}  {:>12.2}",
+            if wide { "2^±60" } else { "[-1, 1)" },
             bytes,
             m[0],
             m[1],

@@ -22,7 +22,7 @@ pub trait Elem: Copy + Send + Sync + PartialEq + Debug + Default + 'static {
     /// `Sum`, 1 under `Prod`; the input otherwise, as min, max and the bit ops stay in range).
     fn timing_value(op: OpName, rank: usize, i: usize) -> Self {
         match op {
-            OpName::Sum => Self::default(),
+            OpName::Sum | OpName::ReproSum => Self::default(),
             OpName::Prod => Self::one(),
             _ => input(op, 0, rank, i),
         }
@@ -207,12 +207,10 @@ pub fn dispatch<V: Visit>(dtype: Dtype, op: OpName, v: V) -> Option<V::Out> {
     }
     match (dtype, op) {
         (Dtype::F64, OpName::Sum) => Some(v.visit::<f64, _>(op, op::Sum)),
-        (Dtype::F64, _) => {
-            ops!(f64, Sum => op::Sum, Prod => op::Prod, Min => op::Min, Max => op::Max)
-        }
-        (Dtype::F32, _) => {
-            ops!(f32, Sum => op::Sum, Prod => op::Prod, Min => op::Min, Max => op::Max)
-        }
+        (Dtype::F64, _) => ops!(f64, Sum => op::Sum, Prod => op::Prod, Min => op::Min,
+            Max => op::Max, ReproSum => op::ReproducibleSum),
+        (Dtype::F32, _) => ops!(f32, Sum => op::Sum, Prod => op::Prod, Min => op::Min,
+            Max => op::Max, ReproSum => op::ReproducibleSum),
         (Dtype::I64, _) => ops!(i64, Sum => op::Sum, Prod => op::Prod, Min => op::Min,
             Max => op::Max, Band => op::BitAnd, Bor => op::BitOr, Bxor => op::BitXor),
         (Dtype::I32, _) => ops!(i32, Sum => op::Sum, Prod => op::Prod, Min => op::Min,

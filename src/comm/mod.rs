@@ -13,6 +13,8 @@
 
 mod data;
 mod entries;
+#[macro_use]
+mod exact;
 mod nonblocking;
 mod p2p;
 mod persistent;

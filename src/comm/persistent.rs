@@ -349,8 +349,11 @@ impl<'scope> Scope<'scope, '_> {
             let local = comm.local();
             let folds = local.folds::<T>(len, algorithm, commutative);
             folds.then(|| Folding::Threads(local.folded(persistent.setup)))
-        } else {
+        } else if kept.pairwise() || comm.size() <= 2 {
             Self::node_folding::<T>(comm, len, algorithm, commutative)?
+        } else {
+            // The node's fold hands partial results between processes (`Op::pairwise`).
+            None
         };
         persistent.fold = state.map(|state| Fold { state, op: kept });
         Ok(persistent)

@@ -33,13 +33,27 @@ impl Comm {
         O: Op<T>,
     {
         self.local().enter_call("allreduce")?;
-        match &self.span {
-            Span::Threads(l) => l.allreduce_with(buf, &op, algorithm),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.allreduce(buf, &op, algorithm),
-        }?;
+        if !op.pairwise() {
+            return exact!(self, "allreduce", buf, |b| self
+                .exact_allreduce(b, algorithm));
+        }
+        self.allreduce_span(buf, &op, algorithm)?;
         op.finish(buf, self.size());
         Ok(())
+    }
+
+    /// The allreduce handed to the team's kind.
+    pub(super) fn allreduce_span<T: Elem, O: Op<T>>(
+        &self,
+        buf: &mut [T],
+        op: &O,
+        algorithm: Algorithm,
+    ) -> Result<()> {
+        match &self.span {
+            Span::Threads(l) => l.allreduce_with(buf, op, algorithm),
+            #[cfg(feature = "mpi")]
+            Span::Processes(b) => b.allreduce(buf, op, algorithm),
+        }
     }
 
     /// [`Comm::allreduce`] out of place: `send` is left untouched and the result goes to
@@ -58,6 +72,10 @@ impl Comm {
                 recv.len()
             );
             return Err(self.invalid(OP, what));
+        }
+        if !op.pairwise() {
+            crate::copy::copy_slice(&mut *recv, send);
+            return exact!(self, OP, recv, |b| self.exact_allreduce(b, Algorithm::Auto));
         }
         match &self.span {
             Span::Threads(l) => l.allreduce_into(send, recv, &op),
@@ -124,15 +142,30 @@ impl Comm {
     {
         self.local().enter_call("reduce")?;
         self.check_root("reduce", root)?;
-        match &self.span {
-            Span::Threads(l) => l.reduce_with(buf, &op, root, algorithm),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.reduce(buf, &op, root, algorithm),
-        }?;
+        if !op.pairwise() {
+            return exact!(self, "reduce", buf, |b| self
+                .exact_reduce(b, root, algorithm));
+        }
+        self.reduce_span(buf, &op, root, algorithm)?;
         if self.rank() == root {
             op.finish(buf, self.size());
         }
         Ok(())
+    }
+
+    /// The reduce handed to the team's kind.
+    pub(super) fn reduce_span<T: Elem, O: Op<T>>(
+        &self,
+        buf: &mut [T],
+        op: &O,
+        root: usize,
+        algorithm: Reduce,
+    ) -> Result<()> {
+        match &self.span {
+            Span::Threads(l) => l.reduce_with(buf, op, root, algorithm),
+            #[cfg(feature = "mpi")]
+            Span::Processes(b) => b.reduce(buf, op, root, algorithm),
+        }
     }
 
     /// Inclusive prefix reduction (`MPI_Scan`, in place): rank r ends with
@@ -154,13 +187,30 @@ impl Comm {
         O: Op<T>,
     {
         self.local().enter_call("scan")?;
-        match &self.span {
-            Span::Threads(l) => l.scan_with(buf, &op, algorithm),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.scan(buf, &op, algorithm),
-        }?;
+        if !op.pairwise() {
+            return exact!(self, "scan", buf, |b| self.exact_scan(b, true, algorithm));
+        }
+        self.scan_span(buf, &op, true, algorithm)?;
         op.finish(buf, self.rank() + 1);
         Ok(())
+    }
+
+    /// The scan (inclusive if `inclusive`, else the exscan) handed to the team's kind.
+    pub(super) fn scan_span<T: Elem, O: Op<T>>(
+        &self,
+        buf: &mut [T],
+        op: &O,
+        inclusive: bool,
+        algorithm: Scan,
+    ) -> Result<()> {
+        match (&self.span, inclusive) {
+            (Span::Threads(l), true) => l.scan_with(buf, op, algorithm),
+            (Span::Threads(l), false) => l.exscan_with(buf, op, algorithm),
+            #[cfg(feature = "mpi")]
+            (Span::Processes(b), true) => b.scan(buf, op, algorithm),
+            #[cfg(feature = "mpi")]
+            (Span::Processes(b), false) => b.exscan(buf, op, algorithm),
+        }
     }
 
     /// Exclusive prefix reduction (`MPI_Exscan`, in place): rank r > 0 ends with
@@ -182,11 +232,11 @@ impl Comm {
         O: Op<T>,
     {
         self.local().enter_call("exscan")?;
-        match &self.span {
-            Span::Threads(l) => l.exscan_with(buf, &op, algorithm),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.exscan(buf, &op, algorithm),
-        }?;
+        if !op.pairwise() {
+            return exact!(self, "exscan", buf, |b| self
+                .exact_scan(b, false, algorithm));
+        }
+        self.scan_span(buf, &op, false, algorithm)?;
         if self.rank() > 0 {
             op.finish(buf, self.rank());
         }
@@ -225,12 +275,27 @@ impl Comm {
         const OP: &str = "reduce_scatter_block";
         self.local().enter_call(OP)?;
         self.check_whole(OP, "send", send.len(), recv.len())?;
-        match &self.span {
-            Span::Threads(l) => l.reduce_scatter_block_with(send, recv, &op, algorithm),
-            #[cfg(feature = "mpi")]
-            Span::Processes(b) => b.reduce_scatter_block(send, recv, &op, algorithm),
-        }?;
+        if !op.pairwise() {
+            return exact!(self, OP, recv, send, |r, s| self
+                .exact_reduce_scatter(s, r, algorithm));
+        }
+        self.reduce_scatter_span(send, recv, &op, algorithm)?;
         op.finish(recv, self.size());
         Ok(())
+    }
+
+    /// The reduce-scatter handed to the team's kind.
+    pub(super) fn reduce_scatter_span<T: Elem, O: Op<T>>(
+        &self,
+        send: &[T],
+        recv: &mut [T],
+        op: &O,
+        algorithm: ReduceScatter,
+    ) -> Result<()> {
+        match &self.span {
+            Span::Threads(l) => l.reduce_scatter_block_with(send, recv, op, algorithm),
+            #[cfg(feature = "mpi")]
+            Span::Processes(b) => b.reduce_scatter_block(send, recv, op, algorithm),
+        }
     }
 }

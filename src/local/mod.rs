@@ -13,6 +13,7 @@ mod rooted;
 mod scan;
 mod split;
 mod staged;
+mod whole;
 
 use crate::algorithms;
 use crate::algorithms::check::{self, Call};

@@ -26,9 +26,11 @@
 //!
 //! Cost: a `f64` accumulator is 544 bytes (67 limbs), an `f32` one 96 bytes.
 
+mod binned;
 mod round;
 #[cfg(all(test, not(loom)))]
 mod tests;
+mod whole;
 
 use crate::op::{Op, ReproducibleSum};
 
@@ -56,6 +58,9 @@ pub trait Float: sealed::Sealed + Copy + Send + Sync + std::fmt::Debug + 'static
     /// The float of these bits (the low ones).
     #[doc(hidden)]
     fn of_bits(bits: u64) -> Self;
+    /// `xs` as `f64`s, if they are (`add_slice`'s binned path).
+    #[doc(hidden)]
+    fn as_f64s(xs: &[Self]) -> Option<&[f64]>;
 }
 
 mod sealed {
@@ -85,6 +90,10 @@ impl Float for f64 {
     fn of_bits(bits: u64) -> f64 {
         f64::from_bits(bits)
     }
+    #[inline(always)]
+    fn as_f64s(xs: &[f64]) -> Option<&[f64]> {
+        Some(xs)
+    }
 }
 
 impl Float for f32 {
@@ -100,6 +109,10 @@ impl Float for f32 {
     #[inline(always)]
     fn of_bits(bits: u64) -> f32 {
         f32::from_bits(bits as u32)
+    }
+    #[inline(always)]
+    fn as_f64s(_: &[f32]) -> Option<&[f64]> {
+        None
     }
 }
 
@@ -170,45 +183,60 @@ impl<F: Float> Accumulator<F> {
 
     /// Adds every number of `xs`, exactly (as [`add`](Accumulator::add) of each).
     pub fn add_slice(&mut self, xs: &[F]) {
-        // Long slices go to four accumulators of their own, element j to lane j mod 4, so that
+        // How many float bins the last block took: a good guess for the next.
+        let mut bins = 2;
+        for block in xs.chunks(binned::BLOCK) {
+            if self.pending > PENDING_MAX - binned::BLOCK as u32 {
+                self.carry();
+            }
+            // `f64`s go through float bins where the block allows (`binned`): a few deposits
+            // for the whole block.
+            if let Some(binned) = F::as_f64s(block).and_then(|xs| binned::bin(xs, bins)) {
+                bins = (binned.used / binned::LANES).max(1);
+                for &b in &binned.bins[..binned.used] {
+                    deposit::<f64>(self.limbs.as_mut(), b.to_bits());
+                }
+                self.pending += binned.used as u32;
+                self.seen |= ANY | (NOT_NEG_ZERO * u32::from(binned.not_neg_zero));
+                continue;
+            }
+            self.seen |= self.deposit_block(block);
+            self.pending += block.len() as u32;
+        }
+    }
+
+    /// Deposits every number of `block` (at most `binned::BLOCK`, with room for as many
+    /// additions) and returns what `seen` must note; does not count the additions.
+    fn deposit_block(&mut self, block: &[F]) -> u32 {
+        // Long blocks go to four accumulators of their own, element j to lane j mod 4, so that
         // consecutive numbers of similar magnitude (the same limbs) do not wait for each
         // other's additions; the lanes are added in at the end. Short ones go straight in.
         const LANES: usize = 4;
         const SHORT: usize = 64;
-        let mut rest = xs;
-        while !rest.is_empty() {
-            if self.pending >= PENDING_MAX {
-                self.carry();
+        let mut seen = 0;
+        if block.len() < SHORT {
+            for &x in block {
+                seen |= deposit::<F>(self.limbs.as_mut(), x.bits());
             }
-            let room = (PENDING_MAX - self.pending) as usize;
-            let (now, later) = rest.split_at(room.min(rest.len()));
-            let mut seen = 0;
-            if now.len() < SHORT {
-                for &x in now {
-                    seen |= deposit::<F>(self.limbs.as_mut(), x.bits());
-                }
-            } else {
-                let mut lanes = [F::ZERO; LANES];
-                let quads = now.chunks_exact(LANES);
-                for &x in quads.remainder() {
-                    seen |= deposit::<F>(self.limbs.as_mut(), x.bits());
-                }
-                for quad in quads {
-                    for (lane, &x) in lanes.iter_mut().zip(quad) {
-                        seen |= deposit::<F>(lane.as_mut(), x.bits());
-                    }
-                }
-                for lane in &lanes {
-                    for (a, b) in self.limbs.as_mut().iter_mut().zip(lane.as_ref()) {
-                        *a += b;
-                    }
-                }
-            }
-            // Each limb took less than 2³² per number of `now`, in whichever lane.
-            self.seen |= seen;
-            self.pending += now.len() as u32;
-            rest = later;
+            return seen;
         }
+        let mut lanes = [F::ZERO; LANES];
+        let quads = block.chunks_exact(LANES);
+        for &x in quads.remainder() {
+            seen |= deposit::<F>(self.limbs.as_mut(), x.bits());
+        }
+        for quad in quads {
+            for (lane, &x) in lanes.iter_mut().zip(quad) {
+                seen |= deposit::<F>(lane.as_mut(), x.bits());
+            }
+        }
+        // Each limb took less than 2³² per number of the block, in whichever lane.
+        for lane in &lanes {
+            for (a, b) in self.limbs.as_mut().iter_mut().zip(lane.as_ref()) {
+                *a += b;
+            }
+        }
+        seen
     }
 
     /// Adds what `other` has summed: afterwards this accumulator's value is that of one that

@@ -167,3 +167,30 @@ fn long_slices_sum_as_number_by_number() {
     small.iter().for_each(|&x| a.add(x));
     assert_eq!(sum32(&small).to_bits(), a.value().to_bits());
 }
+
+#[test]
+fn binned_blocks_take_the_fast_path_only_where_they_may() {
+    use super::binned::{bin, BLOCK};
+    let uniform: Vec<f64> = (0..BLOCK)
+        .map(|i| {
+            ((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11) as f64 / (1u64 << 53) as f64
+        })
+        .collect();
+    let b = bin(&uniform, 2).expect("numbers in [0, 1) take the bins");
+    assert!(b.used > 0 && b.not_neg_zero);
+    // The bins hold the exact sum.
+    let mut binned = Accumulator::<f64>::new();
+    b.bins[..b.used].iter().for_each(|&x| binned.add(x));
+    let mut one = Accumulator::<f64>::new();
+    uniform.iter().for_each(|&x| one.add(x));
+    assert_eq!(binned.value().to_bits(), one.value().to_bits());
+    // Zeros only: nothing to deposit, and −0.0 noted as such.
+    let z = bin(&[-0.0; 9], 2).unwrap();
+    assert_eq!((z.used, z.not_neg_zero), (0, false));
+    // A subnormal, a special value, too wide a span, or magnitudes at the top: number by number.
+    for odd in [f64::from_bits(1), f64::NAN, f64::INFINITY, 1e-200, 1e300] {
+        let mut xs = uniform.clone();
+        xs[7] = odd;
+        assert!(bin(&xs, 2).is_none(), "{odd:e}");
+    }
+}

@@ -133,6 +133,9 @@ pub fn check<T: Elem, O: Op<T>>(
                     let seq = acc[0];
                     if !float || matches!(spec.op, OpName::Min | OpName::Max) || terms.len() == 1 {
                         got.same_bits(seq)
+                    } else if spec.op == OpName::ReproSum {
+                        // The correctly rounded sum, bit for bit.
+                        got.same_bits(T::exact_sum(&terms, &mut scratch).expect("a float type"))
                     } else if spec.op == OpName::Sum {
                         let exact = T::exact_sum(&terms, &mut scratch)
                             .expect("a float type")

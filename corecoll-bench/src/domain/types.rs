@@ -63,11 +63,14 @@ pub enum OpName {
     Bor,
     /// `op::BitXor` (integer types).
     Bxor,
+    /// `op::ReproducibleSum` (float types): the correctly rounded sum, the same bits for every
+    /// algorithm. corecoll's rows only: no baseline or peer has it.
+    ReproSum,
 }
 
 impl OpName {
     /// Every op, in the order of `--help`.
-    pub const ALL: [OpName; 7] = [
+    pub const ALL: [OpName; 8] = [
         OpName::Sum,
         OpName::Prod,
         OpName::Min,
@@ -75,6 +78,7 @@ impl OpName {
         OpName::Band,
         OpName::Bor,
         OpName::Bxor,
+        OpName::ReproSum,
     ];
 
     /// The name on the command line and in the results.
@@ -87,12 +91,23 @@ impl OpName {
             OpName::Band => "band",
             OpName::Bor => "bor",
             OpName::Bxor => "bxor",
+            OpName::ReproSum => "repro-sum",
         }
     }
 
     /// Whether it is defined on `dtype`.
     pub fn applies_to(self, dtype: Dtype) -> bool {
+        if self == OpName::ReproSum {
+            return dtype.is_float();
+        }
         !dtype.is_float() || matches!(self, OpName::Sum | OpName::Prod | OpName::Min | OpName::Max)
+    }
+
+    /// Why rows other than corecoll's own cannot run this op, if they cannot.
+    pub fn corecoll_only(self) -> Option<&'static str> {
+        (self == OpName::ReproSum).then_some(
+            "--op repro-sum: corecoll's rows only (no baseline or peer has a reproducible sum)",
+        )
     }
 }
 
@@ -105,6 +120,8 @@ mod tests {
         assert!(OpName::Sum.applies_to(Dtype::F64));
         assert!(!OpName::Bxor.applies_to(Dtype::F32));
         assert!(OpName::Band.applies_to(Dtype::U8));
+        assert!(OpName::ReproSum.applies_to(Dtype::F32));
+        assert!(!OpName::ReproSum.applies_to(Dtype::I64));
         assert_eq!(Dtype::U8.size(), 1);
         let names: Vec<&str> = Dtype::ALL.iter().map(|d| d.name()).collect();
         assert_eq!(names, ["f64", "f32", "i64", "i32", "u8"]);

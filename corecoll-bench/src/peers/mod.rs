@@ -61,6 +61,9 @@ pub fn missing(name: &str, dtype: Dtype, op: OpName, cache: Cache) -> Option<Str
             "{name}: peers run on one buffer per rank (warm or --touch), not --cold"
         ));
     }
+    if let Some(why) = op.corecoll_only() {
+        return Some(why.to_string());
+    }
     match family(name)? {
         "OpenMP" => openmp::missing(dtype, op).map(|why| format!("{name}: {why}")),
         _ => None,

@@ -148,15 +148,18 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
             selected(c, "all", args.dtype).into_iter().take(1).collect()
         } else {
             let mut list = entries(c, &args.algorithms, args.dtype, &blocks);
-            list.retain(
-                |e| !matches!(e.kind, Kind::Peer(name) if peer_missing(args, name).is_some()),
-            );
+            list.retain(|e| match e.kind {
+                Kind::Peer(name) => peer_missing(args, name).is_none(),
+                Kind::Baseline(_) => args.op.corecoll_only().is_none(),
+                Kind::Corecoll(_) => true,
+            });
             list
         }
     };
     // The peers that the selection names but that cannot run here, each with why (printed
     // after the table).
     let mut absent: Vec<String> = Vec::new();
+    absent.extend(args.op.corecoll_only().map(String::from));
     if !guide {
         for &c in collectives {
             for e in entries(c, &args.algorithms, args.dtype, &blocks) {
@@ -294,7 +297,10 @@ pub fn main(args: &Args) -> Result<ExitCode, String> {
                 records.extend(rounds.into_iter().filter_map(merge_rounds));
             }
         }
-        if !guide && crate::mpi_baseline::selected(&args.algorithms) {
+        if !guide
+            && args.op.corecoll_only().is_none()
+            && crate::mpi_baseline::selected(&args.algorithms)
+        {
             bar.set_message(format!("MPI libraries, {} processes", scope.ranks));
             let (mut r, missing) =
                 crate::mpi_baseline::run(args, &scope.label, &scope.placement, scope.ranks);

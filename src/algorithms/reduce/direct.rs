@@ -100,7 +100,8 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
     };
     let out = session.call(root).output.cast::<T>();
     // Accumulate in the root's own chunk where no operand is lost (module docs).
-    let own_acc = root <= 1;
+    // (Not for an op that combines every operand at once, `Op::pairwise`, beyond two ranks.)
+    let own_acc = root <= 1 && (op.pairwise() || p <= 2);
     let mut scratch: Vec<T> = Vec::with_capacity(if own_acc { 0 } else { chunk.min(hi - lo) });
     let mut start = lo;
     while start < hi {
@@ -124,7 +125,7 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
             } else {
                 scratch.clear();
                 crate::copy::extend(&mut scratch, input(0, start, len));
-                session.fold_inputs(start, &mut scratch, 1, op);
+                session.fold_inputs(start, &mut scratch, 0, op);
                 std::ptr::copy_nonoverlapping(scratch.as_ptr(), out.add(start), len);
             }
         }

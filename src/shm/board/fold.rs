@@ -35,6 +35,14 @@ impl Session<'_> {
         let input = |k: usize| unsafe {
             std::slice::from_raw_parts(self.call(k).input.cast::<T>().add(at), len)
         };
+        let whole = !op.pairwise() && self.comm.size() > 2;
+        debug_assert!(from == 0 || !whole, "a partial result of a non-pairwise op");
+        if whole {
+            // Every operand of an element at once (`Op::pairwise`; two are combined as they
+            // are, one combining being the whole reduction).
+            op.fold_all(self.comm.size(), &input, acc);
+            return;
+        }
         let from = if from == 0 {
             crate::copy::copy_slice(&mut *acc, input(0));
             1
@@ -78,6 +86,26 @@ impl Session<'_> {
         let x = |i: usize| unsafe {
             std::slice::from_raw_parts(self.call(ranks[i]).input.cast::<T>().add(at), len)
         };
+        if !op.pairwise() && ranks.len() > 2 {
+            // Every operand of an element at once (`Op::pairwise`; two are combined as they
+            // are), into the own output only where it holds no operand.
+            let dest = if out_of_place {
+                // SAFETY: this rank's output holds `at + len` elements nobody else touches
+                // now, and is no rank's input (out of place).
+                unsafe {
+                    std::slice::from_raw_parts_mut(
+                        self.call(self.comm.rank()).output.cast::<T>().add(at),
+                        len,
+                    )
+                }
+            } else {
+                scratch.clear();
+                crate::copy::extend(scratch, x(0));
+                &mut scratch[..]
+            };
+            op.fold_all(ranks.len(), &x, dest);
+            return dest.as_ptr();
+        }
         if out_of_place || pos <= 1 {
             // SAFETY: this rank's output holds `at + len` elements nobody else touches now.
             let own = unsafe { self.call(self.comm.rank()).output.cast::<T>().add(at) };

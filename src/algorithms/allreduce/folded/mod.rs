@@ -86,6 +86,17 @@ unsafe fn combine_at<T: Copy, O: Op<T> + ?Sized, const B: usize>(
     op: &O,
 ) {
     let len = acc.len();
+    if !op.pairwise() && ranks.len() > 2 {
+        // Every operand of an element at once (`Op::pairwise`; two are combined as they are).
+        // SAFETY: as below; the contributions stay whole until this rank's next start, after
+        // this function returns, so slices of them may outlive each `read`.
+        let operand = |q: usize| unsafe {
+            let x = slots.read(ranks.start + q, k, |x| x);
+            std::slice::from_raw_parts(x.add(at).cast::<T>(), len)
+        };
+        op.fold_all(ranks.len(), &operand, acc);
+        return;
+    }
     // SAFETY: the contributions are whole and stay so meanwhile (the contract), each `len`
     // `T`s at an address aligned for `T` (the slot is aligned to 8 and so is `at`), within
     // the contribution's `B` bytes.
