@@ -376,6 +376,13 @@ typedef struct {
  */
 #define CORECOLL_LOR 9
 
+/*
+ The reproducible sum (`op::ReproducibleSum`), `CORECOLL_FLOAT` and `CORECOLL_DOUBLE` only:
+ each element the correctly rounded exact sum of the ranks' elements, the same bits for every
+ algorithm, rank count and split of ranks over processes and threads (docs/repro.md).
+ */
+#define CORECOLL_REPRO_SUM 10
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

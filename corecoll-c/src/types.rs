@@ -67,6 +67,10 @@ pub const CORECOLL_BXOR: corecoll_op_t = 7;
 pub const CORECOLL_LAND: corecoll_op_t = 8;
 /// Logical or (`MPI_LOR`), integers only.
 pub const CORECOLL_LOR: corecoll_op_t = 9;
+/// The reproducible sum (`op::ReproducibleSum`), `CORECOLL_FLOAT` and `CORECOLL_DOUBLE` only:
+/// each element the correctly rounded exact sum of the ranks' elements, the same bits for every
+/// algorithm, rank count and split of ranks over processes and threads (docs/repro.md).
+pub const CORECOLL_REPRO_SUM: corecoll_op_t = 10;
 
 /// The first code of the ops made by `corecoll_op_create`.
 const FIRST_USER: c_int = 64;
@@ -126,6 +130,8 @@ pub(crate) trait CType: Copy + Send + Sync + 'static {
     /// `acc[i] = acc[i] ⊙ rhs[i]` (`left`: `acc[i] = rhs[i] ⊙ acc[i]`) for built-in op `b`,
     /// which it takes.
     fn fold(b: Builtin, acc: &mut [Self], rhs: &[Self], left: bool);
+    /// The reproducible sum on this type, if it has one (the float types).
+    fn repro() -> Option<&'static dyn Op<Self>>;
 }
 
 /// Folds with the crate's own op `$op` in the direction asked.
@@ -160,6 +166,9 @@ macro_rules! int_types {
                     _ => unreachable!("an op the type does not take was refused before the call"),
                 }
             }
+            fn repro() -> Option<&'static dyn Op<Self>> {
+                None
+            }
         }
     )*};
 }
@@ -189,6 +198,9 @@ macro_rules! float_types {
                     Builtin::Max => fold_with!(op::Max, acc, rhs, left),
                     _ => unreachable!("an op the type does not take was refused before the call"),
                 }
+            }
+            fn repro() -> Option<&'static dyn Op<Self>> {
+                Some(&op::ReproducibleSum)
             }
         }
     )*};
@@ -251,6 +263,8 @@ pub(crate) use with_type;
 enum Kind {
     Builtin(Builtin),
     User(Arc<UserOp>),
+    /// `CORECOLL_REPRO_SUM` on a float type (`CType::repro`).
+    Repro,
 }
 
 /// A C op on elements of `T`: a built-in op or a user op, as an `Op` of the crate.
@@ -286,6 +300,13 @@ impl<T: CType> COp<T> {
             CORECOLL_BXOR => Some(Builtin::BitXor),
             CORECOLL_LAND => Some(Builtin::LogicalAnd),
             CORECOLL_LOR => Some(Builtin::LogicalOr),
+            CORECOLL_REPRO_SUM if T::repro().is_some() => {
+                return Ok(COp {
+                    kind: Kind::Repro,
+                    _t: PhantomData,
+                })
+            }
+            CORECOLL_REPRO_SUM => return Err(CError::OpType(code, T::CODE)),
             _ => None,
         };
         let kind = match builtin {
@@ -326,6 +347,14 @@ impl<T: CType> COp<T> {
     }
 }
 
+impl<T: CType> COp<T> {
+    /// The crate's reproducible sum on `T` (the op is `CORECOLL_REPRO_SUM`, which `new` takes
+    /// for the float types only).
+    fn repro() -> &'static dyn Op<T> {
+        T::repro().expect("CORECOLL_REPRO_SUM is refused on types without it")
+    }
+}
+
 impl<T: CType> Op<T> for COp<T> {
     fn fold_right(&self, acc: &mut [T], rhs: &[T]) {
         match &self.kind {
@@ -336,6 +365,7 @@ impl<T: CType> Op<T> for COp<T> {
                 Self::call_user(user, acc, &mut out);
                 acc.copy_from_slice(&out);
             }
+            Kind::Repro => Self::repro().fold_right(acc, rhs),
         }
     }
 
@@ -343,12 +373,13 @@ impl<T: CType> Op<T> for COp<T> {
         match &self.kind {
             Kind::Builtin(b) => T::fold(*b, acc, lhs, true),
             Kind::User(user) => Self::call_user(user, lhs, acc),
+            Kind::Repro => Self::repro().fold_left(lhs, acc),
         }
     }
 
     fn is_commutative(&self) -> bool {
         match &self.kind {
-            Kind::Builtin(_) => true,
+            Kind::Builtin(_) | Kind::Repro => true,
             Kind::User(user) => user.commutative,
         }
     }
@@ -356,7 +387,7 @@ impl<T: CType> Op<T> for COp<T> {
     fn builtin(&self) -> Option<Builtin> {
         match &self.kind {
             Kind::Builtin(b) => Some(*b),
-            Kind::User(_) => None,
+            Kind::User(_) | Kind::Repro => None,
         }
     }
 
@@ -368,6 +399,26 @@ impl<T: CType> Op<T> for COp<T> {
                 name: "a user op of the C API",
                 commutative: user.commutative,
             },
+            // The crate's op itself, so that C and Rust ranks agree.
+            Kind::Repro => Self::repro().identity(),
+        }
+    }
+
+    fn pairwise(&self) -> bool {
+        !matches!(self.kind, Kind::Repro)
+    }
+
+    fn fold_all<'a>(&self, n: usize, operand: &dyn Fn(usize) -> &'a [T], out: &mut [T])
+    where
+        T: Copy + 'a,
+    {
+        if let Kind::Repro = self.kind {
+            return Self::repro().fold_all(n, operand, out);
+        }
+        // The left fold in rank order, as `Op::fold_all` provides it.
+        out.copy_from_slice(operand(0));
+        for k in 1..n {
+            self.fold_right(out, operand(k));
         }
     }
 }

@@ -77,6 +77,19 @@ static void collectives(corecoll_comm_t *comm, int p, int r, corecoll_op_t catop
     uint64_t c = digit(r), cres;
     OK(corecoll_allreduce(&c, &cres, 1, CORECOLL_UINT64, catop, comm), "allreduce user op");
     CHECK(cres == cat_range(0, p), "allreduce non-commutative user op in rank order");
+    /* The reproducible sum: 1e100 on rank 0 and -1e100 on the last cancel exactly, whatever the
+     * algorithm adds first, and every rank's 0.5 (0.25f) survives; a float sum in rank order
+     * would lose them. CORECOLL_REPRO_SUM on an integer type is refused. */
+    double one = r == 0 ? 1e100 : (r == p - 1 ? -1e100 : 0.5);
+    double big[3] = {one, -one, 0.5}, bigsum[3];
+    OK(corecoll_allreduce(big, bigsum, 3, CORECOLL_DOUBLE, CORECOLL_REPRO_SUM, comm), "allreduce repro sum");
+    double tail = p == 1 ? 1e100 : 0.5 * (p - 2);
+    CHECK(bigsum[0] == tail && bigsum[1] == -tail && bigsum[2] == 0.5 * p, "allreduce repro sum value");
+    float fbig = r == 0 ? 1e30f : (r == p - 1 ? -1e30f : 0.25f), fsum;
+    OK(corecoll_allreduce(&fbig, &fsum, 1, CORECOLL_FLOAT, CORECOLL_REPRO_SUM, comm), "allreduce repro sum float");
+    CHECK(fsum == (p == 1 ? 1e30f : 0.25f * (p - 2)), "allreduce repro sum float value");
+    rc = corecoll_allreduce(&i32, &m, 1, CORECOLL_INT32, CORECOLL_REPRO_SUM, comm);
+    CHECK(rc != CORECOLL_SUCCESS, "repro sum on integers refused");
     /* bcast and reduce at every root. */
     for (int root = 0; root < p; root++) {
         int64_t b[3] = {r, r * 2, r * 3};

@@ -125,7 +125,7 @@ unsafe fn reduce_slice<T: Elem, O: Op<T>>(
             } else {
                 scratch.clear();
                 crate::copy::extend(&mut scratch, input(0, start, len));
-                session.fold_inputs(start, &mut scratch, 0, op);
+                session.fold_inputs(start, &mut scratch, 1, op);
                 std::ptr::copy_nonoverlapping(scratch.as_ptr(), out.add(start), len);
             }
         }

@@ -14,7 +14,9 @@ impl Session<'_> {
     /// Folds the published inputs of ranks `from .. p`, elements `at .. at + acc.len()` of
     /// each, into `acc` in rank order (`acc ⊙= x_k`, k ascending), `acc` holding the
     /// combination of the ranks below `from` already; with `from == 0` it first takes rank 0's
-    /// elements, so `acc` ends with x₀ ⊙ … ⊙ x_{p−1}. The direct reductions' inner loop.
+    /// elements, so `acc` ends with x₀ ⊙ … ⊙ x_{p−1}. The direct reductions' inner loop. An op
+    /// that is not pairwise (`Op::pairwise`) beyond two ranks reads every input, rank 0's
+    /// included, so `from` may then be 0 or 1 only.
     ///
     /// # Safety
     ///
@@ -36,7 +38,7 @@ impl Session<'_> {
             std::slice::from_raw_parts(self.call(k).input.cast::<T>().add(at), len)
         };
         let whole = !op.pairwise() && self.comm.size() > 2;
-        debug_assert!(from == 0 || !whole, "a partial result of a non-pairwise op");
+        debug_assert!(from <= 1 || !whole, "a partial result of a non-pairwise op");
         if whole {
             // Every operand of an element at once (`Op::pairwise`; two are combined as they
             // are, one combining being the whole reduction).
