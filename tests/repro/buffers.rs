@@ -399,6 +399,26 @@ fn bad_calls_fail_on_every_rank() {
             );
         }
     }
+    // One rank's reproducible sum against the others' plain sum, on the floats (Auto runs
+    // Direct here) and on accumulators (Ring): an error on every rank.
+    for alg in [Algorithm::Auto, Algorithm::Ring { block: Block::Auto }] {
+        let out = team
+            .run(|comm| {
+                let mut v = vec![1.0f64; 300];
+                if comm.rank() == 1 {
+                    comm.allreduce_with(&mut v, corecoll::op::Sum, alg)
+                } else {
+                    comm.allreduce_with(&mut v, ReproducibleSum, alg)
+                }
+            })
+            .unwrap();
+        for (r, res) in out.into_iter().enumerate() {
+            assert!(
+                res.is_err(),
+                "{alg:?}: rank {r} succeeded against another op"
+            );
+        }
+    }
     // An op that is not pairwise on a type that is not a float.
     struct Exactish;
     impl Op<u64> for Exactish {
