@@ -101,8 +101,10 @@ impl Session<'_> {
                     )
                 }
             } else {
-                scratch.clear();
-                crate::copy::extend(scratch, x(0));
+                // Only its length matters: `fold_all` writes every element.
+                scratch.truncate(len);
+                let have = scratch.len();
+                crate::copy::extend(scratch, &x(0)[have..]);
                 &mut scratch[..]
             };
             op.fold_all(ranks.len(), &x, dest);
